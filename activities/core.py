@@ -1,0 +1,237 @@
+"""bosun's activities: thin adapters from Temporal to the agents, tools, sandboxes and workspaces.
+
+One ``Activities`` object per worker process holds what activities share: settings, the artifact store, the
+sandboxes of the agent runs on this host, and the tool registry. Errors are translated by class
+(docs/ARCHITECTURE.md, "Errors"): ProviderError -> retry honouring retry-after (non-retryable for 4xx);
+ScriptDiverged and ConfigError -> non-retryable; UnexpectedEnvironment -> retry on a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from datetime import timedelta
+from importlib import resources
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import workspace as ws
+from activities.models import (
+    ChecksInput,
+    ChecksResult,
+    FinalizeInput,
+    FinalizeResult,
+    InitAgentInput,
+    ModelCallInput,
+    ModelCallResult,
+    PrepareInput,
+    PrepareResult,
+    ReleaseInput,
+    ToolCallInput,
+    ToolCallRef,
+    ToolResultRef,
+    Usage,
+    preview,
+)
+from agents.messages import Message
+from agents.providers import make_provider, parse_spec
+from agents.tools.builtin import PYTEST, TEST_ENV, default_registry
+from agents.tools.pytest_report import parse_pytest_output
+from agents.tools.registry import ToolContext
+from infra.artifacts import ArtifactStore
+from infra.errors import BosunError, ConfigError, ProviderError, ScriptDiverged, UnexpectedEnvironment
+from infra.settings import Settings
+from sandbox.base import Sandbox
+
+
+def _app_error(e: BosunError, *, retryable: bool | None = None, delay: float | None = None) -> ApplicationError:
+    return ApplicationError(f"{e.kind}: {e}", type=e.kind,
+                            non_retryable=not (e.retryable if retryable is None else retryable),
+                            next_retry_delay=timedelta(seconds=delay) if delay else None)
+
+
+def role_prompt(role: str) -> str:
+    try:
+        return resources.files("agents").joinpath("prompts", f"{role}.md").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no prompt file agents/prompts/{role}.md for role {role!r}") from None
+
+
+class SandboxManager:
+    """The live sandboxes of this worker, one per agent run, created on first use and after a crash."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._boxes: dict[str, Sandbox] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._provider = None
+
+    def provider(self):
+        if self._provider is None:
+            from sandbox import get_provider
+
+            self._provider = get_provider(self.settings.sandbox_backend, image=self.settings.sandbox_image)
+        return self._provider
+
+    async def get(self, key: str, workspace: str) -> Sandbox:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            box = self._boxes.get(key)
+            if box is not None and box.alive:
+                return box
+            if box is not None:
+                await box.close()
+            box = await self.provider().acquire(Path(workspace))
+            self._boxes[key] = box
+            return box
+
+    async def release(self, key: str) -> None:
+        box = self._boxes.pop(key, None)
+        self._locks.pop(key, None)
+        if box is not None:
+            await box.close()
+
+    async def close_all(self) -> None:
+        for key in list(self._boxes):
+            await self.release(key)
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every_s: float = 5.0):
+    """Heartbeat while a long step runs, so a dead worker is noticed within the heartbeat timeout."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every_s)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class Activities:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = ArtifactStore(settings.artifacts_dir)
+        self.sandboxes = SandboxManager(settings)
+        self.registry = default_registry()
+
+    def all(self) -> list:
+        return [self.prepare_workspace, self.run_checks, self.init_agent, self.model_call, self.tool_call,
+                self.release_sandbox, self.finalize]
+
+    @activity.defn
+    async def bind_worker(self) -> str:
+        """Runs on the shared queue; answers with this host's own queue, where the task's activities go."""
+        return self.settings.worker_queue
+
+    @activity.defn
+    async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
+        try:
+            path, base = await asyncio.to_thread(ws.prepare, self.settings.workspaces_dir, inp.workflow_id,
+                                                 inp.repo, inp.ref)
+        except ConfigError as e:
+            raise _app_error(e) from None
+        return PrepareResult(workspace=str(path), base_commit=base)
+
+    @activity.defn
+    async def run_checks(self, inp: ChecksInput) -> ChecksResult:
+        key = f"checks:{activity.info().workflow_id}:{activity.info().activity_id}"
+        try:
+            async with heartbeating():
+                box = await self.sandboxes.get(key, inp.workspace)
+                try:
+                    res = await box.exec(PYTEST, timeout_s=self.settings.tool_timeout_s,
+                                         output_cap=self.settings.tool_output_cap, env=TEST_ENV)
+                finally:
+                    await self.sandboxes.release(key)
+        except UnexpectedEnvironment as e:
+            raise _app_error(e) from None
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
+        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(),
+                            failed=report.failed, passed_count=report.counts.get("passed", len(report.passed)),
+                            output_ref=self.store.put_text(output))
+
+    @activity.defn
+    async def init_agent(self, inp: InitAgentInput) -> str:
+        try:
+            system = role_prompt(inp.role)
+        except ConfigError as e:
+            raise _app_error(e) from None
+        messages = [Message(role="system", content=system), Message(role="user", content=inp.task)]
+        return self.store.put_json([m.model_dump(mode="json") for m in messages])
+
+    @activity.defn
+    async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
+        messages = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
+        for r in inp.tool_results:
+            messages.append(Message(role="tool", content=self.store.get_text(r.result_ref), tool_call_id=r.call_id,
+                                    name=r.name, is_error=r.is_error))
+        try:
+            spec = parse_spec(inp.model)
+            trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
+            provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings)
+            try:
+                resp = await provider.complete(messages, self.registry.specs(inp.tools or None))
+            finally:
+                await provider.aclose()
+        except ProviderError as e:
+            raise _app_error(e, delay=e.retry_after) from None
+        except (ScriptDiverged, ConfigError) as e:
+            raise _app_error(e, retryable=False) from None
+        messages.append(resp.message)
+        transcript_ref = self.store.put_json([m.model_dump(mode="json") for m in messages])
+        calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
+                             arguments_preview=preview(_args_text(c.arguments)),
+                             write_key=self.registry.write_key(c.name, c.arguments))
+                 for c in resp.message.tool_calls]
+        u = resp.usage
+        return ModelCallResult(transcript_ref=transcript_ref, text_preview=preview(resp.message.content),
+                               tool_calls=calls, stop_reason=resp.stop_reason, model=resp.model or inp.model,
+                               usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                                           cached_input_tokens=u.cached_input_tokens))
+
+    @activity.defn
+    async def tool_call(self, inp: ToolCallInput) -> ToolResultRef:
+        started = time.monotonic()
+        args = self.store.get_json(inp.call.arguments_ref)
+        try:
+            async with heartbeating():
+                box = await self.sandboxes.get(inp.agent_id, inp.workspace)
+                ctx = ToolContext(sandbox=box, command_timeout_s=self.settings.tool_timeout_s,
+                                  output_cap=self.settings.tool_output_cap)
+                out = await self.registry.execute(inp.call.name, args, ctx)
+        except UnexpectedEnvironment as e:
+            await self.sandboxes.release(inp.agent_id)
+            raise _app_error(e) from None
+        return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
+                             summary=preview(out.summary or out.text, 200), is_error=out.is_error,
+                             error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
+                             data=out.data)
+
+    @activity.defn
+    async def release_sandbox(self, inp: ReleaseInput) -> None:
+        await self.sandboxes.release(inp.agent_id)
+
+    @activity.defn
+    async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
+        diff, files, commit = await asyncio.to_thread(ws.commit_changes, Path(inp.workspace), inp.base_commit,
+                                                      inp.branch, inp.message)
+        limit = 32_000
+        return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit,
+                              diff=diff if len(diff) <= limit else diff[:limit] + "\n[... diff truncated ...]\n")
+
+
+def _args_text(arguments: dict) -> str:
+    import json
+
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,171 @@
+"""Inputs and outputs of bosun's activities and workflows (one pydantic model per activity input).
+
+History carries these; they hold references into the artifact store and short previews, never whole
+transcripts, file contents or tool outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+PREVIEW = 300
+
+
+def preview(text: str, limit: int = PREVIEW) -> str:
+    text = " ".join(text.split()) if "\n" in text[:limit] else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class PrepareInput(BaseModel):
+    workflow_id: str
+    repo: str
+    """Host path (or URL) of the git repository to work on."""
+    ref: str = "HEAD"
+
+
+class PrepareResult(BaseModel):
+    workspace: str
+    """Host path of the workspace (a clone of the repository at ref)."""
+    base_commit: str
+
+
+class ChecksInput(BaseModel):
+    workspace: str
+    label: str = "tests"
+
+
+class ChecksResult(BaseModel):
+    green: bool
+    exit_code: int | None
+    summary: str
+    failed: list[str] = []
+    passed_count: int = 0
+    output_ref: str | None = None
+
+
+class AgentInput(BaseModel):
+    """One agent run (a child workflow)."""
+
+    agent_id: str
+    role: str = "solo"
+    task: str
+    model: str
+    """Model spec, e.g. `anthropic:claude-sonnet-4-5` or `scripted:PATH` (the test double)."""
+    trajectory_ref: str | None = None
+    """scripted: the trajectory's content in the artifact store (read once by the CLI, so runs are reproducible)."""
+    workspace: str
+    worker_queue: str
+    tools: list[str] = []
+    max_turns: int = 40
+
+
+class InitAgentInput(BaseModel):
+    agent_id: str
+    role: str
+    task: str
+    workspace: str
+
+
+class ToolCallRef(BaseModel):
+    id: str
+    name: str
+    arguments_ref: str
+    arguments_preview: str
+    write_key: str | None = None
+    """None for read-only calls; the file path (or '*') for writing ones."""
+
+
+class ToolResultRef(BaseModel):
+    call_id: str
+    name: str
+    result_ref: str
+    summary: str
+    is_error: bool = False
+    error_kind: str | None = None
+    duration_s: float = 0.0
+    data: dict[str, Any] = {}
+
+
+class ModelCallInput(BaseModel):
+    agent_id: str
+    turn: int
+    model: str
+    trajectory_ref: str | None = None
+    transcript_ref: str
+    tool_results: list[ToolResultRef] = []
+    """Results of the previous turn's tool calls, appended to the transcript before the call."""
+    tools: list[str] = []
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+
+class ModelCallResult(BaseModel):
+    transcript_ref: str
+    text_preview: str
+    tool_calls: list[ToolCallRef] = []
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: str | None = None
+    model: str = ""
+
+
+class ToolCallInput(BaseModel):
+    agent_id: str
+    workspace: str
+    call: ToolCallRef
+
+
+class ReleaseInput(BaseModel):
+    agent_id: str
+
+
+class AgentResult(BaseModel):
+    agent_id: str
+    status: Literal["done", "budget_exhausted", "failed"]
+    turns: int
+    tool_calls: int
+    final_message: str
+    transcript_ref: str
+    usage: Usage = Field(default_factory=Usage)
+
+
+class FinalizeInput(BaseModel):
+    workspace: str
+    base_commit: str
+    branch: str
+    message: str
+
+
+class FinalizeResult(BaseModel):
+    diff_ref: str
+    diff: str
+    """The diff itself when small (<= 32 KB), else its head; the whole diff is at diff_ref."""
+    files_changed: list[str]
+    commit: str | None = None
+
+
+class TaskInput(BaseModel):
+    repo: str
+    task: str
+    model: str
+    trajectory_ref: str | None = None
+    ref: str = "HEAD"
+    max_turns: int = 40
+
+
+class TaskResult(BaseModel):
+    status: Literal["succeeded", "failed", "no_changes"]
+    workspace: str
+    branch: str
+    commit: str | None
+    diff: str
+    diff_ref: str
+    files_changed: list[str]
+    tests_before: ChecksResult
+    tests_after: ChecksResult
+    agent: AgentResult

@@ -1,0 +1,87 @@
+"""Workspaces on the worker host: a clone of the repository per task, and the commit that delivers the result.
+
+These git commands run on the host, by bosun, never on the model's behalf. Hooks and fsmonitor are disabled for
+every call so that a workspace the agent changed cannot make the host run anything.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from infra.errors import ConfigError
+
+SAFE_GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
+            "-c", "user.name=bosun", "-c", "user.email=bosun@localhost", "-c", "commit.gpgsign=false"]
+
+
+def git(cwd: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([*SAFE_GIT, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise ConfigError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip()[:500]}")
+    return proc
+
+
+def check_repo(repo: str) -> Path:
+    """Validate a --repo argument: an existing directory at the top of a git work tree with at least one commit."""
+    path = Path(repo).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--repo {repo}: no such directory")
+    if not path.is_dir():
+        raise ConfigError(f"--repo {repo}: not a directory")
+    path = path.resolve()
+    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ConfigError(f"--repo {repo}: not a git repository (run `git init && git add -A && git commit -m init` "
+                          "there first)")
+    top = Path(proc.stdout.strip()).resolve()
+    if top != path:
+        raise ConfigError(f"--repo {repo}: is inside the git repository {top}; pass the repository's top folder")
+    if subprocess.run(["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD"],
+                      capture_output=True).returncode != 0:
+        raise ConfigError(f"--repo {repo}: the repository has no commits yet; commit something first")
+    return path
+
+
+def workspace_dir(root: Path, workflow_id: str) -> Path:
+    return root / re.sub(r"[^A-Za-z0-9._-]+", "_", workflow_id)
+
+
+def prepare(root: Path, workflow_id: str, repo: str, ref: str) -> tuple[Path, str]:
+    """Clone ``repo`` at ``ref`` into the task's workspace. Idempotent: an existing workspace is kept."""
+    dest = workspace_dir(root, workflow_id)
+    marker = dest / ".git" / "bosun-base"
+    if marker.exists():
+        return dest, marker.read_text().strip()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".clone-"))
+    try:
+        git(root, "clone", "--quiet", "--no-hardlinks", "--no-checkout", repo, str(tmp))
+        base = git(tmp, "rev-parse", "--verify", f"{ref}^{{commit}}").stdout.strip()
+        git(tmp, "checkout", "--quiet", "--detach", base)
+        (tmp / ".git" / "bosun-base").write_text(base + "\n")
+        if dest.exists():  # a half-made workspace from a crash before the marker was written
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest, base
+
+
+def commit_changes(workspace: Path, base: str, branch: str, message: str) -> tuple[str, list[str], str | None]:
+    """Commit everything the agents changed on ``branch``; returns (diff against base, files, commit or None).
+
+    Idempotent: run twice, it makes one commit and returns the same diff.
+    """
+    git(workspace, "checkout", "--quiet", "-B", branch)
+    git(workspace, "add", "-A")
+    if git(workspace, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        git(workspace, "commit", "--quiet", "--no-verify", "-m", message)
+    head = git(workspace, "rev-parse", "HEAD").stdout.strip()
+    diff = git(workspace, "diff", "--no-color", base, head).stdout
+    files = [f for f in git(workspace, "diff", "--name-only", base, head).stdout.splitlines() if f]
+    return diff, files, (head if head != base else None)

@@ -1,0 +1,382 @@
+"""Line-block matching levels and the re-writing of a replacement in the file's own style.
+
+A *line level* decides when a snippet line equals a file line:
+
+=====================  =====================================================================
+``exact``              identical lines (used for line-oriented formats: diffs, SEARCH blocks)
+``trailing_ws``        identical after removing trailing whitespace
+``indent_offset``      identical after removing indentation, and the indentation of the
+                       file block is a *uniform* transformation of the snippet's (same
+                       prefix added/removed everywhere, or the same column delta, tabs
+                       counted at 4, 8 or 2 columns)
+``edge_blank_lines``   as ``indent_offset`` after dropping blank lines at the snippet's edges
+``unicode``            as ``edge_blank_lines`` after folding curly quotes, dashes and odd
+                       spaces to ASCII
+=====================  =====================================================================
+
+Each level is a superset of the previous one. Matches are always counted over the whole search
+range; callers apply only a unique match. When a block matched at a loose level is replaced,
+lines the edit keeps are copied from the file byte for byte, new lines are re-indented into
+the file's indentation style, and (at the ``unicode`` level) characters that only differed by
+that folding are written as the file had them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from .snippet import edge_blank_counts, is_blank
+
+_UNICODE_FOLD: dict[int, str] = {}
+for _chars, _ascii in (
+    ("\u2018\u2019\u201a\u201b\u2032\u02bc", "'"),
+    ("\u201c\u201d\u201e\u201f\u2033", '"'),
+    ("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+    ("\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "),
+):
+    for _ch in _chars:
+        _UNICODE_FOLD[ord(_ch)] = _ascii
+
+
+def fold(text: str) -> str:
+    """Fold typographic quotes, dashes and odd spaces to ASCII (one character for one)."""
+    return text.translate(_UNICODE_FOLD)
+
+
+def indent_of(line: str) -> str:
+    """Leading spaces and tabs of ``line``."""
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def width(indent: str, tab: int) -> int:
+    """Display width of an indentation string with tab stops every ``tab`` columns."""
+    col = 0
+    for ch in indent:
+        col = (col // tab + 1) * tab if ch == "\t" else col + 1
+    return col
+
+
+def _key_raw(line: str) -> str:
+    return line
+
+
+def _key_rstrip(line: str) -> str:
+    return line.rstrip()
+
+
+def _key_strip(line: str) -> str:
+    return line.rstrip().lstrip(" \t")
+
+
+def _key_fold(line: str) -> str:
+    return fold(line).rstrip().lstrip(" \t")
+
+
+_KEYS = {"raw": _key_raw, "rstrip": _key_rstrip, "strip": _key_strip, "fold": _key_fold}
+
+
+@dataclass(frozen=True)
+class LineLevel:
+    """A line-comparison level (see module docstring)."""
+
+    name: str
+    key: str
+    check_indent: bool
+    trim_edges: bool
+
+
+EXACT_LINES = LineLevel("exact", "raw", False, False)
+TRAILING_WS = LineLevel("trailing_ws", "rstrip", False, False)
+INDENT_OFFSET = LineLevel("indent_offset", "strip", True, False)
+EDGE_BLANK = LineLevel("edge_blank_lines", "strip", True, True)
+UNICODE = LineLevel("unicode", "fold", True, True)
+
+#: Line levels after ``exact`` (``exact`` itself depends on the format: substring or lines).
+FUZZY_LEVELS: tuple[LineLevel, ...] = (TRAILING_WS, INDENT_OFFSET, EDGE_BLANK, UNICODE)
+ALL_LINE_LEVELS: tuple[LineLevel, ...] = (EXACT_LINES, *FUZZY_LEVELS)
+
+
+class FileLines:
+    """The file's lines with lazily computed comparison keys."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._keys: dict[str, list[str]] = {}
+        self._tabs: bool | None = None
+
+    def keys(self, kind: str) -> list[str]:
+        """Comparison keys of every line for key ``kind``."""
+        got = self._keys.get(kind)
+        if got is None:
+            fn = _KEYS[kind]
+            got = self.lines if kind == "raw" else [fn(line) for line in self.lines]
+            self._keys[kind] = got
+        return got
+
+    @property
+    def uses_tabs(self) -> bool:
+        """True when more indented lines start with a tab than with a space."""
+        if self._tabs is None:
+            tabs = sum(1 for line in self.lines if line.startswith("\t"))
+            spaces = sum(1 for line in self.lines if line.startswith(" "))
+            self._tabs = tabs > spaces
+        return self._tabs
+
+
+@dataclass
+class IndentMap:
+    """How the snippet's indentation maps onto the file block's.
+
+    ``pairs`` maps each snippet indentation seen in the matched block to the file's; other
+    indentations are converted by ``prefix`` (added when ``sign`` is +1, removed when -1) or by
+    a column ``delta`` rendered with tabs (``tab`` columns each) or spaces.
+    """
+
+    pairs: dict[str, str]
+    prefix: str | None
+    sign: int
+    delta: int
+    tab: int
+    use_tabs: bool
+
+    def render(self, snippet_indent: str) -> str | None:
+        """File indentation for a snippet indentation; None if it would be negative."""
+        if snippet_indent in self.pairs:
+            return self.pairs[snippet_indent]
+        if self.prefix is not None:
+            if self.sign > 0:
+                return self.prefix + snippet_indent
+            if snippet_indent.startswith(self.prefix):
+                return snippet_indent[len(self.prefix) :]
+        cols = width(snippet_indent, self.tab) + self.delta
+        if cols < 0:
+            return None
+        if self.use_tabs:
+            return "\t" * (cols // self.tab) + " " * (cols % self.tab)
+        return " " * cols
+
+    @property
+    def description(self) -> str:
+        """Human description of the re-indentation, e.g. ``"+4 columns"``; empty for none."""
+        if self.prefix == "":
+            return ""
+        if self.prefix is not None:
+            shown = self.prefix.replace("\t", "\\t")
+            return f"{'added' if self.sign > 0 else 'removed'} indentation '{shown}'"
+        return f"{self.delta:+d} columns, written with {'tabs' if self.use_tabs else 'spaces'}"
+
+
+def indent_map(
+    file_block: list[str], snippet: list[str], *, folded: bool, file_uses_tabs: bool
+) -> IndentMap | None:
+    """The uniform indentation mapping from ``snippet`` to ``file_block``, or None if there is none."""
+    pairs: dict[str, str] = {}
+    plist: list[tuple[str, str]] = []
+    for f_line, s_line in zip(file_block, snippet, strict=True):
+        if is_blank(s_line):
+            continue
+        fi = indent_of(fold(f_line) if folded else f_line)
+        si = indent_of(fold(s_line) if folded else s_line)
+        plist.append((fi, si))
+        pairs.setdefault(si, f_line[: len(fi)])  # the file's own characters
+    has_tabs = any("\t" in fi for fi, _ in plist)
+    use_tabs = has_tabs or (file_uses_tabs and not any(fi for fi, _ in plist))
+    if not plist or all(fi == si for fi, si in plist):
+        return IndentMap(pairs, "", 1, 0, 4, use_tabs)
+    fi0, si0 = plist[0]
+    if fi0.endswith(si0):
+        prefix = fi0[: len(fi0) - len(si0)]
+        if all(fi == prefix + si for fi, si in plist):
+            return IndentMap(pairs, prefix, 1, width(prefix, 4), 4, use_tabs)
+    if si0.endswith(fi0):
+        prefix = si0[: len(si0) - len(fi0)]
+        if all(si == prefix + fi for fi, si in plist):
+            return IndentMap(pairs, prefix, -1, -width(prefix, 4), 4, use_tabs)
+    for tab in (4, 8, 2):
+        deltas = {width(fi, tab) - width(si, tab) for fi, si in plist}
+        if len(deltas) == 1:
+            return IndentMap(pairs, None, 1, deltas.pop(), tab, use_tabs)
+    return None
+
+
+@dataclass
+class BlockMatch:
+    """A snippet matched to file lines ``start..end-1``.
+
+    ``trim`` is how many snippet lines were dropped at (start, end) by the edge-blank rule.
+    """
+
+    start: int
+    end: int
+    level: LineLevel
+    imap: IndentMap | None
+    trim: tuple[int, int] = (0, 0)
+
+
+def trimmed(snippet: list[str], level: LineLevel, trimmable: list[bool] | None = None) -> tuple[int, int]:
+    """Edge lines the level drops from ``snippet``; ``trimmable`` restricts which lines may go."""
+    if not level.trim_edges:
+        return 0, 0
+    lead, trail = edge_blank_counts(snippet)
+    if trimmable is not None:
+        lead = next((i for i in range(lead) if not trimmable[i]), lead)
+        trail = next((i for i in range(trail) if not trimmable[len(snippet) - 1 - i]), trail)
+    return lead, trail
+
+
+def find_block(
+    fl: FileLines,
+    snippet: list[str],
+    level: LineLevel,
+    lo: int = 0,
+    hi: int | None = None,
+    *,
+    trimmable: list[bool] | None = None,
+) -> list[BlockMatch]:
+    """Every placement of ``snippet`` inside file lines ``lo..hi-1`` at ``level``."""
+    hi = len(fl.lines) if hi is None else hi
+    lead, trail = trimmed(snippet, level, trimmable)
+    core = snippet[lead : len(snippet) - trail]
+    if not core:
+        return []
+    keyfn = _KEYS[level.key]
+    skeys = [keyfn(line) for line in core]
+    fkeys = fl.keys(level.key)
+    k = len(skeys)
+    first = skeys[0]
+    out: list[BlockMatch] = []
+    lines = fl.lines
+    for i in range(lo, hi - k + 1):
+        if fkeys[i] != first or fkeys[i : i + k] != skeys:
+            continue
+        imap = None
+        if level.check_indent:
+            imap = indent_map(
+                lines[i : i + k], core, folded=level.key == "fold", file_uses_tabs=fl.uses_tabs
+            )
+            if imap is None:
+                continue
+        out.append(BlockMatch(i, i + k, level, imap, (lead, trail)))
+    return out
+
+
+def _restore_folded(new_content: str, old_content: str, file_content: str) -> str:
+    """Write characters of ``new_content`` copied from ``old_content`` as the file has them."""
+    old_content, file_content = old_content.rstrip(), file_content.rstrip()
+    if len(old_content) != len(file_content):
+        return new_content
+    out = list(new_content)
+    matcher = SequenceMatcher(None, old_content, new_content, autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        for t in range(size):
+            o, f = old_content[a + t], file_content[a + t]
+            if o != f and fold(o) == fold(f):
+                out[b + t] = f
+    return "".join(out)
+
+
+class IndentConflict(Exception):
+    """A replacement line cannot be re-indented (it would need a negative indentation)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def render_new_line(
+    new_line: str, pair: int | None, file_block: list[str], old: list[str], match: BlockMatch
+) -> str:
+    """A replacement line in the file's style (``pair`` = index of the old line it replaces).
+
+    Without an indentation map (``exact``/``trailing_ws``) the line is written as given.
+    """
+    if match.imap is None:
+        return new_line
+    if is_blank(new_line):
+        return ""
+    indent = match.imap.render(indent_of(new_line))
+    if indent is None:
+        raise IndentConflict(new_line)
+    content = new_line.lstrip(" \t")
+    if match.level.key == "fold" and pair is not None:
+        f_line, o_line = file_block[pair], old[pair]
+        f_content = f_line[len(indent_of(fold(f_line))) :]
+        o_content = o_line[len(indent_of(fold(o_line))) :]
+        content = _restore_folded(content, o_content, f_content)
+    return indent + content
+
+
+def _pair_lines(old: list[str], new: list[str]) -> list[int | None]:
+    """For each new line, the most similar old line (ratio >= 0.5) or None."""
+    pairs: list[int | None] = []
+    for line in new:
+        best, best_ratio = None, 0.5
+        for idx, cand in enumerate(old):
+            ratio = SequenceMatcher(None, cand.strip(), line.strip(), autojunk=False).ratio()
+            if ratio > best_ratio:
+                best, best_ratio = idx, ratio
+        pairs.append(best)
+    return pairs
+
+
+def build_replacement(file_block: list[str], old: list[str], new: list[str], match: BlockMatch) -> list[str]:
+    """Replacement lines for ``file_block`` (matched by ``old``) when the edit says ``new``.
+
+    Lines equal in ``old`` and ``new`` are copied from the file; the others are rendered with
+    ``render_new_line``. Raises ``IndentConflict``.
+    """
+    out: list[str] = []
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(file_block[i1:i2])
+        elif tag in ("replace", "insert"):
+            base = i1
+            pairs = _pair_lines(old[i1:i2], new[j1:j2]) if tag == "replace" else [None] * (j2 - j1)
+            for line, pair in zip(new[j1:j2], pairs, strict=True):
+                out.append(
+                    render_new_line(line, None if pair is None else base + pair, file_block, old, match)
+                )
+    return out
+
+
+def build_from_script(
+    file_block: list[str], script: list[tuple[str, str]], match: BlockMatch
+) -> list[str]:
+    """Replacement lines from a diff body (``" "`` keep, ``"-"`` drop, ``"+"`` add) matched at ``match``.
+
+    ``script`` holds only the lines that took part in the match (edge-trimmed context removed).
+    Context lines are copied from the file; added lines are paired with the removed lines of
+    the same change group for re-indentation and character restoration.
+    """
+    old = [text for kind, text in script if kind != "+"]
+    out: list[str] = []
+    old_idx = 0
+    group_removed: list[int] = []
+    pending_added: list[str] = []
+
+    def flush() -> None:
+        if pending_added:
+            removed_lines = [old[i] for i in group_removed]
+            pairs = _pair_lines(removed_lines, pending_added) if removed_lines else [None] * len(pending_added)
+            for line, pair in zip(pending_added, pairs, strict=True):
+                real_pair = None if pair is None else group_removed[pair]
+                out.append(render_new_line(line, real_pair, file_block, old, match))
+        group_removed.clear()
+        pending_added.clear()
+
+    for kind, text in script:
+        if kind == " ":
+            flush()
+            out.append(file_block[old_idx])
+            old_idx += 1
+        elif kind == "-":
+            if pending_added:
+                flush()
+            group_removed.append(old_idx)
+            old_idx += 1
+        else:
+            pending_added.append(text)
+    flush()
+    return out

@@ -1,0 +1,90 @@
+"""Model specs and provider construction.
+
+A spec string selects the provider:
+
+- ``openai:MODEL`` — OpenAI Chat Completions (key: BOSUN_OPENAI_API_KEY or OPENAI_API_KEY)
+- ``anthropic:MODEL`` — Anthropic Messages (key: BOSUN_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY)
+- ``openai-compatible:http://host:port/v1#MODEL`` — vLLM, Ollama, llama.cpp server, OpenRouter...
+- ``scripted:PATH`` — THE TEST DOUBLE: replays a recorded trajectory (JSONL), no language model involved.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from agents.providers.base import Provider
+from infra.errors import ConfigError
+
+KINDS = ("openai", "anthropic", "openai-compatible", "scripted")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: str
+    model: str
+    """Model name; for scripted, the trajectory path."""
+    base_url: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "openai-compatible":
+            return f"{self.kind}:{self.base_url}#{self.model}"
+        return f"{self.kind}:{self.model}"
+
+    @property
+    def is_test_double(self) -> bool:
+        return self.kind == "scripted"
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Parse a model spec; raises ConfigError with the accepted forms when it is not one."""
+    forms = ("openai:MODEL, anthropic:MODEL, openai-compatible:http://host:port/v1#MODEL, "
+             "scripted:PATH (test double)")
+    if not spec or ":" not in spec:
+        raise ConfigError(f"model spec {spec!r} is not of the form KIND:NAME; use one of {forms}")
+    kind, _, rest = spec.partition(":")
+    if kind not in KINDS:
+        raise ConfigError(f"unknown model spec {spec!r}: provider {kind!r} is not one of {', '.join(KINDS)}; "
+                          f"use one of {forms}")
+    if not rest:
+        raise ConfigError(f"model spec {spec!r} names no model; use one of {forms}")
+    if kind == "openai-compatible":
+        url, sep, model = rest.rpartition("#")
+        parsed = urlparse(url)
+        if not sep or not model or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(f"model spec {spec!r}: expected openai-compatible:http://host:port/v1#MODEL")
+        return ModelSpec(kind, model, url.rstrip("/"))
+    return ModelSpec(kind, rest)
+
+
+def _key(explicit: object, *env_names: str) -> str | None:
+    if explicit is not None and explicit.get_secret_value():  # type: ignore[attr-defined]
+        return explicit.get_secret_value()  # type: ignore[attr-defined]
+    for name in env_names:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None) -> Provider:
+    """Build the provider a spec names. ``trajectory_text`` is the scripted trajectory's content."""
+    if spec.kind == "scripted":
+        from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory
+
+        if trajectory_text is not None:
+            turns = parse_trajectory(trajectory_text, spec.model)
+        else:
+            _, turns = load_trajectory(spec.model)
+        return ScriptedProvider(turns, spec.model)
+    if spec.kind == "anthropic":
+        from agents.providers.anthropic import AnthropicProvider
+
+        key = _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY")
+        return AnthropicProvider(spec.model, key)
+    from agents.providers.openai_compat import OpenAICompatProvider
+
+    if spec.kind == "openai":
+        key = _key(getattr(settings, "openai_api_key", None), "OPENAI_API_KEY")
+        return OpenAICompatProvider("https://api.openai.com/v1", spec.model, key)
+    return OpenAICompatProvider(spec.base_url or "", spec.model, None)

@@ -1,0 +1,160 @@
+"""The scripted model: THE TEST DOUBLE. It replays a recorded trajectory instead of calling a language model.
+
+A trajectory is a JSONL file, one assistant turn per line::
+
+    {"content": "Let me read the test.", "tool_calls": [{"name": "read_file", "arguments": {"path": "t.py"}}]}
+    {"expect": [{"tool": "read_file", "contains": "def test_add"}], "content": "...", "tool_calls": [...]}
+    {"expect": [{"tool": "run_tests", "contains": "passed"}], "content": "Done."}
+
+``expect`` checks the tool results that came back since the previous turn. The provider is a pure function of the
+transcript: turn N of the file answers the N-th model call. It fails loudly (ScriptDiverged) when the run diverges:
+more model calls than recorded turns, an unexpected tool result, a tool error the trajectory did not expect, or a
+transcript whose earlier tool calls differ from the recorded ones.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
+from agents.providers.base import Provider
+from infra.errors import ConfigError, ScriptDiverged
+
+
+class Expectation(BaseModel):
+    """A check on one tool result of the previous turn."""
+
+    model_config = {"extra": "forbid"}
+
+    tool: str
+    """Name of the tool whose result is checked (the first result of that tool since the last turn)."""
+    contains: str | None = None
+    """A substring the result must contain."""
+    is_error: bool = False
+    """Whether the result is expected to be an error."""
+
+
+class ScriptedCall(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedTurn(BaseModel):
+    """One recorded assistant turn."""
+
+    model_config = {"extra": "forbid"}
+
+    content: str = ""
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    expect: list[Expectation] = Field(default_factory=list)
+
+
+def parse_trajectory(text: str, source: str = "<trajectory>") -> list[ScriptedTurn]:
+    """Parse trajectory JSONL. Raises ConfigError naming the line and what is wrong."""
+    turns: list[ScriptedTurn] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{source}:{lineno}: not valid JSON ({e.msg} at column {e.colno}); "
+                              "each line of a trajectory is one JSON object") from None
+        try:
+            turns.append(ScriptedTurn.model_validate(raw))
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise ConfigError(f"{source}:{lineno}: {where}: {first['msg']}") from None
+    if not turns:
+        raise ConfigError(f"{source}: the trajectory has no turns; add one JSON object per assistant turn")
+    if turns[-1].tool_calls:
+        raise ConfigError(f"{source}: the last turn has tool calls; a trajectory must end with a turn without "
+                          "tool calls (the agent's final answer)")
+    return turns
+
+
+def load_trajectory(path: str | Path) -> tuple[str, list[ScriptedTurn]]:
+    """Read and parse a trajectory file; returns (text, turns). Raises ConfigError if unreadable or invalid."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"trajectory file {p} does not exist (from the model spec 'scripted:{path}')") from None
+    except IsADirectoryError:
+        raise ConfigError(f"trajectory {p} is a directory; scripted:PATH needs a JSONL file") from None
+    except PermissionError:
+        raise ConfigError(f"trajectory file {p} is not readable (permission denied)") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"trajectory file {p} is not UTF-8 text") from None
+    return text, parse_trajectory(text, str(p))
+
+
+def call_id(turn: int, index: int) -> str:
+    return f"call_{turn}_{index}"
+
+
+class ScriptedProvider(Provider):
+    """Replays a trajectory. Labelled ``scripted:`` everywhere it appears: it is not a language model."""
+
+    def __init__(self, turns: list[ScriptedTurn], source: str = "trajectory") -> None:
+        self.turns = turns
+        self.source = source
+        self.name = f"scripted:{source}"
+
+    def _diverged(self, turn: int, what: str) -> ScriptDiverged:
+        return ScriptDiverged(f"scripted model ({self.source}) diverged at model turn {turn + 1}: {what}")
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec], *, max_tokens: int = 4096
+                       ) -> ModelResponse:
+        assistant_idx = [i for i, m in enumerate(messages) if m.role == "assistant"]
+        n = len(assistant_idx)
+        if n >= len(self.turns):
+            raise self._diverged(n, f"the run asked for another turn but the trajectory has only "
+                                    f"{len(self.turns)} turns")
+        # The transcript's earlier turns must be the recorded ones.
+        for k, i in enumerate(assistant_idx):
+            got = [(c.name, c.arguments) for c in messages[i].tool_calls]
+            want = [(c.name, c.arguments) for c in self.turns[k].tool_calls]
+            if got != want:
+                raise self._diverged(n, f"the transcript's turn {k + 1} has tool calls {got}, recorded {want}")
+        results = messages[assistant_idx[-1] + 1:] if assistant_idx else []
+        results = [m for m in results if m.role == "tool"]
+        turn = self.turns[n]
+        tool_names = {t.name for t in tools}
+        for call in turn.tool_calls:
+            if tools and call.name not in tool_names:
+                raise self._diverged(n, f"the recorded tool call {call.name!r} is not among the offered tools "
+                                        f"{sorted(tool_names)}")
+        checked: set[int] = set()
+        for exp in turn.expect:
+            match = next((j for j, m in enumerate(results) if m.name == exp.tool and j not in checked), None)
+            if match is None:
+                raise self._diverged(n, f"expected a result of tool {exp.tool!r}, got results of "
+                                        f"{[m.name for m in results]}")
+            checked.add(match)
+            res = results[match]
+            if res.is_error != exp.is_error:
+                state = "an error" if res.is_error else "a success"
+                raise self._diverged(n, f"tool {exp.tool!r} returned {state}, the trajectory expected "
+                                        f"is_error={exp.is_error}: {res.content[:400]!r}")
+            if exp.contains is not None and exp.contains not in res.content:
+                raise self._diverged(n, f"the result of {exp.tool!r} does not contain {exp.contains!r}; "
+                                        f"it starts with {res.content[:400]!r}")
+        for j, res in enumerate(results):
+            if res.is_error and j not in checked:
+                raise self._diverged(n, f"tool {res.name!r} failed and the trajectory did not expect it: "
+                                        f"{res.content[:400]!r}")
+        msg = Message(role="assistant", content=turn.content,
+                      tool_calls=[ToolCall(id=call_id(n, i), name=c.name, arguments=c.arguments)
+                                  for i, c in enumerate(turn.tool_calls)])
+        prompt_chars = sum(len(m.content) for m in messages)
+        return ModelResponse(message=msg, stop_reason="tool_use" if turn.tool_calls else "end_turn",
+                             model=self.name,
+                             usage=Usage(input_tokens=prompt_chars // 4, output_tokens=len(turn.content) // 4 + 1))

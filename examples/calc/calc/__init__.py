@@ -1,0 +1,1 @@
+"""A tiny statistics library: the example repository bosun's demo fixes."""

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# bosun's one bootstrap: idempotent; prints what it did. Called by `make bootstrap`, `make demo`, `make test`.
+#   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv)
+#   2. .venv with bosun and its dev extras, pinned by constraints.txt (reinstalled only when they change)
+#   3. the Docker daemon, started when it is not running
+#   4. the sandbox image, built locally with debootstrap + docker import (rebuilt only when its recipe changes)
+# Where it cannot act (not root, no apt) it stops and prints the exact command to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+say() { printf 'bootstrap: %s\n' "$*"; }
+die() { printf 'bootstrap: %s\n' "$*" >&2; exit 1; }
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# 1. system packages ---------------------------------------------------------------------------------------
+PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv ca-certificates)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || die "missing packages: ${missing[*]}; this is not a Debian/Ubuntu system (no apt-get): install them with your package manager, then run make again"
+  if [ -n "$SUDO" ] && ! sudo -n true 2>/dev/null; then
+    die "missing packages: ${missing[*]}. Run: sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+  fi
+  say "installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  say "system packages present (${PKGS[*]})"
+fi
+
+# 2. python environment ------------------------------------------------------------------------------------
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "bosun needs Python >= 3.11; $PY is $("$PY" -V 2>&1)"
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=$(cat pyproject.toml constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
+if [ "$(cat .venv/.bosun-installed 2>/dev/null)" != "$stamp" ] || ! .venv/bin/python -c 'import infra, temporalio' 2>/dev/null; then
+  say "installing bosun and its dev extras into .venv (constraints.txt)"
+  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -c 'import infra, temporalio, nats, docker, tree_sitter_language_pack' \
+    || die "the Python install failed; see the pip output above"
+  echo "$stamp" > .venv/.bosun-installed
+else
+  say ".venv up to date"
+fi
+
+# 3. docker daemon -----------------------------------------------------------------------------------------
+if docker info >/dev/null 2>&1; then
+  say "docker engine running"
+else
+  if [ -n "$SUDO" ]; then
+    die "the Docker engine is not running. Run: sudo systemctl start docker (and add yourself to the docker group: sudo usermod -aG docker \$USER, then log in again)"
+  fi
+  if [ -d /run/systemd/system ] && systemctl start docker 2>/dev/null; then
+    say "started docker with systemctl"
+  else
+    say "starting dockerd (log: /var/log/bosun-dockerd.log)"
+    nohup dockerd >/var/log/bosun-dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || die "dockerd did not come up in 30 s; see /var/log/bosun-dockerd.log"
+  say "docker engine running"
+fi
+
+# 4. sandbox image -----------------------------------------------------------------------------------------
+if [ -x sandbox/image/build.sh ]; then
+  bash sandbox/image/build.sh
+else
+  die "sandbox/image/build.sh is missing"
+fi
+say "done"

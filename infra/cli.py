@@ -1,0 +1,189 @@
+"""The `bosun` command line. Every command is documented in the README (`bosun COMMAND --help` too)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import sys
+import time
+
+from infra.errors import BosunError, ConfigError
+from infra.settings import Settings, load_settings
+
+EPILOG = "Settings come from BOSUN_* environment variables; `bosun settings` shows them."
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bosun", description="Durable, sandboxed, multi-agent coding workflows.",
+                                epilog=EPILOG)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    sub.add_parser("up", help="start the embedded stack (Temporal, NATS, worker); idempotent")
+    sub.add_parser("down", help="stop what `bosun up` started")
+    sub.add_parser("status", help="show each part of the stack with its address and health")
+    sub.add_parser("worker", help="run a worker in the foreground (the stack runs one for you)")
+    sub.add_parser("settings", help="print the settings in force (secrets redacted)")
+
+    r = sub.add_parser("run", help="start a task on a repository")
+    r.add_argument("task", help="what to do, in plain words")
+    r.add_argument("--repo", required=True, help="path of the git repository to work on")
+    r.add_argument("--model", help="model spec (default: BOSUN_DEFAULT_MODEL), e.g. anthropic:claude-sonnet-4-5, "
+                                   "openai:gpt-5-codex, openai-compatible:http://host:port/v1#model, or "
+                                   "scripted:PATH (the test double: replays a recorded trajectory)")
+    r.add_argument("--ref", default="HEAD", help="git ref to start from (default HEAD)")
+    r.add_argument("--id", help="workflow id (default: generated)")
+    r.add_argument("--max-turns", type=int, help="model turns the agent may take (default BOSUN_MAX_TURNS)")
+    r.add_argument("--wait", action="store_true", help="wait for the result and print it")
+    r.add_argument("--json", action="store_true", help="with --wait: print the result as JSON")
+
+    h = sub.add_parser("history", help="print a run's steps read back from Temporal")
+    h.add_argument("id", help="workflow id printed by `bosun run`")
+    h.add_argument("--json", action="store_true", help="print the steps as JSON")
+
+    sb = sub.add_parser("sandbox", help="sandbox tools")
+    sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
+    sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
+    return p
+
+
+def _validate_run(args: argparse.Namespace, s: Settings):
+    from activities.workspace import check_repo
+    from agents.providers import parse_spec
+
+    if not args.task.strip():
+        raise ConfigError("the task is empty; say what bosun should do, e.g. bosun run --repo . \"fix the test\"")
+    repo = check_repo(args.repo)
+    spec_text = args.model or s.default_model
+    if not spec_text:
+        raise ConfigError("no model: pass --model SPEC or set BOSUN_DEFAULT_MODEL")
+    spec = parse_spec(spec_text)
+    trajectory = None
+    if spec.kind == "scripted":
+        from agents.providers.scripted import load_trajectory
+
+        trajectory, _ = load_trajectory(spec.model)
+    elif spec.kind == "openai" and not (_secret(s.openai_api_key) or _env("OPENAI_API_KEY")):
+        raise ConfigError(f"model {spec}: no API key; set BOSUN_OPENAI_API_KEY (or OPENAI_API_KEY)")
+    elif spec.kind == "anthropic" and not (_secret(s.anthropic_api_key) or _env("ANTHROPIC_API_KEY")):
+        raise ConfigError(f"model {spec}: no API key; set BOSUN_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+    if args.max_turns is not None and args.max_turns < 1:
+        raise ConfigError("--max-turns must be at least 1")
+    return repo, spec, trajectory
+
+
+def _secret(value) -> str | None:
+    return value.get_secret_value() or None if value is not None else None
+
+
+def _env(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name) or None
+
+
+async def _run(args: argparse.Namespace, s: Settings) -> int:
+    from activities.models import TaskInput, TaskResult
+    from infra.artifacts import ArtifactStore
+    from infra.temporal import connect
+    from workflows.task import TaskWorkflow
+
+    repo, spec, trajectory = _validate_run(args, s)
+    client = await connect(s)
+    trajectory_ref = ArtifactStore(s.artifacts_dir).put_text(trajectory) if trajectory is not None else None
+    wf_id = args.id or f"task-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    handle = await client.start_workflow(
+        TaskWorkflow.run,
+        TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
+                  max_turns=args.max_turns or s.max_turns),
+        id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200])
+    label = " (scripted: the test double, no language model)" if spec.is_test_double else ""
+    print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)
+    if not s.temporal_address:
+        print(f"  web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/{wf_id}",
+              file=sys.stderr)
+    if not args.wait:
+        print(wf_id)
+        return 0
+    result: TaskResult = await handle.result()
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.diff or "(no changes)")
+        print(f"tests before: {result.tests_before.summary}")
+        print(f"tests after:  {result.tests_after.summary}")
+        print(f"status: {result.status}; agent {result.agent.status} after {result.agent.turns} turns and "
+              f"{result.agent.tool_calls} tool calls; branch {result.branch} "
+              f"({(result.commit or 'no commit')[:12]}) in {result.workspace}")
+    return 0 if result.status == "succeeded" else 1
+
+
+async def _history(args: argparse.Namespace, s: Settings) -> int:
+    from temporalio.service import RPCError
+
+    from infra.history import collect, render, to_json
+    from infra.temporal import connect
+
+    client = await connect(s)
+    try:
+        root = await collect(client, args.id)
+    except RPCError as e:
+        raise ConfigError(f"no run {args.id!r} in namespace {s.temporal_namespace}: {e.message}") from None
+    if args.json:
+        print(json.dumps(to_json(root), indent=2, default=str))
+    else:
+        print("\n".join(render(root)))
+    return 0
+
+
+def _settings(s: Settings) -> int:
+    for name, field in Settings.model_fields.items():
+        value = getattr(s, name)
+        if value is not None and "key" in name:
+            value = "***"
+        print(f"BOSUN_{name.upper()}={value}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["sandbox", "exec"]:
+        from sandbox.cli import exec_main
+
+        return exec_main(argv[2:])
+    args = _parser().parse_args(argv)
+    try:
+        s = load_settings()
+        if args.cmd == "up":
+            from infra.stack import up
+
+            return up(s)
+        if args.cmd == "down":
+            from infra.stack import down
+
+            return down(s)
+        if args.cmd == "status":
+            from infra.stack import status
+
+            return status(s)
+        if args.cmd == "worker":
+            from infra.worker import main as worker_main
+
+            worker_main()
+            return 0
+        if args.cmd == "settings":
+            return _settings(s)
+        if args.cmd == "run":
+            return asyncio.run(_run(args, s))
+        if args.cmd == "history":
+            return asyncio.run(_history(args, s))
+    except BosunError as e:
+        print(f"bosun: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

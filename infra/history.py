@@ -1,0 +1,152 @@
+"""Read a run's steps back from Temporal: model turns, tool calls with arguments and short results, durations.
+
+The history view is built from workflow history alone (refs point into the artifact store for full contents).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+
+@dataclass
+class Step:
+    workflow_id: str
+    kind: str
+    """activity | child | workflow"""
+    name: str
+    activity_id: str = ""
+    input: Any = None
+    result: Any = None
+    error: str | None = None
+    attempt: int = 1
+    started: float | None = None
+    duration_s: float | None = None
+    children: list[Step] = field(default_factory=list)
+
+
+def _decode(payloads) -> list[Any]:
+    out = []
+    for p in payloads:
+        try:
+            out.append(json.loads(p.data) if p.data else None)
+        except ValueError:
+            out.append(f"<{len(p.data)} bytes>")
+    return out
+
+
+def _ts(ev) -> float:
+    return ev.event_time.seconds + ev.event_time.nanos / 1e9
+
+
+async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    root = Step(workflow_id=workflow_id, kind="workflow", name="")
+    scheduled: dict[int, Step] = {}
+    children: dict[str, Step] = {}
+    async for ev in handle.fetch_history_events():
+        t = ev.event_type
+        if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            a = ev.workflow_execution_started_event_attributes
+            root.name = a.workflow_type.name
+            root.input = (_decode(a.input.payloads) or [None])[0]
+            root.started = _ts(ev)
+        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            a = ev.activity_task_scheduled_event_attributes
+            step = Step(workflow_id=workflow_id, kind="activity", name=a.activity_type.name,
+                        activity_id=a.activity_id, input=(_decode(a.input.payloads) or [None])[0],
+                        started=_ts(ev))
+            scheduled[ev.event_id] = step
+            root.children.append(step)
+        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            a = ev.activity_task_started_event_attributes
+            scheduled[a.scheduled_event_id].attempt = a.attempt
+        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            a = ev.activity_task_completed_event_attributes
+            step = scheduled[a.scheduled_event_id]
+            step.result = (_decode(a.result.payloads) or [None])[0]
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+        elif t in (EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
+            a = (ev.activity_task_failed_event_attributes if t == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+                 else ev.activity_task_timed_out_event_attributes)
+            step = scheduled[a.scheduled_event_id]
+            step.error = a.failure.message or "timed out"
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+        elif t == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            a = ev.start_child_workflow_execution_initiated_event_attributes
+            step = Step(workflow_id=a.workflow_id, kind="child", name=a.workflow_type.name, started=_ts(ev))
+            children[a.workflow_id] = step
+            root.children.append(step)
+        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+            a = ev.child_workflow_execution_started_event_attributes
+            step = children[a.workflow_execution.workflow_id]
+            sub = await collect(client, a.workflow_execution.workflow_id, a.workflow_execution.run_id)
+            step.children, step.input = sub.children, sub.input
+        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            a = ev.child_workflow_execution_completed_event_attributes
+            step = children[a.workflow_execution.workflow_id]
+            step.result = (_decode(a.result.payloads) or [None])[0]
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
+            a = ev.child_workflow_execution_failed_event_attributes
+            children[a.workflow_execution.workflow_id].error = a.failure.message
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            root.result = (_decode(ev.workflow_execution_completed_event_attributes.result.payloads) or [None])[0]
+            root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+            root.error = ev.workflow_execution_failed_event_attributes.failure.message
+            root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
+    return root
+
+
+def _describe(step: Step) -> str:
+    i, r = step.input or {}, step.result
+    n = step.name
+    if n == "model_call" and isinstance(r, dict):
+        calls = ", ".join(f"{c['name']}({c['arguments_preview'][:60]})" for c in r.get("tool_calls", []))
+        u = r.get("usage", {})
+        text = r.get("text_preview", "")
+        return (f"model turn {i.get('turn')} [{i.get('model')}] tokens {u.get('input_tokens', 0)}/"
+                f"{u.get('output_tokens', 0)}: {text[:100]!r}" + (f" -> {calls}" if calls else " (final)"))
+    if n == "tool_call" and isinstance(r, dict):
+        c = i.get("call", {})
+        flag = f" [{r.get('error_kind')}]" if r.get("is_error") else ""
+        return f"  tool {c.get('name')} {c.get('arguments_preview', '')[:100]} -> {r.get('summary', '')[:120]}{flag}"
+    if n == "run_checks" and isinstance(r, dict):
+        return f"tests {i.get('label')}: {r.get('summary')}"
+    if n == "prepare_workspace" and isinstance(r, dict):
+        return f"workspace {r.get('workspace')} at {str(r.get('base_commit'))[:10]}"
+    if n == "finalize" and isinstance(r, dict):
+        return f"commit {str(r.get('commit'))[:10]} on {i.get('branch')}: {len(r.get('files_changed', []))} files"
+    if n == "bind_worker":
+        return f"bound to worker queue {r}"
+    return n
+
+
+def render(step: Step, indent: str = "") -> list[str]:
+    lines = []
+    if step.kind == "workflow":
+        state = "FAILED: " + step.error if step.error else ("completed" if step.result is not None else "running")
+        dur = f" in {step.duration_s:.2f}s" if step.duration_s is not None else ""
+        lines.append(f"{indent}{step.name} {step.workflow_id}: {state}{dur}")
+    for c in step.children:
+        dur = f"{c.duration_s:7.3f}s" if c.duration_s is not None else "   ...  "
+        retry = f" (attempt {c.attempt})" if c.attempt > 1 else ""
+        if c.kind == "child":
+            res = c.result if isinstance(c.result, dict) else {}
+            lines.append(f"{indent}  [{dur}] agent {c.workflow_id} ({c.name}): status {res.get('status', 'running')}, "
+                         f"{res.get('turns', '?')} turns, {res.get('tool_calls', '?')} tool calls")
+            sub = Step(workflow_id=c.workflow_id, kind="child", name=c.name, children=c.children)
+            lines += render(sub, indent + "    ")
+        else:
+            err = f"  ERROR: {c.error[:200]}" if c.error else ""
+            lines.append(f"{indent}  [{dur}] {_describe(c)}{retry}{err}")
+    return lines
+
+
+def to_json(step: Step) -> dict:
+    return asdict(step)

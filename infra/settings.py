@@ -1,0 +1,115 @@
+"""All of bosun's settings in one model. Every field can be set by an environment variable ``BOSUN_<FIELD>``.
+
+The README lists them (``bosun settings`` prints the values in force).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "bosun"
+
+
+class Settings(BaseSettings):
+    """bosun's configuration. Environment variables use the prefix ``BOSUN_`` (e.g. ``BOSUN_DATA_DIR``)."""
+
+    model_config = SettingsConfigDict(env_prefix="BOSUN_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    """Where all state lives: Temporal's SQLite file, JetStream's store, artifacts, workspaces, logs."""
+
+    host: str = "127.0.0.1"
+    """Address the embedded stack listens on. Keep it on loopback unless you put a proxy in front."""
+
+    temporal_address: str | None = None
+    """host:port of an external Temporal frontend. Unset: the embedded dev server at host:temporal_port."""
+    temporal_port: int = 7233
+    """gRPC port of the embedded Temporal dev server."""
+    temporal_ui_port: int = 8233
+    """Web UI port of the embedded Temporal dev server (runs, timelines, pending activities)."""
+    temporal_namespace: str = "default"
+    """Temporal namespace bosun's workflows run in."""
+
+    nats_url: str | None = None
+    """URL of an external NATS server with JetStream. Unset: the embedded nats-server at host:nats_port."""
+    nats_port: int = 4222
+    """Client port of the embedded nats-server."""
+    nats_monitor_port: int = 8222
+    """HTTP monitoring port of the embedded nats-server (health checks use /healthz)."""
+
+    task_queue: str = "bosun"
+    """Shared task queue (workflows, worker binding). A task's activities go to the queue of the worker host that
+    holds its workspace: ``<task_queue>@<worker_id>``."""
+    worker_id: str = Field(default_factory=socket.gethostname)
+    """Stable name of this worker host. Keep it stable across restarts: runs resume on the same host's queue."""
+
+    sandbox_backend: Literal["auto", "docker", "bwrap"] = "bwrap"
+    """Which sandbox runs tool calls. auto: docker when an engine and the image are there, else bwrap."""
+    sandbox_image: str = "bosun-sandbox:latest"
+    """The locally built sandbox image (docker backend). `make bootstrap` builds it."""
+
+    default_model: str = ""
+    """Model spec used when `bosun run` has no --model, e.g. `anthropic:claude-sonnet-4-5`,
+    `openai:gpt-5-codex`, `openai-compatible:http://host:port/v1#model`, or `scripted:PATH` (the test double)."""
+    openai_api_key: SecretStr | None = None
+    """Key for `openai:` specs (also read from OPENAI_API_KEY). Never logged."""
+    anthropic_api_key: SecretStr | None = None
+    """Key for `anthropic:` specs (also read from ANTHROPIC_API_KEY). Never logged."""
+
+    max_turns: int = 40
+    """Model turns one agent may take before it stops with status `budget_exhausted`."""
+    tool_timeout_s: float = 300.0
+    """Timeout of one command a tool runs in the sandbox; the whole process tree is killed past it."""
+    tool_output_cap: int = 200_000
+    """Bytes of a command's stdout/stderr kept; the rest is dropped with a marker."""
+
+    @property
+    def temporal_target(self) -> str:
+        return self.temporal_address or f"{self.host}:{self.temporal_port}"
+
+    @property
+    def nats_target(self) -> str:
+        return self.nats_url or f"nats://{self.host}:{self.nats_port}"
+
+    @property
+    def worker_queue(self) -> str:
+        """The worker-specific task queue for tool calls on this host."""
+        return f"{self.task_queue}@{self.worker_id}"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        return self.data_dir / "workspaces"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+
+def load_settings() -> Settings:
+    """Read settings from the environment (fresh every call, so tests and the CLI see changes).
+
+    A bad value raises ConfigError naming the variable, the value and what is expected.
+    """
+    from pydantic import ValidationError
+
+    from infra.errors import ConfigError
+
+    try:
+        return Settings()
+    except ValidationError as e:
+        err = e.errors()[0]
+        name = "BOSUN_" + str(err["loc"][0]).upper() if err["loc"] else "a BOSUN_ setting"
+        raise ConfigError(f"{name}={err.get('input')!r} is invalid: {err['msg']}") from None

@@ -1,0 +1,128 @@
+"""The bosun worker: polls the shared task queue (workflows, worker binding) and this host's own queue (every
+activity that touches the workspace, the sandboxes or the artifact store).
+
+Every activity execution is journalled to ``<data_dir>/logs/activity-journal.jsonl`` (start, complete, fail, with
+attempt numbers), so anyone can check after a crash that no completed activity ran twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+    Worker,
+)
+
+from activities.core import Activities
+from infra.settings import Settings, load_settings
+from infra.temporal import connect
+from workflows.agent import AgentWorkflow
+from workflows.task import TaskWorkflow
+
+log = logging.getLogger("bosun.worker")
+
+
+class Journal:
+    """Append-only JSONL record of activity executions."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, **record) -> None:
+        line = json.dumps({"ts": round(time.time(), 3), "pid": os.getpid(), **record}) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+class _JournalInbound(ActivityInboundInterceptor):
+    def __init__(self, nxt: ActivityInboundInterceptor, journal: Journal) -> None:
+        super().__init__(nxt)
+        self.journal = journal
+
+    async def execute_activity(self, input: ExecuteActivityInput):
+        info = activity.info()
+        rec = {"workflow_id": info.workflow_id, "activity_id": info.activity_id, "type": info.activity_type,
+               "attempt": info.attempt}
+        self.journal.write(event="start", **rec)
+        try:
+            result = await super().execute_activity(input)
+        except BaseException as e:
+            self.journal.write(event="fail", error=type(e).__name__, **rec)
+            raise
+        self.journal.write(event="complete", **rec)
+        return result
+
+
+class JournalInterceptor(Interceptor):
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _JournalInbound(next, self.journal)
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    client = await connect(settings, timeout_s=30)
+    acts = Activities(settings)
+    journal = JournalInterceptor(Journal(settings.logs_dir / "activity-journal.jsonl"))
+    try:
+        from sandbox import reap_orphans
+
+        reap_orphans()
+    except ImportError:
+        pass
+    shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
+                    activities=[acts.bind_worker], interceptors=[journal])
+    local = Worker(client, task_queue=settings.worker_queue, activities=acts.all(), interceptors=[journal],
+                   max_concurrent_activities=64)
+    stop = stop or asyncio.Event()
+    log.info("worker %s polling %s and %s", settings.worker_id, settings.task_queue, settings.worker_queue)
+    health = settings.data_dir / "worker-health.json"
+
+    async def beat() -> None:
+        while True:
+            tmp = health.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
+                                       "queues": [settings.task_queue, settings.worker_queue]}))
+            os.replace(tmp, health)
+            await asyncio.sleep(2)
+
+    try:
+        async with shared, local:
+            beater = asyncio.create_task(beat())
+            await stop.wait()
+            beater.cancel()
+    finally:
+        health.unlink(missing_ok=True)
+        await acts.sandboxes.close_all()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings()
+
+    async def _run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_worker(settings, stop)
+
+    asyncio.run(_run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The host side of the tool-server protocol: many concurrent requests over one stdio pipe, matched by id.
+
+Both backends run the tool server as a child process of the worker (``bwrap ... python3 toolserver.py`` or
+``docker exec -i ... python3 toolserver.py``) and talk to it through a ``ToolClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
+
+TOOLSERVER_PATH = Path(__file__).with_name("toolserver.py")
+"""The tool server script on the host; every backend mounts it read-only into the sandbox."""
+
+STREAM_LIMIT = 256 * 1024 * 1024
+"""Longest response line accepted (an exec result carries up to 2 x output_cap bytes, JSON-escaped)."""
+
+
+class ToolClient:
+    """Multiplexes requests by id over the stdin/stdout of one tool-server process."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, *, label: str) -> None:
+        self.proc = proc
+        self.label = label
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._stderr_tail: deque[str] = deque(maxlen=40)
+        self._closed = False
+        self._dead_reason: str | None = None
+        self._reader = asyncio.create_task(self._read_stdout(), name=f"toolclient-stdout-{label}")
+        self._err_reader = asyncio.create_task(self._read_stderr(), name=f"toolclient-stderr-{label}")
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self._dead_reason is None and self.proc.returncode is None
+
+    def stderr_tail(self) -> str:
+        """The last lines the tool server (or the sandbox runtime) wrote to stderr: the clue when start-up fails."""
+        return "\n".join(self._stderr_tail).strip()
+
+    async def request(self, op: str, args: dict[str, Any] | None = None, *,
+                      timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its response; raises ToolFailed/InvalidArguments/UnexpectedEnvironment."""
+        if not self.alive:
+            raise UnexpectedEnvironment(self._gone_message())
+        self._next_id += 1
+        req_id = self._next_id
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[req_id] = fut
+        line = json.dumps({"id": req_id, "op": op, "args": args or {}}, separators=(",", ":")) + "\n"
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line.encode("utf-8", "surrogatepass"))
+            await self.proc.stdin.drain()
+        except (ConnectionError, RuntimeError, OSError) as exc:
+            self._pending.pop(req_id, None)
+            raise UnexpectedEnvironment(f"{self.label}: cannot send '{op}' to the tool server ({exc}); "
+                                        f"{self._gone_message()}") from None
+        try:
+            resp = await asyncio.wait_for(fut, timeout_s) if timeout_s else await fut
+        except asyncio.TimeoutError:
+            raise UnexpectedEnvironment(f"{self.label}: the tool server did not answer '{op}' within "
+                                        f"{timeout_s:.0f} s; the sandbox is presumed broken, re-provision it"
+                                        ) from None
+        finally:
+            self._pending.pop(req_id, None)
+        if resp.get("ok"):
+            return resp.get("result") or {}
+        err = resp.get("error") or {}
+        message = str(err.get("message") or "unknown tool-server error")
+        if err.get("kind") == "InvalidArguments":
+            raise InvalidArguments(f"{op}: {message}")
+        raise ToolFailed(f"{op}: {message}")
+
+    def _gone_message(self) -> str:
+        reason = self._dead_reason or ("closed" if self._closed else f"exited with {self.proc.returncode}")
+        tail = self.stderr_tail()
+        return f"the sandbox's tool server is gone ({reason})" + (f"; its stderr: {tail[-2000:]}" if tail else "")
+
+    async def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while True:
+                raw = await self.proc.stdout.readline()
+                if not raw:
+                    break
+                try:
+                    resp = json.loads(raw)
+                except ValueError:
+                    self._stderr_tail.append(f"(unparseable stdout line: {raw[:200]!r})")
+                    continue
+                fut = self._pending.get(resp.get("id")) if isinstance(resp, dict) else None
+                if fut is not None and not fut.done():
+                    fut.set_result(resp)
+        except (asyncio.LimitOverrunError, ValueError) as exc:
+            self._dead_reason = f"response too long: {exc}"
+        except Exception as exc:  # noqa: BLE001 - reported to every waiter below
+            self._dead_reason = f"reader failed: {type(exc).__name__}: {exc}"
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.proc.wait(), 2.0)
+            if self._dead_reason is None:
+                self._dead_reason = "closed" if self._closed else f"exited with {self.proc.returncode}"
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._err_reader, 1.0)
+            err = UnexpectedEnvironment(f"{self.label}: {self._gone_message()}")
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(err)
+            self._pending.clear()
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while True:
+            raw = await self.proc.stderr.readline()
+            if not raw:
+                return
+            self._stderr_tail.append(raw.decode("utf-8", "replace").rstrip()[:500])
+
+    async def close(self) -> None:
+        """Kill the tool-server process (and with it the sandbox runtime); idempotent."""
+        self._closed = True
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.proc.wait(), 10.0)
+        for task in (self._reader, self._err_reader):
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        if self.proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                self.proc.stdin.close()
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment sandbox runtimes are started with: nothing of the worker's, only a plain PATH."""
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (on this host)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

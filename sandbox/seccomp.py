@@ -1,0 +1,103 @@
+"""A small classic-BPF seccomp filter for bwrap sandboxes (``bwrap --seccomp FD``), built without libseccomp.
+
+It refuses, with EPERM:
+- chmod/fchmod/fchmodat/fchmodat2 when the new mode has the set-user-ID or set-group-ID bit: a process running as
+  root inside the sandbox could otherwise leave a setuid-root binary in the workspace for the host to trip over;
+- clone/unshare with any namespace flag (new user namespaces would hand capabilities back inside the sandbox);
+- clone3 gets ENOSYS so libc falls back to clone, whose flags the filter can inspect (clone3 passes a pointer);
+- every syscall of a foreign ABI (i386 on x86_64, x32): their numbers differ, so they could bypass the rules.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import struct
+
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+
+_SUID_SGID = 0o6000
+_CLONE_NS_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+
+# (audit arch, {syscall: (kind, arg index)}) per machine; kind "mode" checks set-id bits, "ns" namespace flags.
+_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (0xC000003E, {"chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "clone": 56,
+                            "unshare": 272, "clone3": 435}),
+    "aarch64": (0xC00000B7, {"fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "clone": 220, "unshare": 97,
+                             "clone3": 435}),
+}
+_RULES = {"chmod": ("mode", 1), "fchmod": ("mode", 1), "fchmodat": ("mode", 2), "fchmodat2": ("mode", 2),
+          "clone": ("ns", 0), "unshare": ("ns", 0), "clone3": ("enosys", 0)}
+
+
+class _Asm:
+    """Just enough of an assembler: instructions with forward jumps to named labels."""
+
+    def __init__(self) -> None:
+        self.ins: list[tuple[int, str | int, str | int, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def op(self, code: int, k: int, jt: str | int = 0, jf: str | int = 0) -> None:
+        self.ins.append((code, jt, jf, k))
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.ins)
+
+    def assemble(self) -> bytes:
+        out = b""
+        for i, (code, jt, jf, k) in enumerate(self.ins):
+            def rel(target: str | int) -> int:
+                if isinstance(target, int):
+                    return target
+                off = self.labels[target] - i - 1
+                if not 0 <= off <= 255:
+                    raise ValueError(f"seccomp jump to {target} out of range")
+                return off
+            out += struct.pack("<HBBI", code, rel(jt), rel(jf), k & 0xFFFFFFFF)
+        return out
+
+
+def build_filter(machine: str | None = None) -> bytes:
+    """The compiled BPF program (struct sock_filter[]) for this machine; ValueError if unsupported."""
+    machine = machine or platform.machine()
+    if machine not in _ARCHES:
+        raise ValueError(f"no seccomp filter for machine {machine!r}")
+    arch, numbers = _ARCHES[machine]
+    eperm = _RET_ERRNO | errno.EPERM
+    a = _Asm()
+    a.op(_LD_W_ABS, 4)                      # seccomp_data.arch
+    a.op(_JEQ_K, arch, 0, "deny")
+    a.op(_LD_W_ABS, 0)                      # seccomp_data.nr
+    if machine == "x86_64":
+        a.op(_JGE_K, 0x40000000, "deny", 0)  # x32 ABI
+    for name, nr in numbers.items():
+        a.op(_JEQ_K, nr, f"rule_{name}", 0)
+    a.op(_RET_K, _RET_ALLOW)
+    for name in numbers:
+        kind, argi = _RULES[name]
+        a.label(f"rule_{name}")
+        if kind == "enosys":
+            a.op(_RET_K, _RET_ERRNO | errno.ENOSYS)
+            continue
+        a.op(_LD_W_ABS, 16 + 8 * argi)      # low 32 bits of args[argi] (little endian)
+        a.op(_JSET_K, _SUID_SGID if kind == "mode" else _CLONE_NS_FLAGS, "deny", 0)
+        a.op(_RET_K, _RET_ALLOW)
+    a.label("deny")
+    a.op(_RET_K, eperm)
+    return a.assemble()
+
+
+def filter_fd(machine: str | None = None) -> int:
+    """A readable fd (memfd, positioned at 0) holding the program, for ``bwrap --seccomp FD``. Caller closes it."""
+    program = build_filter(machine)
+    fd = os.memfd_create("bosun-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd

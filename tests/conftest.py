@@ -1,0 +1,94 @@
+"""Shared fixtures. The embedded stack for integration tests is started through bosun's own `up`/`down`, in a
+private data dir on free ports, so it never touches a stack a developer is running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "calc"
+BOSUN = str(Path(sys.executable).parent / "bosun")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stack_env(data_dir: Path) -> dict[str, str]:
+    ports = {"BOSUN_TEMPORAL_PORT", "BOSUN_TEMPORAL_UI_PORT", "BOSUN_NATS_PORT", "BOSUN_NATS_MONITOR_PORT"}
+    env = {name: str(free_port()) for name in ports}
+    env["BOSUN_DATA_DIR"] = str(data_dir)
+    env["BOSUN_WORKER_ID"] = f"test-{os.getpid()}-{data_dir.name}"
+    return env
+
+
+def bosun(*args: str, env: dict[str, str] | None = None, timeout: float = 300, check: bool = False
+          ) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([BOSUN, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"bosun {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+class Stack:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.env = stack_env(data_dir)
+
+    def bosun(self, *args: str, env_extra: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess[str]:
+        return bosun(*args, env={**self.env, **(env_extra or {})}, **kw)
+
+    def state(self) -> dict:
+        return json.loads((self.data_dir / "stack.json").read_text())
+
+    def journal(self) -> list[dict]:
+        path = self.data_dir / "logs" / "activity-journal.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def up(self) -> None:
+        self.bosun("up", check=True, timeout=120)
+
+    def down(self) -> None:
+        self.bosun("down", timeout=120)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    """One embedded stack for the session's integration tests."""
+    st = Stack(tmp_path_factory.mktemp("stack"))
+    st.up()
+    yield st
+    st.down()
+
+
+@pytest.fixture
+def example_repo(tmp_path) -> Path:
+    """A fresh git repository holding the example project (with its real failing test)."""
+    dest = tmp_path / "calc"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("*.jsonl", "__pycache__"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "example"]):
+        subprocess.run(git + cmd, cwd=dest, check=True)
+    return dest
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,73 @@
+"""The walking skeleton end to end on the real stack: Temporal dev server, worker, bwrap sandbox."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import EXAMPLE
+
+
+def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "fix-median.jsonl"):
+    return stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{trajectory}", "--id", wf_id, "--wait",
+                       "--json", "fix the failing median test", timeout=300)
+
+
+def test_run_fixes_the_example(stack, example_repo):
+    proc = run_example(stack, example_repo, "it-run-1")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "scripted: the test double" in proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded"
+    assert not result["tests_before"]["green"]
+    assert result["tests_before"]["failed"] == ["tests/test_stats.py::test_median_even"]
+    assert result["tests_after"]["green"] and result["tests_after"]["passed_count"] == 5
+    assert result["files_changed"] == ["calc/stats.py"]
+    assert "+        return (ordered[middle - 1] + ordered[middle]) / 2" in result["diff"]
+    assert result["branch"] == "bosun/it-run-1" and result["commit"]
+    assert result["agent"]["status"] == "done" and result["agent"]["turns"] == 5
+    # the user's repository is untouched; the change lives on the workspace's branch
+    assert "ordered[middle - 1]" not in (example_repo / "calc" / "stats.py").read_text()
+
+    hist = stack.bosun("history", "it-run-1")
+    assert hist.returncode == 0, hist.stderr
+    text = hist.stdout
+    assert "TaskWorkflow it-run-1: completed" in text
+    assert "model turn 1 [scripted:" in text
+    assert "tool str_replace" in text and "edited calc/stats.py" in text
+    assert "tests before: 1 failed, 4 passed" in text and "tests after: 5 passed" in text
+
+    steps = json.loads(stack.bosun("history", "it-run-1", "--json").stdout)
+    agent = next(c for c in steps["children"] if c["kind"] == "child")
+    tools = [c["input"]["call"]["name"] for c in agent["children"] if c["name"] == "tool_call"]
+    assert tools == ["run_tests", "read_file", "read_file", "str_replace", "run_tests"]
+    assert all(c["duration_s"] is not None for c in agent["children"])
+
+
+def test_divergent_trajectory_fails_loudly(stack, example_repo, tmp_path):
+    bad = tmp_path / "wrong.jsonl"
+    bad.write_text('{"content": "run", "tool_calls": [{"name": "run_tests", "arguments": {}}]}\n'
+                   '{"expect": [{"tool": "run_tests", "contains": "all green"}], "content": "done"}\n')
+    proc = run_example(stack, example_repo, "it-diverge", trajectory=bad)
+    assert proc.returncode != 0
+    assert "ScriptDiverged" in proc.stderr + proc.stdout
+    assert "does not contain 'all green'" in proc.stderr + proc.stdout
+
+
+def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [
+        (["--repo", str(plain), "--model", f"scripted:{EXAMPLE / 'fix-median.jsonl'}"], "not a git repository"),
+        (["--repo", str(example_repo), "--model", f"scripted:{tmp_path / 'missing.jsonl'}"], "does not exist"),
+        (["--repo", str(example_repo), "--model", "gemini:pro"], "unknown model spec 'gemini:pro'"),
+        (["--repo", str(example_repo), "--model", "anthropic:claude-sonnet-4-5"], "no API key"),
+        (["--repo", str(tmp_path / "nope"), "--model", "openai:gpt-5"], "no such directory"),
+    ]
+    for args, message in cases:
+        proc = stack.bosun("run", *args, "--id", "it-bad-input", "do something",
+                           env_extra={"ANTHROPIC_API_KEY": "", "BOSUN_ANTHROPIC_API_KEY": ""})
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
+    listed = stack.bosun("history", "it-bad-input")
+    assert listed.returncode == 2 and "no run 'it-bad-input'" in listed.stderr

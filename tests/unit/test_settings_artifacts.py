@@ -1,0 +1,41 @@
+import pytest
+
+from infra.artifacts import ArtifactMissing, ArtifactStore
+from infra.errors import ConfigError
+from infra.settings import Settings, load_settings
+
+
+def test_settings_from_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("BOSUN_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("BOSUN_TEMPORAL_PORT", "17233")
+    monkeypatch.setenv("BOSUN_WORKER_ID", "host-a")
+    s = load_settings()
+    assert s.data_dir == tmp_path and s.temporal_target == "127.0.0.1:17233"
+    assert s.worker_queue == "bosun@host-a"
+
+
+def test_bad_setting_names_the_variable(monkeypatch):
+    monkeypatch.setenv("BOSUN_TEMPORAL_PORT", "seven")
+    with pytest.raises(ConfigError, match="BOSUN_TEMPORAL_PORT='seven' is invalid"):
+        load_settings()
+
+
+def test_every_setting_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for name in Settings.model_fields:
+        assert f"BOSUN_{name.upper()}" in readme, f"BOSUN_{name.upper()} missing from README"
+
+
+def test_artifacts_are_content_addressed(tmp_path):
+    store = ArtifactStore(tmp_path)
+    ref = store.put_json({"b": 1, "a": [1, 2]})
+    assert ref == store.put_json({"a": [1, 2], "b": 1})
+    assert store.get_json(ref) == {"a": [1, 2], "b": 1}
+    assert store.get_text(store.put_text("héllo")) == "héllo"
+    with pytest.raises(ArtifactMissing, match="not in the store"):
+        store.get_bytes("sha256:" + "0" * 64)
+    with pytest.raises(ArtifactMissing, match="not an artifact ref"):
+        store.get_bytes("../../etc/passwd")
+    assert not list(tmp_path.rglob(".tmp-*"))
