@@ -48,7 +48,7 @@ from sandbox.base import Sandbox
 
 
 def _app_error(e: BosunError, *, retryable: bool | None = None, delay: float | None = None) -> ApplicationError:
-    return ApplicationError(f"{e.kind}: {e}", type=e.kind,
+    return ApplicationError(str(e), type=e.kind,
                             non_retryable=not (e.retryable if retryable is None else retryable),
                             next_retry_delay=timedelta(seconds=delay) if delay else None)
 
@@ -71,9 +71,14 @@ class SandboxManager:
 
     def provider(self):
         if self._provider is None:
-            from sandbox import get_provider
+            import sandbox
 
-            self._provider = get_provider(self.settings.sandbox_backend, image=self.settings.sandbox_image)
+            if hasattr(sandbox, "get_provider"):
+                self._provider = sandbox.get_provider(self.settings.sandbox_backend, image=self.settings.sandbox_image)
+            else:  # TEMPORARY until sandbox.get_provider lands
+                from sandbox.bwrap import BwrapProvider
+
+                self._provider = BwrapProvider()
         return self._provider
 
     async def get(self, key: str, workspace: str) -> Sandbox:
@@ -100,7 +105,7 @@ class SandboxManager:
 
 
 @contextlib.asynccontextmanager
-async def heartbeating(every_s: float = 5.0):
+async def heartbeating(every_s: float = 2.0):
     """Heartbeat while a long step runs, so a dead worker is noticed within the heartbeat timeout."""
 
     async def beat() -> None:

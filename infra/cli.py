@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
     sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
+    se = sub.add_parser("search", help="code search", add_help=False)
+    se.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
@@ -70,6 +72,18 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     if args.max_turns is not None and args.max_turns < 1:
         raise ConfigError("--max-turns must be at least 1")
     return repo, spec, trajectory
+
+
+def _failure_chain(e: BaseException) -> str:
+    """The innermost causes of a workflow failure, e.g. 'child workflow failed <- ScriptDiverged: ...'."""
+    parts: list[str] = []
+    cur: BaseException | None = e.cause if hasattr(e, "cause") else e
+    while cur is not None:
+        msg = str(cur) or type(cur).__name__
+        if not parts or parts[-1] != msg:
+            parts.append(msg)
+        cur = getattr(cur, "cause", None) or cur.__cause__
+    return " <- ".join(parts[-2:]) if parts else str(e)
 
 
 def _secret(value) -> str | None:
@@ -105,7 +119,14 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
     if not args.wait:
         print(wf_id)
         return 0
-    result: TaskResult = await handle.result()
+    from temporalio.client import WorkflowFailureError
+
+    try:
+        result: TaskResult = await handle.result()
+    except WorkflowFailureError as e:
+        print(f"bosun: run {wf_id} failed: {_failure_chain(e)}", file=sys.stderr)
+        print(f"  see every step with: bosun history {wf_id}", file=sys.stderr)
+        return 1
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -137,7 +158,7 @@ async def _history(args: argparse.Namespace, s: Settings) -> int:
 
 
 def _settings(s: Settings) -> int:
-    for name, field in Settings.model_fields.items():
+    for name in Settings.model_fields:
         value = getattr(s, name)
         if value is not None and "key" in name:
             value = "***"
@@ -151,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         from sandbox.cli import exec_main
 
         return exec_main(argv[2:])
+    if argv[:1] == ["search"]:
+        from agents.search.cli import search_main
+
+        return search_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         s = load_settings()
@@ -185,5 +210,21 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def entry() -> None:
+    """Console-script entry point. Exits with os._exit after flushing: the Temporal client's native runtime can
+    crash the interpreter's finalisation (a known SDK issue), which must not turn a clean result into a signal."""
+    import os
+
+    try:
+        rc = main()
+    except SystemExit as e:  # argparse errors and --help
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

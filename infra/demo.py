@@ -47,4 +47,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    __import__("os")._exit(rc)  # see infra.cli.entry

@@ -96,7 +96,7 @@ def tcp_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 def http_ok(url: str, timeout: float = 1.0) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback health check)
+        with urllib.request.urlopen(url, timeout=timeout) as r:
             return 200 <= r.status < 300
     except Exception:
         return False
@@ -278,7 +278,7 @@ def down(s: Settings | None = None, *, out=print) -> int:
         while time.monotonic() < deadline and pid_matches(sup["pid"], sup["marker"]):
             time.sleep(0.1)
     # Anything the supervisor could not stop (or a supervisor that was killed): stop it here.
-    for name, info in state.get("components", {}).items():
+    for info in state.get("components", {}).values():
         pid, marker = info.get("pid"), info.get("marker", "\0")
         if pid_matches(pid, marker):
             os.kill(pid, signal.SIGTERM)
@@ -320,8 +320,8 @@ def status(s: Settings | None = None, *, out=print) -> int:
         alive = pid_matches(info["pid"], info["marker"])
         health = alive and c is not None and healthy(c, s)
         ok &= health
-        out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}"
-            f"{'  (restarted %d times)' % info['restarts'] if info.get('restarts') else ''}")
+        restarts = f"  (restarted {info['restarts']} times)" if info.get("restarts") else ""
+        out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{restarts}")
     if s.temporal_address:
         out(f"  temporal  external  {s.temporal_address}")
     if s.nats_url:

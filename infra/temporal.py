@@ -17,6 +17,6 @@ async def connect(settings: Settings, *, timeout_s: float = 10.0) -> Client:
         return await asyncio.wait_for(
             Client.connect(settings.temporal_target, namespace=settings.temporal_namespace,
                            data_converter=pydantic_data_converter), timeout_s)
-    except (RuntimeError, OSError, asyncio.TimeoutError) as e:
+    except (TimeoutError, RuntimeError, OSError) as e:
         raise ConfigError(f"cannot reach Temporal at {settings.temporal_target} ({str(e).splitlines()[0][:200]}); "
                           "start the embedded stack with `bosun up`, or set BOSUN_TEMPORAL_ADDRESS") from None

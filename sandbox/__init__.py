@@ -1,0 +1,81 @@
+"""Sandboxes: every tool call of an agent runs inside one (see sandbox/base.py for the interface).
+
+``get_provider("auto" | "docker" | "bwrap", ...)`` picks a backend; ``auto`` means docker when an engine is
+reachable and the image exists, else bwrap. Nothing ever falls back to running unsandboxed: if no backend can start,
+acquiring a sandbox raises UnexpectedEnvironment. ``run_escalated`` is the only way to run a command outside a
+sandbox, and only with a person's approval.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any, Literal
+
+from infra.errors import ConfigError, UnexpectedEnvironment
+from sandbox.base import WORKSPACE_PATH, ExecResult, Limits, Sandbox, SandboxProvider
+from sandbox.escalation import run_escalated
+
+__all__ = ["WORKSPACE_PATH", "ExecResult", "Limits", "Sandbox", "SandboxProvider", "docker_available",
+           "get_provider", "run_escalated"]
+
+Backend = Literal["auto", "docker", "bwrap"]
+
+
+def docker_available(image: str | None = None) -> tuple[bool, str]:
+    """(usable, reason): whether a docker engine answers (DOCKER_HOST honoured) and has ``image``."""
+    try:
+        import docker  # noqa: PLC0415
+        from docker.errors import DockerException, ImageNotFound  # noqa: PLC0415
+    except ImportError:
+        return False, "the docker SDK is not installed"
+    try:
+        client = docker.from_env(timeout=5)
+    except DockerException as exc:
+        return False, f"no docker engine: {exc}"
+    try:
+        client.ping()
+        if image:
+            client.images.get(image)
+        return True, "ok"
+    except ImageNotFound:
+        return False, f"image {image} not present (build it with sandbox/image/build.sh)"
+    except DockerException as exc:
+        return False, f"docker engine not usable: {exc}"
+    finally:
+        client.close()
+
+
+def get_provider(backend: Backend | str = "auto", *, image: str | None = None, limits: Limits | None = None,
+                 pool_size: int = 0, **kwargs: Any) -> SandboxProvider:
+    """A sandbox provider for ``backend``.
+
+    ``image``: docker image (default bosun-sandbox:latest). ``limits``: the limits profile. ``pool_size`` > 0 wraps
+    the provider in a warm pool of that many ready sandboxes (sandbox/pool.py). Other keyword arguments go to the
+    backend's constructor. Raises ConfigError for an unknown backend, UnexpectedEnvironment when the requested
+    backend cannot work on this host.
+    """
+    from sandbox.docker_backend import DEFAULT_IMAGE  # noqa: PLC0415
+
+    image = image or DEFAULT_IMAGE
+    if backend == "auto":
+        ok, _reason = docker_available(image)
+        backend = "docker" if ok else "bwrap"
+    provider: SandboxProvider
+    if backend == "docker":
+        from sandbox.docker_backend import DockerProvider  # noqa: PLC0415
+
+        provider = DockerProvider(limits, image=image, **kwargs)
+    elif backend == "bwrap":
+        from sandbox.bwrap import BwrapProvider  # noqa: PLC0415
+
+        if not shutil.which("bwrap") and "bwrap" not in kwargs:
+            raise UnexpectedEnvironment("the bwrap backend needs bubblewrap (apt-get install bubblewrap); "
+                                        "or use the docker backend")
+        provider = BwrapProvider(limits, **kwargs)
+    else:
+        raise ConfigError(f"unknown sandbox backend {backend!r}; use auto, docker or bwrap")
+    if pool_size > 0:
+        from sandbox.pool import PooledProvider  # noqa: PLC0415
+
+        provider = PooledProvider(provider, size=pool_size)
+    return provider

@@ -12,7 +12,7 @@ import json
 import os
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
 
@@ -23,11 +23,61 @@ STREAM_LIMIT = 256 * 1024 * 1024
 """Longest response line accepted (an exec result carries up to 2 x output_cap bytes, JSON-escaped)."""
 
 
-class ToolClient:
-    """Multiplexes requests by id over the stdin/stdout of one tool-server process."""
+class Channel(Protocol):
+    """The stdio of one tool server, however it is connected (a child process, a docker attach socket)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, *, label: str) -> None:
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+
+    async def send(self, data: bytes) -> None:
+        """Write to the tool server's stdin."""
+
+    def running(self) -> bool:
+        """False once the tool server (or its container/sandbox) is known to be gone."""
+
+    def exit_info(self) -> str:
+        """How it ended, for error messages."""
+
+    async def kill(self) -> None:
+        """Stop it now; idempotent."""
+
+
+class ProcessChannel:
+    """A tool server that is (or runs under) a child process of the worker: bwrap, docker exec."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         self.proc = proc
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    async def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        await self.proc.stdin.drain()
+
+    def running(self) -> bool:
+        return self.proc.returncode is None
+
+    def exit_info(self) -> str:
+        return f"exited with {self.proc.returncode}"
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.proc.wait(), 10.0)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                self.proc.stdin.close()
+
+
+class ToolClient:
+    """Multiplexes requests by id over the stdin/stdout of one tool server."""
+
+    def __init__(self, channel: Channel, *, label: str) -> None:
+        self.channel = channel
         self.label = label
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -39,7 +89,7 @@ class ToolClient:
 
     @property
     def alive(self) -> bool:
-        return not self._closed and self._dead_reason is None and self.proc.returncode is None
+        return not self._closed and self._dead_reason is None and self.channel.running()
 
     def stderr_tail(self) -> str:
         """The last lines the tool server (or the sandbox runtime) wrote to stderr: the clue when start-up fails."""
@@ -56,16 +106,14 @@ class ToolClient:
         self._pending[req_id] = fut
         line = json.dumps({"id": req_id, "op": op, "args": args or {}}, separators=(",", ":")) + "\n"
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(line.encode("utf-8", "surrogatepass"))
-            await self.proc.stdin.drain()
+            await self.channel.send(line.encode("utf-8", "surrogatepass"))
         except (ConnectionError, RuntimeError, OSError) as exc:
             self._pending.pop(req_id, None)
             raise UnexpectedEnvironment(f"{self.label}: cannot send '{op}' to the tool server ({exc}); "
                                         f"{self._gone_message()}") from None
         try:
             resp = await asyncio.wait_for(fut, timeout_s) if timeout_s else await fut
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise UnexpectedEnvironment(f"{self.label}: the tool server did not answer '{op}' within "
                                         f"{timeout_s:.0f} s; the sandbox is presumed broken, re-provision it"
                                         ) from None
@@ -80,15 +128,14 @@ class ToolClient:
         raise ToolFailed(f"{op}: {message}")
 
     def _gone_message(self) -> str:
-        reason = self._dead_reason or ("closed" if self._closed else f"exited with {self.proc.returncode}")
+        reason = self._dead_reason or ("closed" if self._closed else self.channel.exit_info())
         tail = self.stderr_tail()
         return f"the sandbox's tool server is gone ({reason})" + (f"; its stderr: {tail[-2000:]}" if tail else "")
 
     async def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
         try:
             while True:
-                raw = await self.proc.stdout.readline()
+                raw = await self.channel.stdout.readline()
                 if not raw:
                     break
                 try:
@@ -104,10 +151,10 @@ class ToolClient:
         except Exception as exc:  # noqa: BLE001 - reported to every waiter below
             self._dead_reason = f"reader failed: {type(exc).__name__}: {exc}"
         finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.proc.wait(), 2.0)
             if self._dead_reason is None:
-                self._dead_reason = "closed" if self._closed else f"exited with {self.proc.returncode}"
+                if not self._closed:
+                    await asyncio.sleep(0.05)  # let the exit status arrive, for the message
+                self._dead_reason = "closed" if self._closed else self.channel.exit_info()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._err_reader, 1.0)
             err = UnexpectedEnvironment(f"{self.label}: {self._gone_message()}")
@@ -117,29 +164,24 @@ class ToolClient:
             self._pending.clear()
 
     async def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
         while True:
-            raw = await self.proc.stderr.readline()
+            try:
+                raw = await self.channel.stderr.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
             if not raw:
                 return
             self._stderr_tail.append(raw.decode("utf-8", "replace").rstrip()[:500])
 
     async def close(self) -> None:
-        """Kill the tool-server process (and with it the sandbox runtime); idempotent."""
+        """Kill the tool server (and with it the sandbox runtime); idempotent."""
         self._closed = True
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.proc.wait(), 10.0)
+        await self.channel.kill()
         for task in (self._reader, self._err_reader):
             if not task.done():
                 task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-        if self.proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                self.proc.stdin.close()
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -50,17 +50,18 @@ class _Asm:
     def label(self, name: str) -> None:
         self.labels[name] = len(self.ins)
 
+    def _rel(self, i: int, target: str | int) -> int:
+        if isinstance(target, int):
+            return target
+        off = self.labels[target] - i - 1
+        if not 0 <= off <= 255:
+            raise ValueError(f"seccomp jump to {target} out of range")
+        return off
+
     def assemble(self) -> bytes:
         out = b""
         for i, (code, jt, jf, k) in enumerate(self.ins):
-            def rel(target: str | int) -> int:
-                if isinstance(target, int):
-                    return target
-                off = self.labels[target] - i - 1
-                if not 0 <= off <= 255:
-                    raise ValueError(f"seccomp jump to {target} out of range")
-                return off
-            out += struct.pack("<HBBI", code, rel(jt), rel(jf), k & 0xFFFFFFFF)
+            out += struct.pack("<HBBI", code, self._rel(i, jt), self._rel(i, jf), k & 0xFFFFFFFF)
         return out
 
 
@@ -92,6 +93,39 @@ def build_filter(machine: str | None = None) -> bytes:
     a.label("deny")
     a.op(_RET_K, eperm)
     return a.assemble()
+
+
+def docker_profile() -> dict[str, object]:
+    """The same rules as a docker seccomp profile (``security_opt=["seccomp=<json>"]``).
+
+    Used for containers that run as root (a root-owned workspace): docker's default profile does not stop root
+    from setting set-id bits on files it owns, which would land on the host's workspace. The profile allows by
+    default and refuses what a capability-less process could still abuse: set-id chmod, new namespaces, keyrings,
+    bpf, perf, userfaultfd, ptrace, cross-process memory access, personality changes.
+    """
+    eperm = {"action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM}
+    rules: list[dict[str, object]] = [
+        {"names": ["unshare", "setns", "mount", "umount2", "pivot_root", "keyctl", "add_key", "request_key", "bpf",
+                   "perf_event_open", "userfaultfd", "ptrace", "process_vm_readv", "process_vm_writev",
+                   "personality", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+                   "open_by_handle_at", "name_to_handle_at", "acct", "swapon", "swapoff", "reboot", "syslog",
+                   "io_uring_setup", "io_uring_enter", "io_uring_register"], **eperm},
+        {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},
+    ]
+    for bit in (0o4000, 0o2000):
+        for names, index in ((["chmod", "fchmod"], 1), (["fchmodat", "fchmodat2"], 2)):
+            rules.append({"names": names, **eperm,
+                          "args": [{"index": index, "value": bit, "valueTwo": bit, "op": "SCMP_CMP_MASKED_EQ"}]})
+    flag = 0x00020000
+    while flag <= 0x40000000:
+        if flag & _CLONE_NS_FLAGS:
+            rules.append({"names": ["clone"], **eperm,
+                          "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]})
+        flag <<= 1
+    return {"defaultAction": "SCMP_ACT_ALLOW",
+            "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64",
+                              "SCMP_ARCH_ARM"],
+            "syscalls": rules}
 
 
 def filter_fd(machine: str | None = None) -> int:

@@ -29,15 +29,16 @@ import errno
 import json
 import os
 import re
-import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
+    from typing import Any
 
 PROTOCOL_VERSION = 1
 MAX_READ_BYTES = 8 * 1024 * 1024
@@ -144,8 +145,10 @@ def _os_error(exc: OSError, what: str, path: str) -> ToolError:
 
 def op_ping(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
     """Liveness check; also reports what the server runs on."""
+    st = os.stat(ws.root)
     return {"pong": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "workspace": ws.display,
-            "python": sys.version.split()[0], "rg": shutil.which("rg") is not None}
+            "workspace_dev": st.st_dev, "workspace_ino": st.st_ino, "python": sys.version.split()[0],
+            "rg": _which("rg") is not None}
 
 
 def op_read(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +203,7 @@ def op_write(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-        fd, tmp = tempfile.mkstemp(prefix=".bosun-", suffix=".tmp", dir=parent)
+        fd, tmp = _mkstemp(parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -219,6 +222,25 @@ def op_write(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
     return {"size": len(data)}
 
 
+def _mkstemp(parent: str) -> tuple[int, str]:
+    """A new temporary file next to the target (same file system, so the rename is atomic)."""
+    for _ in range(100):
+        tmp = os.path.join(parent, f".bosun-{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise OSError(errno.EEXIST, "cannot create a temporary file")
+
+
+def _which(name: str) -> str | None:
+    for d in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        full = os.path.join(d, name)
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    return None
+
+
 def op_delete(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
     """Delete a file or symlink (the link itself); a directory only if empty unless recursive=true."""
     path = _arg(args, "path", str)
@@ -234,6 +256,8 @@ def op_delete(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
         st = os.lstat(real)
         if stat.S_ISDIR(st.st_mode):
             if recursive:
+                import shutil  # noqa: PLC0415 - rarely needed, slow to import
+
                 shutil.rmtree(real)
             else:
                 os.rmdir(real)
@@ -366,8 +390,9 @@ def op_grep(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise invalid(f"invalid regular expression {pattern!r}: {exc} (pass fixed=true for a literal string)")
-    rg = shutil.which("rg")
+            raise invalid(f"invalid regular expression {pattern!r}: {exc} "
+                          f"(pass fixed=true for a literal string)") from None
+    rg = _which("rg")
     if rg:
         return _grep_rg(ws, rg, pattern, base, file_glob, ignore_case, fixed, limit)
     return _grep_py(ws, pattern, base, file_glob, ignore_case, fixed, limit)
@@ -622,7 +647,16 @@ class ProcessTracker:
                     victims.add(pid)
             victims -= {self.me, 1}
             if not victims:
-                return killed
+                # Done once the dead are reaped too: zombies still count against the sandbox's process limit.
+                with self.lock:
+                    mine = {j.root for j in self.jobs.values()} | self.helpers
+                zombies = [p for p, (pp, _pg, _sid, st) in table.items() if pp == self.me and st == "Z"
+                           and p not in mine]
+                if not zombies:
+                    return killed
+                self._reap_orphans(table)
+                time.sleep(0.002)
+                continue
             try:
                 os.killpg(job.root, signal.SIGKILL)
             except OSError:
@@ -658,6 +692,20 @@ def _raise_oom_score(pid: int) -> None:
         pass
 
 
+def start_thread(target: Any, *args: Any, wait_s: float = 3.0) -> threading.Thread:
+    """Start a daemon thread; when the process limit is momentarily reached, retry for a while."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        try:
+            thread.start()
+            return thread
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class _Capture:
     """Reads one pipe to EOF, keeping at most ``cap`` bytes and counting the rest."""
 
@@ -667,8 +715,7 @@ class _Capture:
         self.chunks: list[bytes] = []
         self.kept = 0
         self.dropped = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.thread = start_thread(self._run)
 
     def _run(self) -> None:
         fd = self.pipe.fileno()
@@ -814,8 +861,7 @@ class Server:
                 continue
             req_id, op, args = req.get("id"), req.get("op"), req.get("args") or {}
             try:
-                worker = threading.Thread(target=self.handle, args=(req_id, op, args), daemon=True)
-                worker.start()
+                worker = start_thread(self.handle, req_id, op, args)
                 self.workers.add(worker)
                 self.workers = {w for w in self.workers if w.is_alive()}
             except RuntimeError:

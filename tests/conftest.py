@@ -76,7 +76,10 @@ def stack(tmp_path_factory):
 @pytest.fixture
 def example_repo(tmp_path) -> Path:
     """A fresh git repository holding the example project (with its real failing test)."""
-    dest = tmp_path / "calc"
+    return make_example_repo(tmp_path / "calc")
+
+
+def make_example_repo(dest: Path) -> Path:
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("*.jsonl", "__pycache__"))
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "example"]):

@@ -82,10 +82,10 @@ class AgentWorkflow:
                             Activities.tool_call,
                             ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=resp.tool_calls[i]),
                             task_queue=queue, start_to_close_timeout=timedelta(minutes=70),
-                            heartbeat_timeout=timedelta(seconds=30), retry_policy=TOOL_RETRY,
+                            heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
                             summary=f"{resp.tool_calls[i].name} {resp.tool_calls[i].arguments_preview[:80]}")
                         for i in batch])
-                    for i, out in zip(batch, outs):
+                    for i, out in zip(batch, outs, strict=True):
                         results[i] = out
                         self.steps.append(f"  {out.name}: {out.summary[:100]}")
                 n_calls += len(resp.tool_calls)

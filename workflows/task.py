@@ -56,7 +56,7 @@ class TaskWorkflow:
         self._enter("tests before")
         before = await workflow.execute_activity_method(
             Activities.run_checks, ChecksInput(workspace=prep.workspace, label="before"), task_queue=queue,
-            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=30),
+            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
             retry_policy=SETUP_RETRY, summary="tests before")
 
         self._enter("agent working")
@@ -70,7 +70,7 @@ class TaskWorkflow:
         self._enter("tests after")
         after = await workflow.execute_activity_method(
             Activities.run_checks, ChecksInput(workspace=prep.workspace, label="after"), task_queue=queue,
-            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=30),
+            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
             retry_policy=SETUP_RETRY, summary="tests after")
 
         self._enter("delivering")

@@ -11,7 +11,6 @@ dominant style). Tabs are never expanded and nothing outside a replaced region i
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from functools import cached_property
 
@@ -81,24 +80,19 @@ class Document:
             return []
         return contents
 
-    @cached_property
-    def line_starts(self) -> list[int]:
-        """Offset in ``text`` of the start of each entry of ``contents``."""
-        starts = [0]
-        pos = 0
-        for content in self.contents[:-1]:
-            pos += len(content) + 1
-            starts.append(pos)
-        return starts
+    def line_start(self, index: int) -> int:
+        """Offset in ``text`` where entry ``index`` of ``contents`` starts."""
+        return sum(map(len, self.contents[:index])) + index
 
     def line_of(self, offset: int) -> int:
         """0-based line index containing ``offset``."""
-        return bisect_right(self.line_starts, offset) - 1
+        return self.text.count("\n", 0, offset)
 
     def block_span(self, start: int, end: int) -> tuple[int, int]:
         """Character span of whole lines ``start..end-1`` (without the last line's newline)."""
-        starts = self.line_starts
-        return starts[start], starts[end - 1] + len(self.contents[end - 1])
+        s = self.line_start(start)
+        last = s + sum(map(len, self.contents[start : end - 1])) + (end - 1 - start)
+        return s, last + len(self.contents[end - 1])
 
     def block_splice(self, start: int, end: int, new_lines: list[str]) -> tuple[int, int, str]:
         """Splice that replaces whole lines ``start..end-1`` by ``new_lines``.
@@ -112,7 +106,7 @@ class Document:
                 return 0, 0, ""
             joined = "\n".join(new_lines)
             if start < len(self.lines):
-                pos = self.line_starts[start]
+                pos = self.line_start(start)
                 return pos, pos, joined + "\n"
             end_pos = len(self.text)
             if not self.text or self.text.endswith("\n"):
@@ -122,7 +116,7 @@ class Document:
         if new_lines:
             return s, e, "\n".join(new_lines)
         if end < n_contents:  # there is a newline after the block: take it with the lines
-            return s, self.line_starts[end], ""
+            return s, e + 1, ""
         if start > 0:  # last line without a final newline: take the newline before it
             return s - 1, e, ""
         return s, e, ""

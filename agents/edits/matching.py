@@ -23,6 +23,7 @@ that folding are written as the file had them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -37,6 +38,14 @@ for _chars, _ascii in (
 ):
     for _ch in _chars:
         _UNICODE_FOLD[ord(_ch)] = _ascii
+
+
+_FOLDABLE = re.compile("[" + "".join(chr(c) for c in _UNICODE_FOLD) + "]")
+
+
+def has_foldable(text: str) -> bool:
+    """True when ``fold`` would change ``text``."""
+    return not text.isascii() and _FOLDABLE.search(text) is not None
 
 
 def fold(text: str) -> str:
@@ -98,30 +107,58 @@ ALL_LINE_LEVELS: tuple[LineLevel, ...] = (EXACT_LINES, *FUZZY_LEVELS)
 
 
 class FileLines:
-    """The file's lines with lazily computed comparison keys."""
+    """The file's lines plus the LF-view text they came from, for fast candidate search.
 
-    def __init__(self, lines: list[str]) -> None:
+    Candidate positions are found with C-speed substring search on the text (a line can only
+    match a snippet line if it contains that line's comparison key), so matching costs time
+    proportional to the number of candidates rather than to the file size.
+    """
+
+    def __init__(self, lines: list[str], text: str | None = None) -> None:
         self.lines = lines
-        self._keys: dict[str, list[str]] = {}
+        self.text = "\n".join(lines) if text is None else text
+        self._folded: str | None = None
         self._tabs: bool | None = None
 
-    def keys(self, kind: str) -> list[str]:
-        """Comparison keys of every line for key ``kind``."""
-        got = self._keys.get(kind)
-        if got is None:
-            fn = _KEYS[kind]
-            got = self.lines if kind == "raw" else [fn(line) for line in self.lines]
-            self._keys[kind] = got
-        return got
+    @property
+    def folded_text(self) -> str:
+        """``fold(text)``; same length and line structure as ``text``."""
+        if self._folded is None:
+            self._folded = fold(self.text)
+        return self._folded
 
     @property
     def uses_tabs(self) -> bool:
-        """True when more indented lines start with a tab than with a space."""
+        """True when more lines are indented with a tab than with a space."""
         if self._tabs is None:
-            tabs = sum(1 for line in self.lines if line.startswith("\t"))
-            spaces = sum(1 for line in self.lines if line.startswith(" "))
+            text = self.text
+            tabs = text.count("\n\t") + text.startswith("\t")
+            spaces = text.count("\n ") + text.startswith(" ")
             self._tabs = tabs > spaces
         return self._tabs
+
+    def candidates(self, kind: str, skeys: list[str]) -> list[int] | range:
+        """Start lines where a block with comparison keys ``skeys`` could begin."""
+        usable = [(j, key) for j, key in enumerate(skeys) if key]
+        if not usable:
+            return range(len(self.lines))
+        text = self.folded_text if kind == "fold" else self.text
+        longest = sorted(usable, key=lambda jk: -len(jk[1]))[:3]
+        j, key = longest[0] if len(longest) == 1 else min(longest, key=lambda jk: text.count(jk[1]))
+        starts: list[int] = []
+        seen: set[int] = set()
+        line = 0
+        prev = 0
+        pos = text.find(key)
+        while pos != -1:
+            line += text.count("\n", prev, pos)
+            prev = pos
+            start = line - j
+            if start >= 0 and start not in seen:
+                seen.add(start)
+                starts.append(start)
+            pos = text.find(key, pos + 1)
+        return starts
 
 
 @dataclass
@@ -144,7 +181,8 @@ class IndentMap:
         """File indentation for a snippet indentation; None if it would be negative."""
         if snippet_indent in self.pairs:
             return self.pairs[snippet_indent]
-        if self.prefix is not None:
+        foreign = ("\t" if not self.use_tabs else " ") in snippet_indent
+        if self.prefix is not None and not foreign:
             if self.sign > 0:
                 return self.prefix + snippet_indent
             if snippet_indent.startswith(self.prefix):
@@ -167,9 +205,7 @@ class IndentMap:
         return f"{self.delta:+d} columns, written with {'tabs' if self.use_tabs else 'spaces'}"
 
 
-def indent_map(
-    file_block: list[str], snippet: list[str], *, folded: bool, file_uses_tabs: bool
-) -> IndentMap | None:
+def indent_map(file_block: list[str], snippet: list[str], *, folded: bool, fl: FileLines) -> IndentMap | None:
     """The uniform indentation mapping from ``snippet`` to ``file_block``, or None if there is none."""
     pairs: dict[str, str] = {}
     plist: list[tuple[str, str]] = []
@@ -181,7 +217,7 @@ def indent_map(
         plist.append((fi, si))
         pairs.setdefault(si, f_line[: len(fi)])  # the file's own characters
     has_tabs = any("\t" in fi for fi, _ in plist)
-    use_tabs = has_tabs or (file_uses_tabs and not any(fi for fi, _ in plist))
+    use_tabs = has_tabs or (not any(fi for fi, _ in plist) and fl.uses_tabs)
     if not plist or all(fi == si for fi, si in plist):
         return IndentMap(pairs, "", 1, 0, 4, use_tabs)
     fi0, si0 = plist[0]
@@ -242,19 +278,17 @@ def find_block(
         return []
     keyfn = _KEYS[level.key]
     skeys = [keyfn(line) for line in core]
-    fkeys = fl.keys(level.key)
     k = len(skeys)
-    first = skeys[0]
     out: list[BlockMatch] = []
     lines = fl.lines
-    for i in range(lo, hi - k + 1):
-        if fkeys[i] != first or fkeys[i : i + k] != skeys:
+    for i in fl.candidates(level.key, skeys):
+        if i < lo or i > hi - k:
+            continue
+        if any(keyfn(lines[i + j]) != skeys[j] for j in range(k)):
             continue
         imap = None
         if level.check_indent:
-            imap = indent_map(
-                lines[i : i + k], core, folded=level.key == "fold", file_uses_tabs=fl.uses_tabs
-            )
+            imap = indent_map(lines[i : i + k], core, folded=level.key == "fold", fl=fl)
             if imap is None:
                 continue
         out.append(BlockMatch(i, i + k, level, imap, (lead, trail)))
@@ -284,9 +318,7 @@ class IndentConflict(Exception):
         self.line = line
 
 
-def render_new_line(
-    new_line: str, pair: int | None, file_block: list[str], old: list[str], match: BlockMatch
-) -> str:
+def render_new_line(new_line: str, pair: int | None, file_block: list[str], old: list[str], match: BlockMatch) -> str:
     """A replacement line in the file's style (``pair`` = index of the old line it replaces).
 
     Without an indentation map (``exact``/``trailing_ws``) the line is written as given.
@@ -307,17 +339,57 @@ def render_new_line(
     return indent + content
 
 
-def _pair_lines(old: list[str], new: list[str]) -> list[int | None]:
-    """For each new line, the most similar old line (ratio >= 0.5) or None."""
+def _pair_lines(old: list[str], new: list[str], match: BlockMatch) -> list[int | None]:
+    """For each new line, the most similar old line (ratio > 0.5) or None.
+
+    Pairs only matter for restoring folded characters, so they are computed at the ``unicode``
+    level only, and only for change groups of reasonable size.
+    """
+    if match.level.key != "fold" or not old or len(old) * len(new) > 2500:
+        return [None] * len(new)
     pairs: list[int | None] = []
+    matcher = SequenceMatcher(None, autojunk=False)
     for line in new:
+        matcher.set_seq2(line.strip())
         best, best_ratio = None, 0.5
         for idx, cand in enumerate(old):
-            ratio = SequenceMatcher(None, cand.strip(), line.strip(), autojunk=False).ratio()
+            matcher.set_seq1(cand.strip())
+            if matcher.quick_ratio() <= best_ratio:
+                continue
+            ratio = matcher.ratio()
             if ratio > best_ratio:
                 best, best_ratio = idx, ratio
         pairs.append(best)
     return pairs
+
+
+def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib-style opcodes aligning ``old`` and ``new`` lines, fast for large blocks.
+
+    Common leading and trailing lines are peeled off first; the middle is aligned with
+    ``SequenceMatcher`` (with its popular-line heuristic when the middle is large). Any valid
+    alignment is correct for ``build_replacement``: a better one only copies more lines from the
+    file instead of rendering them from the new text.
+    """
+    pre = 0
+    limit = min(len(old), len(new))
+    while pre < limit and old[pre] == new[pre]:
+        pre += 1
+    suf = 0
+    while suf < limit - pre and old[len(old) - 1 - suf] == new[len(new) - 1 - suf]:
+        suf += 1
+    mid_old, mid_new = old[pre : len(old) - suf], new[pre : len(new) - suf]
+    ops: list[tuple[str, int, int, int, int]] = []
+    if pre:
+        ops.append(("equal", 0, pre, 0, pre))
+    if mid_old or mid_new:
+        large = len(mid_old) * len(mid_new) > 40_000
+        matcher = SequenceMatcher(None, mid_old, mid_new, autojunk=large)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            ops.append((tag, i1 + pre, i2 + pre, j1 + pre, j2 + pre))
+    if suf:
+        ops.append(("equal", len(old) - suf, len(old), len(new) - suf, len(new)))
+    return ops
 
 
 def build_replacement(file_block: list[str], old: list[str], new: list[str], match: BlockMatch) -> list[str]:
@@ -327,23 +399,18 @@ def build_replacement(file_block: list[str], old: list[str], new: list[str], mat
     ``render_new_line``. Raises ``IndentConflict``.
     """
     out: list[str] = []
-    matcher = SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(old, new):
         if tag == "equal":
             out.extend(file_block[i1:i2])
         elif tag in ("replace", "insert"):
             base = i1
-            pairs = _pair_lines(old[i1:i2], new[j1:j2]) if tag == "replace" else [None] * (j2 - j1)
+            pairs = _pair_lines(old[i1:i2], new[j1:j2], match)
             for line, pair in zip(new[j1:j2], pairs, strict=True):
-                out.append(
-                    render_new_line(line, None if pair is None else base + pair, file_block, old, match)
-                )
+                out.append(render_new_line(line, None if pair is None else base + pair, file_block, old, match))
     return out
 
 
-def build_from_script(
-    file_block: list[str], script: list[tuple[str, str]], match: BlockMatch
-) -> list[str]:
+def build_from_script(file_block: list[str], script: list[tuple[str, str]], match: BlockMatch) -> list[str]:
     """Replacement lines from a diff body (``" "`` keep, ``"-"`` drop, ``"+"`` add) matched at ``match``.
 
     ``script`` holds only the lines that took part in the match (edge-trimmed context removed).
@@ -359,7 +426,7 @@ def build_from_script(
     def flush() -> None:
         if pending_added:
             removed_lines = [old[i] for i in group_removed]
-            pairs = _pair_lines(removed_lines, pending_added) if removed_lines else [None] * len(pending_added)
+            pairs = _pair_lines(removed_lines, pending_added, match)
             for line, pair in zip(pending_added, pairs, strict=True):
                 real_pair = None if pair is None else group_removed[pair]
                 out.append(render_new_line(line, real_pair, file_block, old, match))

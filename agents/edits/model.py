@@ -46,9 +46,7 @@ class EditRefused(Exception):
         lines: 1-based first lines of the matches involved (ambiguity) or of the errors.
     """
 
-    def __init__(
-        self, message: str, reason: str, *, level: str | None = None, lines: list[int] | None = None
-    ) -> None:
+    def __init__(self, message: str, reason: str, *, level: str | None = None, lines: list[int] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason

@@ -29,6 +29,25 @@ _ELISION = re.compile(
 )
 
 
+_COMMENT_START = re.compile(r"^\s*(?:#|//|--|;|/\*|<!--|\{/\*)")
+_PLACEHOLDER_WORDS = re.compile(r"\b(?:existing|unchanged|rest of|remaining|previous|same as before)\b", re.I)
+
+
+def is_placeholder(line: str) -> bool:
+    """A comment such as ``# ... existing code ...``: a comment with an ellipsis and a telltale word."""
+    return bool(_COMMENT_START.match(line) and ("..." in line or "\u2026" in line) and _PLACEHOLDER_WORDS.search(line))
+
+
+def placeholder_lines(new_lines: list[str], old_lines: list[str], file_lines: list[str]) -> list[str]:
+    """Lazy-model placeholders (``# ... existing code ...``) in the new text that would be
+    written literally: present in neither the old text nor the file."""
+    suspects = [line for line in new_lines if is_placeholder(line)]
+    if not suspects:
+        return []
+    known = {line.strip() for line in old_lines} | {line.strip() for line in file_lines}
+    return [line for line in suspects if line.strip() not in known]
+
+
 def split_lines(snippet: str) -> list[str]:
     """Lines of a snippet; one trailing newline ends the last line rather than adding one."""
     if snippet == "":

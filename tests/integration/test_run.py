@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import EXAMPLE
+import pytest
+
+from tests.conftest import EXAMPLE, make_example_repo
 
 
 def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "fix-median.jsonl"):
@@ -12,8 +14,14 @@ def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "fix-median.jsonl"):
                        "--json", "fix the failing median test", timeout=300)
 
 
-def test_run_fixes_the_example(stack, example_repo):
-    proc = run_example(stack, example_repo, "it-run-1")
+@pytest.fixture(scope="module")
+def fixed_run(stack, tmp_path_factory):
+    repo = make_example_repo(tmp_path_factory.mktemp("run") / "calc")
+    return repo, run_example(stack, repo, "it-run-1")
+
+
+def test_run_fixes_the_example(stack, fixed_run):
+    example_repo, proc = fixed_run
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "scripted: the test double" in proc.stderr
     result = json.loads(proc.stdout)
@@ -71,3 +79,22 @@ def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
         assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
     listed = stack.bosun("history", "it-bad-input")
     assert listed.returncode == 2 and "no run 'it-bad-input'" in listed.stderr
+
+
+async def test_recorded_histories_replay_deterministically(stack, fixed_run):
+    """temporalio's Replayer re-runs the workflow code against the recorded histories: non-determinism fails."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workflows.agent import AgentWorkflow
+    from workflows.task import TaskWorkflow
+
+    assert fixed_run[1].returncode == 0
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
+                                  data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[TaskWorkflow, AgentWorkflow], data_converter=pydantic_data_converter)
+    for wf_id in ("it-run-1", "it-run-1/agent-1"):
+        history = await client.get_workflow_handle(wf_id).fetch_history()
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{wf_id}: {result.replay_failure}"

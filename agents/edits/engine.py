@@ -1,0 +1,386 @@
+"""The matching cascade for one old/new text pair, and ``apply_str_replace``.
+
+Levels, strictest first: ``exact`` (a substring for str_replace, whole lines for SEARCH
+blocks), ``trailing_ws``, ``indent_offset``, ``edge_blank_lines``, ``unicode``, ``elision``.
+Every level counts its matches over the whole file. One match: apply it. Two or more: refuse
+at once (a looser level is never consulted, the first match is never picked). None: try the
+next level. When no level matches, the edit may already have been applied (the new text is
+present exactly once); otherwise the refusal names the levels tried and the closest region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .document import Document, to_lf
+from .hints import closest_hint, spans_text
+from .matching import (
+    EXACT_LINES,
+    FUZZY_LEVELS,
+    BlockMatch,
+    FileLines,
+    IndentConflict,
+    LineLevel,
+    build_replacement,
+    find_block,
+    has_foldable,
+    trimmed,
+)
+from .model import EditOutcome, EditRefused
+from .snippet import placeholder_lines, prepare, split_elisions, split_lines
+
+
+@dataclass
+class Applied:
+    """Result of one old/new replacement on a document."""
+
+    doc: Document
+    status: str  # "applied" | "already_applied"
+    level: str
+    message: str
+    notes: list[str] = field(default_factory=list)
+
+
+def find_all(text: str, needle: str) -> list[int]:
+    """Start offsets of every (possibly overlapping) occurrence of ``needle`` in ``text``."""
+    out: list[int] = []
+    pos = text.find(needle)
+    while pos != -1:
+        out.append(pos)
+        pos = text.find(needle, pos + 1)
+    return out
+
+
+def _find_disjoint(text: str, needle: str) -> list[int]:
+    out: list[int] = []
+    pos = text.find(needle)
+    while pos != -1:
+        out.append(pos)
+        pos = text.find(needle, pos + len(needle))
+    return out
+
+
+def _offset_spans(doc: Document, starts: list[int], length: int) -> list[tuple[int, int]]:
+    """Line spans (0-based, end exclusive) of text ranges; ``starts`` must be ascending."""
+    text = doc.text
+    spans: list[tuple[int, int]] = []
+    line, pos = 0, 0
+    for s in starts:
+        line += text.count("\n", pos, s)
+        pos = s
+        last = s + max(length - 1, 0)
+        spans.append((line, line + text.count("\n", s, last) + 1))
+    return spans
+
+
+def _trim_new(new_lines: list[str], trim: tuple[int, int]) -> list[str]:
+    """Drop up to ``trim`` blank lines at the edges of the new text (mirroring the old text)."""
+    lead, trail = trim
+    start = 0
+    while start < lead and start < len(new_lines) and new_lines[start].strip() == "":
+        start += 1
+    end = len(new_lines)
+    while trail > 0 and end > start and new_lines[end - 1].strip() == "":
+        end -= 1
+        trail -= 1
+    return new_lines[start:end]
+
+
+def _tried(attempts: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{name} {result}" for name, result in attempts)
+
+
+def _ambiguous(what: str, level: str, spans: list[tuple[int, int]], attempts, extra: str = "") -> EditRefused:
+    return EditRefused(
+        f"{what} matches {len(spans)} places at level '{level}' ({spans_text(spans)}); nothing was changed. "
+        f"Include more surrounding lines so that it matches exactly one place{extra}. "
+        f"Levels tried: {_tried(attempts)}.",
+        "ambiguous",
+        level=level,
+        lines=[s + 1 for s, _ in spans],
+    )
+
+
+def _locate_new(doc: Document, fl: FileLines, old: str, new: str, substring: bool):
+    """Where the new text already is: ``(level, spans)`` at the first level finding it, or None."""
+    if not new.strip() or new.strip() in old:
+        return None  # an empty or contained new text proves nothing
+    if substring:
+        starts = find_all(doc.text, new)
+        if new.endswith("\n"):  # whole lines: only count occurrences that start a line
+            starts = [s for s in starts if s == 0 or doc.text[s - 1] == "\n"]
+        if starts:
+            return "exact", _offset_spans(doc, starts, len(new))
+    new_lines = split_lines(new)
+    levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
+    for level in levels:
+        found = find_block(fl, new_lines, level)
+        if found:
+            return level.name, [(m.start, m.end) for m in found]
+    return None
+
+
+def _apply_block(
+    doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[str], new_lines: list[str]
+) -> tuple[tuple[int, int, str], list[str]]:
+    lead, trail = match.trim
+    core_old = old_lines[lead : len(old_lines) - trail]
+    core_new = _trim_new(new_lines, match.trim)
+    block = fl.lines[match.start : match.end]
+    try:
+        repl = build_replacement(block, core_old, core_new, match)
+    except IndentConflict as exc:
+        raise EditRefused(
+            f"The old text matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
+            f"with a different indentation, but this new line cannot be re-indented to match the file "
+            f"(it is less indented than the block allows): {exc.line!r}. Nothing was changed; copy the "
+            "old text with the file's exact indentation.",
+            "indent_conflict",
+            level=match.level.name,
+            lines=[match.start + 1],
+        ) from None
+    return doc.block_splice(match.start, match.end, repl), repl
+
+
+def _elision(
+    doc: Document, fl: FileLines, old_lines: list[str], new_lines: list[str], what: str, attempts
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]] | None:
+    """Match each piece between ``...`` lines uniquely and in order; None if there are no markers."""
+    old_pieces = split_elisions(old_lines)
+    if old_pieces is None:
+        return None
+    new_pieces = split_elisions(new_lines)
+    if new_pieces is None or len(new_pieces) != len(old_pieces):
+        raise EditRefused(
+            f"{what} uses {len(old_pieces) - 1} elision line(s) ('...') but the new text uses "
+            f"{0 if new_pieces is None else len(new_pieces) - 1}; both must elide the same places so the "
+            "elided code can be kept. Nothing was changed.",
+            "elision_mismatch",
+            level="elision",
+        )
+    splices: list[tuple[int, int, str]] = []
+    spans: list[tuple[int, int]] = []
+    prev_end = 0
+    for idx, (piece, new_piece) in enumerate(zip(old_pieces, new_pieces, strict=True)):
+        if all(line.strip() == "" for line in piece):
+            if any(line.strip() for line in new_piece):
+                raise EditRefused(
+                    f"Piece {idx + 1} of {what} is empty (it starts or ends with '...') but the new text puts "
+                    "lines there; there is no anchor to place them. Nothing was changed.",
+                    "elision_mismatch",
+                    level="elision",
+                )
+            continue
+        found: list[BlockMatch] = []
+        for level in (EXACT_LINES, *FUZZY_LEVELS):
+            found = find_block(fl, piece, level)
+            if found:
+                break
+        if not found:
+            raise EditRefused(
+                f"{what} uses '...' elision; piece {idx + 1} was not found at any level. Levels tried: "
+                f"{_tried(attempts)}.\n{closest_hint(fl.lines, piece)}",
+                "no_match",
+                level="elision",
+            )
+        if len(found) > 1:
+            piece_spans = [(m.start, m.end) for m in found]
+            raise EditRefused(
+                f"{what} uses '...' elision; piece {idx + 1} matches {len(found)} places at level "
+                f"'{found[0].level.name}' ({spans_text(piece_spans)}). Every piece must be unique; nothing was "
+                "changed.",
+                "ambiguous",
+                level="elision",
+                lines=[s + 1 for s, _ in piece_spans],
+            )
+        match = found[0]
+        if match.start < prev_end:
+            raise EditRefused(
+                f"{what} uses '...' elision; piece {idx + 1} is at {spans_text([(match.start, match.end)])}, "
+                f"before the previous piece (which ends at line {prev_end}). Pieces must be in file order; "
+                "nothing was changed.",
+                "no_match",
+                level="elision",
+            )
+        prev_end = match.end
+        splice, _ = _apply_block(doc, fl, match, piece, new_piece)
+        splices.append(splice)
+        spans.append((match.start, match.end))
+    return splices, spans
+
+
+def replace_text(
+    doc: Document,
+    old: str,
+    new: str,
+    *,
+    substring: bool,
+    replace_all: bool = False,
+    what: str = "old_str",
+) -> Applied:
+    """Run the cascade for one (already normalised) old/new pair on ``doc``.
+
+    ``substring`` selects str_replace semantics for the exact level (old may be part of a line);
+    otherwise the exact level compares whole lines (SEARCH/REPLACE blocks).
+    """
+    attempts: list[tuple[str, str]] = []
+    fl = FileLines(doc.lines, doc.text)
+    placeholders = placeholder_lines(split_lines(new), split_lines(old), doc.lines)
+    if placeholders:
+        raise EditRefused(
+            f"The new text for {what} contains {placeholders[0].strip()!r}, a placeholder that would be written "
+            "into the file literally (deleting the code it stands for). Write the full new text, or put the same "
+            "'...' line in the old text so the elided lines are kept. Nothing was changed.",
+            "elision_mismatch",
+        )
+
+    # ---- exact ----
+    if substring:
+        starts = find_all(doc.text, old)
+        attempts.append(("exact", str(len(starts))))
+        if starts and replace_all:
+            disjoint = _find_disjoint(doc.text, old)
+            new_doc = doc.splice([(s, s + len(old), new) for s in disjoint])
+            spans = _offset_spans(doc, disjoint, len(old))
+            return Applied(
+                new_doc, "applied", "exact", f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}."
+            )
+        if len(starts) == 1:
+            s = starts[0]
+            new_doc = doc.splice([(s, s + len(old), new)])
+            span = _offset_spans(doc, starts, len(old))
+            message = f"Replaced {spans_text(span)} (exact match)."
+            if new.strip() and new not in old:
+                before = find_all(doc.text, new)
+                if before:
+                    where = spans_text(_offset_spans(doc, before, len(new)))
+                    message += (
+                        f" Warning: the new text was already present at {where} before this edit; check that "
+                        "nothing is now duplicated."
+                    )
+            return Applied(new_doc, "applied", "exact", message)
+        if len(starts) > 1:
+            raise _ambiguous(
+                what,
+                "exact",
+                _offset_spans(doc, starts, len(old)),
+                attempts,
+                ", or set replace_all to change every occurrence",
+            )
+        if replace_all:
+            return _not_found(doc, fl, old, new, what, attempts, substring, replace_all=True)
+
+    old_lines = split_lines(old)
+    new_lines = split_lines(new)
+    levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
+    for level in levels:
+        if level.trim_edges and level.name == "edge_blank_lines" and trimmed(old_lines, level) == (0, 0):
+            attempts.append((level.name, "n/a"))
+            continue
+        if level.key == "fold" and not has_foldable(doc.text) and not has_foldable(old):
+            attempts.append((level.name, "n/a"))
+            continue
+        found = find_block(fl, old_lines, level)
+        attempts.append((level.name, str(len(found))))
+        if len(found) > 1:
+            raise _ambiguous(what, level.name, [(m.start, m.end) for m in found], attempts)
+        if len(found) == 1:
+            match = found[0]
+            splice, repl = _apply_block(doc, fl, match, old_lines, new_lines)
+            new_doc = doc.splice([splice])
+            span = spans_text([(match.start, match.end)])
+            if new_doc.text == doc.text:
+                return Applied(
+                    doc,
+                    "already_applied",
+                    level.name,
+                    f"{what} matched {span} at level '{level.name}', and the file already reads as the new "
+                    "text there; nothing changed.",
+                )
+            how = f"level '{level.name}'"
+            if match.imap is not None and match.imap.description:
+                how += f", re-indented: {match.imap.description}"
+            return Applied(new_doc, "applied", level.name, f"Replaced {span} ({how}).")
+
+    # ---- elision ----
+    got = _elision(doc, fl, old_lines, new_lines, what, attempts)
+    if got is not None:
+        splices, spans = got
+        attempts.append(("elision", "1"))
+        new_doc = doc.splice(splices)
+        return Applied(
+            new_doc,
+            "applied",
+            "elision",
+            f"Replaced {len(spans)} piece(s) around '...' elisions at {spans_text(spans)}; the elided lines were kept.",
+        )
+    attempts.append(("elision", "n/a"))
+    return _not_found(doc, fl, old, new, what, attempts, substring)
+
+
+def _not_found(
+    doc: Document,
+    fl: FileLines,
+    old: str,
+    new: str,
+    what: str,
+    attempts,
+    substring: bool,
+    *,
+    replace_all: bool = False,
+) -> Applied:
+    located = _locate_new(doc, fl, old, new, substring)
+    if located is not None:
+        level, spans = located
+        if len(spans) == 1 or (replace_all and spans):
+            return Applied(
+                doc,
+                "already_applied",
+                level,
+                f"{what} was not found, but the new text is already present at {spans_text(spans)} "
+                f"(level '{level}'); the edit looks already applied, nothing changed.",
+            )
+    extra = " (replace_all only uses exact matching)" if replace_all else ""
+    raise EditRefused(
+        f"{what} was not found in the file{extra}; nothing was changed. Levels tried: {_tried(attempts)}.\n"
+        f"{closest_hint(fl.lines, split_lines(old))}",
+        "no_match",
+        level=None,
+    )
+
+
+def apply_str_replace(original: str, old_str: str, new_str: str, *, replace_all: bool = False) -> EditOutcome:
+    """Replace ``old_str`` by ``new_str`` in ``original`` (Anthropic ``str_replace`` shape).
+
+    ``old_str`` must identify exactly one place at the first level where it matches at all;
+    ``replace_all=True`` replaces every exact occurrence instead (exact level only).
+    Raises ``EditRefused``; never changes bytes outside the replaced region.
+    """
+    doc = Document.parse(original)
+    old, new = to_lf(old_str), to_lf(new_str)
+    if old == "":
+        raise EditRefused(
+            "old_str is empty; give the exact text to replace (use a file-creation tool for new files).",
+            "empty_old",
+        )
+    if old == new:
+        raise EditRefused("old_str and new_str are identical; the edit would change nothing.", "noop")
+    prep = prepare(doc.text, old, new)
+    if prep.old == prep.new:
+        raise EditRefused(
+            "old_str and new_str are identical after removing fences/line numbers; the edit would change nothing.",
+            "noop",
+        )
+    if not prep.old.strip("\n"):
+        raise EditRefused("old_str contains only blank lines; give the text to replace.", "empty_old")
+    result = replace_text(doc, prep.old, prep.new, substring=True, replace_all=replace_all)
+    return outcome(result, prep.notes, original)
+
+
+def outcome(result: Applied, notes: list[str], original: str) -> EditOutcome:
+    """Turn an ``Applied`` into the public ``EditOutcome`` (the original text when nothing changed)."""
+    message = result.message
+    if notes:
+        message += " Note: " + "; ".join(notes) + "."
+    text = original if result.status == "already_applied" else result.doc.render()
+    return EditOutcome(result.status, text, message, result.level)  # type: ignore[arg-type]

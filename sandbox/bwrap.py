@@ -1,0 +1,311 @@
+"""The bubblewrap backend: fast local isolation, host system directories read-only, the workspace writable.
+
+Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at the end):
+
+- /usr, /etc, /opt, /srv, /sys and the /bin, /lib... links: read-only binds of the host's. Files and directories
+  there that are not world-readable (/etc/shadow, ssh host keys...) are masked: the sandbox runs as the worker's
+  uid, without capabilities, and must still not see what only that uid may read.
+- NOT present at all: /root, /home, $HOME, /run, /var (but /var/tmp), /tmp, /mnt, /media, /boot and every other
+  top-level directory of the host. Host unix sockets (the Docker socket) are therefore unreachable.
+- /tmp, /var/tmp, /run: private tmpfs; /tmp has the size cap of the limits profile.
+- /workspace: the workspace, read-write; its .git/hooks and .git/config re-bound read-only (a sandboxed process
+  must not plant code the host's git would run); ``.git`` itself is a mount point so it cannot be swapped.
+- own user, PID, network (none), IPC, UTS and cgroup namespaces; no capabilities; no_new_privs; a new session
+  (no terminal injection); a seccomp filter refusing set-id chmod and new namespaces; dies with the worker.
+- bwrap itself is started from a scrubbed environment, so nothing of the worker's environment is visible, even at
+  /proc/1/environ; memory/pids/CPU limits through a cgroup per sandbox where the host allows it.
+
+The tool server (host ``python3`` running sandbox/toolserver.py, bound read-only at /run/bosun) is the sandbox's
+main process; when it dies, the sandbox dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from infra.errors import UnexpectedEnvironment
+from sandbox import cgroups, seccomp
+from sandbox.base import WORKSPACE_PATH, Limits, Sandbox, SandboxProvider
+from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ProcessChannel, ToolClient, scrubbed_env
+from sandbox.gitguard import git_mounts
+
+SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SANDBOX_HOME = "/tmp/home"
+RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "sys", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+"""Top-level host directories visible (read-only) in the sandbox; everything else at / is absent."""
+SCAN_FOR_SECRETS = ("etc", "opt", "srv")
+"""Directories scanned once for non-world-readable entries to mask."""
+ALWAYS_MASK_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/docker", "/etc/sudoers.d")
+
+# Joins the cgroups given before "--", sets the fd limit, then becomes bwrap (so bwrap is our direct child).
+_WRAPPER = ('ulimit -n "$1" || exit 125; shift; '
+            'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "cannot join cgroup $1" >&2; exit 125; }; shift; '
+            'done; shift; exec "$@"')
+
+
+@functools.lru_cache(maxsize=1)
+def _host_layout() -> tuple[list[str], list[str]]:
+    """bwrap arguments for the read-only host part, and the list of masked paths (computed once per process)."""
+    args: list[str] = []
+    masked: list[str] = []
+    for name in RO_TOP_DIRS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for top in SCAN_FOR_SECRETS:
+        base = f"/{top}"
+        if os.path.isdir(base) and not os.path.islink(base):
+            masked += _unreadable_entries(base)
+    for d in ALWAYS_MASK_DIRS:
+        if os.path.isdir(d) and d not in masked:
+            masked.append(d)
+    for path in sorted(set(masked)):
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        else:
+            args += ["--ro-bind", "/dev/null", path]
+    return args, sorted(set(masked))
+
+
+def _unreadable_entries(base: str, limit: int = 50_000) -> list[str]:
+    """Files and directories under ``base`` that "other" may not read (what only their owner/group may see)."""
+    found: list[str] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in [*dirnames, *filenames]:
+            seen += 1
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if (st.st_mode & 0o005) != 0o005:
+                    found.append(full)
+            elif stat.S_ISREG(st.st_mode) and not st.st_mode & 0o004:
+                found.append(full)
+        dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in found]
+        if seen > limit:
+            break
+    return found
+
+
+def _git_binds(ws: Path) -> list[str]:
+    """bwrap arguments protecting the workspace's git directory (see sandbox/gitguard.py)."""
+    args: list[str] = []
+    for src, dst, ro in git_mounts(ws):
+        args += ["--ro-bind" if ro else "--bind", src, dst]
+    return args
+
+
+class BwrapSandbox(Sandbox):
+    """One bwrap sandbox: its tool server, its cgroup; close() kills all of it."""
+
+    backend = "bwrap"
+
+    def __init__(self, sandbox_id: str, workspace: Path, client: ToolClient,
+                 cgroup: cgroups.SandboxCgroup | None) -> None:
+        self.id = sandbox_id
+        self.workspace = workspace
+        self._client = client
+        self._cgroup = cgroup
+        self._closed = False
+        self.started_at = time.monotonic()
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
+        """Run after the sandbox is destroyed (pools: unbind the workspace slot, count the release)."""
+
+    async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
+                      ) -> dict[str, Any]:
+        return await self._client.request(op, args, timeout_s=timeout_s)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._client.close()
+        if self._cgroup is not None:
+            await asyncio.to_thread(self._cgroup.destroy)
+        for hook in self.on_close:
+            with contextlib.suppress(Exception):
+                await hook()
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self._client.alive
+
+    @property
+    def pid(self) -> int:
+        """Host pid of the bwrap process."""
+        return self._client.channel.proc.pid  # type: ignore[attr-defined]
+
+    def stderr_tail(self) -> str:
+        return self._client.stderr_tail()
+
+
+class BwrapProvider(SandboxProvider):
+    """Starts bwrap sandboxes (one per ``acquire``) with the given limits profile.
+
+    ``python``: the interpreter inside the sandbox that runs the tool server (must live under a read-only bound
+    directory such as /usr). ``cgroups``: put each sandbox in its own cgroup for memory/pids/CPU limits when the
+    host allows it. ``extra_ro_binds``: more host paths made visible read-only at the same place.
+    """
+
+    backend = "bwrap"
+
+    def __init__(self, limits: Limits | None = None, *, python: str = "/usr/bin/python3",
+                 bwrap: str | None = None, use_cgroups: bool = True, use_seccomp: bool = True,
+                 start_timeout_s: float = 15.0, extra_ro_binds: Sequence[str] = ()) -> None:
+        self.limits = limits or Limits()
+        self.python = python
+        self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        self.use_seccomp = use_seccomp
+        self.start_timeout_s = start_timeout_s
+        self.extra_ro_binds = list(extra_ro_binds)
+        self._cg_support = cgroups.detect() if use_cgroups else cgroups.CgroupSupport(
+            problems=["cgroups disabled by configuration"])
+        self._cg_probe: dict[str, str] | None = None
+        self._seccomp_problem: str | None = None
+        if use_seccomp:
+            try:
+                seccomp.build_filter()
+            except ValueError as exc:
+                self._seccomp_problem = str(exc)
+        if self._cg_support.dirs:
+            with contextlib.suppress(OSError):
+                cgroups.reap_stale(self._cg_support)
+
+    # -- building the command line ---------------------------------------------------------------------------
+
+    def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True) -> list[str]:
+        """The full bwrap argument list for ``workspace`` (absolute, resolved). Order matters: later mounts win."""
+        ro_args, _masked = _host_layout()
+        lim = self.limits
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--clearenv", "--hostname", "sandbox"]
+        args += ro_args
+        for extra in self.extra_ro_binds:
+            args += ["--ro-bind", extra, extra]
+        args += ["--dev", "/dev", "--proc", "/proc",
+                 "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp",
+                 "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+                 "--size", str(16 << 20), "--tmpfs", "/run",
+                 "--size", str(lim.tmp_mb << 20), "--tmpfs", "/var/tmp",
+                 "--symlink", "../run", "/var/run",
+                 "--dir", SANDBOX_HOME,
+                 # The workspace comes after the tmpfs mounts: a workspace under the host's /tmp must not be hidden.
+                 "--bind", str(workspace), WORKSPACE_PATH]
+        if git_binds:
+            args += _git_binds(workspace)
+        args += ["--ro-bind", str(TOOLSERVER_PATH), SERVER_IN_SANDBOX,
+                 "--remount-ro", "/",
+                 "--chdir", WORKSPACE_PATH]
+        for key, value in {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                           "USER": "sandbox", "PYTHONDONTWRITEBYTECODE": "1"}.items():
+            args += ["--setenv", key, value]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        args += ["--", self.python, "-I", "-S", SERVER_IN_SANDBOX, WORKSPACE_PATH]
+        return args
+
+    # -- acquire ---------------------------------------------------------------------------------------------
+
+    async def acquire(self, workspace: Path) -> BwrapSandbox:
+        ws = Path(workspace).resolve()
+        if not ws.is_dir():
+            raise UnexpectedEnvironment(f"workspace {workspace} is not a directory on this host; "
+                                        f"create it (or clone the repository) before acquiring a sandbox")
+        return await self._launch(ws, git_binds=True)
+
+    async def start_unbound(self, slot: Path, key: str = "") -> BwrapSandbox:
+        """Start a sandbox whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py)."""
+        return await self._launch(slot, git_binds=False)
+
+    def pool_key(self, workspace: Path) -> str:
+        """All warm bwrap sandboxes of this provider are interchangeable."""
+        return ""
+
+    async def _launch(self, ws: Path, *, git_binds: bool) -> BwrapSandbox:
+        if not os.access(self.bwrap, os.X_OK):
+            raise UnexpectedEnvironment(f"bubblewrap not found at {self.bwrap}; install the 'bubblewrap' package "
+                                        f"or use the docker backend")
+        sandbox_id = f"bw-{secrets.token_hex(6)}"
+        cg: cgroups.SandboxCgroup | None = None
+        if self._cg_support.dirs:
+            try:
+                cg = cgroups.SandboxCgroup(self._cg_support, sandbox_id, self.limits)
+            except OSError as exc:
+                raise UnexpectedEnvironment(f"cannot create the cgroup of sandbox {sandbox_id}: {exc}") from None
+        fd = seccomp.filter_fd() if self.use_seccomp and self._seccomp_problem is None else None
+        argv = ["/bin/sh", "-c", _WRAPPER, "sh", str(self.limits.nofile), *(cg.procs_files() if cg else []), "--",
+                *self.bwrap_args(ws, seccomp_fd=fd, git_binds=git_binds)]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=(fd,) if fd is not None else (),
+                limit=STREAM_LIMIT, start_new_session=True, cwd="/")
+        except OSError as exc:
+            if cg:
+                await asyncio.to_thread(cg.destroy)
+            raise UnexpectedEnvironment(f"cannot start bubblewrap ({self.bwrap}): {exc}") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
+        client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
+        sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
+        try:
+            pong = await sandbox.request("ping", timeout_s=self.start_timeout_s)
+            if not pong.get("pong"):
+                raise UnexpectedEnvironment(f"unexpected answer to ping: {pong!r}")
+        except BaseException as exc:
+            tail = sandbox.stderr_tail()
+            await sandbox.close()
+            if isinstance(exc, UnexpectedEnvironment):
+                raise UnexpectedEnvironment(
+                    f"bwrap sandbox for {ws} did not start: {exc}" +
+                    ("" if tail and tail in str(exc) else (f"; stderr: {tail}" if tail else ""))) from None
+            raise
+        return sandbox
+
+    # -- reporting -------------------------------------------------------------------------------------------
+
+    def limits_report(self) -> dict[str, Any]:
+        """Which limits are in force here, and how (cgroup controller, tmpfs size, rlimit, seccomp)."""
+        if self._cg_probe is None:
+            self._cg_probe = {}
+            if self._cg_support.dirs:
+                try:
+                    probe = cgroups.SandboxCgroup(self._cg_support, f"probe-{secrets.token_hex(4)}", self.limits)
+                    self._cg_probe = dict(probe.enforced)
+                    probe.destroy()
+                except OSError:
+                    pass
+        lim = self.limits
+        report: dict[str, Any] = {"backend": "bwrap"}
+        for name, value in (("memory_mb", lim.memory_mb), ("pids", lim.pids), ("cpus", lim.cpus)):
+            key = {"memory_mb": "memory"}.get(name, name)
+            how = self._cg_probe.get(key)
+            report[name] = {"value": value, "enforced": how is not None,
+                            "how": how or "; ".join(self._cg_support.problems) or "no cgroup support"}
+        report["tmp_mb"] = {"value": lim.tmp_mb, "enforced": True, "how": "tmpfs size"}
+        report["nofile"] = {"value": lim.nofile, "enforced": True, "how": "RLIMIT_NOFILE"}
+        report["network"] = {"value": "none", "enforced": True, "how": "own network namespace"}
+        report["seccomp"] = {"value": "no set-id chmod, no new namespaces", "enforced": self.use_seccomp and
+                             self._seccomp_problem is None,
+                             "how": self._seccomp_problem or ("bwrap --seccomp" if self.use_seccomp else "disabled")}
+        report["masked_paths"] = _host_layout()[1]
+        return report

@@ -1,0 +1,222 @@
+"""Warm pools: sandboxes started ahead of time, handed out in milliseconds, destroyed (never reused) on release.
+
+A ``PooledProvider`` wraps a backend provider (one backend, image and limits profile). It keeps up to ``size``
+ready sandboxes per pool key (docker: the uid:gid commands run as; bwrap: one key), started with an empty
+workspace slot; ``acquire(workspace)`` takes one, binds the workspace into its slot (sandbox/slots.py), checks
+from inside that the right directory arrived, and hands it out. Refills are rate-capped (``refill_per_s``) so a
+burst of acquires does not stampede the host. When the pool is empty, the workspace cannot go into a slot, or the
+host does not allow slots, acquire starts a sandbox cold: never a shared or reused one, and never none.
+
+Release = ``sandbox.close()``: the sandbox is destroyed, its slot unbound and removed, and a refill scheduled.
+Acquire and release durations are recorded; ``stats()`` gives counts and p50/p99.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from infra.errors import UnexpectedEnvironment
+from sandbox.base import Sandbox, SandboxProvider
+from sandbox.slots import SlotManager
+
+log = logging.getLogger("bosun.sandbox.pool")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by nearest rank; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50_ms": round(percentile(values, 50) * 1000, 3),
+            "p99_ms": round(percentile(values, 99) * 1000, 3)}
+
+
+class PooledProvider(SandboxProvider):
+    """A warm pool in front of ``provider``; see the module docstring."""
+
+    def __init__(self, provider: SandboxProvider, *, size: int = 4, refill_per_s: float = 10.0,
+                 slots: SlotManager | None = None, keys: list[str] | None = None) -> None:
+        self.provider = provider
+        self.backend = provider.backend
+        self.size = max(0, size)
+        self.refill_interval = 1.0 / refill_per_s if refill_per_s > 0 else 0.0
+        self.slots = slots or SlotManager()
+        self._ready: dict[str, deque[tuple[Sandbox, Path]]] = {}
+        self._starting: dict[str, int] = {}
+        self._refill_tasks: dict[str, asyncio.Task[None]] = {}
+        self._last_start = 0.0
+        self._start_lock = asyncio.Lock()
+        self._closed = False
+        self.acquire_times: list[float] = []
+        self.release_times: list[float] = []
+        self.cold_start_times: list[float] = []
+        self.hits = 0
+        self.misses = 0
+        self.refill_failures = 0
+        self._initial_keys = list(keys or [])
+
+    # -- public API ------------------------------------------------------------------------------------------
+
+    async def start(self, keys: list[str] | None = None) -> None:
+        """Begin filling the pool for ``keys`` (default: the provider's own key for unprivileged defaults)."""
+        for key in keys or self._initial_keys or [self._default_key()]:
+            self._ensure_refill(key)
+
+    async def wait_ready(self, key: str | None = None, timeout_s: float = 60.0) -> int:
+        """Wait until the pool for ``key`` holds ``size`` sandboxes (or the timeout); returns how many it holds."""
+        key = self._default_key() if key is None else key
+        self._ensure_refill(key)
+        deadline = time.monotonic() + timeout_s
+        while len(self._ready.get(key, ())) < self.size and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return len(self._ready.get(key, ()))
+
+    async def acquire(self, workspace: Path) -> Sandbox:
+        t0 = time.monotonic()
+        ws = Path(workspace).resolve()
+        if not ws.is_dir():
+            raise UnexpectedEnvironment(f"workspace {workspace} is not a directory on this host; "
+                                        f"create it (or clone the repository) before acquiring a sandbox")
+        key = self._key(ws)
+        usable, _why = self.slots.usable()
+        sandbox = None
+        if usable and self.size > 0 and self.slots.supports(ws):
+            self._ensure_refill(key)
+            sandbox = await self._take_warm(key, ws)
+        if sandbox is None:
+            self.misses += 1
+            sandbox = await self.provider.acquire(ws)
+            self.cold_start_times.append(time.monotonic() - t0)
+        else:
+            self.hits += 1
+        self._hook_release(sandbox)
+        self.acquire_times.append(time.monotonic() - t0)
+        return sandbox
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and p50/p99 (ms) of acquire and release; hits/misses; how many are ready per key."""
+        return {"backend": self.backend, "size": self.size, "hits": self.hits, "misses": self.misses,
+                "refill_failures": self.refill_failures,
+                "ready": {k: len(v) for k, v in self._ready.items()},
+                "acquire": summary(self.acquire_times), "release": summary(self.release_times),
+                "cold_start": summary(self.cold_start_times)}
+
+    def limits_report(self) -> dict[str, Any]:
+        usable, why = self.slots.usable()
+        return {**self.provider.limits_report(), "pool": {"size": self.size, "warm_binding": usable,
+                                                          "note": why or "workspaces bound into warm sandboxes"}}
+
+    async def close(self) -> None:
+        """Stop refilling and destroy every ready sandbox."""
+        self._closed = True
+        for task in self._refill_tasks.values():
+            task.cancel()
+        for task in self._refill_tasks.values():
+            with contextlib.suppress(BaseException):
+                await task
+        while any(self._ready.values()):
+            for q in self._ready.values():
+                while q:
+                    sb, _slot = q.popleft()
+                    await sb.close()
+
+    # -- internals -------------------------------------------------------------------------------------------
+
+    def _key(self, ws: Path) -> str:
+        fn = getattr(self.provider, "pool_key", None)
+        return fn(ws) if fn else ""
+
+    def _default_key(self) -> str:
+        fn = getattr(self.provider, "pool_key", None)
+        if fn is None:
+            return ""
+        return fn(Path(os.getcwd()))
+
+    async def _take_warm(self, key: str, ws: Path) -> Sandbox | None:
+        q = self._ready.setdefault(key, deque())
+        while q:
+            sb, slot = q.popleft()
+            self._ensure_refill(key)
+            if not sb.alive:
+                await sb.close()
+                continue
+            try:
+                await asyncio.to_thread(self.slots.attach, slot, ws)
+                pong = await sb.request("ping", timeout_s=10)
+                st = ws.stat()
+                if (pong.get("workspace_dev"), pong.get("workspace_ino")) != (st.st_dev, st.st_ino):
+                    raise UnexpectedEnvironment(f"the workspace did not arrive in warm sandbox {sb.id} "
+                                                f"(mount propagation failed)")
+            except Exception as exc:  # noqa: BLE001 - a broken warm sandbox is discarded, never handed out
+                log.warning("discarding warm sandbox %s: %s", sb.id, exc)
+                await sb.close()
+                continue
+            sb.workspace = ws
+            return sb
+        return None
+
+    def _hook_release(self, sb: Sandbox) -> None:
+        """Time the release (close() destroys the sandbox and unbinds its slot) and refill afterwards."""
+        original = sb.close
+        pool = self
+
+        async def timed_close() -> None:
+            t0 = time.monotonic()
+            await original()
+            pool.release_times.append(time.monotonic() - t0)
+            if not pool._closed:
+                for key in list(pool._ready):
+                    pool._ensure_refill(key)
+
+        sb.close = timed_close  # type: ignore[method-assign]
+
+    def _ensure_refill(self, key: str) -> None:
+        if self._closed or self.size <= 0:
+            return
+        task = self._refill_tasks.get(key)
+        if task is None or task.done():
+            self._refill_tasks[key] = asyncio.create_task(self._refill(key), name=f"pool-refill-{key}")
+
+    async def _refill(self, key: str) -> None:
+        q = self._ready.setdefault(key, deque())
+        failures = 0
+        while not self._closed and len(q) + self._starting.get(key, 0) < self.size:
+            async with self._start_lock:  # the rate cap covers every key
+                wait = self._last_start + self.refill_interval - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self._last_start = time.monotonic()
+            self._starting[key] = self._starting.get(key, 0) + 1
+            slot = await asyncio.to_thread(self.slots.new_slot)
+            try:
+                sb = await self.provider.start_unbound(slot, key)  # type: ignore[attr-defined]
+            except Exception as exc:  # noqa: BLE001 - keep the pool alive, back off
+                self.refill_failures += 1
+                failures += 1
+                await asyncio.to_thread(self.slots.detach, slot)
+                log.warning("pool refill for %s failed (%s); backing off", self.backend, exc)
+                await asyncio.sleep(min(30.0, 0.5 * 2 ** failures))
+                continue
+            finally:
+                self._starting[key] -= 1
+            failures = 0
+
+            async def unbind(slot: Path = slot) -> None:
+                await asyncio.to_thread(self.slots.detach, slot)
+            sb.on_close.append(unbind)  # type: ignore[attr-defined]
+            if self._closed:
+                await sb.close()
+                return
+            q.append((sb, slot))

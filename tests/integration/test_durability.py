@@ -1,0 +1,68 @@
+"""SIGKILL the worker in the middle of a run: the run finishes, and no completed activity ran twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import BOSUN, EXAMPLE, wait_for
+
+
+def slow_trajectory(tmp_path):
+    turns = [json.loads(line) for line in (EXAMPLE / "fix-median.jsonl").read_text().splitlines()]
+    # the 4th tool call sleeps: the worker is killed while it runs
+    slow = {"content": "Checking the environment.", "tool_calls": [
+        {"name": "run_command", "arguments": {"command": "sleep 5 && echo slept"}}]}
+    turns.insert(2, slow)
+    turns[3]["expect"] = [{"tool": "run_command", "contains": "slept"}]
+    path = tmp_path / "slow.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_worker_sigkill_mid_run(stack, example_repo, tmp_path):
+    wf = f"it-kill-{int(time.time())}"
+    run = subprocess.Popen([BOSUN, "run", "--repo", str(example_repo), "--model",
+                            f"scripted:{slow_trajectory(tmp_path)}", "--id", wf, "--wait", "--json", "fix it"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+
+    def tool_starts():
+        return [e for e in stack.journal() if e["workflow_id"] == f"{wf}/agent-1" and e["type"] == "tool_call"
+                and e["event"] == "start"]
+
+    wait_for(lambda: len(tool_starts()) >= 4, 120, what="the slow tool call to start")
+    victim = stack.state()["components"]["worker"]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.time()
+
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0, err + out
+    result = json.loads(out)
+    assert result["status"] == "succeeded" and result["tests_after"]["green"]
+    assert stack.state()["components"]["worker"]["pid"] != victim, "the supervisor restarted the worker"
+
+    journal = [e for e in stack.journal() if e["workflow_id"] in (wf, f"{wf}/agent-1")]
+    by_activity: dict[tuple[str, str], list[dict]] = {}
+    for e in journal:
+        by_activity.setdefault((e["workflow_id"], e["activity_id"]), []).append(e)
+    completed_before_kill = 0
+    for key, events in by_activity.items():
+        completes = [e for e in events if e["event"] == "complete"]
+        starts = [e for e in events if e["event"] == "start"]
+        assert len(completes) == 1, f"activity {key} completed {len(completes)} times: {events}"
+        if completes[0]["ts"] < killed_at:
+            completed_before_kill += 1
+            assert len(starts) == 1, f"activity {key} completed before the kill but ran again: {events}"
+    assert completed_before_kill >= 8, "the kill must land mid-run, after several completed activities"
+    # the interrupted call was retried (attempt 2) on the restarted worker, and it was the only retry
+    retried = [k for k, ev in by_activity.items() if any(e["attempt"] > 1 for e in ev)]
+    assert len(retried) == 1
+    model_calls = [e for e in journal if e["type"] == "model_call" and e["event"] == "complete"]
+    assert len(model_calls) == 6, "one model call per recorded turn, none repeated"

@@ -1,0 +1,95 @@
+"""Fixtures of the sandbox tests: real bwrap and real docker, no mocks.
+
+Docker tests never skip: when the engine or the image cannot be had they fail, loudly (the bootstrap guarantees
+both). The image is built (or found) once per session by sandbox/image/build.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.base import Limits, Sandbox
+from sandbox.bwrap import BwrapProvider
+from sandbox.image import BUILD_SCRIPT, image_tag
+
+TEST_LIMITS = Limits(memory_mb=512, pids=256, cpus=1.0, tmp_mb=64, nofile=1024)
+SANDBOX_UID = 1000
+"""Docker tests run with a workspace owned by this uid, so commands run unprivileged (the recommended setup)."""
+
+BACKENDS = [pytest.param("bwrap", id="bwrap"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
+def chown_tree(path: Path, uid: int, gid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(path):
+        os.chown(dirpath, uid, gid)
+        for name in [*dirnames, *filenames]:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh workspace directory with one text file (under the host's /tmp: exercises the mount order)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hello\n")
+    return ws
+
+
+@pytest.fixture(scope="session")
+def bwrap_provider() -> BwrapProvider:
+    return BwrapProvider(TEST_LIMITS)
+
+
+@pytest.fixture
+async def bwrap_sandbox(bwrap_provider: BwrapProvider, workspace: Path) -> AsyncIterator[Sandbox]:
+    sb = await bwrap_provider.acquire(workspace)
+    try:
+        yield sb
+    finally:
+        await sb.close()
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The sandbox image of the current recipe, built by build.sh if missing. Fails (never skips) without docker."""
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=1200,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, (f"sandbox/image/build.sh failed (exit {proc.returncode}); docker tests need a "
+                                  f"docker engine and the image:\n{proc.stdout}\n{proc.stderr}")
+    return image_tag()
+
+
+@pytest.fixture(scope="session")
+def docker_provider(docker_image: str):
+    from sandbox.docker_backend import DockerProvider
+
+    provider = DockerProvider(TEST_LIMITS, image=docker_image)
+    provider.reap_orphans()
+    return provider
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def provider(backend: str, request: pytest.FixtureRequest):
+    return request.getfixturevalue(f"{backend}_provider")
+
+
+@pytest.fixture
+async def sandbox(provider, backend: str, workspace: Path) -> AsyncIterator[Sandbox]:
+    """A sandbox of each backend; docker's runs as an unprivileged uid that owns the workspace."""
+    if backend == "docker":
+        chown_tree(workspace, SANDBOX_UID, SANDBOX_UID)
+    sb = await provider.acquire(workspace)
+    try:
+        yield sb
+    finally:
+        await sb.close()
