@@ -20,16 +20,25 @@ from temporalio.exceptions import ApplicationError
 
 from activities import workspace as ws
 from activities.models import (
+    AgentWorkspaceInput,
+    BranchInput,
     ChecksInput,
     ChecksResult,
+    CollectInput,
+    CollectResult,
     FinalizeInput,
     FinalizeResult,
     InitAgentInput,
+    MergeInput,
+    MergeResult,
     ModelCallInput,
     ModelCallResult,
+    PlanInfo,
     PrepareInput,
     PrepareResult,
+    ReadPlanInput,
     ReleaseInput,
+    SubtaskInfo,
     ToolCallInput,
     ToolCallRef,
     ToolResultRef,
@@ -71,14 +80,9 @@ class SandboxManager:
 
     def provider(self):
         if self._provider is None:
-            import sandbox
+            from sandbox import get_provider
 
-            if hasattr(sandbox, "get_provider"):
-                self._provider = sandbox.get_provider(self.settings.sandbox_backend, image=self.settings.sandbox_image)
-            else:  # TEMPORARY until sandbox.get_provider lands
-                from sandbox.bwrap import BwrapProvider
-
-                self._provider = BwrapProvider()
+            self._provider = get_provider(self.settings.sandbox_backend, image=self.settings.sandbox_image)
         return self._provider
 
     async def get(self, key: str, workspace: str) -> Sandbox:
@@ -131,7 +135,8 @@ class Activities:
 
     def all(self) -> list:
         return [self.prepare_workspace, self.run_checks, self.init_agent, self.model_call, self.tool_call,
-                self.release_sandbox, self.finalize]
+                self.release_sandbox, self.finalize, self.read_plan, self.prepare_agent_workspace,
+                self.collect_agent_work, self.merge_agent_work, self.start_branch, self.diff_since]
 
     @activity.defn
     async def bind_worker(self) -> str:
@@ -172,7 +177,13 @@ class Activities:
             system = role_prompt(inp.role)
         except ConfigError as e:
             raise _app_error(e) from None
-        messages = [Message(role="system", content=system), Message(role="user", content=inp.task)]
+        task = inp.task
+        for att in inp.attachments:
+            body = self.store.get_text(att.ref)
+            if len(body) > att.max_chars:
+                body = body[: att.max_chars // 2] + "\n[... cut ...]\n" + body[-att.max_chars // 2:]
+            task += f"\n\n## {att.title}\n\n{body}"
+        messages = [Message(role="system", content=system), Message(role="user", content=task)]
         return self.store.put_json([m.model_dump(mode="json") for m in messages])
 
     @activity.defn
@@ -181,10 +192,13 @@ class Activities:
         for r in inp.tool_results:
             messages.append(Message(role="tool", content=self.store.get_text(r.result_ref), tool_call_id=r.call_id,
                                     name=r.name, is_error=r.is_error))
+        for text in inp.user_messages:
+            messages.append(Message(role="user", content=text))
         try:
             spec = parse_spec(inp.model)
             trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
-            provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings)
+            provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings,
+                                     agent_keys=inp.agent_keys)
             try:
                 resp = await provider.complete(messages, self.registry.specs(inp.tools or None))
             finally:
@@ -234,6 +248,58 @@ class Activities:
         limit = 32_000
         return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit,
                               diff=diff if len(diff) <= limit else diff[:limit] + "\n[... diff truncated ...]\n")
+
+
+    # ------------------------------------------------------------------ team mode: plan, clones, stitching
+
+    @activity.defn
+    async def read_plan(self, inp: ReadPlanInput) -> PlanInfo:
+        """The planner's plan from its last message; an unusable plan becomes one subtask holding the whole task."""
+        messages = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
+        last = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
+        return plan_from_text(last, inp.task)
+
+    @activity.defn
+    async def prepare_agent_workspace(self, inp: AgentWorkspaceInput) -> str:
+        dest = Path(inp.workspace).with_name(Path(inp.workspace).name + ".agents") / inp.name
+        path = await asyncio.to_thread(ws.clone_for_agent, Path(inp.workspace), dest, inp.commit)
+        return str(path)
+
+    @activity.defn
+    async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
+        commit, files = await asyncio.to_thread(ws.commit_agent_work, Path(inp.agent_workspace), inp.branch,
+                                                inp.message)
+        return CollectResult(commit=commit, files=files)
+
+    @activity.defn
+    async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
+        merged, conflicts, head = await asyncio.to_thread(ws.merge_agent_work, Path(inp.workspace),
+                                                          Path(inp.agent_workspace), inp.branch, inp.message)
+        return MergeResult(merged=merged, conflicts=conflicts, head=head)
+
+    @activity.defn
+    async def start_branch(self, inp: BranchInput) -> str:
+        return await asyncio.to_thread(ws.start_branch, Path(inp.workspace), inp.branch)
+
+    @activity.defn
+    async def diff_since(self, inp: FinalizeInput) -> str:
+        """The workspace's changes since base (committed or not) as an artifact ref."""
+        diff = await asyncio.to_thread(ws.diff_since, Path(inp.workspace), inp.base_commit)
+        return self.store.put_text(diff or "(no changes yet)")
+
+
+def plan_from_text(text: str, task: str) -> PlanInfo:
+    """Parse a planner's final message into the coordinator's plan, or fall back to one subtask (never lose work)."""
+    from agents.plan import PlanError, parse_plan, topological_waves
+
+    try:
+        plan = parse_plan(text)
+    except PlanError as e:
+        return PlanInfo(subtasks=[SubtaskInfo(id="task", goal=task)], waves=[["task"]], source="fallback",
+                        note=f"the planner's plan was unusable ({str(e)[:300]}); running the whole task as one subtask")
+    subs = [SubtaskInfo(id=s.id, goal=s.goal, files=list(s.files), depends_on=list(s.depends_on),
+                        acceptance=s.acceptance or "") for s in plan.subtasks]
+    return PlanInfo(subtasks=subs, waves=topological_waves(plan))
 
 
 def _args_text(arguments: dict) -> str:

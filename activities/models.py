@@ -18,6 +18,12 @@ def preview(text: str, limit: int = PREVIEW) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+
 class PrepareInput(BaseModel):
     workflow_id: str
     repo: str
@@ -45,6 +51,22 @@ class ChecksResult(BaseModel):
     output_ref: str | None = None
 
 
+class Attachment(BaseModel):
+    title: str
+    ref: str
+    max_chars: int = 20_000
+
+
+class AgentResume(BaseModel):
+    transcript_ref: str
+    turn: int
+    tool_calls: int
+    results: list[ToolResultRef] = []
+    usage: Usage = Field(default_factory=Usage)
+    errors: dict[str, int] = {}
+    model: str
+
+
 class AgentInput(BaseModel):
     """One agent run (a child workflow)."""
 
@@ -59,6 +81,14 @@ class AgentInput(BaseModel):
     worker_queue: str
     tools: list[str] = []
     max_turns: int = 40
+    agent_keys: list[str] = []
+    """scripted only: which agent's lines of the trajectory this agent replays (first key with lines wins)."""
+    fallback_models: list[str] = []
+    """Next models for this role, tried in order when the provider keeps failing (ProviderError)."""
+    attachments: list[Attachment] = []
+    """Extra context for the first user message (test output, the current diff...), from the artifact store."""
+    resume: AgentResume | None = None
+    """Set by continue-as-new: where the loop left off."""
 
 
 class InitAgentInput(BaseModel):
@@ -66,6 +96,7 @@ class InitAgentInput(BaseModel):
     role: str
     task: str
     workspace: str
+    attachments: list[Attachment] = []
 
 
 class ToolCallRef(BaseModel):
@@ -96,13 +127,10 @@ class ModelCallInput(BaseModel):
     transcript_ref: str
     tool_results: list[ToolResultRef] = []
     """Results of the previous turn's tool calls, appended to the transcript before the call."""
+    user_messages: list[str] = []
+    """Steering messages from a person (the `steer` signal), appended after the tool results."""
     tools: list[str] = []
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
+    agent_keys: list[str] = []
 
 
 class ModelCallResult(BaseModel):
@@ -132,6 +160,10 @@ class AgentResult(BaseModel):
     final_message: str
     transcript_ref: str
     usage: Usage = Field(default_factory=Usage)
+    errors: dict[str, int] = {}
+    """Tool and activity errors by class (InvalidArguments, ToolFailed, Timeout, ProviderError, Unknown)."""
+    model: str = ""
+    """The model that finished the run (differs from the input's after a fallback)."""
 
 
 class FinalizeInput(BaseModel):
@@ -149,6 +181,76 @@ class FinalizeResult(BaseModel):
     commit: str | None = None
 
 
+class SubtaskInfo(BaseModel):
+    """One subtask of a plan, as the coordinator sees it."""
+
+    id: str
+    goal: str
+    files: list[str] = []
+    depends_on: list[str] = []
+    acceptance: str = ""
+
+
+class PlanInfo(BaseModel):
+    subtasks: list[SubtaskInfo]
+    waves: list[list[str]]
+    """Subtask ids that can run in parallel, wave after wave (dependencies first)."""
+    source: Literal["planner", "fallback"] = "planner"
+    note: str = ""
+    """Why a fallback plan was used, if it was."""
+
+
+class ReadPlanInput(BaseModel):
+    transcript_ref: str
+    task: str
+
+
+class AgentWorkspaceInput(BaseModel):
+    workspace: str
+    """The task's main workspace."""
+    name: str
+    """Agent name, unique in the task (e.g. fast_edit-s1-1)."""
+    commit: str
+
+
+class CollectInput(BaseModel):
+    agent_workspace: str
+    branch: str
+    message: str
+
+
+class CollectResult(BaseModel):
+    commit: str | None
+    files: list[str]
+
+
+class MergeInput(BaseModel):
+    workspace: str
+    agent_workspace: str
+    branch: str
+    message: str
+
+
+class MergeResult(BaseModel):
+    merged: bool
+    conflicts: list[str] = []
+    head: str
+
+
+class BranchInput(BaseModel):
+    workspace: str
+    branch: str
+
+
+class SubtaskOutcome(BaseModel):
+    id: str
+    status: Literal["merged", "no_changes", "conflict", "failed"]
+    attempts: int
+    files: list[str] = []
+    agent: AgentResult | None = None
+    note: str = ""
+
+
 class TaskInput(BaseModel):
     repo: str
     task: str
@@ -156,10 +258,16 @@ class TaskInput(BaseModel):
     trajectory_ref: str | None = None
     ref: str = "HEAD"
     max_turns: int = 40
+    mode: Literal["team", "solo"] = "team"
+    """team: planner -> parallel fast-edit agents -> stitch -> verify -> debugger; solo: one agent."""
+    max_parallel: int = 4
+    """Fast-edit agents running at once."""
+    max_debug_rounds: int = 2
+    """Debugger runs after a red verify before the task is given up as failed."""
 
 
 class TaskResult(BaseModel):
-    status: Literal["succeeded", "failed", "no_changes"]
+    status: Literal["succeeded", "failed", "no_changes", "cancelled"]
     workspace: str
     branch: str
     commit: str | None
@@ -168,4 +276,11 @@ class TaskResult(BaseModel):
     files_changed: list[str]
     tests_before: ChecksResult
     tests_after: ChecksResult
-    agent: AgentResult
+    agent: AgentResult | None = None
+    """solo mode: the one agent."""
+    plan: PlanInfo | None = None
+    subtasks: list[SubtaskOutcome] = []
+    debug_rounds: list[AgentResult] = []
+
+
+AgentInput.model_rebuild()

@@ -85,3 +85,69 @@ def commit_changes(workspace: Path, base: str, branch: str, message: str) -> tup
     diff = git(workspace, "diff", "--no-color", base, head).stdout
     files = [f for f in git(workspace, "diff", "--name-only", base, head).stdout.splitlines() if f]
     return diff, files, (head if head != base else None)
+
+
+def clone_for_agent(main: Path, dest: Path, commit: str) -> Path:
+    """A self-contained clone of the task's workspace at ``commit`` for one agent (objects hard-linked, so it is
+    cheap). A clone, not a `git worktree`: a worktree's git dir lives outside it, where the sandbox cannot see.
+    Idempotent: an existing clone at the same commit is kept."""
+    marker = dest / ".git" / "bosun-base"
+    if marker.exists() and marker.read_text().strip() == commit:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".clone-"))
+    try:
+        git(dest.parent, "clone", "--quiet", "--local", "--no-checkout", str(main), str(tmp))
+        git(tmp, "checkout", "--quiet", "--detach", commit)
+        (tmp / ".git" / "bosun-base").write_text(commit + "\n")
+        tmp.rename(dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def commit_agent_work(ws: Path, branch: str, message: str) -> tuple[str | None, list[str]]:
+    """Commit an agent's changes on ``branch`` in its own clone; returns (commit or None if nothing, files)."""
+    base = (ws / ".git" / "bosun-base").read_text().strip()
+    _, files, commit = commit_changes(ws, base, branch, message)
+    return commit, files
+
+
+def merge_agent_work(main: Path, agent_ws: Path, branch: str, message: str) -> tuple[bool, list[str], str]:
+    """3-way merge of an agent's branch into the task workspace's current branch.
+
+    Returns (merged, conflicting files, HEAD). On a conflict the merge is aborted and the tree left as it was.
+    Idempotent: a branch that is already merged is not merged again.
+    """
+    if (main / ".git" / "MERGE_HEAD").exists():
+        git(main, "merge", "--abort", check=False)
+    ref = f"refs/bosun/{branch}"
+    git(main, "fetch", "--quiet", "--no-tags", str(agent_ws), f"+{branch}:{ref}")
+    if git(main, "merge-base", "--is-ancestor", ref, "HEAD", check=False).returncode == 0:
+        return True, [], git(main, "rev-parse", "HEAD").stdout.strip()
+    proc = git(main, "merge", "--no-ff", "--no-edit", "-m", message, ref, check=False)
+    if proc.returncode != 0:
+        conflicts = [f for f in git(main, "diff", "--name-only", "--diff-filter=U").stdout.splitlines() if f]
+        git(main, "merge", "--abort", check=False)
+        if not conflicts:
+            raise ConfigError(f"merging {branch} failed: {proc.stderr.strip()[:300] or proc.stdout.strip()[:300]}")
+        return False, conflicts, git(main, "rev-parse", "HEAD").stdout.strip()
+    return True, [], git(main, "rev-parse", "HEAD").stdout.strip()
+
+
+def start_branch(main: Path, branch: str) -> str:
+    """Put the task workspace on ``branch`` (created at the current HEAD if new); returns HEAD."""
+    current = git(main, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+    if current != branch:
+        exists = git(main, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0
+        git(main, "checkout", "--quiet", *([branch] if exists else ["-b", branch]))
+    return git(main, "rev-parse", "HEAD").stdout.strip()
+
+
+def diff_since(workspace: Path, base: str) -> str:
+    """Everything that changed since ``base``: commits and the uncommitted tree (new files included)."""
+    git(workspace, "add", "-A")
+    return git(workspace, "diff", "--no-color", "--cached", base).stdout

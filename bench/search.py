@@ -50,6 +50,8 @@ TOOLS = ["wheel", "setuptools<70", "setuptools_scm<8", "numpy<1.27", "cython<3",
 WHEEL_PYTHONS = ["3.9", "3.7", "3.6", "3.5"]
 WHEEL_PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
 MAX_FILE_BYTES = 2_000_000
+#: A case is kept only when some release matches the pre-fix side of its patch at least this well.
+MIN_MATCH = 0.7
 
 # GitHub repository -> (PyPI name, candidate releases in order, oldest first).
 PROJECTS: dict[str, tuple[str, list[str]]] = {
@@ -229,26 +231,29 @@ def parse_patch(patch: str) -> dict[str, dict[str, list[str]]]:
 
 
 def preimage_score(root: Path, changes: dict[str, dict[str, list[str]]]) -> float:
-    """How well a release matches the pre-fix code: removed/context lines present, added lines absent."""
+    """How well a release matches the pre-fix code, in [-1, 1]: 1 when every removed and context line
+    of the gold patch is present and no added line is; files missing from the release count -1."""
     score = 0.0
+    best = 0.0
     for path, ch in changes.items():
         if ch["new"]:
             continue
-        mapped = map_path(root, path)
-        if mapped is None:
-            score -= 2.0
-            continue
-        lines = {ln.strip() for ln in (root / mapped).read_text(errors="replace").splitlines()}
         minus = [x for x in ch["minus"] if len(x) > 3]
         ctx = [x for x in ch["ctx"] if len(x) > 3]
         plus = [x for x in ch["plus"] if len(x) > 3 and x not in set(ch["minus"]) | set(ch["ctx"])]
+        best += (2.0 if minus else 0.0) + (1.0 if ctx else 0.0)
+        mapped = map_path(root, path)
+        if mapped is None:
+            score -= 3.0
+            continue
+        lines = {ln.strip() for ln in (root / mapped).read_text(errors="replace").splitlines()}
         if minus:
             score += 2.0 * sum(x in lines for x in minus) / len(minus)
         if ctx:
             score += sum(x in lines for x in ctx) / len(ctx)
         if plus:
             score -= 1.5 * sum(x in lines for x in plus) / len(plus)
-    return score
+    return score / best if best else 0.0
 
 
 def _split_of(instance_id: str) -> str:
@@ -283,6 +288,9 @@ def prepare(sources: list[Path], out: Path) -> None:
             print(f"skip {iid}: no release could be fetched", file=sys.stderr)
             continue
         score, _, version, root, kind = best
+        if score < MIN_MATCH:
+            print(f"skip {iid}: no release matches the pre-fix code well ({score:.2f})", file=sys.stderr)
+            continue
         gold = []
         for path, ch in changes.items():
             mapped = map_path(root, path)

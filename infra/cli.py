@@ -33,7 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "scripted:PATH (the test double: replays a recorded trajectory)")
     r.add_argument("--ref", default="HEAD", help="git ref to start from (default HEAD)")
     r.add_argument("--id", help="workflow id (default: generated)")
-    r.add_argument("--max-turns", type=int, help="model turns the agent may take (default BOSUN_MAX_TURNS)")
+    r.add_argument("--max-turns", type=int, help="model turns each agent may take (default BOSUN_MAX_TURNS)")
+    r.add_argument("--mode", choices=["team", "solo"], default="team",
+                   help="team (default): planner, parallel fast-edit agents, stitching, debugger; solo: one agent")
+    r.add_argument("--max-parallel", type=int, default=4, help="fast-edit agents at once (team mode, default 4)")
     r.add_argument("--wait", action="store_true", help="wait for the result and print it")
     r.add_argument("--json", action="store_true", help="with --wait: print the result as JSON")
 
@@ -71,6 +74,8 @@ def _validate_run(args: argparse.Namespace, s: Settings):
         raise ConfigError(f"model {spec}: no API key; set BOSUN_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
     if args.max_turns is not None and args.max_turns < 1:
         raise ConfigError("--max-turns must be at least 1")
+    if args.max_parallel < 1:
+        raise ConfigError("--max-parallel must be at least 1")
     return repo, spec, trajectory
 
 
@@ -109,7 +114,7 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
     handle = await client.start_workflow(
         TaskWorkflow.run,
         TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
-                  max_turns=args.max_turns or s.max_turns),
+                  max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel),
         id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200])
     label = " (scripted: the test double, no language model)" if spec.is_test_double else ""
     print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)
@@ -133,8 +138,15 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
         print(result.diff or "(no changes)")
         print(f"tests before: {result.tests_before.summary}")
         print(f"tests after:  {result.tests_after.summary}")
-        print(f"status: {result.status}; agent {result.agent.status} after {result.agent.turns} turns and "
-              f"{result.agent.tool_calls} tool calls; branch {result.branch} "
+        if result.plan:
+            print(f"plan ({result.plan.source}): " + "; ".join(f"{s.id}: {s.goal[:60]}" for s in result.plan.subtasks))
+        for sub in result.subtasks:
+            print(f"  subtask {sub.id}: {sub.status} after {sub.attempts} attempt(s) {sub.note}".rstrip())
+        for n, dbg in enumerate(result.debug_rounds, 1):
+            print(f"  debugger round {n}: {dbg.status} after {dbg.turns} turns")
+        agents = [result.agent] if result.agent else [s.agent for s in result.subtasks if s.agent]
+        turns = sum(a.turns for a in agents) + sum(d.turns for d in result.debug_rounds)
+        print(f"status: {result.status}; {turns} agent turns; branch {result.branch} "
               f"({(result.commit or 'no commit')[:12]}) in {result.workspace}")
     return 0 if result.status == "succeeded" else 1
 

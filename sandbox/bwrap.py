@@ -24,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import secrets
+import select
 import shutil
 import stat
 import time
@@ -42,16 +44,30 @@ from sandbox.gitguard import git_mounts
 SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SANDBOX_HOME = "/tmp/home"
-RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "sys", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level host directories visible (read-only) in the sandbox; everything else at / is absent."""
 SCAN_FOR_SECRETS = ("etc", "opt", "srv")
 """Directories scanned once for non-world-readable entries to mask."""
 ALWAYS_MASK_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/docker", "/etc/sudoers.d")
 
-# Joins the cgroups given before "--", sets the fd limit, then becomes bwrap (so bwrap is our direct child).
-_WRAPPER = ('ulimit -n "$1" || exit 125; shift; '
-            'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "cannot join cgroup $1" >&2; exit 125; }; shift; '
-            'done; shift; exec "$@"')
+
+
+def _join_cgroup(cg: cgroups.SandboxCgroup, bwrap_pid: int, info_r: int, block_w: int, timeout_s: float) -> None:
+    """Move bwrap and its sandbox child into ``cg``, then let the child go on (``--info-fd``/``--block-fd``)."""
+    cg.add(bwrap_pid)
+    data = b""
+    deadline = time.monotonic() + timeout_s
+    while b"child-pid" not in data or b"}" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([info_r], [], [], left)[0]:
+            raise TimeoutError(110, "bwrap did not report its child's pid")
+        chunk = os.read(info_r, 4096)
+        if not chunk:
+            raise OSError(5, "bwrap exited before reporting its child's pid")
+        data += chunk
+    child_pid = int(json.loads(data[:data.index(b"}") + 1])["child-pid"])
+    cg.add(child_pid)
+    os.write(block_w, b"g")
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,6 +81,8 @@ def _host_layout() -> tuple[list[str], list[str]]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    if os.path.isdir("/sys/devices/system/cpu"):  # CPU topology for nproc/os.cpu_count; the rest of /sys stays out
+        args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     for top in SCAN_FOR_SECRETS:
         base = f"/{top}"
         if os.path.isdir(base) and not os.path.islink(base):
@@ -191,7 +209,8 @@ class BwrapProvider(SandboxProvider):
 
     # -- building the command line ---------------------------------------------------------------------------
 
-    def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True) -> list[str]:
+    def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True,
+                   info_fd: int | None = None, block_fd: int | None = None) -> list[str]:
         """The full bwrap argument list for ``workspace`` (absolute, resolved). Order matters: later mounts win."""
         ro_args, _masked = _host_layout()
         lim = self.limits
@@ -219,7 +238,11 @@ class BwrapProvider(SandboxProvider):
             args += ["--setenv", key, value]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
-        args += ["--", self.python, "-I", "-S", SERVER_IN_SANDBOX, WORKSPACE_PATH]
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
+        if block_fd is not None:
+            args += ["--block-fd", str(block_fd)]
+        args += ["--", self.python, "-I", "-S", SERVER_IN_SANDBOX, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
         return args
 
     # -- acquire ---------------------------------------------------------------------------------------------
@@ -250,21 +273,43 @@ class BwrapProvider(SandboxProvider):
                 cg = cgroups.SandboxCgroup(self._cg_support, sandbox_id, self.limits)
             except OSError as exc:
                 raise UnexpectedEnvironment(f"cannot create the cgroup of sandbox {sandbox_id}: {exc}") from None
-        fd = seccomp.filter_fd() if self.use_seccomp and self._seccomp_problem is None else None
-        argv = ["/bin/sh", "-c", _WRAPPER, "sh", str(self.limits.nofile), *(cg.procs_files() if cg else []), "--",
-                *self.bwrap_args(ws, seccomp_fd=fd, git_binds=git_binds)]
+        sec_fd = seccomp.filter_fd() if self.use_seccomp and self._seccomp_problem is None else None
+        # With a cgroup: bwrap reports its child's pid on info_w and waits on block_r after setting up the
+        # mounts; meanwhile both processes are moved into the cgroup. Nothing of the sandbox runs before that.
+        info_r, info_w = os.pipe() if cg else (None, None)
+        block_r, block_w = os.pipe() if cg else (None, None)
+        args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r)
+        child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=(fd,) if fd is not None else (),
+                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=child_fds,
                 limit=STREAM_LIMIT, start_new_session=True, cwd="/")
         except OSError as exc:
+            for fd in (info_r, block_w):
+                if fd is not None:
+                    os.close(fd)
             if cg:
                 await asyncio.to_thread(cg.destroy)
             raise UnexpectedEnvironment(f"cannot start bubblewrap ({self.bwrap}): {exc}") from None
         finally:
-            if fd is not None:
+            for fd in child_fds:
                 os.close(fd)
+        if cg is not None:
+            assert info_r is not None and block_w is not None
+            try:
+                await asyncio.to_thread(_join_cgroup, cg, proc.pid, info_r, block_w, self.start_timeout_s)
+            except OSError as exc:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                _, err = await proc.communicate()
+                await asyncio.to_thread(cg.destroy)
+                detail = err.decode("utf-8", "replace").strip()[-1000:]
+                raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: cannot put it in its cgroup "
+                                            f"({exc})" + (f"; bwrap said: {detail}" if detail else "")) from None
+            finally:
+                os.close(info_r)
+                os.close(block_w)
         client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
         try:

@@ -117,6 +117,12 @@ class SandboxCgroup:
         """The files a process writes its pid to in order to join this sandbox's cgroup(s)."""
         return [str(d / "cgroup.procs") for d in self.dirs]
 
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into every hierarchy of this cgroup (OSError when the kernel refuses)."""
+        for d in self.dirs:
+            with open(d / "cgroup.procs", "w") as f:
+                f.write(str(pid))
+
     def pids(self) -> set[int]:
         out: set[int] = set()
         for d in self.dirs:

@@ -80,6 +80,9 @@ class PooledProvider(SandboxProvider):
         self._ensure_refill(key)
         deadline = time.monotonic() + timeout_s
         while len(self._ready.get(key, ())) < self.size and time.monotonic() < deadline:
+            task = self._refill_tasks.get(key)
+            if task is None or task.done():
+                break  # not refilling: slots unusable on this host, or the pool is closed
             await asyncio.sleep(0.01)
         return len(self._ready.get(key, ()))
 
@@ -191,6 +194,10 @@ class PooledProvider(SandboxProvider):
 
     async def _refill(self, key: str) -> None:
         q = self._ready.setdefault(key, deque())
+        usable, why = await asyncio.to_thread(self.slots.usable)
+        if not usable:
+            log.info("no warm pool for %s: %s", self.backend, why)
+            return
         failures = 0
         while not self._closed and len(q) + self._starting.get(key, 0) < self.size:
             async with self._start_lock:  # the rate cap covers every key
@@ -199,13 +206,15 @@ class PooledProvider(SandboxProvider):
                     await asyncio.sleep(wait)
                 self._last_start = time.monotonic()
             self._starting[key] = self._starting.get(key, 0) + 1
-            slot = await asyncio.to_thread(self.slots.new_slot)
+            slot: Path | None = None
             try:
+                slot = await asyncio.to_thread(self.slots.new_slot)
                 sb = await self.provider.start_unbound(slot, key)  # type: ignore[attr-defined]
             except Exception as exc:  # noqa: BLE001 - keep the pool alive, back off
                 self.refill_failures += 1
                 failures += 1
-                await asyncio.to_thread(self.slots.detach, slot)
+                if slot is not None:
+                    await asyncio.to_thread(self.slots.detach, slot)
                 log.warning("pool refill for %s failed (%s); backing off", self.backend, exc)
                 await asyncio.sleep(min(30.0, 0.5 * 2 ** failures))
                 continue
@@ -213,7 +222,7 @@ class PooledProvider(SandboxProvider):
                 self._starting[key] -= 1
             failures = 0
 
-            async def unbind(slot: Path = slot) -> None:
+            async def unbind(slot: Path = slot) -> None:  # type: ignore[assignment]
                 await asyncio.to_thread(self.slots.detach, slot)
             sb.on_close.append(unbind)  # type: ignore[attr-defined]
             if self._closed:

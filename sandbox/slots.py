@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import secrets
 import threading
 from pathlib import Path
@@ -40,6 +41,21 @@ MNT_DETACH = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def mount_points() -> set[str]:
+    """Every mount point of this mount namespace (os.path.ismount misses binds within one file system)."""
+    points = set()
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            field = line.split(b" ")[4]
+            points.add(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field).decode(
+                "utf-8", "surrogateescape"))
+    return points
+
+
+def is_mount(path: Path | str) -> bool:
+    return str(path) in mount_points()
 
 
 def _mount(source: str | None, target: str, flags: int) -> None:
@@ -81,7 +97,7 @@ class SlotManager:
             raise PermissionError(1, "needs root to bind-mount workspaces")
         for d, flag in ((self.root, MS_SHARED), (self.staging, MS_PRIVATE)):
             d.mkdir(parents=True, exist_ok=True)
-            if not os.path.ismount(d):
+            if not is_mount(d):
                 _mount(str(d), str(d), MS_BIND)
             _mount(None, str(d), flag)
         self.cleanup_stale()
@@ -96,7 +112,7 @@ class SlotManager:
             removed += 1
         for d in list(self.staging.iterdir()):
             with contextlib.suppress(OSError):
-                while os.path.ismount(d):
+                while is_mount(d):
                     _umount(str(d))
             with contextlib.suppress(OSError):
                 d.rmdir() if d.is_dir() else d.unlink()
@@ -148,13 +164,13 @@ class SlotManager:
             self._release_path(slot)
             return
         with contextlib.suppress(OSError):
-            while os.path.ismount(slot):
+            while is_mount(slot):
                 _umount(str(slot))
 
     def _release_path(self, slot: Path) -> None:
         with contextlib.suppress(OSError):
             for _ in range(16):
-                if not os.path.ismount(slot):
+                if not is_mount(slot):
                     break
                 _umount(str(slot))
         with contextlib.suppress(OSError):

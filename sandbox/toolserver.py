@@ -24,20 +24,19 @@ its whole tree is killed.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
 import re
 import signal
 import stat
-import subprocess
 import sys
 import threading
 import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
+    import subprocess
     from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -548,6 +547,9 @@ class ProcessTracker:
             self.next_id += 1
         env = dict(env)
         env[EXEC_MARKER_ENV] = str(job_id)
+        _harden()
+        import subprocess  # noqa: PLC0415 - imported on first use: the server starts faster
+
         with self.spawn_lock:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
@@ -560,6 +562,9 @@ class ProcessTracker:
 
     def popen_helper(self, argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
         """Start a helper process of the server itself (not a job)."""
+        _harden()
+        import subprocess  # noqa: PLC0415
+
         with self.spawn_lock:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     cwd=cwd)
@@ -780,6 +785,8 @@ def op_exec(ws: Workspace, args: dict[str, Any], tracker: ProcessTracker) -> dic
     out, err = _Capture(job.proc.stdout, cap), _Capture(job.proc.stderr, cap)
     timed_out = False
     exit_code: int | None = None
+    import subprocess  # noqa: PLC0415 - already loaded by spawn
+
     try:
         exit_code = job.proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -873,22 +880,50 @@ class Server:
             worker.join()
 
 
+_HARDENED = threading.Lock()
+_hardened = False
+
+
 def _harden() -> None:
-    """Become a child subreaper (orphans come back to us) and non-dumpable (no ptrace or /proc/<pid>/fd access)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    """Before the first child: become a child subreaper (orphans come back to us) and non-dumpable (no ptrace,
+    no /proc/<pid>/fd or environ access by the commands we run). Until then nothing else runs in the sandbox."""
+    global _hardened
+    if _hardened:
+        return
+    with _HARDENED:
+        if _hardened:
+            return
+        try:
+            import ctypes  # noqa: PLC0415 - costs milliseconds at start-up
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        _hardened = True
+
+
+def _limit_fds(nofile: int) -> None:
+    """Lower RLIMIT_NOFILE for the server and every command it starts."""
+    import resource  # noqa: PLC0415 - only when asked
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    new_hard = nofile if hard == resource.RLIM_INFINITY else min(hard, nofile)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(new_hard, nofile), new_hard))
 
 
 def main(argv: list[str]) -> int:
-    root = argv[1] if len(argv) > 1 else "/workspace"
+    """``toolserver.py [WORKSPACE] [--nofile N]``"""
+    rest = list(argv[1:])
+    if "--nofile" in rest:
+        i = rest.index("--nofile")
+        _limit_fds(int(rest[i + 1]))
+        del rest[i:i + 2]
+    root = rest[0] if rest else "/workspace"
     if not os.path.isdir(root):
         sys.stderr.write(f"toolserver: workspace {root} is not a directory\n")
         return 2
-    _harden()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     global TRACKER
     TRACKER = ProcessTracker()

@@ -2,6 +2,11 @@
 
 The loop: model call -> the turn's tool calls (read-only ones concurrently, writes serialized per file) -> their
 results go into the next model call. The transcript lives in the artifact store; history holds refs and previews.
+
+Errors by class: tool errors (InvalidArguments, ToolFailed, Timeout) are results the model sees and are counted;
+ProviderError is retried with backoff by the activity's retry policy, then the next model of the role is tried;
+UnexpectedEnvironment is retried by the activity on a fresh sandbox. Steering messages (signal ``steer``) reach the
+model with its next call. Continue-as-new when Temporal suggests it; the sandbox lives on across it.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.core import Activities
     from activities.models import (
         AgentInput,
         AgentResult,
+        AgentResume,
         InitAgentInput,
         ModelCallInput,
         ReleaseInput,
@@ -33,66 +40,116 @@ TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval
                          maximum_attempts=4, non_retryable_error_types=["ConfigError"])
 
 
+def _error_type(e: BaseException) -> str | None:
+    cause = e.cause if isinstance(e, ActivityError) else None
+    return cause.type if isinstance(cause, ApplicationError) else None
+
+
 @workflow.defn
 class AgentWorkflow:
     def __init__(self) -> None:
         self.turn = 0
         self.status = "starting"
+        self.model = ""
         self.steps: list[str] = []
+        self.pending_user: list[str] = []
+        self.errors: dict[str, int] = {}
+
+    @workflow.signal
+    def steer(self, text: str) -> None:
+        """A person's message to the agent; it reaches the model with its next call."""
+        self.pending_user.append(text)
 
     @workflow.query
     def progress(self) -> dict:
-        return {"turn": self.turn, "status": self.status, "recent": self.steps[-20:]}
+        """Turn, status, model, error counts and the last steps (the agent-level trajectory summary)."""
+        return {"turn": self.turn, "status": self.status, "model": self.model, "errors": self.errors,
+                "recent": self.steps[-20:]}
+
+    def _count(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
         queue = inp.worker_queue
-        transcript = await workflow.execute_activity_method(
-            Activities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
-                                                  workspace=inp.workspace),
-            task_queue=queue, start_to_close_timeout=timedelta(seconds=30), summary=f"init {inp.role} agent")
-        results: list[ToolResultRef] = []
-        usage = Usage()
-        n_calls = 0
-        final = ""
-        status = "budget_exhausted"
+        r = inp.resume
+        if r is None:
+            transcript = await workflow.execute_activity_method(
+                Activities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
+                                                      workspace=inp.workspace, attachments=inp.attachments),
+                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
+            r = AgentResume(transcript_ref=transcript, turn=0, tool_calls=0, model=inp.model)
+        self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
+        transcript, results, usage, n_calls = r.transcript_ref, list(r.results), r.usage, r.tool_calls
+        fallbacks = [m for m in inp.fallback_models if m != r.model]
+        final, status = "", "budget_exhausted"
+        continuing = False
         try:
-            for turn in range(1, inp.max_turns + 1):
-                self.turn, self.status = turn, "thinking"
-                resp = await workflow.execute_activity_method(
-                    Activities.model_call,
-                    ModelCallInput(agent_id=inp.agent_id, turn=turn, model=inp.model,
-                                   trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
-                                   tool_results=results, tools=inp.tools),
-                    task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
-                    retry_policy=MODEL_RETRY, summary=f"model turn {turn}")
+            while self.turn < inp.max_turns:
+                if workflow.info().is_continue_as_new_suggested():
+                    continuing = True
+                    workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
+                        transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
+                        usage=usage, errors=self.errors, model=self.model)}))
+                self.turn += 1
+                self.status = "thinking"
+                user, self.pending_user = self.pending_user, []
+                try:
+                    resp = await workflow.execute_activity_method(
+                        Activities.model_call,
+                        ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
+                                       trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
+                                       tool_results=results, user_messages=user, tools=inp.tools,
+                                       agent_keys=inp.agent_keys),
+                        task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
+                        retry_policy=MODEL_RETRY, summary=f"model turn {self.turn} ({self.model})")
+                except ActivityError as e:
+                    kind = _error_type(e) or "Unknown"
+                    self._count(kind)
+                    if kind == "ProviderError" and fallbacks:
+                        previous, self.model = self.model, fallbacks.pop(0)
+                        self.steps.append(f"turn {self.turn}: {previous} kept failing; falling back to {self.model}")
+                        self.pending_user = user + self.pending_user
+                        self.turn -= 1
+                        continue
+                    raise
                 transcript = resp.transcript_ref
                 usage = Usage(input_tokens=usage.input_tokens + resp.usage.input_tokens,
                               output_tokens=usage.output_tokens + resp.usage.output_tokens,
                               cached_input_tokens=usage.cached_input_tokens + resp.usage.cached_input_tokens)
-                self.steps.append(f"turn {turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
+                self.steps.append(f"turn {self.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
                 if not resp.tool_calls:
                     final, status = resp.text_preview, "done"
                     break
                 self.status = "running tools"
-                results = [None] * len(resp.tool_calls)  # type: ignore[list-item]
-                for batch in plan_batches([c.write_key for c in resp.tool_calls]):
-                    outs = await asyncio.gather(*[
-                        workflow.execute_activity_method(
-                            Activities.tool_call,
-                            ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=resp.tool_calls[i]),
-                            task_queue=queue, start_to_close_timeout=timedelta(minutes=70),
-                            heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
-                            summary=f"{resp.tool_calls[i].name} {resp.tool_calls[i].arguments_preview[:80]}")
-                        for i in batch])
-                    for i, out in zip(batch, outs, strict=True):
-                        results[i] = out
-                        self.steps.append(f"  {out.name}: {out.summary[:100]}")
+                results = await self._run_tools(inp, resp.tool_calls)
                 n_calls += len(resp.tool_calls)
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
         finally:
             self.status = status
-            await workflow.execute_activity_method(
-                Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id), task_queue=queue,
-                start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
+            if not continuing:
+                await workflow.execute_activity_method(
+                    Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id), task_queue=queue,
+                    start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
         return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
-                           final_message=final, transcript_ref=transcript, usage=usage)
+                           final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
+                           model=self.model)
+
+    async def _run_tools(self, inp: AgentInput, calls) -> list[ToolResultRef]:
+        results: list[ToolResultRef | None] = [None] * len(calls)
+        for batch in plan_batches([c.write_key for c in calls]):
+            outs = await asyncio.gather(*[
+                workflow.execute_activity_method(
+                    Activities.tool_call, ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=calls[i]),
+                    task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
+                    heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
+                    summary=f"{calls[i].name} {calls[i].arguments_preview[:80]}")
+                for i in batch])
+            for i, out in zip(batch, outs, strict=True):
+                results[i] = out
+                if out.is_error:
+                    self._count(out.error_kind or "ToolFailed")
+                self.steps.append(f"  {out.name}: {out.summary[:100]}")
+        return [r for r in results if r is not None]

@@ -1,12 +1,19 @@
 """TaskWorkflow: the coordinator of one task. Deterministic orchestration only.
 
-Walking skeleton: bind to a worker host -> prepare the workspace -> tests before -> one agent -> tests after ->
-commit on branch ``bosun/<workflow id>``. (Planner, parallel fast-edit agents, stitching and the debugger loop hang
-on this spine.)
+team mode: bind to a worker host -> prepare the workspace -> tests before -> planner agent -> a typed plan ->
+fast-edit agents in parallel (bounded), each on its own clone -> stitch their commits with real 3-way merges (a
+conflicting subtask is re-run once on the merged tree) -> verify (tests in a sandbox) -> debugger agent until green
+or out of rounds -> commit on branch ``bosun/<workflow id>``.
+solo mode: one agent on the workspace, then verify and deliver.
+
+Each phase shows as the workflow's current details (Web UI) and through the ``status`` query; ``plan`` and
+``agents`` queries show the plan and each agent's progress; ``steer`` forwards a person's message to the agents
+that are running.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -16,21 +23,45 @@ with workflow.unsafe.imports_passed_through():
     from activities.core import Activities
     from activities.models import (
         AgentInput,
+        AgentResult,
+        AgentWorkspaceInput,
+        Attachment,
+        BranchInput,
         ChecksInput,
+        ChecksResult,
+        CollectInput,
         FinalizeInput,
+        MergeInput,
+        PlanInfo,
         PrepareInput,
+        ReadPlanInput,
+        SubtaskInfo,
+        SubtaskOutcome,
         TaskInput,
         TaskResult,
     )
     from workflows.agent import AgentWorkflow
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
+PLANNER_TOOLS = ["read_file", "list_dir", "grep", "git_status", "git_diff", "run_tests"]
+
+
+def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False) -> dict:
+    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes),
+                  "retry_policy": SETUP_RETRY}
+    if heartbeat:
+        opts["heartbeat_timeout"] = timedelta(seconds=10)
+    return opts
 
 
 @workflow.defn
 class TaskWorkflow:
     def __init__(self) -> None:
         self.phase = "starting"
+        self.plan_info: PlanInfo | None = None
+        self.running_agents: set[str] = set()
+        self.agent_status: dict[str, str] = {}
+        self.follow_ups: list[str] = []
 
     def _enter(self, phase: str) -> None:
         self.phase = phase
@@ -40,9 +71,57 @@ class TaskWorkflow:
     def status(self) -> str:
         return self.phase
 
+    @workflow.query
+    def plan(self) -> PlanInfo | None:
+        return self.plan_info
+
+    @workflow.query
+    def agents(self) -> dict[str, str]:
+        """Each agent of the task and where it stands (running, done, budget_exhausted, failed...)."""
+        return self.agent_status
+
+    @workflow.signal
+    async def steer(self, text: str) -> None:
+        """Forward a person's message to every agent that is running now."""
+        for child in sorted(self.running_agents):
+            await workflow.get_external_workflow_handle(child).signal(AgentWorkflow.steer, text)
+
+    @workflow.signal
+    async def follow_up(self, text: str) -> None:
+        """A follow-up from the event source (a new comment, a Linear prompt): reaches the running agents."""
+        self.follow_ups.append(text)
+        await self.steer(text)
+
+    async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, queue: str,
+                     keys: list[str], tools: list[str] | None = None,
+                     attachments: list[Attachment] | None = None) -> AgentResult:
+        wf_id = f"{workflow.info().workflow_id}/{name}"
+        self.running_agents.add(wf_id)
+        self.agent_status[name] = "running"
+        try:
+            result = await workflow.execute_child_workflow(
+                AgentWorkflow.run,
+                AgentInput(agent_id=wf_id, role=role, task=task, model=inp.model, trajectory_ref=inp.trajectory_ref,
+                           workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
+                           tools=tools or [], attachments=attachments or []),
+                id=wf_id, static_summary=f"{role} agent: {task[:120]}")
+        except Exception:
+            self.agent_status[name] = "failed"
+            raise
+        finally:
+            self.running_agents.discard(wf_id)
+        self.agent_status[name] = result.status
+        return result
+
+    async def _checks(self, queue: str, workspace: str, label: str) -> ChecksResult:
+        return await workflow.execute_activity_method(
+            Activities.run_checks, ChecksInput(workspace=workspace, label=label),
+            summary=f"tests {label}", **_activity_opts(queue, 70, heartbeat=True))
+
     @workflow.run
     async def run(self, inp: TaskInput) -> TaskResult:
         wf_id = workflow.info().workflow_id
+        branch = f"bosun/{wf_id}"
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
             Activities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
@@ -50,40 +129,131 @@ class TaskWorkflow:
         self._enter("preparing workspace")
         prep = await workflow.execute_activity_method(
             Activities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
-            task_queue=queue, start_to_close_timeout=timedelta(minutes=10), retry_policy=SETUP_RETRY,
-            summary=f"clone {inp.repo}@{inp.ref}")
-
+            summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
         self._enter("tests before")
-        before = await workflow.execute_activity_method(
-            Activities.run_checks, ChecksInput(workspace=prep.workspace, label="before"), task_queue=queue,
-            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
-            retry_policy=SETUP_RETRY, summary="tests before")
+        before = await self._checks(queue, prep.workspace, "before")
 
-        self._enter("agent working")
-        agent = await workflow.execute_child_workflow(
-            AgentWorkflow.run,
-            AgentInput(agent_id=f"{wf_id}/agent-1", task=inp.task, model=inp.model,
-                       trajectory_ref=inp.trajectory_ref, workspace=prep.workspace, worker_queue=queue,
-                       max_turns=inp.max_turns),
-            id=f"{wf_id}/agent-1", static_summary=f"solo agent, model {inp.model}")
+        solo: AgentResult | None = None
+        outcomes: list[SubtaskOutcome] = []
+        if inp.mode == "solo":
+            self._enter("agent working")
+            solo = await self._agent(inp, "agent-1", "solo", inp.task, prep.workspace, queue, ["solo"])
+        else:
+            outcomes = await self._team(inp, queue, prep.workspace, prep.base_commit, branch, before)
 
-        self._enter("tests after")
-        after = await workflow.execute_activity_method(
-            Activities.run_checks, ChecksInput(workspace=prep.workspace, label="after"), task_queue=queue,
-            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
-            retry_policy=SETUP_RETRY, summary="tests after")
+        self._enter("verifying")
+        after = await self._checks(queue, prep.workspace, "after")
+        rounds: list[AgentResult] = []
+        while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
+            n = len(rounds) + 1
+            self._enter(f"debugging (round {n})")
+            diff_ref = await workflow.execute_activity_method(
+                Activities.diff_since, FinalizeInput(workspace=prep.workspace, base_commit=prep.base_commit,
+                                                     branch=branch, message=""),
+                summary="current diff", **_activity_opts(queue))
+            failing = ", ".join(after.failed[:30]) or after.summary
+            task = (f"The task was: {inp.task}\n\nAfter the changes, these tests fail: {failing}\n"
+                    f"({after.summary}). Make them pass without weakening the tests.")
+            attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
+            attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
+            rounds.append(await self._agent(inp, f"debugger-{n}", "debugger", task, prep.workspace, queue,
+                                            [f"debugger#{n}", "debugger"], attachments=attach))
+            self._enter(f"verifying (after debug round {n})")
+            after = await self._checks(queue, prep.workspace, f"after debug round {n}")
 
         self._enter("delivering")
-        branch = f"bosun/{wf_id}"
         fin = await workflow.execute_activity_method(
             Activities.finalize,
             FinalizeInput(workspace=prep.workspace, base_commit=prep.base_commit, branch=branch,
                           message=f"bosun: {inp.task[:60]}\n\nworkflow {wf_id}"),
-            task_queue=queue, start_to_close_timeout=timedelta(minutes=5), retry_policy=SETUP_RETRY,
-            summary=f"commit on {branch}")
+            summary=f"commit on {branch}", **_activity_opts(queue, 5))
 
         status = "no_changes" if not fin.files_changed else ("succeeded" if after.green else "failed")
         self._enter(f"done: {status}")
         return TaskResult(status=status, workspace=prep.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
-                          tests_after=after, agent=agent)
+                          tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
+                          debug_rounds=rounds)
+
+    async def _team(self, inp: TaskInput, queue: str, workspace: str, base: str, branch: str,
+                    before: ChecksResult) -> list[SubtaskOutcome]:
+        self._enter("planning")
+        attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
+            if before.output_ref else []
+        planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
+                                    tools=PLANNER_TOOLS, attachments=attach)
+        self.plan_info = await workflow.execute_activity_method(
+            Activities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+            summary="read the plan", **_activity_opts(queue))
+        head = await workflow.execute_activity_method(
+            Activities.start_branch, BranchInput(workspace=workspace, branch=branch),
+            summary=f"branch {branch}", **_activity_opts(queue))
+        by_id = {s.id: s for s in self.plan_info.subtasks}
+        outcomes: dict[str, SubtaskOutcome] = {}
+        limit = asyncio.Semaphore(max(1, inp.max_parallel))
+        for w, wave in enumerate(self.plan_info.waves, 1):
+            self._enter(f"editing: wave {w}/{len(self.plan_info.waves)}, {len(wave)} agents")
+            wave_base = head
+
+            async def bounded(sid: str, start: str = wave_base) -> tuple:
+                async with limit:
+                    return await self._subtask(inp, queue, workspace, by_id[sid], start, 1, "")
+
+            done = await asyncio.gather(*[bounded(sid) for sid in wave])
+            self._enter(f"stitching: wave {w}")
+            for sid, (agent_ws, agent_branch, collect, result) in zip(wave, done, strict=True):
+                sub = by_id[sid]
+                if not collect.commit:
+                    outcomes[sid] = SubtaskOutcome(id=sid, status="no_changes", attempts=1, agent=result)
+                    continue
+                merged = await self._merge(queue, workspace, agent_ws, agent_branch, sub, 1)
+                if merged.merged:
+                    head = merged.head
+                    outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=1, files=collect.files,
+                                                   agent=result)
+                    continue
+                note = (f"Your earlier attempt at this subtask conflicted with other agents' changes in "
+                        f"{', '.join(merged.conflicts)}. The tree now holds their changes; redo the subtask on it.")
+                agent_ws, agent_branch, collect, result = await self._subtask(inp, queue, workspace, sub, head, 2,
+                                                                              note)
+                again = await self._merge(queue, workspace, agent_ws, agent_branch, sub, 2) if collect.commit \
+                    else None
+                if again is not None and again.merged:
+                    head = again.head
+                    outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=2, files=collect.files,
+                                                   agent=result, note=f"re-run after a conflict in "
+                                                                      f"{', '.join(merged.conflicts)}")
+                else:
+                    outcomes[sid] = SubtaskOutcome(id=sid, status="conflict", attempts=2, agent=result,
+                                                   note=f"conflicts in {', '.join(merged.conflicts)}")
+        return [outcomes[s.id] for s in self.plan_info.subtasks if s.id in outcomes]
+
+    async def _subtask(self, inp: TaskInput, queue: str, workspace: str, sub: SubtaskInfo, start: str,
+                       attempt: int, note: str) -> tuple:
+        name = f"fast_edit-{sub.id}-{attempt}"
+        agent_ws = await workflow.execute_activity_method(
+            Activities.prepare_agent_workspace, AgentWorkspaceInput(workspace=workspace, name=name, commit=start),
+            summary=f"clone for {name}", **_activity_opts(queue))
+        task = f"Overall task: {inp.task}\n\nYour subtask ({sub.id}): {sub.goal}"
+        if sub.files:
+            task += f"\nFiles in scope: {', '.join(sub.files)}"
+        if sub.acceptance:
+            task += f"\nDone when: {sub.acceptance}"
+        if note:
+            task += f"\n\n{note}"
+        keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
+        result = await self._agent(inp, name, "fast_edit", task, agent_ws, queue, keys)
+        agent_branch = f"agent/{sub.id}-{attempt}"
+        collect = await workflow.execute_activity_method(
+            Activities.collect_agent_work, CollectInput(agent_workspace=agent_ws, branch=agent_branch,
+                                                        message=f"bosun subtask {sub.id}: {sub.goal[:60]}"),
+            summary=f"collect {name}", **_activity_opts(queue))
+        return agent_ws, agent_branch, collect, result
+
+    async def _merge(self, queue: str, workspace: str, agent_ws: str, agent_branch: str, sub: SubtaskInfo,
+                     attempt: int):
+        return await workflow.execute_activity_method(
+            Activities.merge_agent_work,
+            MergeInput(workspace=workspace, agent_workspace=agent_ws, branch=agent_branch,
+                       message=f"bosun: merge subtask {sub.id} (attempt {attempt}): {sub.goal[:60]}"),
+            summary=f"merge {sub.id}", **_activity_opts(queue))

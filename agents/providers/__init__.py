@@ -67,16 +67,18 @@ def _key(explicit: object, *env_names: str) -> str | None:
     return None
 
 
-def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None) -> Provider:
-    """Build the provider a spec names. ``trajectory_text`` is the scripted trajectory's content."""
+def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None,
+                  agent_keys: list[str] | None = None) -> Provider:
+    """Build the provider a spec names. ``trajectory_text`` is the scripted trajectory's content; ``agent_keys``
+    pick which agent's lines a scripted provider replays (first key with lines wins)."""
     if spec.kind == "scripted":
-        from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory
+        from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
 
         if trajectory_text is not None:
             turns = parse_trajectory(trajectory_text, spec.model)
         else:
             _, turns = load_trajectory(spec.model)
-        return ScriptedProvider(turns, spec.model)
+        return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
     if spec.kind == "anthropic":
         from agents.providers.anthropic import AnthropicProvider
 

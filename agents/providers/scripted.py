@@ -6,7 +6,9 @@ A trajectory is a JSONL file, one assistant turn per line::
     {"expect": [{"tool": "read_file", "contains": "def test_add"}], "content": "...", "tool_calls": [...]}
     {"expect": [{"tool": "run_tests", "contains": "passed"}], "content": "Done."}
 
-``expect`` checks the tool results that came back since the previous turn. The provider is a pure function of the
+``expect`` checks the tool results that came back since the previous turn. In a team run each agent replays its
+own lines: a line's optional ``"agent"`` names it (``planner``, ``fast_edit:<subtask id>``, ``debugger``,
+``fast_edit:<subtask id>#2`` for a re-run); an agent with no lines of its own replays the lines without ``agent``. The provider is a pure function of the
 transcript: turn N of the file answers the N-th model call. It fails loudly (ScriptDiverged) when the run diverges:
 more model calls than recorded turns, an unexpected tool result, a tool error the trajectory did not expect, or a
 transcript whose earlier tool calls differ from the recorded ones.
@@ -50,9 +52,20 @@ class ScriptedTurn(BaseModel):
 
     model_config = {"extra": "forbid"}
 
+    agent: str | None = None
+    """Which agent replays this turn (see the module docstring); None: any agent without lines of its own."""
     content: str = ""
     tool_calls: list[ScriptedCall] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
+
+
+def turns_for(turns: list[ScriptedTurn], keys: list[str]) -> list[ScriptedTurn]:
+    """The turns of the first agent key that has any, else the turns without an agent."""
+    for key in keys:
+        mine = [t for t in turns if t.agent == key]
+        if mine:
+            return mine
+    return [t for t in turns if t.agent is None]
 
 
 def parse_trajectory(text: str, source: str = "<trajectory>") -> list[ScriptedTurn]:
@@ -74,9 +87,12 @@ def parse_trajectory(text: str, source: str = "<trajectory>") -> list[ScriptedTu
             raise ConfigError(f"{source}:{lineno}: {where}: {first['msg']}") from None
     if not turns:
         raise ConfigError(f"{source}: the trajectory has no turns; add one JSON object per assistant turn")
-    if turns[-1].tool_calls:
-        raise ConfigError(f"{source}: the last turn has tool calls; a trajectory must end with a turn without "
-                          "tool calls (the agent's final answer)")
+    for agent in dict.fromkeys(t.agent for t in turns):
+        last = [t for t in turns if t.agent == agent][-1]
+        if last.tool_calls:
+            who = f" of agent {agent!r}" if agent else ""
+            raise ConfigError(f"{source}: the last turn{who} has tool calls; a trajectory must end with a turn "
+                              "without tool calls (the agent's final answer)")
     return turns
 
 

@@ -14,7 +14,7 @@ from tests.conftest import BOSUN, EXAMPLE, wait_for
 
 
 def slow_trajectory(tmp_path):
-    turns = [json.loads(line) for line in (EXAMPLE / "fix-median.jsonl").read_text().splitlines()]
+    turns = [json.loads(line) for line in (EXAMPLE / "solo.jsonl").read_text().splitlines()]
     # the 4th tool call sleeps: the worker is killed while it runs
     slow = {"content": "Checking the environment.", "tool_calls": [
         {"name": "run_command", "arguments": {"command": "sleep 5 && echo slept"}}]}

@@ -9,9 +9,9 @@ import pytest
 from tests.conftest import EXAMPLE, make_example_repo
 
 
-def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "fix-median.jsonl"):
+def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "solo.jsonl", mode="solo"):
     return stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{trajectory}", "--id", wf_id, "--wait",
-                       "--json", "fix the failing median test", timeout=300)
+                       "--json", "--mode", mode, "fix the failing tests", timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,11 @@ def test_run_fixes_the_example(stack, fixed_run):
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded"
     assert not result["tests_before"]["green"]
-    assert result["tests_before"]["failed"] == ["tests/test_stats.py::test_median_even"]
-    assert result["tests_after"]["green"] and result["tests_after"]["passed_count"] == 5
-    assert result["files_changed"] == ["calc/stats.py"]
+    assert result["tests_before"]["failed"] == ["tests/test_report.py::test_percent",
+                                                "tests/test_report.py::test_percent_of_nothing",
+                                                "tests/test_stats.py::test_median_even"]
+    assert result["tests_after"]["green"] and result["tests_after"]["passed_count"] == 7
+    assert result["files_changed"] == ["calc/report.py", "calc/stats.py"]
     assert "+        return (ordered[middle - 1] + ordered[middle]) / 2" in result["diff"]
     assert result["branch"] == "bosun/it-run-1" and result["commit"]
     assert result["agent"]["status"] == "done" and result["agent"]["turns"] == 5
@@ -42,12 +44,12 @@ def test_run_fixes_the_example(stack, fixed_run):
     assert "TaskWorkflow it-run-1: completed" in text
     assert "model turn 1 [scripted:" in text
     assert "tool str_replace" in text and "edited calc/stats.py" in text
-    assert "tests before: 1 failed, 4 passed" in text and "tests after: 5 passed" in text
+    assert "tests before: 3 failed, 4 passed" in text and "tests after: 7 passed" in text
 
     steps = json.loads(stack.bosun("history", "it-run-1", "--json").stdout)
     agent = next(c for c in steps["children"] if c["kind"] == "child")
     tools = [c["input"]["call"]["name"] for c in agent["children"] if c["name"] == "tool_call"]
-    assert tools == ["run_tests", "read_file", "read_file", "str_replace", "run_tests"]
+    assert tools == ["run_tests", "read_file", "read_file", "str_replace", "str_replace", "run_tests"]
     assert all(c["duration_s"] is not None for c in agent["children"])
 
 
@@ -65,7 +67,7 @@ def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     cases = [
-        (["--repo", str(plain), "--model", f"scripted:{EXAMPLE / 'fix-median.jsonl'}"], "not a git repository"),
+        (["--repo", str(plain), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}"], "not a git repository"),
         (["--repo", str(example_repo), "--model", f"scripted:{tmp_path / 'missing.jsonl'}"], "does not exist"),
         (["--repo", str(example_repo), "--model", "gemini:pro"], "unknown model spec 'gemini:pro'"),
         (["--repo", str(example_repo), "--model", "anthropic:claude-sonnet-4-5"], "no API key"),
@@ -98,3 +100,26 @@ async def test_recorded_histories_replay_deterministically(stack, fixed_run):
         history = await client.get_workflow_handle(wf_id).fetch_history()
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, f"{wf_id}: {result.replay_failure}"
+
+
+def test_team_mode_plans_fans_out_stitches_and_debugs(stack, example_repo):
+    proc = run_example(stack, example_repo, "it-team-1", trajectory=EXAMPLE / "team.jsonl", mode="team")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded" and result["tests_after"]["passed_count"] == 7
+    assert [s["id"] for s in result["plan"]["subtasks"]] == ["median", "percent"]
+    assert result["plan"]["waves"] == [["median", "percent"]] and result["plan"]["source"] == "planner"
+    assert [(s["id"], s["status"]) for s in result["subtasks"]] == [("median", "merged"), ("percent", "merged")]
+    assert len(result["debug_rounds"]) == 1 and result["debug_rounds"][0]["status"] == "done"
+    assert result["files_changed"] == ["calc/report.py", "calc/stats.py"]
+    assert 'return "0.0%"' in result["diff"] and "ordered[middle - 1]" in result["diff"]
+
+    steps = json.loads(stack.bosun("history", "it-team-1", "--json").stdout)
+    children = [c for c in steps["children"] if c["kind"] == "child"]
+    assert [c["workflow_id"].split("/")[-1] for c in children] == [
+        "planner", "fast_edit-median-1", "fast_edit-percent-1", "debugger-1"]
+    # the two fast-edit agents overlapped in time (parallel fan-out)
+    a, b = children[1], children[2]
+    assert a["started"] < b["started"] + b["duration_s"] and b["started"] < a["started"] + a["duration_s"]
+    merges = [c for c in steps["children"] if c["name"] == "merge_agent_work"]
+    assert [m["result"]["merged"] for m in merges] == [True, True]

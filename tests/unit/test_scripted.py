@@ -91,6 +91,25 @@ def test_unreadable_trajectory_files(tmp_path):
 def test_the_bundled_example_trajectory_parses():
     from pathlib import Path
 
-    _, turns = load_trajectory(Path(__file__).parents[2] / "examples" / "calc" / "fix-median.jsonl")
+    _, turns = load_trajectory(Path(__file__).parents[2] / "examples" / "calc" / "solo.jsonl")
     assert [c.name for t in turns for c in t.tool_calls] == ["run_tests", "read_file", "read_file", "str_replace",
-                                                             "run_tests"]
+                                                             "str_replace", "run_tests"]
+    _, team = load_trajectory(Path(__file__).parents[2] / "examples" / "calc" / "team.jsonl")
+    assert {t.agent for t in team} == {"planner", "fast_edit:median", "fast_edit:percent", "debugger"}
+
+
+def test_agent_keys_pick_lines():
+    from agents.providers.scripted import turns_for
+
+    turns = parse_trajectory("\n".join(json.dumps(t) for t in [
+        {"agent": "planner", "content": "plan"}, {"agent": "debugger", "content": "dbg"}, {"content": "any"}]))
+    assert [t.content for t in turns_for(turns, ["planner"])] == ["plan"]
+    assert [t.content for t in turns_for(turns, ["debugger#2", "debugger"])] == ["dbg"]
+    assert [t.content for t in turns_for(turns, ["fast_edit:x"])] == ["any"]
+
+
+def test_each_agent_must_end_with_a_final_turn():
+    text = json.dumps({"agent": "planner", "content": "x", "tool_calls": [{"name": "a"}]}) + "\n" + json.dumps(
+        {"content": "done"})
+    with pytest.raises(ConfigError, match="last turn of agent 'planner' has tool calls"):
+        parse_trajectory(text)

@@ -9,7 +9,7 @@ from infra.errors import ConfigError
     ("anthropic:claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", None),
     ("openai-compatible:http://127.0.0.1:8000/v1#qwen3-coder", "openai-compatible", "qwen3-coder",
      "http://127.0.0.1:8000/v1"),
-    ("scripted:examples/calc/fix-median.jsonl", "scripted", "examples/calc/fix-median.jsonl", None),
+    ("scripted:examples/calc/solo.jsonl", "scripted", "examples/calc/solo.jsonl", None),
 ])
 def test_valid_specs(spec, kind, model, url):
     s = parse_spec(spec)

@@ -1,0 +1,152 @@
+"""A repository index: code files, their symbols, BM25 over files and symbol chunks, name tables.
+
+Build with :func:`build_index`; symbols come from :class:`~agents.search.symbols.SymbolCache`, so a
+rebuild of an unchanged repository re-parses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.search.bm25 import BM25Index, path_tokens, tokenize
+from agents.search.symbols import FileSymbols, Symbol, SymbolCache, language_for
+
+#: Files with these extensions are indexed (symbols only for those tree-sitter supports).
+CODE_EXTENSIONS = frozenset(
+    ".py .pyi .pyx .js .jsx .mjs .cjs .ts .tsx .mts .cts .go .rs .java .kt .kts .scala .c .h .cc .cpp .cxx .hpp .hh "
+    ".rb .php .cs .swift .m .mm .lua .sh .ex .exs .erl .hs .ml .clj .dart .r .jl .zig .vue .svelte".split()
+)
+#: Directories never descended into.
+SKIP_DIRS = frozenset(
+    "node_modules .git .hg .svn __pycache__ .venv venv env .tox .nox .mypy_cache .pytest_cache .ruff_cache "
+    "site-packages dist build target .idea .vscode .next .cache coverage htmlcov .eggs bower_components".split()
+)
+MAX_FILE_BYTES = 1_000_000
+#: Chunks longer than this many lines are cut (keeps class bodies from swallowing their methods).
+MAX_CHUNK_LINES = 150
+DEFAULT_CACHE = Path(os.environ.get("BOSUN_SEARCH_CACHE", Path.home() / ".cache" / "bosun" / "search"))
+
+
+@dataclass
+class Chunk:
+    """A symbol chunk: one definition's source lines, scored by the chunk BM25."""
+
+    file: int
+    symbol: Symbol
+
+
+@dataclass
+class RepoIndex:
+    """Everything the ranker and the repo map need about one repository."""
+
+    root: Path
+    files: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    symbols: list[FileSymbols | None] = field(default_factory=list)
+    file_bm25: BM25Index = field(default_factory=BM25Index)
+    chunk_bm25: BM25Index = field(default_factory=BM25Index)
+    chunks: list[Chunk] = field(default_factory=list)
+    defs_by_name: dict[str, list[tuple[int, Symbol]]] = field(default_factory=lambda: defaultdict(list))
+    defs_by_qualname: dict[str, list[tuple[int, Symbol]]] = field(default_factory=lambda: defaultdict(list))
+    by_basename: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_stem: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_module: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    file_ids: dict[str, int] = field(default_factory=dict)
+
+    def iter_texts(self) -> Iterator[tuple[str, str]]:
+        """``(relative path, text)`` of every indexed file."""
+        yield from zip(self.files, self.texts, strict=True)
+
+    def search_files(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` files most likely relevant to ``query`` (see :mod:`agents.search.ranker`)."""
+        from agents.search.ranker import rank_files
+
+        return rank_files(self, query, k)
+
+
+def iter_code_files(root: Path) -> Iterator[str]:
+    """Relative POSIX paths of code files under ``root``, skipping vendored and generated folders."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in sorted(filenames):
+            if os.path.splitext(name)[1].lower() not in CODE_EXTENSIONS:
+                continue
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            yield rel.replace(os.sep, "/")
+
+
+def module_names(rel: str) -> list[str]:
+    """Dotted module names a file may be imported or mentioned as (``src/pkg/mod.py`` -> ``pkg.mod``)."""
+    stem = rel.rsplit(".", 1)[0]
+    parts = stem.split("/")
+    if parts[-1] in ("__init__", "index", "mod", "lib"):
+        parts = parts[:-1]
+    names = []
+    for start in range(min(3, len(parts))):
+        if parts[start:]:
+            names.append(".".join(parts[start:]))
+    return names
+
+
+def _chunk_text(lines: list[str], sym: Symbol, children_start: int | None) -> str:
+    end = sym.end_line
+    if children_start is not None and sym.kind in ("class", "struct", "interface", "trait", "module", "enum"):
+        end = max(sym.start_line, children_start - 1)
+    end = min(end, sym.start_line + MAX_CHUNK_LINES)
+    return "\n".join(lines[sym.start_line - 1 : end])
+
+
+def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
+    """Index the code files under ``root`` (symbols cached under ``cache_dir``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise NotADirectoryError(f"repository directory not found: {root}")
+    index = RepoIndex(root=root)
+    file_bm25 = index.file_bm25
+    chunk_bm25 = index.chunk_bm25
+    with SymbolCache(Path(cache_dir) if cache_dir else DEFAULT_CACHE) as cache:
+        for rel in iter_code_files(root):
+            full = root / rel
+            try:
+                if full.stat().st_size > MAX_FILE_BYTES:
+                    continue
+                raw = full.read_bytes()
+            except OSError:
+                continue
+            if b"\x00" in raw[:4096]:
+                continue
+            text = raw.decode("utf-8", "replace")
+            idx = len(index.files)
+            index.files.append(rel)
+            index.texts.append(text)
+            index.file_ids[rel] = idx
+            lang = language_for(rel)
+            fsyms = cache.get_or_extract(raw, lang) if lang else None
+            index.symbols.append(fsyms)
+            ptoks = path_tokens(rel)
+            file_bm25.add(rel, tokenize(text) + ptoks)
+            base = rel.rsplit("/", 1)[-1]
+            index.by_basename[base].append(idx)
+            index.by_stem[base.rsplit(".", 1)[0].lower()].append(idx)
+            for mod in module_names(rel):
+                index.by_module[mod].append(idx)
+            if fsyms is None:
+                continue
+            lines = text.split("\n")
+            defs = fsyms.definitions
+            for pos, sym in enumerate(defs):
+                index.defs_by_name[sym.name].append((idx, sym))
+                index.defs_by_qualname[sym.qualname].append((idx, sym))
+                nxt = defs[pos + 1].start_line if pos + 1 < len(defs) else None
+                child = nxt if nxt is not None and nxt <= sym.end_line else None
+                body = _chunk_text(lines, sym, child)
+                index.chunks.append(Chunk(idx, sym))
+                chunk_bm25.add(f"{rel}:{sym.start_line}", tokenize(body) + tokenize(sym.qualname) * 2 + ptoks[: len(ptoks) // 3])
+    file_bm25.finalize()
+    chunk_bm25.finalize()
+    return index

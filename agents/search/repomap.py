@@ -1,0 +1,182 @@
+"""Repo map: files ranked by personalised PageRank over the identifier reference graph, rendered as
+``path:`` headers with their definitions' first lines, within a token budget (about 4 chars/token).
+
+The graph has an edge ``A -> B`` when file ``A`` uses a name that file ``B`` defines, weighted by how
+often ``A`` uses it and by how specific the name is (names defined in many files count less;
+names the task mentions count more). PageRank is personalised towards the files the task's signals
+and BM25 point at, so the map shows the neighbourhood of the task rather than the whole repository.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from agents.search.index import RepoIndex, build_index
+from agents.search.signals import extract_signals
+
+CHARS_PER_TOKEN = 4
+DEFAULT_BUDGET = 1024
+_MAX_DEF_FILES = 25
+
+Graph = dict[int, dict[int, float]]
+
+
+def pagerank(
+    graph: Graph,
+    nodes: int,
+    personalization: dict[int, float] | None = None,
+    damping: float = 0.85,
+    max_iter: int = 100,
+    tol: float = 1e-9,
+) -> list[float]:
+    """Personalised PageRank by power iteration over ``graph`` (``src -> {dst: weight}``).
+
+    Teleports (and dangling nodes' mass) go to ``personalization`` (normalised; uniform when empty).
+    Returns one score per node; the scores sum to 1.
+    """
+    if nodes == 0:
+        return []
+    if personalization:
+        total = sum(v for v in personalization.values() if v > 0)
+        tele = [0.0] * nodes
+        for node, v in personalization.items():
+            if v > 0 and 0 <= node < nodes:
+                tele[node] = v / total
+    else:
+        tele = [1.0 / nodes] * nodes
+    out_edges: list[list[tuple[int, float]]] = [[] for _ in range(nodes)]
+    for src, dsts in graph.items():
+        wsum = sum(dsts.values())
+        if wsum > 0:
+            out_edges[src] = [(dst, w / wsum) for dst, w in dsts.items()]
+    dangling = [i for i in range(nodes) if not out_edges[i]]
+    rank = tele[:]
+    for _ in range(max_iter):
+        nxt = [0.0] * nodes
+        for src in range(nodes):
+            r = rank[src]
+            if r == 0.0:
+                continue
+            for dst, w in out_edges[src]:
+                nxt[dst] += damping * r * w
+        lost = damping * sum(rank[i] for i in dangling) + (1.0 - damping)
+        for i in range(nodes):
+            nxt[i] += lost * tele[i]
+        delta = sum(abs(a - b) for a, b in zip(nxt, rank, strict=True))
+        rank = nxt
+        if delta < tol:
+            break
+    return rank
+
+
+def reference_graph(index: RepoIndex, boost_names: dict[str, float] | None = None) -> Graph:
+    """File graph: ``A -> B`` weighted by ``A``'s uses of names ``B`` defines (cached without boosts)."""
+    cached = getattr(index, "_ref_graph", None)
+    if cached is not None and not boost_names:
+        return cached
+    def_files: dict[str, set[int]] = defaultdict(set)
+    for name, entries in index.defs_by_name.items():
+        if len(name) > 2:
+            def_files[name].update(idx for idx, _ in entries)
+    graph: Graph = defaultdict(dict)
+    for src, fsyms in enumerate(index.symbols):
+        if fsyms is None:
+            continue
+        edges = graph[src]
+        for name, count in fsyms.references.items():
+            targets = def_files.get(name)
+            if not targets or len(targets) > _MAX_DEF_FILES:
+                continue
+            w = math.sqrt(count) / len(targets)
+            if name.startswith("_"):
+                w *= 0.3
+            if boost_names and name in boost_names:
+                w *= 1.0 + 9.0 * boost_names[name]
+            for dst in targets:
+                if dst != src:
+                    edges[dst] = edges.get(dst, 0.0) + w
+    result = dict(graph)
+    if not boost_names:
+        index._ref_graph = result  # type: ignore[attr-defined]
+    return result
+
+
+def propagate(index: RepoIndex, seeds: dict[int, float], damping: float = 0.85) -> dict[int, float]:
+    """PageRank personalised on ``seeds``, max-normalised, seeds' own teleport share removed."""
+    if not seeds:
+        return {}
+    graph = reference_graph(index)
+    # Undirected view: a file that uses a seed and a file a seed uses are both neighbours.
+    both: Graph = defaultdict(dict)
+    for src, dsts in graph.items():
+        for dst, w in dsts.items():
+            both[src][dst] = both[src].get(dst, 0.0) + w
+            both[dst][src] = both[dst].get(src, 0.0) + w
+    ranks = pagerank(both, len(index.files), seeds, damping=damping, max_iter=30, tol=1e-7)
+    total = sum(v for v in seeds.values() if v > 0) or 1.0
+    scores = {i: r - (1 - damping) * seeds.get(i, 0.0) / total for i, r in enumerate(ranks) if r > 0}
+    top = max(scores.values(), default=0.0)
+    return {i: v / top for i, v in scores.items() if v > 0} if top > 0 else {}
+
+
+def rank_for_task(index: RepoIndex, query: str) -> list[float]:
+    """PageRank of every file, personalised by the task's signals and best BM25 files."""
+    from agents.search.ranker import rank_files
+
+    sig = extract_signals(query) if query else None
+    seeds: dict[int, float] = {}
+    if query:
+        for rel, score in rank_files(index, query, k=10):
+            seeds[index.file_ids[rel]] = score
+    boost = sig.identifiers if sig else None
+    graph = reference_graph(index, boost)
+    return pagerank(graph, len(index.files), seeds or None)
+
+
+def render_repo_map(index: RepoIndex, query: str = "", budget_tokens: int = DEFAULT_BUDGET) -> str:
+    """The repo map text for ``query`` (may be empty) within ``budget_tokens``."""
+    if budget_tokens < 1:
+        raise ValueError(f"budget_tokens must be at least 1, got {budget_tokens}")
+    budget = budget_tokens * CHARS_PER_TOKEN
+    ranks = rank_for_task(index, query)
+    mentioned = extract_signals(query).identifiers if query else {}
+    order = sorted(range(len(index.files)), key=lambda i: (-ranks[i], index.files[i]))
+    out: list[str] = []
+    used = 0
+    for idx in order:
+        fsyms = index.symbols[idx]
+        header = f"{index.files[idx]}:\n"
+        if used + len(header) > budget:
+            break
+        lines: list[str] = []
+        if fsyms is not None:
+            defs = sorted(
+                fsyms.definitions,
+                key=lambda s: (-mentioned.get(s.name, 0.0), s.qualname.count("."), s.name.startswith("_"), s.start_line),
+            )
+            for sym in defs:
+                indent = "  " * (1 + sym.qualname.count("."))
+                lines.append((sym.start_line, f"{sym.start_line:>5}|{indent}{sym.signature[:120]}\n"))
+        chosen: list[tuple[int, str]] = []
+        # One file may take at most a third of the budget, so the map shows a neighbourhood.
+        room = min(budget - used, max(budget // 3, 200)) - len(header)
+        for line_no, text in lines:
+            if len(text) <= room:
+                chosen.append((line_no, text))
+                room -= len(text)
+        if not chosen and lines:
+            continue
+        block = header + "".join(t for _, t in sorted(chosen))
+        out.append(block)
+        used += len(block)
+    return "".join(out)
+
+
+def repo_map(
+    repo: Path | RepoIndex, query: str = "", budget_tokens: int = DEFAULT_BUDGET, cache_dir: Path | None = None
+) -> str:
+    """Repo map of ``repo`` (a directory or a built index) for ``query`` within ``budget_tokens``."""
+    index = repo if isinstance(repo, RepoIndex) else build_index(Path(repo), cache_dir=cache_dir)
+    return render_repo_map(index, query, budget_tokens)
