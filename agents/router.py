@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.providers import parse_spec
+from infra.errors import ConfigError
 
 Tier = Literal["small", "medium", "large"]
 TIERS: tuple[Tier, ...] = ("small", "medium", "large")
@@ -44,6 +45,25 @@ class RouteRequest(BaseModel):
     """Specs whose provider kept failing in this task; routing skips them (next in the fallback chain)."""
 
 
+def _check_spec(spec: str) -> str:
+    try:
+        parse_spec(spec)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    return spec
+
+
+def _check_tiers(tiers: dict[Tier, str] | None) -> dict[Tier, str] | None:
+    if tiers is None:
+        return None
+    missing = [t for t in TIERS if t not in tiers]
+    if missing:
+        raise ValueError(f"tiers must name a spec for {', '.join(missing)}")
+    for spec in tiers.values():
+        _check_spec(spec)
+    return tiers
+
+
 class RoleRouting(BaseModel):
     """How one role picks its model."""
 
@@ -58,6 +78,21 @@ class RoleRouting(BaseModel):
     fallbacks: list[str] | None = None
     """Specs tried in order when the chosen model's provider keeps failing; None = the other tiers, largest
     first."""
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, model: str) -> str:
+        return model if model == "auto" else _check_spec(model)
+
+    @field_validator("tiers")
+    @classmethod
+    def _tiers(cls, tiers: dict[Tier, str] | None) -> dict[Tier, str] | None:
+        return _check_tiers(tiers)
+
+    @field_validator("fallbacks")
+    @classmethod
+    def _fallbacks(cls, specs: list[str] | None) -> list[str] | None:
+        return None if specs is None else [_check_spec(s) for s in specs]
 
 
 class RouterConfig(BaseModel):
@@ -85,22 +120,15 @@ class RouterConfig(BaseModel):
     @field_validator("tiers")
     @classmethod
     def _all_tiers(cls, tiers: dict[Tier, str]) -> dict[Tier, str]:
-        missing = [t for t in TIERS if t not in tiers]
-        if missing:
-            raise ValueError(f"tiers must name a spec for {', '.join(missing)}")
-        for spec in tiers.values():
-            parse_spec(spec)
-        return tiers
+        return _check_tiers(tiers) or tiers
 
     def role(self, role: str) -> RoleRouting:
         return self.roles.get(role, RoleRouting())
 
     def with_override(self, role: str, model: str) -> RouterConfig:
         """A copy where ``role`` uses ``model`` (a spec or ``auto``): the per-run ``--model`` flag."""
-        if model != "auto":
-            parse_spec(model)
         roles = dict(self.roles)
-        roles[role] = self.role(role).model_copy(update={"model": model})
+        roles[role] = RoleRouting.model_validate({**self.role(role).model_dump(), "model": model})
         return self.model_copy(update={"roles": roles})
 
 

@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("id", help="workflow id printed by `bosun run`")
     h.add_argument("--json", action="store_true", help="print the steps as JSON")
 
+    st = sub.add_parser("steer", help="send a message to the agents of a running task")
+    st.add_argument("id", help="workflow id of the task (or of one agent: TASK/agent-name)")
+    st.add_argument("message", help="what to tell the agents")
+    ca = sub.add_parser("cancel", help="cancel a running task; its agents stop and release their sandboxes")
+    ca.add_argument("id", help="workflow id of the task")
+    ins = sub.add_parser("inspect", help="a running task's phase, plan and agents (Temporal queries)")
+    ins.add_argument("id", help="workflow id of the task")
+
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
     sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
@@ -169,6 +177,61 @@ async def _history(args: argparse.Namespace, s: Settings) -> int:
     return 0
 
 
+async def _handle(s: Settings, wf_id: str):
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError
+
+    from infra.temporal import connect
+
+    client = await connect(s)
+    handle = client.get_workflow_handle(wf_id)
+    try:
+        desc = await handle.describe()
+    except RPCError as e:
+        raise ConfigError(f"no run {wf_id!r} in namespace {s.temporal_namespace}: {e.message}") from None
+    return handle, desc, desc.status == WorkflowExecutionStatus.RUNNING
+
+
+async def _steer(args: argparse.Namespace, s: Settings) -> int:
+    if not args.message.strip():
+        raise ConfigError("the message is empty")
+    handle, desc, running = await _handle(s, args.id)
+    if not running:
+        raise ConfigError(f"run {args.id} is not running ({desc.status.name.lower()}); nothing to steer")
+    await handle.signal("steer", args.message)
+    print(f"sent to {args.id} ({desc.workflow_type}); the agents see it with their next model call")
+    return 0
+
+
+async def _cancel(args: argparse.Namespace, s: Settings) -> int:
+    handle, desc, running = await _handle(s, args.id)
+    if not running:
+        raise ConfigError(f"run {args.id} is not running ({desc.status.name.lower()}); nothing to cancel")
+    await handle.cancel()
+    print(f"cancellation requested for {args.id}; its agents stop and release their sandboxes")
+    return 0
+
+
+async def _inspect(args: argparse.Namespace, s: Settings) -> int:
+    handle, desc, running = await _handle(s, args.id)
+    print(f"{args.id} ({desc.workflow_type}): {desc.status.name.lower()}")
+    if not running:
+        print(f"  the run has ended; `bosun history {args.id}` shows every step")
+        return 0
+    if desc.workflow_type == "TaskWorkflow":
+        print(f"  phase: {await handle.query('status')}")
+        plan = await handle.query("plan")
+        if plan:
+            for sub in plan["subtasks"] if isinstance(plan, dict) else plan.subtasks:
+                sub = sub if isinstance(sub, dict) else sub.model_dump()
+                print(f"  subtask {sub['id']}: {sub['goal'][:90]}")
+        for name, state in (await handle.query("agents")).items():
+            print(f"  agent {name}: {state}")
+    else:
+        print(json.dumps(await handle.query("progress"), indent=2))
+    return 0
+
+
 def _settings(s: Settings) -> int:
     for name in Settings.model_fields:
         value = getattr(s, name)
@@ -214,6 +277,12 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_run(args, s))
         if args.cmd == "history":
             return asyncio.run(_history(args, s))
+        if args.cmd == "steer":
+            return asyncio.run(_steer(args, s))
+        if args.cmd == "cancel":
+            return asyncio.run(_cancel(args, s))
+        if args.cmd == "inspect":
+            return asyncio.run(_inspect(args, s))
     except BosunError as e:
         print(f"bosun: {e}", file=sys.stderr)
         return 2
