@@ -297,8 +297,11 @@ def plan_from_text(text: str, task: str) -> PlanInfo:
     except PlanError as e:
         return PlanInfo(subtasks=[SubtaskInfo(id="task", goal=task)], waves=[["task"]], source="fallback",
                         note=f"the planner's plan was unusable ({str(e)[:300]}); running the whole task as one subtask")
+    def check(a) -> str:
+        return a.command or "tests pass: " + " ".join(a.tests)
+
     subs = [SubtaskInfo(id=s.id, goal=s.goal, files=list(s.files), depends_on=list(s.depends_on),
-                        acceptance=s.acceptance or "") for s in plan.subtasks]
+                        acceptance=check(s.acceptance)) for s in plan.subtasks]
     return PlanInfo(subtasks=subs, waves=topological_waves(plan))
 
 

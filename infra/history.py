@@ -124,6 +124,27 @@ def _describe(step: Step) -> str:
         return f"commit {str(r.get('commit'))[:10]} on {i.get('branch')}: {len(r.get('files_changed', []))} files"
     if n == "bind_worker":
         return f"bound to worker queue {r}"
+    if n == "read_plan" and isinstance(r, dict):
+        subs = ", ".join(f"{x['id']} ({', '.join(x.get('files', [])) or 'any file'})" for x in r.get("subtasks", []))
+        note = f"; {r['note']}" if r.get("note") else ""
+        return f"plan ({r.get('source')}): {len(r.get('subtasks', []))} subtasks in {len(r.get('waves', []))} " \
+               f"wave(s): {subs}{note}"
+    if n == "prepare_agent_workspace":
+        return f"clone for {i.get('name')} at {str(i.get('commit'))[:10]}"
+    if n == "collect_agent_work" and isinstance(r, dict):
+        return f"{i.get('branch')}: " + (f"commit {str(r.get('commit'))[:10]}, files {', '.join(r.get('files', []))}"
+                                         if r.get("commit") else "no changes")
+    if n == "merge_agent_work" and isinstance(r, dict):
+        what = i.get("branch")
+        return f"merged {what} -> {str(r.get('head'))[:10]}" if r.get("merged") else \
+            f"CONFLICT merging {what} in {', '.join(r.get('conflicts', []))}"
+    if n == "start_branch":
+        return f"branch {i.get('branch')}"
+    if n == "diff_since":
+        return "snapshot of the changes so far (for the debugger)"
+    if n == "init_agent":
+        return f"init {i.get('role')} agent" + (f" with {len(i.get('attachments', []))} attachment(s)"
+                                                  if i.get("attachments") else "")
     return n
 
 

@@ -145,6 +145,20 @@ def pid_matches(pid: int | None, marker: str) -> bool:
 
 # ---------------------------------------------------------------- the supervisor (a detached process)
 
+def code_fingerprint() -> str:
+    """A hash of bosun's own source files: a stack started from other code must be restarted to run this code."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for pkg in ("workflows", "activities", "agents", "sandbox", "infra"):
+        for path in sorted((root / pkg).rglob("*")):
+            if path.suffix in (".py", ".md", ".toml") and path.is_file():
+                st = path.stat()
+                h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
 def _die_with_parent() -> None:
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -159,6 +173,7 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen] = {}
         self.restarts: dict[str, int] = {c.name: 0 for c in self.comps}
         self.stopping = False
+        self.code = code_fingerprint()
 
     def _start(self, c: Component) -> None:
         log = open(self.s.logs_dir / f"{c.name}.log", "ab")
@@ -171,6 +186,7 @@ class Supervisor:
     def _save(self) -> None:
         _write_state(self.s, {
             "supervisor": {"pid": os.getpid(), "marker": "infra.stack"},
+            "code": self.code,
             "components": {c.name: {"pid": self.procs[c.name].pid, "marker": c.marker, "address": c.address,
                                     "restarts": self.restarts[c.name]} for c in self.comps if c.name in self.procs},
         })
@@ -228,7 +244,12 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
     s = s or load_settings()
     for d in (s.data_dir, s.logs_dir, s.data_dir / "temporal", s.data_dir / "nats"):
         d.mkdir(parents=True, exist_ok=True)
-    if running(s):
+    state = running(s)
+    if state and state.get("code") != code_fingerprint():
+        out("bosun's code changed since the stack started: restarting it so the worker runs the current code "
+            "(runs in progress resume after the restart)")
+        down(s, out=out)
+    elif state:
         out(f"bosun stack already running (data dir {s.data_dir})")
         return status(s, out=out)
     _cleanup_stale(s)

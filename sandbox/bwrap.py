@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import secrets
 import select
 import shutil
 import stat
+import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -90,12 +92,35 @@ def _host_layout() -> tuple[list[str], list[str]]:
     for d in ALWAYS_MASK_DIRS:
         if os.path.isdir(d) and d not in masked:
             masked.append(d)
-    for path in sorted(set(masked)):
+    masked = sorted(set(masked))
+    top_level = [p for p in masked if not any(p.startswith(d + "/") for d in masked if d != p)]
+    for path in top_level:
         if os.path.isdir(path):
             args += ["--tmpfs", path]
         else:
             args += ["--ro-bind", "/dev/null", path]
-    return args, sorted(set(masked))
+    for path in top_level:
+        if os.path.isdir(path):
+            args += ["--remount-ro", path]
+    return args, masked
+
+
+@functools.lru_cache(maxsize=1)
+def _proc_covers() -> tuple[str, ...]:
+    """Make the global parts of the sandbox's /proc read-only or empty.
+
+    The sandbox's uid 0 is the host's uid 0 (without capabilities), and many sysctls check only file ownership:
+    a writable /proc/sys would let it set kernel.core_pattern, i.e. run code as host root. /proc/sys is therefore
+    bound read-only (the host's values), and the informational leftovers docker also hides are masked.
+    """
+    args: list[str] = ["--ro-bind", "/proc/sys", "/proc/sys"]
+    for name in ("sysrq-trigger", "keys", "timer_list", "sched_debug", "latency_stats", "kcore", "mtrr"):
+        if os.path.exists(f"/proc/{name}"):
+            args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+    for name in ("acpi", "scsi", "asound", "fs", "driver"):
+        if os.path.isdir(f"/proc/{name}"):
+            args += ["--tmpfs", f"/proc/{name}", "--remount-ro", f"/proc/{name}"]
+    return tuple(args)
 
 
 def _unreadable_entries(base: str, limit: int = 50_000) -> list[str]:
@@ -129,6 +154,31 @@ def _git_binds(ws: Path) -> list[str]:
     for src, dst, ro in git_mounts(ws):
         args += ["--ro-bind" if ro else "--bind", src, dst]
     return args
+
+
+def compiled_toolserver(python: str) -> Path:
+    """toolserver.py compiled to bytecode by the sandbox's ``python`` (cached by content hash): a script run from
+    source is compiled at every start, which costs several milliseconds of each cold start. Falls back to the
+    source when compiling is not possible."""
+    source = TOOLSERVER_PATH.read_bytes()
+    digest = hashlib.sha256(source + python.encode()).hexdigest()[:16]
+    # As root, a root-owned world-readable place: sandboxes may run as the workspace owner and must read it.
+    cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
+             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
+    target = cache / f"toolserver-{digest}.pyc"
+    if target.is_file():
+        return target
+    try:
+        cache.mkdir(parents=True, exist_ok=True, mode=0o755)
+        tmp = cache / f".{target.name}.{secrets.token_hex(4)}"
+        code = ("import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True, "
+                "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)")
+        subprocess.run([python, "-I", "-S", "-c", code, str(TOOLSERVER_PATH), str(tmp)], check=True,
+                       capture_output=True, timeout=60, env=scrubbed_env())
+        os.replace(tmp, target)
+        return target
+    except (OSError, subprocess.SubprocessError):
+        return TOOLSERVER_PATH
 
 
 class BwrapSandbox(Sandbox):
@@ -181,19 +231,27 @@ class BwrapProvider(SandboxProvider):
     ``python``: the interpreter inside the sandbox that runs the tool server (must live under a read-only bound
     directory such as /usr). ``cgroups``: put each sandbox in its own cgroup for memory/pids/CPU limits when the
     host allows it. ``extra_ro_binds``: more host paths made visible read-only at the same place.
+
+    ``user``: "uid:gid" the sandbox runs as. Default: the workspace's owner when the worker is root (a root-owned
+    workspace keeps uid 0, without capabilities); the worker's own uid otherwise. Running as an unprivileged uid
+    needs unprivileged user namespaces (bwrap then runs without any privilege at all).
     """
 
     backend = "bwrap"
 
     def __init__(self, limits: Limits | None = None, *, python: str = "/usr/bin/python3",
                  bwrap: str | None = None, use_cgroups: bool = True, use_seccomp: bool = True,
-                 start_timeout_s: float = 15.0, extra_ro_binds: Sequence[str] = ()) -> None:
+                 start_timeout_s: float = 15.0, extra_ro_binds: Sequence[str] = (), user: str | None = None
+                 ) -> None:
         self.limits = limits or Limits()
+        self.user = user
         self.python = python
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self.use_seccomp = use_seccomp
         self.start_timeout_s = start_timeout_s
         self.extra_ro_binds = list(extra_ro_binds)
+        self.server_file = compiled_toolserver(python)
+        """What runs as the tool server: the compiled toolserver.py (or the source as a fallback)."""
         self._cg_support = cgroups.detect() if use_cgroups else cgroups.CgroupSupport(
             problems=["cgroups disabled by configuration"])
         self._cg_probe: dict[str, str] | None = None
@@ -209,6 +267,10 @@ class BwrapProvider(SandboxProvider):
 
     # -- building the command line ---------------------------------------------------------------------------
 
+    @property
+    def server_in_sandbox(self) -> str:
+        return SERVER_IN_SANDBOX if self.server_file.suffix == ".py" else SERVER_IN_SANDBOX + "c"
+
     def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True,
                    info_fd: int | None = None, block_fd: int | None = None) -> list[str]:
         """The full bwrap argument list for ``workspace`` (absolute, resolved). Order matters: later mounts win."""
@@ -219,7 +281,7 @@ class BwrapProvider(SandboxProvider):
         args += ro_args
         for extra in self.extra_ro_binds:
             args += ["--ro-bind", extra, extra]
-        args += ["--dev", "/dev", "--proc", "/proc",
+        args += ["--dev", "/dev", "--proc", "/proc", *_proc_covers(),
                  "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(64 << 20), "--tmpfs", "/dev/shm",
                  "--size", str(16 << 20), "--tmpfs", "/run",
@@ -230,7 +292,7 @@ class BwrapProvider(SandboxProvider):
                  "--bind", str(workspace), WORKSPACE_PATH]
         if git_binds:
             args += _git_binds(workspace)
-        args += ["--ro-bind", str(TOOLSERVER_PATH), SERVER_IN_SANDBOX,
+        args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
         for key, value in {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
@@ -242,7 +304,7 @@ class BwrapProvider(SandboxProvider):
             args += ["--info-fd", str(info_fd)]
         if block_fd is not None:
             args += ["--block-fd", str(block_fd)]
-        args += ["--", self.python, "-I", "-S", SERVER_IN_SANDBOX, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
+        args += ["--", self.python, "-I", "-S", self.server_in_sandbox, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
         return args
 
     # -- acquire ---------------------------------------------------------------------------------------------
@@ -252,21 +314,31 @@ class BwrapProvider(SandboxProvider):
         if not ws.is_dir():
             raise UnexpectedEnvironment(f"workspace {workspace} is not a directory on this host; "
                                         f"create it (or clone the repository) before acquiring a sandbox")
-        return await self._launch(ws, git_binds=True)
+        return await self._launch(ws, self.user_for(ws), git_binds=True)
 
     async def start_unbound(self, slot: Path, key: str = "") -> BwrapSandbox:
-        """Start a sandbox whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py)."""
-        return await self._launch(slot, git_binds=False)
+        """Start a sandbox whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py), as ``key``
+        (a uid:gid from pool_key)."""
+        return await self._launch(slot, key or f"{os.geteuid()}:{os.getegid()}", git_binds=False)
+
+    def user_for(self, workspace: Path) -> str:
+        """uid:gid the sandbox for ``workspace`` runs as (see the class docstring)."""
+        if self.user:
+            return self.user
+        if os.geteuid() == 0:
+            st = workspace.stat()
+            return f"{st.st_uid}:{st.st_gid}"
+        return f"{os.geteuid()}:{os.getegid()}"
 
     def pool_key(self, workspace: Path) -> str:
-        """All warm bwrap sandboxes of this provider are interchangeable."""
-        return ""
+        """Warm sandboxes are interchangeable only for the same user."""
+        return self.user_for(Path(workspace).resolve())
 
-    async def _launch(self, ws: Path, *, git_binds: bool) -> BwrapSandbox:
+    async def _launch(self, ws: Path, user: str, *, git_binds: bool) -> BwrapSandbox:
         if not os.access(self.bwrap, os.X_OK):
             raise UnexpectedEnvironment(f"bubblewrap not found at {self.bwrap}; install the 'bubblewrap' package "
                                         f"or use the docker backend")
-        sandbox_id = f"bw-{secrets.token_hex(6)}"
+        sandbox_id = f"bw-{os.getpid()}-{secrets.token_hex(5)}"
         cg: cgroups.SandboxCgroup | None = None
         if self._cg_support.dirs:
             try:
@@ -280,11 +352,15 @@ class BwrapProvider(SandboxProvider):
         block_r, block_w = os.pipe() if cg else (None, None)
         args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r)
         child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
+        uid, _, gid = user.partition(":")
+        as_user: dict[str, Any] = {}
+        if int(uid) != os.geteuid():  # root starting the sandbox as the workspace owner: bwrap runs unprivileged
+            as_user = {"user": int(uid), "group": int(gid or uid), "extra_groups": []}
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=child_fds,
-                limit=STREAM_LIMIT, start_new_session=True, cwd="/")
+                limit=STREAM_LIMIT, start_new_session=True, cwd="/", **as_user)
         except OSError as exc:
             for fd in (info_r, block_w):
                 if fd is not None:
@@ -305,13 +381,16 @@ class BwrapProvider(SandboxProvider):
                 _, err = await proc.communicate()
                 await asyncio.to_thread(cg.destroy)
                 detail = err.decode("utf-8", "replace").strip()[-1000:]
+                if detail:
+                    raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: {detail}") from None
                 raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: cannot put it in its cgroup "
-                                            f"({exc})" + (f"; bwrap said: {detail}" if detail else "")) from None
+                                            f"({exc})") from None
             finally:
                 os.close(info_r)
                 os.close(block_w)
         client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
+        sandbox.user = user
         try:
             pong = await sandbox.request("ping", timeout_s=self.start_timeout_s)
             if not pong.get("pong"):

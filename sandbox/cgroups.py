@@ -151,16 +151,18 @@ class SandboxCgroup:
             time.sleep(0.01)
 
 
-def reap_stale(support: CgroupSupport, alive: set[str] | None = None) -> int:
-    """Remove bosun sandbox cgroups left empty by a crashed worker; returns how many were removed."""
+def reap_stale(support: CgroupSupport) -> int:
+    """Remove sandbox cgroups (``bw-<owner pid>-...``) whose owner process is gone; returns how many."""
     removed = 0
     for parent in set(support.dirs.values()):
         for d in parent.iterdir():
-            if d.is_dir() and (alive is None or d.name not in alive):
-                try:
-                    if not (d / "cgroup.procs").read_text().strip():
-                        d.rmdir()
-                        removed += 1
-                except OSError:
-                    pass
+            parts = d.name.split("-")
+            if not d.is_dir() or len(parts) < 3 or not parts[1].isdigit():
+                continue
+            if Path(f"/proc/{parts[1]}").exists():
+                continue
+            cg = SandboxCgroup.__new__(SandboxCgroup)
+            cg.dirs = [d]
+            cg.destroy(timeout_s=1.0)
+            removed += 1
     return removed

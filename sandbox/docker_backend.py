@@ -226,6 +226,8 @@ class DockerProvider(SandboxProvider):
             raise UnexpectedEnvironment(f"the docker engine is not reachable ({exc}); start it or set DOCKER_HOST, "
                                         f"or use the bwrap backend") from None
         self._owner = owner_tag()
+        with contextlib.suppress(Exception):  # containers of workers that died on this host
+            self.reap_orphans()
 
     # -- container spec --------------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """A small classic-BPF seccomp filter for bwrap sandboxes (``bwrap --seccomp FD``), built without libseccomp.
 
 It refuses, with EPERM:
+- keyrings (add_key, request_key, keyctl: the worker's session keyring is inherited), bpf, perf_event_open,
+  userfaultfd, setns, module loading, kexec, acct, swapon, reboot: nothing a tool needs, all attack surface;
 - chmod/fchmod/fchmodat/fchmodat2 when the new mode has the set-user-ID or set-group-ID bit: a process running as
   root inside the sandbox could otherwise leave a setuid-root binary in the workspace for the host to trip over;
 - clone/unshare with any namespace flag (new user namespaces would hand capabilities back inside the sandbox);
@@ -29,12 +31,19 @@ _CLONE_NS_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | 
 # (audit arch, {syscall: (kind, arg index)}) per machine; kind "mode" checks set-id bits, "ns" namespace flags.
 _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (0xC000003E, {"chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "clone": 56,
-                            "unshare": 272, "clone3": 435}),
+                            "unshare": 272, "clone3": 435, "setns": 308, "add_key": 248, "request_key": 249,
+                            "keyctl": 250, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+                            "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
+                            "acct": 163, "swapon": 167, "reboot": 169}),
     "aarch64": (0xC00000B7, {"fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "clone": 220, "unshare": 97,
-                             "clone3": 435}),
+                             "clone3": 435, "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219,
+                             "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
+                             "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "acct": 89,
+                             "swapon": 224, "reboot": 142}),
 }
 _RULES = {"chmod": ("mode", 1), "fchmod": ("mode", 1), "fchmodat": ("mode", 2), "fchmodat2": ("mode", 2),
           "clone": ("ns", 0), "unshare": ("ns", 0), "clone3": ("enosys", 0)}
+"""Syscalls not listed here but in the tables above are refused outright (EPERM)."""
 
 
 class _Asm:
@@ -82,8 +91,11 @@ def build_filter(machine: str | None = None) -> bytes:
         a.op(_JEQ_K, nr, f"rule_{name}", 0)
     a.op(_RET_K, _RET_ALLOW)
     for name in numbers:
-        kind, argi = _RULES[name]
+        kind, argi = _RULES.get(name, ("deny", 0))
         a.label(f"rule_{name}")
+        if kind == "deny":
+            a.op(_RET_K, eperm)
+            continue
         if kind == "enosys":
             a.op(_RET_K, _RET_ERRNO | errno.ENOSYS)
             continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import re
 import secrets
@@ -54,6 +55,23 @@ def mount_points() -> set[str]:
     return points
 
 
+def _starttime(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+        return raw[raw.rfind(")") + 2:].split()[19]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _owner_dir_name(pid: int) -> str:
+    return f"{pid}-{_starttime(pid)}"
+
+
+def _owner_alive(name: str) -> bool:
+    pid, _, start = name.partition("-")
+    return pid.isdigit() and _starttime(int(pid)) == start
+
+
 def is_mount(path: Path | str) -> bool:
     return str(path) in mount_points()
 
@@ -79,6 +97,8 @@ class SlotManager:
         self._ready: bool | None = None
         self._problem = ""
         self._lock = threading.Lock()
+        self.mine = self.root / _owner_dir_name(os.getpid())
+        """This process's slots (per process: another worker's stale-slot cleanup must never touch ours)."""
 
     def usable(self) -> tuple[bool, str]:
         """Set up the shared slot mount once; (True, "") when warm binding works on this host."""
@@ -95,31 +115,42 @@ class SlotManager:
     def _setup(self) -> None:
         if os.geteuid() != 0:
             raise PermissionError(1, "needs root to bind-mount workspaces")
-        for d, flag in ((self.root, MS_SHARED), (self.staging, MS_PRIVATE)):
-            d.mkdir(parents=True, exist_ok=True)
-            if not is_mount(d):
-                _mount(str(d), str(d), MS_BIND)
-            _mount(None, str(d), flag)
-        self.cleanup_stale()
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.root.parent / ".bosun-slots.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # several workers on one host: one of them sets up the mounts
+            for d, flag in ((self.root, MS_SHARED), (self.staging, MS_PRIVATE)):
+                d.mkdir(parents=True, exist_ok=True)
+                if not is_mount(d):
+                    _mount(str(d), str(d), MS_BIND)
+                    _mount(None, str(d), flag)
+            self.cleanup_stale()
+            self.mine = self.root / _owner_dir_name(os.getpid())
+            self.mine.mkdir(exist_ok=True)
 
-    def cleanup_stale(self, keep: set[str] | None = None) -> int:
-        """Unmount and remove slots not in ``keep`` (left by a crashed worker); returns how many."""
+    def cleanup_stale(self) -> int:
+        """Unmount and remove the slots of worker processes that are gone; returns how many slots."""
         removed = 0
-        for d in list(self.root.iterdir()):
-            if keep and d.name in keep:
+        for owner in list(self.root.iterdir()):
+            if not owner.is_dir() or _owner_alive(owner.name):
                 continue
-            self._release_path(d)
-            removed += 1
+            for slot in list(owner.iterdir()):
+                self._release_path(slot)
+                removed += 1
+            with contextlib.suppress(OSError):
+                owner.rmdir()
+        points = mount_points()
         for d in list(self.staging.iterdir()):
             with contextlib.suppress(OSError):
-                while is_mount(d):
+                if str(d) in points:
                     _umount(str(d))
-            with contextlib.suppress(OSError):
                 d.rmdir() if d.is_dir() else d.unlink()
         return removed
 
     def new_slot(self) -> Path:
-        slot = self.root / secrets.token_hex(8)
+        usable, why = self.usable()
+        if not usable:
+            raise OSError(why)
+        slot = self.mine / secrets.token_hex(8)
         slot.mkdir(mode=0o755)
         return slot
 

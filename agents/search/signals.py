@@ -26,6 +26,7 @@ _GO_FRAME = re.compile(r"^\s+(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?\s*$", re.M)
 _GO_FUNC = re.compile(r"^([\w./-]+\.(?:\(\*?\w+\)\.)?\w+)\(.*\)\s*$", re.M)
 _JAVA_FRAME = re.compile(r"\bat ((?:[\w$]+\.)+[\w$<>]+)\(([\w$]+\.(?:java|kt|scala)):(\d+)\)")
 _RUST_FRAME = re.compile(r"(?:\bat|panicked at) '?((?:[\w.-]+/)*[\w-]+\.rs):(\d+)(?::\d+)?")
+_URL = re.compile(r"\b(?:https?|ftp|file)://\S+")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -101,7 +102,8 @@ def extract_signals(text: str) -> Signals:
         frames.append(Frame(m.group(1), int(m.group(2)), "", "rust"))
     sig.frames = frames
 
-    paths = [m.group(1).replace("\\", "/") for m in _PATH.finditer(text)]
+    no_urls = _URL.sub(" ", text)
+    paths = [m.group(1).replace("\\", "/") for m in _PATH.finditer(no_urls)]
     paths += [f.path.replace("\\", "/") for f in frames]
     sig.paths = _unique([p for p in paths if "<" not in p and not p.startswith(("http:", "https:", "www."))])
 

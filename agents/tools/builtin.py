@@ -1,181 +1,142 @@
-"""The built-in tools. Every file and command operation goes through the agent run's sandbox."""
+"""The built-in tools and the tool sets per model family. Every file and command operation goes through the agent
+run's sandbox (code search alone reads the workspace from the host, safely: see ``hostview``)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
 
-from agents.tools.pytest_report import parse_pytest_output
-from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
-from infra.errors import ToolFailed
+from agents.tools.code import (
+    FindSymbolArgs,
+    FindSymbolResult,
+    RepoMapArgs,
+    RepoMapResult,
+    SearchCodeArgs,
+    SearchCodeResult,
+    find_symbol,
+    repo_map,
+    search_code,
+)
+from agents.tools.commands import (
+    PYTEST,
+    TEST_ENV,
+    CheckArgs,
+    CheckResult,
+    CommandResult,
+    GitDiffArgs,
+    GitDiffResult,
+    GitStatusArgs,
+    GitStatusResult,
+    RunCommandArgs,
+    RunTestsArgs,
+    TestRunResult,
+    check,
+    git_diff,
+    git_status,
+    run_command,
+    run_tests,
+)
+from agents.tools.edit import (
+    ApplyPatchArgs,
+    ApplyPatchResult,
+    EditResult,
+    StrReplaceArgs,
+    apply_patch,
+    patch_write_key,
+    str_replace,
+)
+from agents.tools.files import (
+    READ_CHAR_CAP,
+    READ_LINE_CAP,
+    GlobArgs,
+    GlobResult,
+    GrepArgs,
+    GrepResult,
+    ListDirArgs,
+    ListDirResult,
+    ReadFileArgs,
+    ReadFileResult,
+    WriteFileArgs,
+    WriteResult,
+    glob,
+    grep,
+    list_dir,
+    read_file,
+    write_file,
+)
+from agents.tools.registry import Registry, Tool
+from agents.tools.todo import TodoArgs, TodoResult, todo
 
-READ_LINE_CAP = 2000
-READ_CHAR_CAP = 100_000
-TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
-PYTEST = ["python3", "-m", "pytest", "-rA", "--tb=short", "-q", "-p", "no:cacheprovider"]
+__all__ = ["BUILTIN_TOOLS", "PYTEST", "READ_CHAR_CAP", "READ_LINE_CAP", "TEST_ENV", "EditShape", "default_registry",
+           "shape_for_model", "tools_for_shape"]
 
-
-class ReadFileArgs(BaseModel):
-    path: str = Field(description="File path, relative to the repository root.")
-    start_line: int = Field(1, ge=1, description="First line to show (1-based).")
-    end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive); default: to the end.")
-
-
-async def read_file(ctx: ToolContext, a: ReadFileArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("read", {"path": a.path})
-    lines = res["text"].splitlines()
-    end = min(a.end_line or len(lines), len(lines), a.start_line + READ_LINE_CAP - 1)
-    shown = lines[a.start_line - 1:end]
-    out, size = [], 0
-    for i, line in enumerate(shown, a.start_line):
-        row = f"{i:6d}\t{line}"
-        size += len(row) + 1
-        if size > READ_CHAR_CAP:
-            end = i - 1
-            break
-        out.append(row)
-    text = "\n".join(out)
-    if end < len(lines):
-        text += (f"\n[showing lines {a.start_line}-{end} of {len(lines)}; "
-                 f"call read_file with start_line={end + 1} for more]")
-    return ToolOutput(text=text or "(empty file)", summary=f"{a.path}: lines {a.start_line}-{end} of {len(lines)}")
-
-
-class ListDirArgs(BaseModel):
-    path: str = Field(".", description="Directory, relative to the repository root.")
-
-
-async def list_dir(ctx: ToolContext, a: ListDirArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("list", {"path": a.path})
-    rows = [f"{e['name']}{'/' if e['type'] == 'dir' else ''}" for e in res["entries"]]
-    return ToolOutput(text="\n".join(rows) or "(empty directory)", summary=f"{a.path}: {len(rows)} entries")
-
-
-class GrepArgs(BaseModel):
-    pattern: str = Field(description="Regular expression (ripgrep syntax).")
-    path: str = Field(".", description="Directory or file to search.")
-    glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
-    ignore_case: bool = False
-    max_results: int = Field(200, ge=1, le=2000)
-
-
-async def grep(ctx: ToolContext, a: GrepArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("grep", a.model_dump())
-    rows = [f"{m['path']}:{m['line']}:{m['text']}" for m in res["matches"]]
-    text = "\n".join(rows) or "(no matches)"
-    if res.get("truncated"):
-        text += f"\n[stopped at {a.max_results} matches; narrow the pattern or path]"
-    return ToolOutput(text=text, summary=f"{len(rows)} matches for {a.pattern!r}")
-
-
-class WriteFileArgs(BaseModel):
-    path: str = Field(description="File path, relative to the repository root. Parent directories are created.")
-    content: str = Field(description="The complete new content of the file.")
-
-
-async def write_file(ctx: ToolContext, a: WriteFileArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("write", {"path": a.path, "text": a.content, "create_dirs": True})
-    return ToolOutput(text=f"wrote {a.path} ({res.get('size', len(a.content))} bytes)", summary=f"wrote {a.path}")
+EditShape = Literal["apply_patch", "str_replace"]
 
 
-class StrReplaceArgs(BaseModel):
-    path: str = Field(description="File to edit, relative to the repository root.")
-    old_str: str = Field(description="Text to replace; it must match exactly one place in the file.")
-    new_str: str = Field(description="Replacement text.")
-    replace_all: bool = Field(False, description="Replace every exact occurrence instead of requiring one.")
-
-
-async def str_replace(ctx: ToolContext, a: StrReplaceArgs) -> ToolOutput:
-    from agents.edits import EditRefused, apply_str_replace, check_edit_syntax
-
-    before = (await ctx.sandbox.request("read", {"path": a.path}))["text"]
-    try:
-        outcome = apply_str_replace(before, a.old_str, a.new_str, replace_all=a.replace_all)
-        if outcome.status == "applied":
-            check_edit_syntax(a.path, before, outcome.text)
-    except EditRefused as e:
-        raise ToolFailed(f"edit of {a.path} refused: {e.message}") from None
-    if outcome.status == "already_applied":
-        return ToolOutput(text=f"{a.path}: {outcome.message}", summary=f"{a.path}: already applied")
-    await ctx.sandbox.request("write", {"path": a.path, "text": outcome.text})
-    return ToolOutput(text=f"edited {a.path} ({outcome.message})", summary=f"edited {a.path} [{outcome.level}]")
-
-
-class RunCommandArgs(BaseModel):
-    command: str = Field(description="Shell command, run with /bin/sh -c in the repository root, no network.")
-    timeout_s: float = Field(120, gt=0, le=3600, description="Seconds before the whole process tree is killed.")
-
-
-def _format_exec(res) -> str:
-    parts = [f"exit code: {res.exit_code if not res.timed_out else 'killed (timeout)'}"]
-    if res.stdout:
-        parts.append("stdout:\n" + res.stdout)
-    if res.stderr:
-        parts.append("stderr:\n" + res.stderr)
-    return "\n".join(parts)
-
-
-async def run_command(ctx: ToolContext, a: RunCommandArgs) -> ToolOutput:
-    res = await ctx.sandbox.exec(a.command, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
-                                 output_cap=ctx.output_cap, env=TEST_ENV)
-    state = "timed out" if res.timed_out else f"exit {res.exit_code}"
-    return ToolOutput(text=_format_exec(res), summary=f"{a.command[:80]!r}: {state} in {res.duration_s:.1f}s",
-                      data={"exit_code": res.exit_code, "timed_out": res.timed_out})
-
-
-class RunTestsArgs(BaseModel):
-    args: list[str] = Field(default_factory=list, description="Extra pytest arguments, e.g. test ids or -k EXPR.")
-    timeout_s: float = Field(600, gt=0, le=3600)
-
-
-async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
-    res = await ctx.sandbox.exec(PYTEST + a.args, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
-                                 output_cap=ctx.output_cap, env=TEST_ENV)
-    report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
-    head = f"pytest: {report.headline()}"
-    if report.failed:
-        head += "\nfailed: " + ", ".join(report.failed)
-    tail = (res.stdout + ("\n" + res.stderr if res.stderr else ""))[-12_000:]
-    return ToolOutput(text=f"{head}\n\n{tail}", summary=head.splitlines()[0],
-                      data=report.model_dump(include={"exit_code", "passed", "failed", "summary"}))
-
-
-class GitDiffArgs(BaseModel):
-    staged: bool = False
-
-
-async def git_diff(ctx: ToolContext, a: GitDiffArgs) -> ToolOutput:
-    cmd = ["git", "diff", "--no-color"] + (["--cached"] if a.staged else [])
-    res = await ctx.sandbox.exec(cmd, timeout_s=60, output_cap=ctx.output_cap)
-    if res.exit_code != 0:
-        raise ToolFailed(f"git diff failed: {res.stderr.strip()[:500]}")
-    return ToolOutput(text=res.stdout or "(no changes)", summary=f"diff: {res.stdout.count(chr(10))} lines")
-
-
-class GitStatusArgs(BaseModel):
-    pass
-
-
-async def git_status(ctx: ToolContext, a: GitStatusArgs) -> ToolOutput:
-    res = await ctx.sandbox.exec(["git", "status", "--short"], timeout_s=60, output_cap=ctx.output_cap)
-    if res.exit_code != 0:
-        raise ToolFailed(f"git status failed: {res.stderr.strip()[:500]}")
-    return ToolOutput(text=res.stdout or "(clean)", summary=f"{len(res.stdout.splitlines())} changed paths")
+def _todo_key(arguments: dict) -> str:
+    return ":todo"  # serializes checklist updates with each other, never with file writes
 
 
 BUILTIN_TOOLS = [
-    Tool("read_file", "Read a text file with line numbers (optionally a line range).", ReadFileArgs, read_file),
-    Tool("list_dir", "List a directory of the repository.", ListDirArgs, list_dir),
-    Tool("grep", "Search file contents with a regular expression (ripgrep).", GrepArgs, grep),
-    Tool("git_diff", "Show the current uncommitted changes as a unified diff.", GitDiffArgs, git_diff),
-    Tool("git_status", "Show changed and untracked files.", GitStatusArgs, git_status),
-    Tool("write_file", "Create or overwrite a whole file.", WriteFileArgs, write_file, read_only=False),
+    Tool("read_file", "Read a text file with line numbers (optionally a line range).", ReadFileArgs, read_file,
+         result=ReadFileResult),
+    Tool("list_dir", "List a directory of the repository ('/' marks directories, '@' symlinks).", ListDirArgs,
+         list_dir, result=ListDirResult),
+    Tool("glob", "Find files by name pattern ('**/*.py').", GlobArgs, glob, result=GlobResult),
+    Tool("grep", "Search file contents with a regular expression (ripgrep).", GrepArgs, grep, result=GrepResult),
+    Tool("search_code", "Rank the repository's files for a task, error message or identifiers (BM25, symbols, "
+         "paths and stack frames); shows the best-matching lines.", SearchCodeArgs, search_code,
+         result=SearchCodeResult),
+    Tool("find_symbol", "Find where a function, class or method is defined and where it is used (tree-sitter).",
+         FindSymbolArgs, find_symbol, result=FindSymbolResult),
+    Tool("repo_map", "Outline of the repository: the most relevant files and their definitions, within a token "
+         "budget.", RepoMapArgs, repo_map, result=RepoMapResult),
+    Tool("git_diff", "Show the current uncommitted changes as a unified diff.", GitDiffArgs, git_diff,
+         result=GitDiffResult),
+    Tool("git_status", "Show changed and untracked files.", GitStatusArgs, git_status, result=GitStatusResult),
+    Tool("check", "Check files for syntax errors (tree-sitter, many languages) and lint them with ruff (Python, "
+         "when installed). Default: the changed files.", CheckArgs, check, result=CheckResult),
+    Tool("todo", "Keep your own checklist for this task: set the whole list, add items, update their status.",
+         TodoArgs, todo, read_only=False, result=TodoResult, key=_todo_key),
+    Tool("write_file", "Create or overwrite a whole file.", WriteFileArgs, write_file, read_only=False,
+         result=WriteResult),
     Tool("str_replace", "Replace one exact, unique snippet of a file with new text.", StrReplaceArgs, str_replace,
-         read_only=False),
+         read_only=False, result=EditResult),
+    Tool("apply_patch", "Edit files with a patch in the '*** Begin Patch' format: add, delete, update and move files; "
+         "all operations apply or none.", ApplyPatchArgs, apply_patch, read_only=False, result=ApplyPatchResult,
+         key=patch_write_key),
     Tool("run_command", "Run a shell command in the repository (sandboxed, no network).", RunCommandArgs,
-         run_command, read_only=False),
-    Tool("run_tests", "Run the test suite (pytest) and report passed and failed tests.", RunTestsArgs, run_tests,
-         read_only=False),
+         run_command, read_only=False, result=CommandResult),
+    Tool("run_tests", "Run the test suite (pytest) and report passed and failed tests with failure messages.",
+         RunTestsArgs, run_tests, read_only=False, result=TestRunResult),
 ]
+
+_COMMON = ["read_file", "list_dir", "glob", "grep", "search_code", "find_symbol", "repo_map", "git_status",
+           "git_diff", "check", "todo", "run_command", "run_tests"]
+TOOL_SETS: dict[str, list[str]] = {
+    "apply_patch": [*_COMMON[:11], "apply_patch", *_COMMON[11:]],
+    "str_replace": [*_COMMON[:11], "str_replace", "write_file", *_COMMON[11:]],
+}
+
+
+def tools_for_shape(shape: EditShape) -> list[str]:
+    """Tool names for a model family's edit shape: OpenAI GPT/Codex -> apply_patch, Anthropic Claude -> str_replace."""
+    if shape not in TOOL_SETS:
+        raise ValueError(f"unknown edit shape {shape!r}; expected one of {', '.join(TOOL_SETS)}")
+    return list(TOOL_SETS[shape])
+
+
+def shape_for_model(model: str) -> EditShape:
+    """The edit shape for a model spec such as ``openai:gpt-5-codex`` or ``anthropic:claude-sonnet-4-5``.
+
+    OpenAI GPT, o-series and Codex models get apply_patch (what they are trained on); everything else, Anthropic
+    Claude first, gets str_replace.
+    """
+    provider, _, name = model.partition(":")
+    name = (name or provider).lower()
+    if provider.lower() in ("openai", "azure", "codex") or name.startswith(("gpt", "o1", "o3", "o4", "codex")) \
+            or "codex" in name:
+        return "apply_patch"
+    return "str_replace"
 
 
 def default_registry() -> Registry:

@@ -1,20 +1,35 @@
-"""The tool registry: each tool declares a pydantic argument model, whether it only reads, and how it runs.
+"""The tool registry: each tool declares pydantic argument and result models, whether it only reads, and how it runs.
 
 Invalid arguments never crash anything: they come back to the model as an ``InvalidArguments`` result with the
 validation message. Expected failures (file not found, edit refused, path outside the workspace) come back as
 ``ToolFailed`` results. Anything else is a bug and propagates (the activity layer counts it as Unknown).
+
+The registry renders its tools for the model APIs: ``openai_tools`` (``{"type": "function", "function": {...}}``,
+strict mode by default) and ``anthropic_tools`` (``{name, description, input_schema}``); ``specs`` gives the
+provider-neutral ``ToolSpec`` list the providers translate themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agents.messages import ToolSpec
+from agents.tools.schema import clean_schema, drop_nulls_for_defaults, strict_schema
 from infra.errors import InvalidArguments, ToolFailed, ToolTimeout
+
+ANY_FILE = "*"
+"""Write key of a call that may write anything (it runs alone)."""
+
+
+class Args(BaseModel):
+    """Base of tool argument models: unknown arguments are an error (a misspelt option is never ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ToolOutput(BaseModel):
@@ -26,18 +41,38 @@ class ToolOutput(BaseModel):
     """InvalidArguments, ToolFailed or Timeout when is_error."""
     summary: str = ""
     data: dict[str, Any] = {}
-    """Structured extras (e.g. run_tests: passed/failed ids) for the workflow and history."""
+    """The tool's result model, dumped (e.g. run_tests: passed/failed ids) for the workflow and history."""
+
+    @classmethod
+    def of(cls, text: str, result: BaseModel | None = None, summary: str = "") -> ToolOutput:
+        """A successful output carrying ``result`` (the tool's declared result model) as ``data``."""
+        return cls(text=text, summary=summary, data=result.model_dump(mode="json") if result is not None else {})
 
 
 @dataclass
 class ToolContext:
-    """What a tool may use: the sandbox of this agent run, and limits."""
+    """What a tool may use: the sandbox of this agent run, limits, and the agent's own checklist."""
 
     sandbox: Any
     """A sandbox.base.Sandbox; every file and command operation goes through it."""
     command_timeout_s: float = 300.0
     output_cap: int = 200_000
     todo: list[dict[str, Any]] = field(default_factory=list)
+    """The agent's checklist (the ``todo`` tool): ``{"id", "text", "status"}`` items."""
+    workspace: Path | None = None
+    """The workspace on the host (for code-search indexing only); default: the sandbox's."""
+
+    def host_workspace(self) -> Path:
+        """The workspace directory on the host; ToolFailed when the sandbox does not say."""
+        ws = self.workspace if self.workspace is not None else getattr(self.sandbox, "workspace", None)
+        if ws is None:
+            raise ToolFailed("this tool needs the workspace directory, and the sandbox does not report one")
+        return Path(ws)
+
+
+def _path_key(arguments: dict[str, Any]) -> str:
+    path = arguments.get("path")
+    return path if isinstance(path, str) else ANY_FILE
 
 
 @dataclass(frozen=True)
@@ -48,11 +83,29 @@ class Tool:
     run: Callable[[ToolContext, Any], Awaitable[ToolOutput]]
     read_only: bool = True
     """Read-only tools may run in parallel; writing tools are serialized per file."""
+    result: type[BaseModel] | None = None
+    """The model of ``ToolOutput.data`` on success (documented for the workflow and tests)."""
+    key: Callable[[dict[str, Any]], str] | None = None
+    """Writing tools: the file a call writes, from its raw arguments; default: the ``path`` argument."""
+
+    def schema(self) -> dict[str, Any]:
+        """JSON Schema of the arguments (refs inlined, no titles)."""
+        return clean_schema(self.args)
 
     def spec(self) -> ToolSpec:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        return ToolSpec(name=self.name, description=self.description, parameters=self.schema())
+
+    def openai(self, *, strict: bool = True) -> dict[str, Any]:
+        """The tool as an OpenAI function tool (Chat Completions shape)."""
+        params = strict_schema(self.schema()) if strict else self.schema()
+        fn: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": params}
+        if strict:
+            fn["strict"] = True
+        return {"type": "function", "function": fn}
+
+    def anthropic(self) -> dict[str, Any]:
+        """The tool as an Anthropic tool definition."""
+        return {"name": self.name, "description": self.description, "input_schema": self.schema()}
 
 
 def _validation_message(e: ValidationError) -> str:
@@ -64,12 +117,26 @@ def _validation_message(e: ValidationError) -> str:
 
 
 class Registry:
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: Iterable[Tool]) -> None:
         self.tools = {t.name: t for t in tools}
 
-    def specs(self, names: list[str] | None = None) -> list[ToolSpec]:
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def _chosen(self, names: list[str] | None) -> list[Tool]:
         chosen = names if names is not None else list(self.tools)
-        return [self.tools[n].spec() for n in chosen if n in self.tools]
+        return [self.tools[n] for n in chosen if n in self.tools]
+
+    def specs(self, names: list[str] | None = None) -> list[ToolSpec]:
+        return [t.spec() for t in self._chosen(names)]
+
+    def openai_tools(self, names: list[str] | None = None, *, strict: bool = True) -> list[dict[str, Any]]:
+        """OpenAI-style function tools (strict mode unless ``strict=False``)."""
+        return [t.openai(strict=strict) for t in self._chosen(names)]
+
+    def anthropic_tools(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """Anthropic tool definitions."""
+        return [t.anthropic() for t in self._chosen(names)]
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
@@ -79,18 +146,25 @@ class Registry:
         tool = self.tools.get(name)
         if tool is None or tool.read_only:
             return None
-        path = arguments.get("path")
-        return path if isinstance(path, str) else "*"
+        if not isinstance(arguments, dict):
+            return ANY_FILE
+        try:
+            return (tool.key or _path_key)(arguments)
+        except Exception:  # noqa: BLE001 - malformed arguments: run it alone, execute() reports the error
+            return ANY_FILE
 
     async def execute(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self.tools.get(name)
         if tool is None:
             return _error("InvalidArguments", f"unknown tool {name!r}; available tools: {', '.join(self.tools)}")
+        if not isinstance(arguments, dict):
+            return _error("InvalidArguments", f"the arguments of {name} must be a JSON object, "
+                                              f"got {type(arguments).__name__}")
         if "__raw__" in arguments:
             return _error("InvalidArguments", f"the arguments of {name} are not valid JSON: "
                                               f"{str(arguments['__raw__'])[:200]!r}")
         try:
-            args = tool.args.model_validate(arguments)
+            args = tool.args.model_validate(drop_nulls_for_defaults(tool.args, arguments))
         except ValidationError as e:
             return _error("InvalidArguments", f"invalid arguments for {name}: {_validation_message(e)}")
         try:

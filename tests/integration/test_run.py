@@ -116,8 +116,9 @@ def test_team_mode_plans_fans_out_stitches_and_debugs(stack, example_repo):
 
     steps = json.loads(stack.bosun("history", "it-team-1", "--json").stdout)
     children = [c for c in steps["children"] if c["kind"] == "child"]
-    assert [c["workflow_id"].split("/")[-1] for c in children] == [
-        "planner", "fast_edit-median-1", "fast_edit-percent-1", "debugger-1"]
+    names = [c["workflow_id"].split("/")[-1] for c in children]
+    assert names[0] == "planner" and names[-1] == "debugger-1"
+    assert sorted(names[1:3]) == ["fast_edit-median-1", "fast_edit-percent-1"]
     # the two fast-edit agents overlapped in time (parallel fan-out)
     a, b = children[1], children[2]
     assert a["started"] < b["started"] + b["duration_s"] and b["started"] < a["started"] + a["duration_s"]

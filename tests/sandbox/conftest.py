@@ -21,7 +21,15 @@ TEST_LIMITS = Limits(memory_mb=512, pids=256, cpus=1.0, tmp_mb=64, nofile=1024)
 SANDBOX_UID = 1000
 """Docker tests run with a workspace owned by this uid, so commands run unprivileged (the recommended setup)."""
 
-BACKENDS = [pytest.param("bwrap", id="bwrap"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+BACKENDS = [pytest.param("bwrap", id="bwrap"),  # workspace owned by root: the sandbox is uid 0 without capabilities
+            pytest.param("bwrap-user", id="bwrap-user"),  # workspace owned by uid 1000: bwrap runs unprivileged
+            pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
+def prepare_workspace(backend: str, ws: Path) -> None:
+    """Docker and bwrap-user sandboxes get a workspace owned by an unprivileged uid (they run as its owner)."""
+    if backend in ("docker", "bwrap-user"):
+        chown_tree(ws, SANDBOX_UID, SANDBOX_UID)
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
@@ -80,14 +88,13 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def provider(backend: str, request: pytest.FixtureRequest):
-    return request.getfixturevalue(f"{backend}_provider")
+    return request.getfixturevalue(f"{backend.split('-')[0]}_provider")
 
 
 @pytest.fixture
 async def sandbox(provider, backend: str, workspace: Path) -> AsyncIterator[Sandbox]:
-    """A sandbox of each backend; docker's runs as an unprivileged uid that owns the workspace."""
-    if backend == "docker":
-        chown_tree(workspace, SANDBOX_UID, SANDBOX_UID)
+    """A sandbox of each backend variant (see BACKENDS)."""
+    prepare_workspace(backend, workspace)
     sb = await provider.acquire(workspace)
     try:
         yield sb

@@ -37,7 +37,9 @@ def test_js_go_java_rust_frames() -> None:
         "    at com.acme.core.Foo.bar(Foo.java:31)",
         "thread 'main' panicked at src/main.rs:3:5",
     ])
-    frames = {f.style: f for f in extract_signals(text).frames}
+    frames = {}
+    for f in extract_signals(text).frames:
+        frames.setdefault(f.style, f)
     assert frames["js"].path == "/home/u/proj/src/parser.js" and frames["js"].line == 10
     assert frames["js"].function == "Object.parse"
     assert frames["go"].path == "/home/u/go/src/app/server.go" and frames["go"].function == "Handle"

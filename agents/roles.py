@@ -1,0 +1,200 @@
+"""Agent roles as data: ``agents/roles/<name>.toml`` names a prompt, a tool set, a budget and an output.
+
+Roles shipped: ``planner`` (read-only tools, returns a Plan via ``submit_plan`` or as JSON in its final message),
+``fast_edit`` (one subtask in its own workspace: read, edit, run), ``debugger`` (failing tests + output + diff
+-> green tests).
+
+Tool names in a role file must be built-in tools (``agents/tools/builtin.py``: read_file, list_dir, grep,
+git_diff, git_status, write_file, str_replace, run_command, run_tests), tools defined here (``ROLE_TOOLS``:
+submit_plan), or ``@edit``, the slot for the edit tool the model's profile asks for (``apply_patch`` for
+OpenAI GPT/Codex, ``str_replace`` for Claude and the rest; ``str_replace`` when the registry has no
+``apply_patch``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.budget import Budget
+from agents.messages import ToolSpec
+from agents.plan import Plan, Subtask, topological_waves
+from agents.profiles import ModelProfile
+from agents.tools.builtin import BUILTIN_TOOLS
+from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
+from infra.errors import ConfigError
+
+EDIT_SLOT = "@edit"
+"""Placeholder in a role's tool list for the profile's edit tool."""
+Output = Literal["plan", "patch", "report"]
+
+
+class SubmitPlanArgs(Plan):
+    """Arguments of ``submit_plan``: the Plan itself (subtasks and notes), validated like any plan."""
+
+
+async def _submit_plan(ctx: ToolContext, plan: SubmitPlanArgs) -> ToolOutput:
+    waves = topological_waves(plan)
+    return ToolOutput(text=f"plan accepted: {len(plan.subtasks)} subtasks in {len(waves)} waves. "
+                           "Stop here: answer with a one-line summary and make no further tool calls.",
+                      summary=f"plan: {len(plan.subtasks)} subtasks, {len(waves)} waves",
+                      data={"plan": Plan.model_validate(plan.model_dump()).model_dump(mode="json"),
+                            "waves": waves})
+
+
+ROLE_TOOLS: dict[str, Tool] = {
+    "submit_plan": Tool("submit_plan", "Submit the finished plan: subtasks with goal, file scope, dependencies and "
+                        "acceptance check. Invalid plans come back with the list of problems.",
+                        SubmitPlanArgs, _submit_plan, read_only=True),
+}
+"""Tools defined by roles rather than by the built-in registry."""
+
+BUILTIN_NAMES = {t.name for t in BUILTIN_TOOLS}
+_READ_ONLY = {t.name for t in BUILTIN_TOOLS if t.read_only} | {n for n, t in ROLE_TOOLS.items() if t.read_only}
+
+EDIT_GUIDANCE = {
+    "str_replace": (
+        "   str_replace replaces one exact snippet: old_str must appear exactly once in the file, with its\n"
+        "   exact indentation; include enough surrounding lines to make it unique. Read the file again\n"
+        "   after an edit fails: your view of it may be stale."),
+    "apply_patch": (
+        "   apply_patch takes a patch between '*** Begin Patch' and '*** End Patch' with '*** Update File:',\n"
+        "   '*** Add File:' or '*** Delete File:' sections; in an update, '@@' lines name the enclosing\n"
+        "   function or class and changed lines start with ' ', '-' or '+', with 3 lines of context.\n"
+        "   Every chunk must match exactly one place in the file."),
+}
+"""Lines put in place of ``{{edit_guidance}}`` in a prompt, per edit tool."""
+
+
+class Role(BaseModel):
+    """One role, as read from ``agents/roles/<name>.toml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    prompt: str
+    """Prompt file stem in ``agents/prompts`` (``<prompt>.<variant>.md`` is used when it exists)."""
+    tools: list[str] = Field(min_length=1)
+    """Tool names, ``@edit`` for the profile's edit tool."""
+    read_only: bool = False
+    """The role may only use tools that do not write (checked at load)."""
+    output: Output
+    """``plan`` (a Plan), ``patch`` (the workspace diff) or ``report`` (the final message)."""
+    final_tool: str | None = None
+    """A tool whose successful call ends the run and carries the output (``submit_plan``)."""
+    budget: Budget = Field(default_factory=Budget)
+    """Per-agent budget for one run of this role."""
+
+    def tool_names(self, profile: ModelProfile | None = None, available: Iterable[str] | None = None) -> list[str]:
+        """The concrete tool list: ``@edit`` resolved to the profile's edit tool (or str_replace when the
+        registry in ``available`` has no such tool)."""
+        have = set(available) if available is not None else BUILTIN_NAMES | set(ROLE_TOOLS)
+        edit = profile.edit_tool if profile is not None and profile.edit_tool in have else "str_replace"
+        out = [edit if t == EDIT_SLOT else t for t in self.tools]
+        return list(dict.fromkeys(out))
+
+    def registry(self, base: Registry) -> Registry:
+        """``base`` plus this role's own tools (submit_plan), for executing this role's calls."""
+        extra = [ROLE_TOOLS[t] for t in self.tools if t in ROLE_TOOLS]
+        return Registry(list(base.tools.values()) + extra)
+
+    def tool_specs(self, base: Registry, profile: ModelProfile | None = None) -> list[ToolSpec]:
+        reg = self.registry(base)
+        return reg.specs(self.tool_names(profile, reg.tools))
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """JSON Schema of the structured output (the Plan for the planner), None for free text / patches."""
+        return Plan.model_json_schema() if self.output == "plan" else None
+
+    def system_prompt(self, profile: ModelProfile | None = None, available: Iterable[str] | None = None) -> str:
+        """The prompt file for the profile's variant, with the edit tool's name and guidance filled in."""
+        base = resources.files("agents").joinpath("prompts")
+        variant = profile.prompt_variant if profile is not None else None
+        path = base.joinpath(f"{self.prompt}.{variant}.md") if variant else None
+        if path is None or not path.is_file():
+            path = base.joinpath(f"{self.prompt}.md")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"role {self.name!r}: prompt file agents/prompts/{self.prompt}.md is missing") from None
+        names = self.tool_names(profile, available)
+        edit = next((n for n in names if n in EDIT_GUIDANCE), "str_replace")
+        return text.replace("{{edit_tool}}", edit).replace("{{edit_guidance}}", EDIT_GUIDANCE[edit])
+
+
+def role_names() -> list[str]:
+    """Names of the roles shipped in ``agents/roles``."""
+    folder = resources.files("agents").joinpath("roles")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def parse_role(text: str, source: str = "<role>") -> Role:
+    """A Role from TOML text; ConfigError naming the file and each problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    try:
+        role = Role.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(role)'}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"{source}: {problems}") from None
+    known = BUILTIN_NAMES | set(ROLE_TOOLS) | {EDIT_SLOT}
+    unknown = [t for t in role.tools if t not in known]
+    if unknown:
+        raise ConfigError(f"{source}: unknown tools {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if role.read_only:
+        writing = [t for t in role.tools if t not in _READ_ONLY]
+        if writing:
+            raise ConfigError(f"{source}: role is read_only but lists writing tools {', '.join(writing)}")
+    if role.final_tool is not None and role.final_tool not in role.tools:
+        raise ConfigError(f"{source}: final_tool {role.final_tool!r} is not in the role's tools")
+    return role
+
+
+def load_role(name: str) -> Role:
+    """The role ``agents/roles/<name>.toml``; ConfigError listing the known roles when there is none."""
+    path = resources.files("agents").joinpath("roles", f"{name}.toml")
+    if not path.is_file():
+        raise ConfigError(f"no role {name!r}; known roles: {', '.join(role_names())}")
+    role = parse_role(path.read_text(encoding="utf-8"), f"agents/roles/{name}.toml")
+    if role.name != name:
+        raise ConfigError(f"agents/roles/{name}.toml names itself {role.name!r}")
+    return role
+
+
+def subtask_brief(task: str, plan: Plan, subtask_id: str) -> str:
+    """The first user message of a fast-edit agent: its subtask, in the context of the whole task and plan."""
+    s: Subtask = plan.get(subtask_id)
+    others = [o for o in plan.subtasks if o.id != s.id]
+    check = []
+    if s.acceptance.tests:
+        check.append("tests that must pass: " + " ".join(s.acceptance.tests))
+    if s.acceptance.command:
+        check.append(f"command that must exit 0: {s.acceptance.command}")
+    lines = [f"Your subtask ({s.id}): {s.goal}", "",
+             "File scope (edit only these): " + ", ".join(s.files),
+             "Acceptance check: " + "; ".join(check)]
+    if s.depends_on:
+        lines.append("Already done and merged into your copy: " + ", ".join(s.depends_on))
+    if others:
+        lines += ["", "Other agents are doing, at the same time or later (do not do their work):"]
+        lines += [f"- {o.id}: {o.goal.splitlines()[0][:200]} [files: {', '.join(o.files)}]" for o in others]
+    lines += ["", "The whole task, for context:", task]
+    return "\n".join(lines)
+
+
+def debugger_brief(failing_tests: list[str], test_output: str, diff: str, *, task: str | None = None) -> str:
+    """The first user message of a debugger: what fails, the (summarised) output, and the merged diff."""
+    parts = []
+    if task:
+        parts += ["The task the changes were made for:", task, ""]
+    parts += [f"Failing tests ({len(failing_tests)}):", *[f"- {t}" for t in failing_tests], "",
+              "Test output:", test_output.strip(), "", "Current diff against the base commit:",
+              diff.strip() or "(no changes)"]
+    return "\n".join(parts)

@@ -1,0 +1,280 @@
+"""Code-search tools: search_code (ranked files), find_symbol (definitions and references), repo_map.
+
+These are the only tools that read the workspace from the host (tree-sitter and the index live there, not in the
+sandbox), and only through ``hostview``: symlinks are never followed, nothing outside the workspace is read, and the
+index is built from a private mirror of regular-file copies. Ranking, symbols and the map come from
+``agents.search``; without it, search_code falls back to counting grep hits in the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agents.tools import hostview
+from agents.tools.registry import Args, ToolContext, ToolOutput
+from infra.errors import ToolFailed
+
+_index_cache: dict[str, tuple[int, Any]] = {}
+_index_lock = threading.Lock()
+
+
+def _search_available() -> bool:
+    try:
+        import agents.search.index  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _index_sync(ctx: ToolContext) -> Any:
+    """The ``agents.search`` RepoIndex of the workspace's safe mirror (rebuilt only when files changed)."""
+    from agents.search.index import CODE_EXTENSIONS, build_index
+
+    workspace = ctx.host_workspace()
+    mirror = hostview.mirror_for(workspace, frozenset(CODE_EXTENSIONS))
+    with mirror.lock:
+        mirror.sync()
+        key = str(mirror.dest)
+        with _index_lock:
+            cached = _index_cache.get(key)
+        if cached is not None and cached[0] == mirror.generation:
+            return cached[1]
+        index = build_index(mirror.dest, cache_dir=hostview.mirror_base() / "symbols")
+        with _index_lock:
+            _index_cache[key] = (mirror.generation, index)
+        return index
+
+
+async def _index(ctx: ToolContext) -> Any:
+    try:
+        return await asyncio.to_thread(_index_sync, ctx)
+    except hostview.UnsafePath as e:
+        raise ToolFailed(f"code search cannot index the workspace: {e}") from None
+
+
+# ---- search_code ------------------------------------------------------------------------------------------------
+
+
+class SearchCodeArgs(Args):
+    query: str = Field(min_length=1, description=(
+        "What you are looking for: a task description, an error message or stack trace, identifiers, file names."))
+    k: int = Field(10, ge=1, le=50, description="How many files to return.")
+    lines_per_file: int = Field(3, ge=0, le=20, description="Best-matching lines shown under each file.")
+
+
+class SearchHit(BaseModel):
+    path: str
+    score: float
+    lines: list[tuple[int, str]]
+
+
+class SearchCodeResult(BaseModel):
+    hits: list[SearchHit]
+    engine: Literal["ranker", "grep"]
+
+
+def _query_words(query: str) -> list[str]:
+    try:
+        from agents.search.bm25 import tokenize
+
+        words = tokenize(query)
+    except ImportError:
+        words = [w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", query)]
+    return list(dict.fromkeys(words))
+
+
+def _best_lines(text: str, words: list[str], n: int) -> list[tuple[int, str]]:
+    if n == 0 or not words:
+        return []
+    scored = []
+    for i, line in enumerate(text.splitlines(), 1):
+        low = line.lower()
+        hits = sum(1 for w in words if w in low)
+        if hits:
+            scored.append((-hits, i, line.strip()[:200]))
+    scored.sort()
+    return sorted((i, line) for _, i, line in scored[:n])
+
+
+async def search_code(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
+    if not _search_available():
+        return await _grep_search(ctx, a)
+    from agents.search.ranker import rank_files
+
+    index = await _index(ctx)
+    words = _query_words(a.query)
+    ranked = await asyncio.to_thread(rank_files, index, a.query, a.k) if index.files else []
+    hits = []
+    for path, score in ranked:
+        text = index.texts[index.file_ids[path]]
+        hits.append(SearchHit(path=path, score=round(float(score), 4), lines=_best_lines(text, words,
+                                                                                          a.lines_per_file)))
+    return _render_hits(a, hits, "ranker")
+
+
+async def _grep_search(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
+    words = [w for w in _query_words(a.query) if len(w) >= 3][:6]
+    counts: dict[str, dict[str, int]] = {}
+    lines: dict[str, list[tuple[int, str]]] = {}
+    for w in words:
+        res = await ctx.sandbox.request("grep", {"pattern": w, "fixed": True, "ignore_case": True,
+                                                 "max_results": 2000})
+        for m in res["matches"]:
+            counts.setdefault(m["path"], {}).setdefault(w, 0)
+            counts[m["path"]][w] += 1
+            lines.setdefault(m["path"], []).append((m["line"] or 0, m["text"].strip()[:200]))
+    order = sorted(counts, key=lambda p: (-len(counts[p]), -sum(counts[p].values()), p))[: a.k]
+    hits = [SearchHit(path=p, score=float(len(counts[p])), lines=sorted(set(lines[p]))[: a.lines_per_file])
+            for p in order]
+    return _render_hits(a, hits, "grep")
+
+
+def _render_hits(a: SearchCodeArgs, hits: list[SearchHit], engine: Literal["ranker", "grep"]) -> ToolOutput:
+    rows = []
+    for n, hit in enumerate(hits, 1):
+        rows.append(f"{n}. {hit.path}  (score {hit.score:g})")
+        rows.extend(f"   {line}: {text}" for line, text in hit.lines)
+    text = "\n".join(rows) or "(no matching files)"
+    return ToolOutput.of(text, SearchCodeResult(hits=hits, engine=engine), f"{len(hits)} files for {a.query[:60]!r}")
+
+
+# ---- find_symbol ------------------------------------------------------------------------------------------------
+
+
+class FindSymbolArgs(Args):
+    name: str = Field(min_length=1, description="Symbol name, bare ('parse') or qualified ('Parser.parse').")
+    kind: Literal["all", "definitions", "references"] = "all"
+    path: str | None = Field(None, description="Only look in this file or directory.")
+    max_results: int = Field(100, ge=1, le=1000)
+
+
+class SymbolHit(BaseModel):
+    path: str
+    line: int
+    kind: str
+    """The definition's kind (function, class, method...) or 'reference'."""
+    text: str
+
+
+class FindSymbolResult(BaseModel):
+    definitions: list[SymbolHit]
+    references: list[SymbolHit]
+    truncated: bool
+
+
+def _in_scope(path: str, scope: str | None) -> bool:
+    if not scope:
+        return True
+    scope = scope.strip("/").removeprefix("./")
+    return scope in ("", ".") or path == scope or path.startswith(scope + "/")
+
+
+def _references(index: Any, bare: str, scope: str | None, skip: set[tuple[str, int]], limit: int
+                ) -> tuple[list[SymbolHit], bool]:
+    from tree_sitter_language_pack import get_parser
+
+    from agents.search.symbols import language_for
+
+    word = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(bare.encode()) + rb"(?![A-Za-z0-9_$])")
+    out: list[SymbolHit] = []
+    parsers: dict[str, Any] = {}
+    for idx, path in enumerate(index.files):
+        fsyms = index.symbols[idx]
+        if fsyms is None or bare not in fsyms.references or not _in_scope(path, scope):
+            continue
+        lang = language_for(path)
+        if lang is None:
+            continue
+        source = index.texts[idx].encode("utf-8", "surrogatepass")
+        if lang not in parsers:
+            parsers[lang] = get_parser(lang)  # type: ignore[arg-type]
+        tree = parsers[lang].parse(source)
+        lines = index.texts[idx].split("\n")
+        seen_lines: set[int] = set()
+        for m in word.finditer(source):
+            node = tree.root_node.descendant_for_byte_range(m.start(), m.end())
+            if node is None or node.start_byte != m.start() or node.end_byte != m.end():
+                continue  # inside a string, a comment or a longer token
+            if "identifier" not in node.type and node.type not in ("constant", "name", "word"):
+                continue
+            line = node.start_point[0] + 1
+            if line in seen_lines or (path, line) in skip:
+                continue
+            seen_lines.add(line)
+            if len(out) >= limit:
+                return out, True
+            out.append(SymbolHit(path=path, line=line, kind="reference", text=lines[line - 1].strip()[:200]))
+    return out, False
+
+
+def _find_symbol_sync(index: Any, a: FindSymbolArgs) -> FindSymbolResult:
+    bare = a.name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    defs: list[SymbolHit] = []
+    skip: set[tuple[str, int]] = set()
+    found = list(index.defs_by_qualname.get(a.name, []))
+    if "." not in a.name:
+        found += index.defs_by_name.get(a.name, [])
+    for idx, sym in dict.fromkeys(found):
+        path = index.files[idx]
+        skip.add((path, sym.start_line))
+        if _in_scope(path, a.path):
+            defs.append(SymbolHit(path=path, line=sym.start_line, kind=sym.kind,
+                                  text=f"{sym.qualname}: {sym.signature}"[:240]))
+    defs.sort(key=lambda h: (h.path, h.line))
+    truncated = len(defs) > a.max_results
+    defs = defs[: a.max_results] if a.kind != "references" else []
+    refs: list[SymbolHit] = []
+    if a.kind != "definitions":
+        refs, more = _references(index, bare, a.path, skip, a.max_results)
+        truncated = truncated or more
+    return FindSymbolResult(definitions=defs, references=refs, truncated=truncated)
+
+
+async def find_symbol(ctx: ToolContext, a: FindSymbolArgs) -> ToolOutput:
+    if not _search_available():
+        raise ToolFailed("find_symbol is not available (agents.search is not installed); use grep instead")
+    index = await _index(ctx)
+    result = await asyncio.to_thread(_find_symbol_sync, index, a)
+    rows = []
+    if a.kind != "references":
+        rows.append(f"definitions of {a.name} ({len(result.definitions)}):")
+        rows += [f"  {h.path}:{h.line}: [{h.kind}] {h.text}" for h in result.definitions] or ["  (none found)"]
+    if a.kind != "definitions":
+        rows.append(f"references to {a.name.rsplit('.', 1)[-1]} ({len(result.references)}):")
+        rows += [f"  {h.path}:{h.line}: {h.text}" for h in result.references] or ["  (none found)"]
+    if result.truncated:
+        rows.append(f"[stopped at {a.max_results} results; pass `path` to narrow]")
+    summary = f"{a.name}: {len(result.definitions)} definitions, {len(result.references)} references"
+    return ToolOutput.of("\n".join(rows), result, summary)
+
+
+# ---- repo_map ---------------------------------------------------------------------------------------------------
+
+
+class RepoMapArgs(Args):
+    query: str = Field("", description="The task, to centre the map on the relevant files (may be empty).")
+    budget_tokens: int = Field(1024, ge=128, le=8192, description="Size of the map in tokens (about 4 chars each).")
+
+
+class RepoMapResult(BaseModel):
+    files: int
+    chars: int
+
+
+async def repo_map(ctx: ToolContext, a: RepoMapArgs) -> ToolOutput:
+    if not _search_available():
+        raise ToolFailed("repo_map is not available (agents.search is not installed); use list_dir and glob")
+    from agents.search.repomap import render_repo_map
+
+    index = await _index(ctx)
+    if not index.files:
+        return ToolOutput.of("(no code files found)", RepoMapResult(files=0, chars=0), "repo map: empty")
+    text = await asyncio.to_thread(render_repo_map, index, a.query, a.budget_tokens)
+    n = sum(1 for line in text.splitlines() if line.endswith(":") and not line.startswith(" "))
+    return ToolOutput.of(text or "(empty map)", RepoMapResult(files=n, chars=len(text)),
+                         f"repo map: {n} files, {len(text)} chars")

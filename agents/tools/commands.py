@@ -1,0 +1,260 @@
+"""Command tools, all run inside the sandbox: run_command, run_tests, check, git_status, git_diff."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agents.tools.pytest_report import parse_pytest_output
+from agents.tools.registry import Args, ToolContext, ToolOutput
+from infra.errors import ToolFailed
+
+TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+PYTEST = ["python3", "-m", "pytest", "-rA", "--tb=short", "-q", "-p", "no:cacheprovider"]
+PYTEST_ENV = {**TEST_ENV, "COLUMNS": "240"}
+"""A wide terminal, so pytest's short summary keeps the failure messages whole."""
+CHECK_MAX_FILES = 300
+_FIND_RUFF = ("if [ -x .venv/bin/ruff ]; then echo .venv/bin/ruff; "
+              "elif command -v ruff >/dev/null 2>&1; then command -v ruff; fi")
+
+
+# ---- run_command ------------------------------------------------------------------------------------------------
+
+
+class RunCommandArgs(Args):
+    command: str = Field(description="Shell command, run with /bin/sh -c in the repository root, no network.")
+    timeout_s: float = Field(120, gt=0, le=3600, description="Seconds before the whole process tree is killed.")
+
+
+class CommandResult(BaseModel):
+    exit_code: int | None
+    timed_out: bool
+    truncated: bool = False
+    duration_s: float = 0.0
+
+
+def _format_exec(res) -> str:
+    parts = [f"exit code: {res.exit_code if not res.timed_out else 'killed (timeout)'}"]
+    if res.stdout:
+        parts.append("stdout:\n" + res.stdout)
+    if res.stderr:
+        parts.append("stderr:\n" + res.stderr)
+    return "\n".join(parts)
+
+
+async def run_command(ctx: ToolContext, a: RunCommandArgs) -> ToolOutput:
+    res = await ctx.sandbox.exec(a.command, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
+                                 output_cap=ctx.output_cap, env=TEST_ENV)
+    state = "timed out" if res.timed_out else f"exit {res.exit_code}"
+    result = CommandResult(exit_code=res.exit_code, timed_out=res.timed_out, truncated=res.truncated,
+                           duration_s=res.duration_s)
+    return ToolOutput.of(_format_exec(res), result, f"{a.command[:80]!r}: {state} in {res.duration_s:.1f}s")
+
+
+# ---- run_tests --------------------------------------------------------------------------------------------------
+
+
+class RunTestsArgs(Args):
+    args: list[str] = Field(default_factory=list, description="Extra pytest arguments, e.g. test ids or -k EXPR.")
+    timeout_s: float = Field(600, gt=0, le=3600)
+
+
+class TestRunResult(BaseModel):
+    __test__ = False  # not a pytest test class
+
+    exit_code: int | None
+    passed: list[str]
+    failed: list[str]
+    """Failed and errored test ids."""
+    messages: dict[str, str]
+    """Failure message per failed test id."""
+    summary: str
+    counts: dict[str, int]
+    timed_out: bool
+
+
+async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
+    res = await ctx.sandbox.exec(PYTEST + a.args, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
+                                 output_cap=ctx.output_cap, env=PYTEST_ENV)
+    report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
+    head = f"pytest: {report.headline()}"
+    if report.failed:
+        head += "\nfailed: " + ", ".join(report.failed)
+        for tid in report.failed:
+            if tid in report.messages:
+                head += f"\n  {tid}: {report.messages[tid][:300]}"
+    tail = (res.stdout + ("\n" + res.stderr if res.stderr else ""))[-12_000:]
+    result = TestRunResult(exit_code=report.exit_code, passed=report.passed, failed=report.failed,
+                           messages=report.messages, summary=report.summary, counts=report.counts,
+                           timed_out=res.timed_out)
+    return ToolOutput.of(f"{head}\n\n{tail}", result, head.splitlines()[0])
+
+
+# ---- check ------------------------------------------------------------------------------------------------------
+
+
+class CheckArgs(Args):
+    paths: list[str] = Field(default_factory=list, description=(
+        "Files or directories to check; default: the files changed in the working tree (git status)."))
+    ruff: bool = Field(True, description="Also run ruff on Python files when it is installed in the sandbox.")
+
+
+class Problem(BaseModel):
+    path: str
+    line: int
+    column: int = 0
+    code: str
+    """'syntax' for tree-sitter errors, the ruff rule code otherwise."""
+    message: str
+
+
+class CheckResult(BaseModel):
+    files_checked: list[str]
+    problems: list[Problem]
+    ruff: Literal["ran", "not_installed", "skipped", "failed"]
+    not_checked: list[str] = []
+    """Files of languages without a syntax checker."""
+
+
+async def _changed_files(ctx: ToolContext) -> list[str]:
+    res = await ctx.sandbox.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"], timeout_s=60,
+                                 output_cap=ctx.output_cap)
+    if res.exit_code != 0:
+        raise ToolFailed(f"check: no paths given and git status failed ({res.stderr.strip()[:200]}); "
+                         "pass the files to check in `paths`")
+    out: list[str] = []
+    entries = res.stdout.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        if status[0] in "RC":
+            i += 1  # the rename's source path follows
+        if "D" not in status:
+            out.append(path)
+    return out
+
+
+async def _expand(ctx: ToolContext, paths: list[str]) -> list[str]:
+    files: list[str] = []
+    for path in paths:
+        try:
+            res = await ctx.sandbox.request("glob", {"pattern": "**/*", "path": path, "max_results": 5000})
+        except ToolFailed as e:
+            if "not a directory" in str(e):
+                files.append(path)
+                continue
+            raise
+        base = path.rstrip("/")
+        files.extend(p for p in res["paths"] if not p.endswith("/") and p != base)
+    return list(dict.fromkeys(files))
+
+
+async def check(ctx: ToolContext, a: CheckArgs) -> ToolOutput:
+    from agents.edits import language_for, syntax_errors
+
+    candidates = await _expand(ctx, a.paths) if a.paths else await _changed_files(ctx)
+    checked: list[str] = []
+    not_checked: list[str] = []
+    problems: list[Problem] = []
+    for path in candidates:
+        if language_for(path) is None:
+            if a.paths and path in a.paths:
+                not_checked.append(path)
+            continue
+        if len(checked) >= CHECK_MAX_FILES:
+            not_checked.append(path)
+            continue
+        try:
+            text = (await ctx.sandbox.request("read", {"path": path}))["text"]
+        except ToolFailed as e:
+            if path in a.paths and "is a directory" not in str(e):
+                raise
+            not_checked.append(f"{path} ({str(e).split(': ', 1)[-1][:80]})")
+            continue
+        checked.append(path)
+        for line, desc in syntax_errors(path, text) or []:
+            problems.append(Problem(path=path, line=line, code="syntax", message=desc))
+    ruff_state, ruff_note = await _ruff(ctx, [p for p in checked if p.endswith((".py", ".pyi"))], a.ruff, problems)
+    problems.sort(key=lambda p: (p.path, p.line, p.column))
+    result = CheckResult(files_checked=checked, problems=problems, ruff=ruff_state, not_checked=not_checked)
+    rows = [f"{p.path}:{p.line}:{p.column}: {p.code} {p.message}" for p in problems[:200]]
+    if len(problems) > 200:
+        rows.append(f"[... {len(problems) - 200} more problems ...]")
+    head = (f"checked {len(checked)} file(s): {len(problems)} problem(s)" if checked
+            else "no files to check (nothing changed, or no supported language)")
+    text = "\n".join([head, *rows, ruff_note] if ruff_note else [head, *rows])
+    if not_checked:
+        text += f"\nnot checked: {', '.join(not_checked[:20])}"
+    return ToolOutput.of(text, result, head)
+
+
+async def _ruff(ctx: ToolContext, py_files: list[str], wanted: bool, problems: list[Problem]
+                ) -> tuple[Literal["ran", "not_installed", "skipped", "failed"], str]:
+    if not wanted or not py_files:
+        return "skipped", ""
+    found = await ctx.sandbox.exec(["sh", "-c", _FIND_RUFF], timeout_s=30, output_cap=10_000)
+    ruff = found.stdout.strip().splitlines()[0] if found.stdout.strip() else ""
+    if not ruff:
+        return "not_installed", "ruff: not installed in the sandbox; only syntax was checked"
+    res = await ctx.sandbox.exec([ruff, "check", "--no-cache", "--output-format=json", "--exit-zero", "--", *py_files],
+                                 timeout_s=min(120.0, ctx.command_timeout_s), output_cap=ctx.output_cap)
+    try:
+        items = json.loads(res.stdout or "[]")
+    except ValueError:
+        return "failed", f"ruff failed (exit {res.exit_code}): {(res.stderr or res.stdout).strip()[:300]}"
+    for item in items:
+        name = str(item.get("filename", ""))
+        for prefix in ("/workspace/", str(getattr(ctx.sandbox, "workspace", "")).rstrip("/") + "/"):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        loc = item.get("location") or {}
+        problems.append(Problem(path=name, line=int(loc.get("row") or 0), column=int(loc.get("column") or 0),
+                                code=str(item.get("code") or "ruff"), message=str(item.get("message", ""))))
+    return "ran", ""
+
+
+# ---- git --------------------------------------------------------------------------------------------------------
+
+
+class GitDiffArgs(Args):
+    staged: bool = False
+    paths: list[str] = Field(default_factory=list, description="Limit the diff to these paths.")
+    stat: bool = Field(False, description="Show only a per-file summary (git diff --stat).")
+
+
+class GitDiffResult(BaseModel):
+    lines: int
+
+
+async def git_diff(ctx: ToolContext, a: GitDiffArgs) -> ToolOutput:
+    cmd = ["git", "diff", "--no-color"] + (["--cached"] if a.staged else []) + (["--stat"] if a.stat else [])
+    if a.paths:
+        cmd += ["--", *a.paths]
+    res = await ctx.sandbox.exec(cmd, timeout_s=60, output_cap=ctx.output_cap)
+    if res.exit_code != 0:
+        raise ToolFailed(f"git diff failed: {res.stderr.strip()[:500]}")
+    n = res.stdout.count("\n")
+    return ToolOutput.of(res.stdout or "(no changes)", GitDiffResult(lines=n), f"diff: {n} lines")
+
+
+class GitStatusArgs(Args):
+    pass
+
+
+class GitStatusResult(BaseModel):
+    entries: list[str]
+
+
+async def git_status(ctx: ToolContext, a: GitStatusArgs) -> ToolOutput:
+    res = await ctx.sandbox.exec(["git", "status", "--short"], timeout_s=60, output_cap=ctx.output_cap)
+    if res.exit_code != 0:
+        raise ToolFailed(f"git status failed: {res.stderr.strip()[:500]}")
+    entries = res.stdout.splitlines()
+    return ToolOutput.of(res.stdout or "(clean)", GitStatusResult(entries=entries), f"{len(entries)} changed paths")

@@ -1,0 +1,185 @@
+"""File tools: read_file, list_dir, glob, grep, write_file. Every operation goes through the sandbox's tool server."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from agents.tools.registry import Args, ToolContext, ToolOutput
+from infra.errors import ToolFailed
+
+READ_LINE_CAP = 2000
+READ_CHAR_CAP = 100_000
+_MISSING = ("no such file or directory", "a component of the path is not a directory")
+
+
+async def read_text_or_none(ctx: ToolContext, path: str) -> str | None:
+    """The file's text through the sandbox, or None when it does not exist (other errors propagate)."""
+    try:
+        return (await ctx.sandbox.request("read", {"path": path}))["text"]
+    except ToolFailed as e:
+        if any(m in str(e) for m in _MISSING):
+            return None
+        raise
+
+
+def refuse_syntax(path: str, before: str, after: str) -> str:
+    """Raise ToolFailed when ``after`` adds syntax errors to ``before``; else a note on errors already there."""
+    from agents.edits import EditRefused, check_edit_syntax
+
+    try:
+        remaining = check_edit_syntax(path, before, after)
+    except EditRefused as e:
+        raise ToolFailed(f"edit of {path} refused, nothing was written: {e.message}") from None
+    if remaining:
+        return f" (note: {path} still has {len(remaining)} syntax error(s) that were there before this edit)"
+    return ""
+
+
+# ---- read_file --------------------------------------------------------------------------------------------------
+
+
+class ReadFileArgs(Args):
+    path: str = Field(description="File path, relative to the repository root.")
+    start_line: int = Field(1, ge=1, description="First line to show (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive); default: to the end.")
+
+
+class ReadFileResult(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    truncated: bool
+
+
+async def read_file(ctx: ToolContext, a: ReadFileArgs) -> ToolOutput:
+    res = await ctx.sandbox.request("read", {"path": a.path})
+    lines = res["text"].splitlines()
+    total = len(lines)
+    if total and a.start_line > total:
+        raise ToolFailed(f"{a.path} has {total} lines; start_line={a.start_line} is past the end")
+    end = min(a.end_line or total, total, a.start_line + READ_LINE_CAP - 1)
+    shown = lines[a.start_line - 1:end]
+    out, size = [], 0
+    for i, line in enumerate(shown, a.start_line):
+        row = f"{i:6d}\t{line}"
+        size += len(row) + 1
+        if size > READ_CHAR_CAP:
+            end = i - 1
+            break
+        out.append(row)
+    text = "\n".join(out)
+    if end < total:
+        text += (f"\n[showing lines {a.start_line}-{end} of {total}; "
+                 f"call read_file with start_line={end + 1} for more]")
+    result = ReadFileResult(path=a.path, start_line=a.start_line, end_line=end, total_lines=total,
+                            truncated=end < total)
+    return ToolOutput.of(text or "(empty file)", result, f"{a.path}: lines {a.start_line}-{end} of {total}")
+
+
+# ---- list_dir ---------------------------------------------------------------------------------------------------
+
+
+class ListDirArgs(Args):
+    path: str = Field(".", description="Directory, relative to the repository root.")
+
+
+class DirEntry(BaseModel):
+    name: str
+    type: str
+    size: int = 0
+
+
+class ListDirResult(BaseModel):
+    path: str
+    entries: list[DirEntry]
+
+
+async def list_dir(ctx: ToolContext, a: ListDirArgs) -> ToolOutput:
+    res = await ctx.sandbox.request("list", {"path": a.path})
+    suffix = {"dir": "/", "symlink": "@"}
+    rows = [f"{e['name']}{suffix.get(e['type'], '')}" for e in res["entries"]]
+    result = ListDirResult(path=a.path, entries=[DirEntry.model_validate(e) for e in res["entries"]])
+    return ToolOutput.of("\n".join(rows) or "(empty directory)", result, f"{a.path}: {len(rows)} entries")
+
+
+# ---- glob -------------------------------------------------------------------------------------------------------
+
+
+class GlobArgs(Args):
+    pattern: str = Field(description="Glob relative to `path`: '*' within a directory, '**' across directories, "
+                                     "e.g. '**/*.py' or 'src/**/test_*.py'.")
+    path: str = Field(".", description="Directory to search from, relative to the repository root.")
+    max_results: int = Field(500, ge=1, le=5000)
+
+
+class GlobResult(BaseModel):
+    paths: list[str]
+    truncated: bool
+
+
+async def glob(ctx: ToolContext, a: GlobArgs) -> ToolOutput:
+    res = await ctx.sandbox.request("glob", a.model_dump())
+    paths = res["paths"]
+    text = "\n".join(paths) or "(no matches)"
+    if res.get("truncated"):
+        text += f"\n[stopped at {a.max_results} paths; narrow the pattern]"
+    return ToolOutput.of(text, GlobResult(paths=paths, truncated=bool(res.get("truncated"))),
+                         f"{len(paths)} paths for {a.pattern!r}")
+
+
+# ---- grep -------------------------------------------------------------------------------------------------------
+
+
+class GrepArgs(Args):
+    pattern: str = Field(description="Regular expression (ripgrep syntax).")
+    path: str = Field(".", description="Directory or file to search.")
+    glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
+    ignore_case: bool = False
+    fixed: bool = Field(False, description="Treat the pattern as a literal string.")
+    max_results: int = Field(200, ge=1, le=2000)
+
+
+class GrepMatch(BaseModel):
+    path: str
+    line: int | None
+    text: str
+
+
+class GrepResult(BaseModel):
+    matches: list[GrepMatch]
+    truncated: bool
+
+
+async def grep(ctx: ToolContext, a: GrepArgs) -> ToolOutput:
+    res = await ctx.sandbox.request("grep", a.model_dump())
+    rows = [f"{m['path']}:{m['line']}:{m['text']}" for m in res["matches"]]
+    text = "\n".join(rows) or "(no matches)"
+    if res.get("truncated"):
+        text += f"\n[stopped at {a.max_results} matches; narrow the pattern or path]"
+    result = GrepResult(matches=[GrepMatch.model_validate(m) for m in res["matches"]],
+                        truncated=bool(res.get("truncated")))
+    return ToolOutput.of(text, result, f"{len(rows)} matches for {a.pattern!r}")
+
+
+# ---- write_file -------------------------------------------------------------------------------------------------
+
+
+class WriteFileArgs(Args):
+    path: str = Field(description="File path, relative to the repository root. Parent directories are created.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteResult(BaseModel):
+    path: str
+    created: bool
+    size: int
+
+
+async def write_file(ctx: ToolContext, a: WriteFileArgs) -> ToolOutput:
+    before = await read_text_or_none(ctx, a.path)
+    note = refuse_syntax(a.path, before or "", a.content)
+    res = await ctx.sandbox.request("write", {"path": a.path, "text": a.content, "create_dirs": True})
+    size = res.get("size", len(a.content.encode()))
+    return ToolOutput.of(f"wrote {a.path} ({size} bytes){note}",
+                         WriteResult(path=a.path, created=before is None, size=size), f"wrote {a.path}")

@@ -1,0 +1,220 @@
+"""Configuration of the events subsystem: webhook secrets, API tokens, trigger rules, repository mapping, stream
+and consumer tuning.
+
+Where values come from, strongest first:
+
+1. fields of the same name that were set on the :class:`infra.settings.Settings` object passed in (once the lead
+   adds e.g. ``github_webhook_secret`` there, a value given programmatically wins);
+2. environment variables (``BOSUN_GITHUB_WEBHOOK_SECRET`` ... for the shared ones, ``BOSUN_EVENTS_<FIELD>`` for
+   the rest; dicts and lists as JSON, e.g. ``BOSUN_EVENTS_REPOS='{"acme/api": "/srv/api"}'``);
+3. a JSON file named by ``BOSUN_EVENTS_CONFIG`` (an object with the field names as keys);
+4. the defaults below.
+
+``docs/EVENTS.md`` lists every field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from infra.errors import ConfigError
+from infra.settings import Settings
+
+CONFIG_FILE_ENV = "BOSUN_EVENTS_CONFIG"
+
+
+class TriggerRules(BaseModel):
+    """Which events start (or continue, or stop) a TaskWorkflow."""
+
+    github_label: str = "bosun"
+    """An issue (or pull request) that gets this label starts a task."""
+    github_mention: str = "@bosun"
+    """A comment containing this mention starts a task or reaches the running one as a follow-up."""
+    github_associations: list[str] = ["OWNER", "MEMBER", "COLLABORATOR"]
+    """author_association values allowed to trigger by mention (people with write access)."""
+    github_debug_branch_prefix: str = "bosun/"
+    """A failed check_run / workflow_run on a branch with this prefix starts a debugger task."""
+    github_failed_conclusions: list[str] = ["failure", "timed_out"]
+    """Conclusions that count as failed."""
+    linear_label: str = "bosun"
+    """A Linear issue that gets this label starts a task."""
+    linear_agent_sessions: bool = True
+    """Linear AgentSessionEvent: ``created`` starts, ``prompted`` follows up, a stop signal cancels."""
+    ignore_bots: bool = True
+    """Ignore comments written by bots and comments carrying a bosun marker (no loops on our own comments)."""
+
+
+SHARED_ENV = {name: f"BOSUN_{name.upper()}" for name in (
+    "github_webhook_secret", "linear_webhook_secret", "github_token", "linear_api_key", "github_api_url",
+    "linear_api_url", "ingress_port")}
+"""Fields read from ``BOSUN_<FIELD>`` (the names Settings will use); every other field is ``BOSUN_EVENTS_<FIELD>``."""
+
+
+def env_name(field: str) -> str:
+    return SHARED_ENV.get(field, f"BOSUN_EVENTS_{field.upper()}")
+
+
+class EventsConfig(BaseModel):
+    """Everything the ingress and the starter need beyond :class:`Settings`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # ---------------------------------------------------------------- secrets and endpoints (shared names)
+    github_webhook_secret: SecretStr | None = None
+    """Secret of the GitHub webhook (X-Hub-Signature-256). Unset: /webhooks/github answers 503."""
+    linear_webhook_secret: SecretStr | None = None
+    """Signing secret of the Linear webhook (Linear-Signature). Unset: /webhooks/linear answers 503."""
+    github_token: SecretStr | None = None
+    """Token for GitHub's REST API and for pushing branches (contents, issues, pull requests: write)."""
+    linear_api_key: SecretStr | None = None
+    """Linear API key (``lin_api_...``) or OAuth access token of the agent app."""
+    github_api_url: str = "https://api.github.com"
+    """Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3; tests: a local fixture server)."""
+    linear_api_url: str = "https://api.linear.app/graphql"
+    """Linear's GraphQL endpoint."""
+    ingress_port: int = 8787
+    """Port of the webhook ingress (it listens on Settings.host)."""
+
+    # ---------------------------------------------------------------- ingress
+    max_body_bytes: int = 25 * 1024 * 1024
+    """Largest webhook body accepted (GitHub caps payloads at 25 MB); larger ones get 413."""
+    inline_body_max: int | None = None
+    """Bodies above this many bytes travel by reference (artifact store). Default: the server's max payload
+    minus 16 KiB for headers (1 MiB - 16 KiB with nats-server defaults)."""
+    linear_timestamp_tolerance_s: float = 60.0
+    """Linear deliveries whose webhookTimestamp is further than this from now are refused (replays)."""
+    publish_timeout_s: float = 3.0
+    """How long the ingress waits for JetStream's PubAck before answering 503 (GitHub waits 10 s, Linear 5 s)."""
+
+    # ---------------------------------------------------------------- JetStream
+    stream: str = "EVENTS"
+    """Stream holding every accepted webhook (subjects events.>)."""
+    duplicate_window_s: float = 120.0
+    """JetStream drops a second message with the same Nats-Msg-Id inside this window. Later redeliveries are caught
+    by the delivery ledger and the workflow id."""
+    stream_max_age_s: float = 7 * 24 * 3600.0
+    """Events are kept this long (replay, audit)."""
+    deadletter_stream: str = "DEADLETTER"
+    """Stream holding poison messages (subjects deadletter.>)."""
+    deadletter_max_age_s: float = 30 * 24 * 3600.0
+    consumer: str = "starter"
+    """Durable pull consumer of the starter."""
+    ack_wait_s: float = 30.0
+    """A message not acked within this time is redelivered (e.g. the starter died mid-way)."""
+    fetch_batch: int = 32
+    """Messages fetched at once; different workflows are handled concurrently, the same one in order."""
+    poison_after: int = 5
+    """A message that fails in a non-transient way this many deliveries is dead-lettered and terminated."""
+    retry_delay_s: float = 2.0
+    """First nak delay for transient failures (Temporal unreachable); doubles per delivery."""
+    retry_delay_max_s: float = 60.0
+    ledger_bucket: str = "bosun-deliveries"
+    """JetStream key-value bucket recording handled deliveries (delivery id -> workflow id, run id)."""
+    ledger_ttl_s: float = 4 * 24 * 3600.0
+    """How long a handled delivery is remembered: longer than GitHub's 3-day manual redelivery window."""
+    temporal_timeout_s: float = 10.0
+    """Timeout of one Temporal call made by the starter; past it the message is nak'ed and retried."""
+
+    # ---------------------------------------------------------------- what a started task looks like
+    repos: dict[str, str] = {}
+    """GitHub ``owner/repo`` -> local path or clone URL of the repository the task works on."""
+    linear_repos: dict[str, str] = {}
+    """Linear team key (the ``ENG`` of ``ENG-123``) -> a key of ``repos``, a path, or a clone URL."""
+    linear_default_repo: str | None = None
+    """Repository for Linear issues whose team has no entry in ``linear_repos``."""
+    model: str | None = None
+    """Model spec of event-started tasks. Default: Settings.default_model."""
+    max_turns: int | None = None
+    """Turn budget of event-started tasks. Default: Settings.max_turns."""
+    id_reuse_policy: Literal["allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate"] = "allow_duplicate"
+    """What a NEW trigger does to a business key whose workflow already finished: start a new run (default),
+    only after a failure, or never. Redeliveries of an old delivery never start anything (delivery ledger)."""
+    triggers: TriggerRules = TriggerRules()
+
+    # ---------------------------------------------------------------- status back
+    post_status: bool = True
+    """The starter acknowledges a start right away (GitHub comment + bosun:working label; Linear thought)
+    when the token for that service is set."""
+    run_url_template: str | None = None
+    """Link to a run, with {workflow_id} (URL-encoded) and {namespace}. Default: the embedded Temporal Web UI."""
+
+    def secret(self, name: Literal["github_webhook_secret", "linear_webhook_secret", "github_token",
+                                   "linear_api_key"]) -> str | None:
+        value = getattr(self, name)
+        return value.get_secret_value() or None if value is not None else None
+
+
+def _file_values() -> dict[str, Any]:
+    path = os.environ.get(CONFIG_FILE_ENV)
+    if not path:
+        return {}
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path} must hold a JSON object (field name -> value)")
+    unknown = sorted(set(data) - set(EventsConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path}: unknown field(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(EventsConfig.model_fields)}")
+    return data
+
+
+def _env_values() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, field in EventsConfig.model_fields.items():
+        raw = os.environ.get(env_name(name))
+        if raw is None:
+            continue
+        complex_type = field.annotation in (dict[str, str], TriggerRules) or str(field.annotation).startswith("list")
+        if complex_type:
+            try:
+                values[name] = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{env_name(name)} must be JSON ({e}); e.g. "
+                                  f"{env_name(name)}='{{\"acme/api\": \"/srv/api\"}}'") from None
+        else:
+            values[name] = raw
+    return values
+
+
+def load_events_config(settings: Settings | None = None, **overrides: Any) -> EventsConfig:
+    """Build the EventsConfig (see the module docstring for precedence). ``overrides`` win over everything.
+
+    A bad value raises ConfigError naming the variable, the value and what is expected.
+    """
+    merged: dict[str, Any] = dict(_file_values())
+    merged.update(_env_values())
+    if settings is not None:
+        for name in EventsConfig.model_fields:
+            if name in type(settings).model_fields and name in settings.model_fields_set:
+                merged[name] = getattr(settings, name)
+    merged.update(overrides)
+    try:
+        return EventsConfig.model_validate(merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = [str(p) for p in err["loc"]]
+        field = ".".join(loc) or "a field"
+        where = env_name(loc[0]) if loc else "the environment"
+        raise ConfigError(f"events config: {field}={err.get('input')!r} is invalid: {err['msg']} "
+                          f"(set by {where} or the file named by {CONFIG_FILE_ENV})") from None
+
+
+def run_url(settings: Settings, cfg: EventsConfig, workflow_id: str) -> str:
+    """A link to the run in the Temporal Web UI (or wherever run_url_template points)."""
+    from urllib.parse import quote
+
+    wid = quote(workflow_id, safe="")
+    if cfg.run_url_template:
+        return cfg.run_url_template.format(workflow_id=wid, namespace=settings.temporal_namespace)
+    return f"http://{settings.host}:{settings.temporal_ui_port}/namespaces/{settings.temporal_namespace}/workflows/{wid}"

@@ -1,0 +1,260 @@
+"""GitHub REST (over httpx) for reporting status back: comments, state labels, pull requests, and pushing branches.
+
+Every side effect is idempotent, so an activity retry never posts twice:
+
+* a comment carries a hidden marker ``<!-- bosun:<key> -->`` (key e.g. ``<workflow id>:<kind>``); ``upsert_comment``
+  looks for it first and edits that comment instead of posting another one;
+* state labels (``bosun:working``, ``bosun:blocked``, ``bosun:done``) are set by replacing the other state labels;
+* ``open_pull_request`` returns the existing pull request for the head branch if there is one;
+* ``push_branch`` pushes a commit to a named branch (pushing the same commit again changes nothing).
+
+Usage from an activity::
+
+    async with GitHubClient.from_config(cfg) as gh:
+        await gh.upsert_comment("acme/api", 7, f"{wf_id}:started", f"Working on it: {url}")
+        await gh.set_state("acme/api", 7, "working")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from infra.errors import BosunError
+
+STATES = ("working", "blocked", "done")
+STATE_PREFIX = "bosun:"
+API_VERSION = "2022-11-28"
+
+
+class ExternalServiceError(BosunError):
+    """GitHub or Linear refused or failed a request. ``retryable`` for 408/429/5xx, rate limits and network errors."""
+
+    kind = "ExternalServiceError"
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+def marker(key: str) -> str:
+    """The hidden idempotency marker of a comment (``--`` cannot appear inside an HTML comment)."""
+    return f"<!-- bosun:{key.replace('--', '-')} -->"
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    body: str
+    html_url: str | None
+    created: bool
+    """False when the marker was found (the existing comment was kept or edited)."""
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    html_url: str | None
+    head: str
+    base: str
+    created: bool
+
+
+def _split(repo: str) -> tuple[str, str]:
+    owner, sep, name = repo.partition("/")
+    if not sep or not owner or not name or "/" in name:
+        raise ValueError(f"repository {repo!r} is not of the form owner/name")
+    return owner, name
+
+
+def _path_repo(repo: str) -> str:
+    owner, name = _split(repo)
+    return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+
+
+class GitHubClient:
+    """A small async GitHub REST client. Use as an async context manager (or call ``aclose``)."""
+
+    def __init__(self, token: str | None, base_url: str = "https://api.github.com", *, timeout: float = 15.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION,
+                   "User-Agent": "bosun"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout,
+                                      transport=transport)
+
+    @classmethod
+    def from_config(cls, cfg: Any, **kw: Any) -> GitHubClient:
+        """From an EventsConfig (token BOSUN_GITHUB_TOKEN, base URL BOSUN_GITHUB_API_URL)."""
+        return cls(cfg.secret("github_token"), cfg.github_api_url, **kw)
+
+    async def __aenter__(self) -> GitHubClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # ---------------------------------------------------------------- transport
+
+    async def _request(self, method: str, path: str, *, ok: tuple[int, ...] = (200, 201), **kw: Any) -> httpx.Response:
+        try:
+            r = await self.http.request(method, path, **kw)
+        except httpx.HTTPError as e:
+            raise ExternalServiceError(f"GitHub {method} {path}: {type(e).__name__}: {e}", retryable=True) from None
+        if r.status_code in ok:
+            return r
+        retry_after = r.headers.get("retry-after")
+        limited = r.status_code in (403, 429) and (r.headers.get("x-ratelimit-remaining") == "0" or retry_after)
+        retryable = r.status_code in (408, 429) or r.status_code >= 500 or bool(limited)
+        try:
+            detail = r.json().get("message", "")
+        except ValueError:
+            detail = r.text[:200]
+        raise ExternalServiceError(f"GitHub {method} {path} answered {r.status_code}: {detail}",
+                                   status=r.status_code, retryable=retryable,
+                                   retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None)
+
+    async def _pages(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every item of a paginated list endpoint (follows the Link: rel="next" header)."""
+        items: list[dict[str, Any]] = []
+        url: str | None = path
+        query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
+        while url:
+            r = await self._request("GET", url, params=query)
+            items.extend(r.json())
+            m = re.search(r'<([^>]+)>;\s*rel="next"', r.headers.get("link", ""))
+            url, query = (m.group(1), None) if m else (None, None)
+        return items
+
+    # ---------------------------------------------------------------- comments
+
+    async def upsert_comment(self, repo: str, number: int, key: str, body: str) -> Comment:
+        """Post ``body`` on issue/PR ``number`` once per ``key``: a retry finds the marker and edits that comment
+        (only when the text changed) instead of posting a second one."""
+        mark = marker(key)
+        full = f"{body.rstrip()}\n\n{mark}"
+        base = _path_repo(repo)
+        for c in await self._pages(f"{base}/issues/{number}/comments"):
+            if mark in (c.get("body") or ""):
+                if c.get("body") != full:
+                    r = await self._request("PATCH", f"{base}/issues/comments/{c['id']}", json={"body": full})
+                    c = r.json()
+                return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=False)
+        r = await self._request("POST", f"{base}/issues/{number}/comments", json={"body": full})
+        c = r.json()
+        return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=True)
+
+    async def react(self, repo: str, comment_id: int, content: str = "eyes") -> None:
+        """Add a reaction to an issue comment (GitHub answers 200 when it is already there: idempotent)."""
+        await self._request("POST", f"{_path_repo(repo)}/issues/comments/{comment_id}/reactions",
+                            json={"content": content})
+
+    # ---------------------------------------------------------------- labels
+
+    async def set_state(self, repo: str, number: int, state: Literal["working", "blocked", "done"]) -> list[str]:
+        """Make ``bosun:<state>`` the only bosun state label on the issue/PR. Returns the labels afterwards."""
+        if state not in STATES:
+            raise ValueError(f"state {state!r} is not one of {', '.join(STATES)}")
+        base = _path_repo(repo)
+        wanted = STATE_PREFIX + state
+        current = [lb["name"] for lb in await self._pages(f"{base}/issues/{number}/labels")]
+        for name in current:
+            if name != wanted and name in {STATE_PREFIX + s for s in STATES}:
+                await self._request("DELETE", f"{base}/issues/{number}/labels/{quote(name, safe='')}", ok=(200, 404))
+        if wanted not in current:
+            r = await self._request("POST", f"{base}/issues/{number}/labels", json={"labels": [wanted]})
+            return [lb["name"] for lb in r.json()]
+        return [n for n in current if n == wanted or n not in {STATE_PREFIX + s for s in STATES}]
+
+    # ---------------------------------------------------------------- repositories and pull requests
+
+    async def default_branch(self, repo: str) -> str:
+        r = await self._request("GET", _path_repo(repo))
+        return r.json()["default_branch"]
+
+    async def get_pull_request(self, repo: str, number: int) -> dict[str, Any]:
+        return (await self._request("GET", f"{_path_repo(repo)}/pulls/{number}")).json()
+
+    async def find_pull_request(self, repo: str, head_branch: str) -> PullRequest | None:
+        owner, _ = _split(repo)
+        r = await self._request("GET", f"{_path_repo(repo)}/pulls",
+                                params={"head": f"{owner}:{head_branch}", "state": "all", "per_page": 10})
+        for pr in r.json():
+            if pr["head"]["ref"] == head_branch:
+                return PullRequest(pr["number"], pr.get("html_url"), pr["head"]["ref"], pr["base"]["ref"], False)
+        return None
+
+    async def open_pull_request(self, repo: str, head_branch: str, title: str, body: str, *,
+                                base: str | None = None, key: str | None = None) -> PullRequest:
+        """Open a pull request from ``head_branch`` (idempotent: an existing one for that branch is returned)."""
+        existing = await self.find_pull_request(repo, head_branch)
+        if existing:
+            return existing
+        base = base or await self.default_branch(repo)
+        text = f"{body.rstrip()}\n\n{marker(key)}" if key else body
+        try:
+            r = await self._request("POST", f"{_path_repo(repo)}/pulls",
+                                    json={"title": title, "head": head_branch, "base": base, "body": text})
+        except ExternalServiceError as e:
+            if e.status == 422:  # e.g. "A pull request already exists" (a concurrent attempt won)
+                found = await self.find_pull_request(repo, head_branch)
+                if found:
+                    return found
+            raise
+        pr = r.json()
+        return PullRequest(pr["number"], pr.get("html_url"), pr["head"]["ref"], pr["base"]["ref"], True)
+
+
+# ---------------------------------------------------------------- git push
+
+async def push_branch(workspace: str | Path, branch: str, remote: str, *, commit: str = "HEAD",
+                      token: str | None = None, force: bool = False, timeout_s: float = 300.0) -> str:
+    """Push ``commit`` of the git repository at ``workspace`` to ``refs/heads/<branch>`` of ``remote`` (a URL or a
+    path). With ``token`` an https remote is authenticated by header (the token never appears in a URL or argv
+    visible in error messages). Returns the pushed commit id. Idempotent: the same commit again is a no-op."""
+    ws = str(workspace)
+    sha = (await _git(ws, "rev-parse", "--verify", f"{commit}^{{commit}}", timeout_s=30)).strip()
+    args = []
+    if token and remote.startswith("https://"):
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        args += ["-c", f"http.extraHeader=Authorization: Basic {basic}"]
+    refspec = f"{'+' if force else ''}{sha}:refs/heads/{branch}"
+    await _git(ws, *args, "push", "--porcelain", remote, refspec, timeout_s=timeout_s, secret=token)
+    return sha
+
+
+async def _git(cwd: str, *args: str, timeout_s: float, secret: str | None = None) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    proc = await asyncio.create_subprocess_exec("git", "-c", "core.hooksPath=/dev/null", *args, cwd=cwd, env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise ExternalServiceError(f"git {args[-3] if len(args) >= 3 else args[0]} timed out after {timeout_s:.0f}s",
+                                   retryable=True) from None
+    if proc.returncode != 0:
+        text = (err or out).decode(errors="replace").strip()
+        if secret:
+            text = text.replace(secret, "***")
+        text = re.sub(r"Authorization: Basic \S+", "Authorization: ***", text)
+        shown = " ".join(a for a in args if not a.startswith("http.extraHeader"))
+        raise ExternalServiceError(f"git {shown} failed ({proc.returncode}): {text[-500:]}",
+                                   retryable="Could not resolve host" in text or "timed out" in text)
+    return out.decode(errors="replace")

@@ -1,0 +1,198 @@
+"""The parts of GitHub's and Linear's webhook payloads that the trigger rules read (everything else is ignored).
+
+Shapes follow the public documentation: GitHub "Webhook events and payloads" (issues, pull_request,
+issue_comment, check_run, workflow_run) and Linear's data-change webhooks (``type``/``action``/``data``/
+``updatedFrom``) and agent session webhooks (``AgentSessionEvent`` with ``agentSession``, ``agentActivity``,
+``promptContext``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------- GitHub
+
+class GHUser(_Model):
+    login: str
+    type: str = "User"
+
+
+class GHRepository(_Model):
+    full_name: str
+    clone_url: str | None = None
+    html_url: str | None = None
+    default_branch: str | None = None
+
+
+class GHLabel(_Model):
+    name: str
+
+
+class GHIssue(_Model):
+    number: int
+    title: str = ""
+    body: str | None = None
+    html_url: str | None = None
+    pull_request: dict[str, Any] | None = None
+    """Present when the "issue" is a pull request (issue_comment on a PR)."""
+
+
+class GHComment(_Model):
+    id: int
+    body: str | None = None
+    user: GHUser
+    author_association: str = "NONE"
+    html_url: str | None = None
+
+
+class GHIssuesEvent(_Model):
+    action: str
+    issue: GHIssue
+    label: GHLabel | None = None
+    repository: GHRepository
+    sender: GHUser | None = None
+
+
+class GHBranchRef(_Model):
+    ref: str
+    sha: str
+
+
+class GHPullRequest(_Model):
+    number: int
+    title: str = ""
+    body: str | None = None
+    html_url: str | None = None
+    head: GHBranchRef
+    base: GHBranchRef
+
+
+class GHPullRequestEvent(_Model):
+    action: str
+    pull_request: GHPullRequest
+    label: GHLabel | None = None
+    repository: GHRepository
+
+
+class GHIssueCommentEvent(_Model):
+    action: str
+    issue: GHIssue
+    comment: GHComment
+    repository: GHRepository
+
+
+class GHCheckSuiteRef(_Model):
+    head_branch: str | None = None
+
+
+class GHCheckRun(_Model):
+    name: str
+    head_sha: str
+    conclusion: str | None = None
+    html_url: str | None = None
+    details_url: str | None = None
+    check_suite: GHCheckSuiteRef | None = None
+
+
+class GHCheckRunEvent(_Model):
+    action: str
+    check_run: GHCheckRun
+    repository: GHRepository
+
+
+class GHWorkflowRun(_Model):
+    name: str | None = None
+    head_branch: str | None = None
+    head_sha: str
+    conclusion: str | None = None
+    html_url: str | None = None
+
+
+class GHWorkflowRunEvent(_Model):
+    action: str
+    workflow_run: GHWorkflowRun
+    repository: GHRepository
+
+
+# ---------------------------------------------------------------- Linear
+
+class LinearTeam(_Model):
+    key: str | None = None
+
+
+class LinearIssue(_Model):
+    id: str
+    identifier: str | None = None
+    title: str | None = None
+    description: str | None = None
+    url: str | None = None
+    team: LinearTeam | None = None
+
+    @property
+    def team_key(self) -> str | None:
+        if self.team and self.team.key:
+            return self.team.key
+        if self.identifier and "-" in self.identifier:
+            return self.identifier.rsplit("-", 1)[0]
+        return None
+
+
+class LinearComment(_Model):
+    id: str | None = None
+    body: str | None = None
+
+
+class LinearAgentSession(_Model):
+    id: str
+    issue: LinearIssue | None = None
+    comment: LinearComment | None = None
+
+
+class LinearActivityContent(_Model):
+    type: str | None = None
+    body: str | None = None
+
+
+class LinearAgentActivity(_Model):
+    id: str | None = None
+    content: LinearActivityContent | None = None
+    body: str | None = None
+    signal: str | None = None
+
+    @property
+    def text(self) -> str:
+        return (self.content.body if self.content and self.content.body else self.body) or ""
+
+
+class LinearAgentSessionEvent(_Model):
+    type: str = "AgentSessionEvent"
+    action: str
+    agentSession: LinearAgentSession  # noqa: N815 - Linear's field name
+    agentActivity: LinearAgentActivity | None = None  # noqa: N815
+    promptContext: str | None = None  # noqa: N815
+    guidance: Any = None
+
+
+class LinearLabel(_Model):
+    id: str | None = None
+    name: str
+
+
+class LinearIssueData(LinearIssue):
+    labels: list[LinearLabel] = []
+    labelIds: list[str] = []  # noqa: N815
+
+
+class LinearIssueEvent(_Model):
+    type: str = "Issue"
+    action: str
+    data: LinearIssueData
+    updatedFrom: dict[str, Any] | None = None  # noqa: N815
+    url: str | None = None

@@ -1,0 +1,305 @@
+"""Trigger rules: from one webhook event to a decision (start a task, follow up, cancel, or ignore).
+
+Pure functions over the parsed payload and the configuration, so every rule is testable without NATS or Temporal.
+
+Workflow ids come from the business key, so every event about the same thing reaches the same workflow:
+
+====================================  =========================================================
+``gh:<owner>/<repo>:issue:<n>``       issue labelled, or a comment mentioning bosun on an issue
+``gh:<owner>/<repo>:pr:<n>``          pull request labelled, or a comment mentioning bosun on it
+``gh:<owner>/<repo>:ci:<head sha>``   a failed check_run / workflow_run on a ``bosun/`` branch
+``linear:session:<id>``               a Linear agent session (created, prompted, stopped)
+``linear:issue:<id>``                 a Linear issue labelled bosun
+====================================  =========================================================
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from infra.events import payloads as p
+from infra.events.config import EventsConfig
+
+MARKER_PREFIX = "<!-- bosun:"
+
+
+class UnknownShape(Exception):
+    """A payload of a known event type that does not have the documented fields."""
+
+
+class Origin(BaseModel):
+    """Where the task came from, so status can be reported back there. Stored in the workflow memo (``origin``)."""
+
+    source: Literal["github", "linear"]
+    repo: str | None = None
+    """GitHub ``owner/repo``."""
+    number: int | None = None
+    """GitHub issue or pull request number."""
+    head_branch: str | None = None
+    """GitHub: the branch of a failed check / the pull request head."""
+    url: str | None = None
+    agent_session_id: str | None = None
+    """Linear agent session (activities go there)."""
+    issue_id: str | None = None
+    """Linear issue id."""
+    issue_identifier: str | None = None
+    comment_id: int | None = None
+    """GitHub: the comment that triggered (the starter reacts to it)."""
+
+
+class Decision(BaseModel):
+    """What the starter does with one event."""
+
+    kind: Literal["start", "follow_up", "cancel", "ignore"]
+    reason: str
+    workflow_id: str | None = None
+    task: str | None = None
+    """The task text when a workflow is started (also by a follow-up that finds none running)."""
+    follow_up: str | None = None
+    """The ``follow_up`` signal's payload: the follow-up text as the person wrote it."""
+    repo: str | None = None
+    """Repository path or clone URL (already mapped through the configuration)."""
+    ref: str = "HEAD"
+    origin: Origin | None = None
+    summary: str = ""
+
+
+def ignore(reason: str) -> Decision:
+    return Decision(kind="ignore", reason=reason)
+
+
+# ---------------------------------------------------------------- ids and names
+
+def github_id(repo: str, kind: Literal["issue", "pr", "ci"], key: str | int) -> str:
+    return f"gh:{repo}:{kind}:{key}"
+
+
+def linear_session_id(session_id: str) -> str:
+    return f"linear:session:{session_id}"
+
+
+def linear_issue_id(issue_id: str) -> str:
+    return f"linear:issue:{issue_id}"
+
+
+def parse_workflow_id(workflow_id: str) -> dict[str, str] | None:
+    """The business key of an event-started workflow id, e.g. ``{"source": "github", "repo": "acme/api",
+    "kind": "issue", "key": "7"}``; None for other ids."""
+    m = re.fullmatch(r"gh:([^:/]+/[^:]+):(issue|pr|ci):(.+)", workflow_id)
+    if m:
+        return {"source": "github", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
+    m = re.fullmatch(r"linear:(session|issue):(.+)", workflow_id)
+    if m:
+        return {"source": "linear", "kind": m.group(1), "key": m.group(2)}
+    return None
+
+
+def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
+    """A valid git branch name for a workflow id (``:`` and other characters git refuses become ``-``)."""
+    name = re.sub(r"[^A-Za-z0-9._/-]+", "-", workflow_id)
+    name = re.sub(r"/+", "/", name)
+    name = "/".join(part.lstrip(".").removesuffix(".lock") or "_" for part in name.split("/"))
+    name = re.sub(r"\.\.+", ".", name).strip("/.-")
+    return prefix + name
+
+
+# ---------------------------------------------------------------- helpers
+
+def _parse(model: type[BaseModel], payload: dict[str, Any], what: str) -> Any:
+    try:
+        return model.model_validate(payload)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UnknownShape(f"{what}: field {where}: {err['msg']}") from None
+
+
+def _mentions(text: str | None, mention: str) -> bool:
+    if not text or not mention:
+        return False
+    return re.search(rf"(?<![\w@]){re.escape(mention)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _repo_for_github(cfg: EventsConfig, full_name: str) -> str | None:
+    return cfg.repos.get(full_name) or cfg.repos.get(full_name.lower())
+
+
+def _repo_for_linear(cfg: EventsConfig, issue: p.LinearIssue | None) -> str | None:
+    team = issue.team_key if issue else None
+    target = (cfg.linear_repos.get(team) if team else None) or cfg.linear_default_repo
+    if target is None:
+        return None
+    return cfg.repos.get(target, target)
+
+
+def _no_repo(full_name: str) -> Decision:
+    return ignore(f"no repository mapping for {full_name}: add it to BOSUN_EVENTS_REPOS "
+                  f"(e.g. {{\"{full_name}\": \"/path/or/clone-url\"}})")
+
+
+def _issue_task(title: str, body: str | None, where: str, url: str | None) -> str:
+    text = title.strip()
+    if body and body.strip():
+        text += "\n\n" + body.strip()
+    return f"{text}\n\n({where}{': ' + url if url else ''})"
+
+
+# ---------------------------------------------------------------- GitHub rules
+
+def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    if event == "issues":
+        ev: p.GHIssuesEvent = _parse(p.GHIssuesEvent, payload, "issues event")
+        if ev.action != "labeled" or not ev.label or ev.label.name.lower() != rules.github_label.lower():
+            return ignore(f"issues.{ev.action} without the label {rules.github_label!r}")
+        repo = ev.repository.full_name
+        mapped = _repo_for_github(cfg, repo)
+        if mapped is None:
+            return _no_repo(repo)
+        kind: Literal["issue", "pr"] = "pr" if ev.issue.pull_request is not None else "issue"
+        return Decision(
+            kind="start", reason=f"{kind} labelled {ev.label.name}", workflow_id=github_id(repo, kind, ev.issue.number),
+            task=_issue_task(ev.issue.title, ev.issue.body, f"GitHub {kind} {repo}#{ev.issue.number}",
+                             ev.issue.html_url),
+            repo=mapped, origin=Origin(source="github", repo=repo, number=ev.issue.number, url=ev.issue.html_url),
+            summary=f"{repo}#{ev.issue.number}: {ev.issue.title}"[:200])
+    if event == "pull_request":
+        pr_ev: p.GHPullRequestEvent = _parse(p.GHPullRequestEvent, payload, "pull_request event")
+        if pr_ev.action != "labeled" or not pr_ev.label or pr_ev.label.name.lower() != rules.github_label.lower():
+            return ignore(f"pull_request.{pr_ev.action} without the label {rules.github_label!r}")
+        repo, pr = pr_ev.repository.full_name, pr_ev.pull_request
+        mapped = _repo_for_github(cfg, repo)
+        if mapped is None:
+            return _no_repo(repo)
+        return Decision(
+            kind="start", reason=f"pull request labelled {pr_ev.label.name}", workflow_id=github_id(repo, "pr", pr.number),
+            task=_issue_task(pr.title, pr.body, f"GitHub pull request {repo}#{pr.number}, branch {pr.head.ref}",
+                             pr.html_url),
+            repo=mapped, ref=pr.head.sha,
+            origin=Origin(source="github", repo=repo, number=pr.number, head_branch=pr.head.ref, url=pr.html_url),
+            summary=f"{repo}#{pr.number}: {pr.title}"[:200])
+    if event == "issue_comment":
+        c_ev: p.GHIssueCommentEvent = _parse(p.GHIssueCommentEvent, payload, "issue_comment event")
+        comment = c_ev.comment
+        if c_ev.action != "created":
+            return ignore(f"issue_comment.{c_ev.action}")
+        if rules.ignore_bots and (comment.user.type == "Bot" or MARKER_PREFIX in (comment.body or "")):
+            return ignore(f"comment by bot {comment.user.login} or carrying a bosun marker")
+        if not _mentions(comment.body, rules.github_mention):
+            return ignore(f"comment does not mention {rules.github_mention}")
+        if comment.author_association not in rules.github_associations:
+            return ignore(f"{comment.user.login} has author_association {comment.author_association}, not one of "
+                          f"{', '.join(rules.github_associations)}")
+        repo = c_ev.repository.full_name
+        mapped = _repo_for_github(cfg, repo)
+        if mapped is None:
+            return _no_repo(repo)
+        kind = "pr" if c_ev.issue.pull_request is not None else "issue"
+        issue = c_ev.issue
+        task = _issue_task(issue.title, issue.body, f"GitHub {kind} {repo}#{issue.number}", issue.html_url)
+        task += f"\n\n@{comment.user.login} asked:\n{(comment.body or '').strip()}"
+        return Decision(
+            kind="follow_up", reason=f"{comment.user.login} ({comment.author_association}) mentioned "
+                                     f"{rules.github_mention}",
+            workflow_id=github_id(repo, kind, issue.number), task=task, follow_up=(comment.body or "").strip(),
+            repo=mapped, origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url,
+                                        comment_id=comment.id),
+            summary=f"{repo}#{issue.number}: {issue.title}"[:200])
+    if event in ("check_run", "workflow_run"):
+        if event == "check_run":
+            cr: p.GHCheckRunEvent = _parse(p.GHCheckRunEvent, payload, "check_run event")
+            action, conclusion, sha = cr.action, cr.check_run.conclusion, cr.check_run.head_sha
+            branch = cr.check_run.check_suite.head_branch if cr.check_run.check_suite else None
+            name, url, repo = cr.check_run.name, cr.check_run.html_url or cr.check_run.details_url, \
+                cr.repository.full_name
+        else:
+            wr: p.GHWorkflowRunEvent = _parse(p.GHWorkflowRunEvent, payload, "workflow_run event")
+            action, conclusion, sha = wr.action, wr.workflow_run.conclusion, wr.workflow_run.head_sha
+            branch, name, url = wr.workflow_run.head_branch, wr.workflow_run.name or "workflow", wr.workflow_run.html_url
+            repo = wr.repository.full_name
+        if action != "completed" or conclusion not in rules.github_failed_conclusions:
+            return ignore(f"{event}.{action} with conclusion {conclusion}")
+        if not branch or not branch.startswith(rules.github_debug_branch_prefix):
+            return ignore(f"{event} failed on branch {branch!r}, not a {rules.github_debug_branch_prefix} branch")
+        mapped = _repo_for_github(cfg, repo)
+        if mapped is None:
+            return _no_repo(repo)
+        task = (f"CI failed on branch {branch} at commit {sha[:12]}: {event.replace('_', ' ')} {name!r} concluded "
+                f"{conclusion}{' (' + url + ')' if url else ''}. Reproduce the failure, find the cause and fix it on "
+                "this branch.")
+        return Decision(kind="start", reason=f"{event} {name!r} {conclusion} on {branch}",
+                        workflow_id=github_id(repo, "ci", sha), task=task, repo=mapped, ref=sha,
+                        origin=Origin(source="github", repo=repo, head_branch=branch, url=url),
+                        summary=f"debug CI {repo}@{branch}"[:200])
+    return ignore(f"GitHub event {event} has no trigger rule")
+
+
+# ---------------------------------------------------------------- Linear rules
+
+def decide_linear(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    if event == "AgentSessionEvent":
+        if not rules.linear_agent_sessions:
+            return ignore("Linear agent sessions are disabled (triggers.linear_agent_sessions)")
+        ev: p.LinearAgentSessionEvent = _parse(p.LinearAgentSessionEvent, payload, "AgentSessionEvent")
+        session = ev.agentSession
+        wf_id = linear_session_id(session.id)
+        issue = session.issue
+        origin = Origin(source="linear", agent_session_id=session.id, issue_id=issue.id if issue else None,
+                        issue_identifier=issue.identifier if issue else None, url=issue.url if issue else None)
+        if ev.action == "prompted" and ev.agentActivity is not None and ev.agentActivity.signal == "stop":
+            return Decision(kind="cancel", reason="stop signal on the agent session", workflow_id=wf_id,
+                            origin=origin)
+        if ev.action not in ("created", "prompted"):
+            return ignore(f"AgentSessionEvent.{ev.action}")
+        mapped = _repo_for_linear(cfg, issue)
+        if mapped is None:
+            team = issue.team_key if issue else None
+            return ignore(f"no repository for Linear team {team!r}: add it to BOSUN_EVENTS_LINEAR_REPOS or set "
+                          "BOSUN_EVENTS_LINEAR_DEFAULT_REPO")
+        task = ev.promptContext or ""
+        if not task.strip():
+            task = _issue_task(issue.title or "", issue.description, f"Linear issue {issue.identifier}", issue.url) \
+                if issue else ""
+            if session.comment and session.comment.body:
+                task += f"\n\n{session.comment.body.strip()}"
+        summary = f"{issue.identifier}: {issue.title}" if issue else f"Linear session {session.id}"
+        if ev.action == "created":
+            return Decision(kind="start", reason="agent session created", workflow_id=wf_id, task=task.strip(),
+                            repo=mapped, origin=origin, summary=summary[:200])
+        text = ev.agentActivity.text if ev.agentActivity else ""
+        return Decision(kind="follow_up", reason="agent session prompted", workflow_id=wf_id,
+                        task=(task.strip() + ("\n\nFollow-up:\n" + text if text else "")).strip(),
+                        follow_up=text, repo=mapped, origin=origin, summary=summary[:200])
+    if event == "Issue":
+        iv: p.LinearIssueEvent = _parse(p.LinearIssueEvent, payload, "Issue event")
+        label = next((lb for lb in iv.data.labels if lb.name.lower() == rules.linear_label.lower()), None)
+        if label is None or iv.action not in ("create", "update"):
+            return ignore(f"Issue.{iv.action} without the label {rules.linear_label!r}")
+        if iv.action == "update":
+            before = (iv.updatedFrom or {}).get("labelIds")
+            if before is None or (label.id is not None and label.id in before):
+                return ignore(f"Issue.update: the label {rules.linear_label!r} was already there")
+        mapped = _repo_for_linear(cfg, iv.data)
+        if mapped is None:
+            return ignore(f"no repository for Linear team {iv.data.team_key!r}: add it to BOSUN_EVENTS_LINEAR_REPOS "
+                          "or set BOSUN_EVENTS_LINEAR_DEFAULT_REPO")
+        d = iv.data
+        return Decision(kind="start", reason=f"Linear issue labelled {label.name}", workflow_id=linear_issue_id(d.id),
+                        task=_issue_task(d.title or "", d.description, f"Linear issue {d.identifier}", d.url or iv.url),
+                        repo=mapped, summary=f"{d.identifier}: {d.title}"[:200],
+                        origin=Origin(source="linear", issue_id=d.id, issue_identifier=d.identifier,
+                                      url=d.url or iv.url))
+    return ignore(f"Linear event {event} has no trigger rule")
+
+
+def decide(source: str, event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    """The decision for one event. Raises UnknownShape when a known event lacks documented fields."""
+    if source == "github":
+        return decide_github(event, payload, cfg)
+    if source == "linear":
+        return decide_linear(event, payload, cfg)
+    return ignore(f"unknown source {source!r}")

@@ -1,0 +1,257 @@
+"""Life cycle: failing closed, owners that die, warm pools, the CLI, escalation, the image recipe."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.errors import EscalationRefused, UnexpectedEnvironment
+from sandbox import get_provider, run_escalated
+from sandbox.bwrap import BwrapProvider
+from sandbox.image import BUILD_SCRIPT, image_tag
+from sandbox.pool import PooledProvider
+from sandbox.seccomp import build_filter, docker_profile
+from sandbox.slots import SlotManager, mount_points
+
+from .conftest import SANDBOX_UID, TEST_LIMITS, chown_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+OWNER_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from sandbox import get_provider
+from sandbox.base import Limits
+async def main():
+    p = get_provider(sys.argv[1], image=sys.argv[3] if len(sys.argv) > 3 else None, limits=Limits(memory_mb=256))
+    sb = await p.acquire(Path(sys.argv[2]))
+    ident = getattr(sb, "container_id", None) or str(sb.pid)
+    print(ident, flush=True)
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+def start_owner(backend: str, workspace: Path, image: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, "-c", OWNER_SCRIPT, backend, str(workspace)] + ([image] if image else [])
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line, proc.stderr.read() if proc.stderr else "owner printed nothing"
+    return proc, line
+
+
+# -- failing closed ---------------------------------------------------------------------------------------------
+
+
+async def test_bwrap_fails_closed_when_the_server_cannot_start(workspace: Path) -> None:
+    provider = BwrapProvider(TEST_LIMITS, python="/usr/bin/no-such-python")
+    with pytest.raises(UnexpectedEnvironment, match="did not start"):
+        await provider.acquire(workspace)
+    with pytest.raises(UnexpectedEnvironment, match="not a directory"):
+        await BwrapProvider(TEST_LIMITS).acquire(workspace / "missing")
+
+
+@pytest.mark.docker
+async def test_docker_fails_closed_without_the_image(docker_provider, workspace: Path) -> None:
+    from sandbox.docker_backend import DockerProvider
+
+    provider = DockerProvider(TEST_LIMITS, image="bosun-sandbox:does-not-exist")
+    with pytest.raises(UnexpectedEnvironment, match="not present"):
+        await provider.acquire(workspace)
+
+
+async def test_dead_tool_server_is_unexpected_environment(bwrap_sandbox) -> None:
+    await bwrap_sandbox.exec("true", timeout_s=5)
+    os.kill(bwrap_sandbox.pid, signal.SIGKILL)
+    with pytest.raises(UnexpectedEnvironment):
+        for _ in range(50):
+            await bwrap_sandbox.request("ping", timeout_s=5)
+            await asyncio.sleep(0.05)
+    assert not bwrap_sandbox.alive
+
+
+# -- owners that die --------------------------------------------------------------------------------------------
+
+
+def test_bwrap_dies_with_its_owner(workspace: Path) -> None:
+    proc, pid_s = start_owner("bwrap", workspace)
+    bwrap_pid = int(pid_s)
+    assert Path(f"/proc/{bwrap_pid}").exists()
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{bwrap_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{bwrap_pid}").exists(), "bwrap survived its owner"
+    BwrapProvider(TEST_LIMITS)  # a new provider removes the dead owner's cgroups
+    stale = [d.name for d in Path("/sys/fs/cgroup/pids/bosun").iterdir() if f"-{proc.pid}-" in d.name]
+    assert stale == []
+
+
+@pytest.mark.docker
+def test_killed_owner_leaves_no_container_behind(docker_provider, docker_image: str, workspace: Path) -> None:
+    chown_tree(workspace, SANDBOX_UID, SANDBOX_UID)
+    proc, container_id = start_owner("docker", workspace, docker_image)
+    api = docker_provider.api
+    assert api.inspect_container(container_id)["State"]["Running"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    removed = docker_provider.reap_orphans()
+    assert any(name.startswith("bosun-dk-") for name in removed)
+    assert not api.containers(all=True, filters={"id": container_id})
+
+
+# -- warm pools -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+async def test_warm_pool_binds_the_workspace(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    provider = request.getfixturevalue(f"{backend}_provider")
+    pool = PooledProvider(provider, size=2, refill_per_s=50)
+    workspaces = []
+    for i in range(3):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+        (ws / "name.txt").write_text(f"workspace {i}\n")
+        if backend == "docker":
+            chown_tree(ws, SANDBOX_UID, SANDBOX_UID)
+        workspaces.append(ws)
+    key = provider.pool_key(workspaces[0])
+    try:
+        await pool.start([key])
+        assert await pool.wait_ready(key, timeout_s=60) == 2
+        for ws in workspaces:
+            await pool.wait_ready(key, timeout_s=60)
+            sb = await pool.acquire(ws)
+            try:
+                assert (await sb.request("read", {"path": "name.txt"}))["text"] == (ws / "name.txt").read_text()
+                res = await sb.exec(["sh", "-c", "echo out > out.txt; echo x > .git/hooks/pre-commit || "
+                                                 "echo HOOK_REFUSED; git status --short"], timeout_s=20)
+                assert "HOOK_REFUSED" in res.stdout, res
+                assert (ws / "out.txt").read_text() == "out\n"
+            finally:
+                await sb.close()
+        stats = pool.stats()
+        assert stats["hits"] == 3 and stats["misses"] == 0, stats
+        assert stats["acquire"]["n"] == 3 and stats["release"]["n"] == 3
+    finally:
+        await pool.close()
+    slots = SlotManager()
+    assert not any(str(p).startswith(str(slots.mine)) for p in mount_points() if p != str(slots.mine))
+
+
+async def test_pool_falls_back_to_cold_start_for_unsupported_workspaces(bwrap_provider, tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    (main / "f").write_text("x\n")
+    subprocess.run([*git, "-C", str(main), "add", "f"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "c"], check=True)
+    wt = tmp_path / "wt"
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    pool = PooledProvider(bwrap_provider, size=1)
+    try:
+        sb = await pool.acquire(wt)  # a worktree needs mounts outside /workspace: cold start
+        try:
+            res = await sb.exec(["git", "log", "--oneline"], timeout_s=20)
+            assert res.exit_code == 0 and " c" in res.stdout, res
+        finally:
+            await sb.close()
+        assert pool.stats()["misses"] == 1
+    finally:
+        await pool.close()
+
+
+# -- CLI, escalation, provider selection ------------------------------------------------------------------------
+
+
+def test_cli_exec_json(workspace: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "import sys; from sandbox.cli import exec_main; "
+                                                 "sys.exit(exec_main(sys.argv[1:]))",
+                           "--backend", "bwrap", "--workspace", str(workspace), "--timeout", "10", "--json", "--",
+                           "sh", "-c", "cat hello.txt; echo err >&2; exit 5"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["exit_code"] == 5 and out["stdout"] == "hello\n" and out["stderr"] == "err\n"
+    assert out["timed_out"] is False and isinstance(out["duration_s"], float)
+
+
+def test_cli_exec_reports_a_sandbox_that_cannot_start(workspace: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "import sys; from sandbox.cli import exec_main; "
+                                                 "sys.exit(exec_main(sys.argv[1:]))",
+                           "--backend", "docker", "--image", "bosun-sandbox:nope", "--workspace", str(workspace),
+                           "--json", "--", "true"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and "could not run" in proc.stderr
+
+
+async def test_escalation_needs_approval(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    seen = []
+
+    def deny(cmd, why):
+        seen.append((cmd, why))
+        return False
+
+    with pytest.raises(EscalationRefused, match="not approved"):
+        await run_escalated(["touch", str(marker)], "need it", deny)
+    with pytest.raises(EscalationRefused):
+        await run_escalated(["touch", str(marker)], "need it", lambda c, w: "yes")  # truthy is not approval
+    with pytest.raises(EscalationRefused, match="approver failed"):
+        await run_escalated(["touch", str(marker)], "need it", lambda c, w: 1 / 0)
+    with pytest.raises(EscalationRefused, match="no justification"):
+        await run_escalated(["touch", str(marker)], " ", lambda c, w: True)
+    assert not marker.exists() and seen == [(["touch", str(marker)], "need it")]
+
+    async def approve(cmd, why):
+        return True
+
+    res = await run_escalated(["touch", str(marker)], "need it", approve)
+    assert res.exit_code == 0 and marker.exists()
+
+
+def test_get_provider() -> None:
+    assert get_provider("bwrap").backend == "bwrap"
+    from infra.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        get_provider("chroot")
+
+
+@pytest.mark.docker
+def test_get_provider_auto_prefers_docker(docker_image: str) -> None:
+    assert get_provider("auto", image=docker_image).backend == "docker"
+    assert get_provider("auto", image="bosun-sandbox:missing").backend == "bwrap"
+
+
+def test_seccomp_programs() -> None:
+    prog = build_filter("x86_64")
+    assert len(prog) % 8 == 0 and 8 < len(prog) < 8 * 64
+    assert len(build_filter("aarch64")) % 8 == 0
+    profile = docker_profile()
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+
+
+# -- the image recipe -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_image_build_is_idempotent(docker_image: str) -> None:
+    assert docker_image == image_tag()
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and f"image {docker_image} already present, skipping" in proc.stdout
+    tag = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-tag"], capture_output=True, text=True)
+    assert tag.stdout.strip() == docker_image

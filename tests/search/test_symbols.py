@@ -1,0 +1,107 @@
+"""Tree-sitter symbol extraction per language, and the content-hash cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.search import build_index
+from agents.search.symbols import SymbolCache, extract_symbols, language_for
+
+CASES = {
+    "python": (
+        "class Outer:\n    def method(self, x):\n        return helper(x)\n\n\ndef helper(x):\n    return x\n",
+        {("Outer", "class"), ("Outer.method", "method"), ("helper", "function")},
+        {"helper", "x"},
+    ),
+    "javascript": (
+        "class Cart {\n  addItem(item) { return total(item); }\n}\nfunction total(x) { return x; }\n"
+        "const fmt = (v) => String(v);\n",
+        {("Cart", "class"), ("Cart.addItem", "method"), ("total", "function"), ("fmt", "function")},
+        {"total", "item"},
+    ),
+    "typescript": (
+        "interface Shape { area(): number }\ntype Id = string;\nenum Color { Red }\n"
+        "export class Circle implements Shape {\n  area(): number { return 1; }\n}\n"
+        "export function makeCircle(r: number): Circle { return new Circle(); }\n",
+        {("Shape", "interface"), ("Shape.area", "method"), ("Id", "type"), ("Color", "enum"),
+         ("Circle", "class"), ("Circle.area", "method"), ("makeCircle", "function")},
+        {"Circle", "Shape"},
+    ),
+    "go": (
+        "package srv\n\ntype Server struct{ port int }\n\ntype Handler interface{ Serve() }\n\n"
+        "func (s *Server) Start() error { return listen(s.port) }\n\nfunc listen(p int) error { return nil }\n",
+        {("Server", "struct"), ("Handler", "interface"), ("Handler.Serve", "method"),
+         ("Server.Start", "method"), ("listen", "function")},
+        {"listen", "port"},
+    ),
+    "rust": (
+        "pub struct Stack { items: Vec<i32> }\n\nimpl Stack {\n    pub fn push(&mut self, v: i32) { self.items.push(v); }\n}\n\n"
+        "pub trait Shape { fn area(&self) -> f64; }\n\nfn main() { let s = Stack { items: vec![] }; }\n",
+        {("Stack", "struct"), ("Stack.push", "method"), ("Shape", "trait"), ("Shape.area", "method"),
+         ("main", "function")},
+        {"Stack", "items"},
+    ),
+    "java": (
+        "package a.b;\n\npublic class Account {\n  public Account() {}\n  public void deposit(int amount) {\n"
+        "    log(amount);\n  }\n  interface Listener {}\n}\n",
+        {("Account", "class"), ("Account.Account", "method"), ("Account.deposit", "method"),
+         ("Account.Listener", "interface")},
+        {"log", "amount"},
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(CASES))
+def test_definitions_and_references(language: str) -> None:
+    source, expected_defs, expected_refs = CASES[language]
+    result = extract_symbols(source, language)
+    got = {(s.qualname, s.kind) for s in result.definitions}
+    assert expected_defs <= got, f"{language}: missing {expected_defs - got}"
+    assert expected_refs <= set(result.references)
+    for sym in result.definitions:
+        assert 1 <= sym.start_line <= sym.end_line <= source.count("\n") + 1
+        assert sym.name in sym.signature or sym.kind in ("method",)
+
+
+def test_line_spans_and_signature() -> None:
+    src = "import os\n\n\ndef first():\n    pass\n\n\nclass Second:\n    def third(self):\n        return 1\n"
+    defs = {s.qualname: s for s in extract_symbols(src, "python").definitions}
+    assert (defs["first"].start_line, defs["first"].end_line) == (4, 5)
+    assert (defs["Second"].start_line, defs["Second"].end_line) == (8, 10)
+    assert defs["Second.third"].signature == "def third(self):"
+
+
+def test_language_for_and_unknown_language() -> None:
+    assert language_for("a/b.tsx") == "tsx" and language_for("x.RS") == "rust" and language_for("x.md") is None
+    with pytest.raises(ValueError, match="unsupported language"):
+        extract_symbols("x", "cobol")
+
+
+def test_cache_hit_on_unchanged_content(tmp_path: Path) -> None:
+    src = b"def f():\n    return 1\n"
+    with SymbolCache(tmp_path) as cache:
+        first = cache.get_or_extract(src, "python")
+        assert (cache.hits, cache.misses) == (0, 1)
+    with SymbolCache(tmp_path) as cache:  # a new process would see the same rows
+        again = cache.get_or_extract(src, "python")
+        assert (cache.hits, cache.misses) == (1, 0)
+        assert again == first
+        cache.get_or_extract(src + b"\n\ndef g():\n    pass\n", "python")
+        assert cache.misses == 1
+
+
+def test_index_rebuild_reuses_cache(repo: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_index(repo, cache_dir=cache_dir)
+    calls: list[str] = []
+    import agents.search.symbols as symbols
+
+    real = symbols.extract_symbols
+    monkeypatch.setattr(symbols, "extract_symbols", lambda src, lang: calls.append(lang) or real(src, lang))
+    index = build_index(repo, cache_dir=cache_dir)
+    assert calls == []  # unchanged files: every symbol table came from the cache
+    assert any(s.qualname == "ConfigParser.parse_section" for s in index.symbols[index.file_ids["pkg/parser.py"]].definitions)
+    (repo / "pkg" / "render.py").write_text("def changed():\n    pass\n")
+    build_index(repo, cache_dir=cache_dir)
+    assert calls == ["python"]  # only the edited file is parsed again
