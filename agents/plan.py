@@ -50,7 +50,7 @@ def normalize_scope(path: str) -> str:
 class Acceptance(BaseModel):
     """How to tell a subtask is done: a shell command that exits 0, and/or pytest test ids that must pass."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     command: str | None = None
     """Shell command run in the repository root; success = exit code 0."""
@@ -67,7 +67,7 @@ class Acceptance(BaseModel):
 class Subtask(BaseModel):
     """One unit of work for one fast-edit agent."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     id: str = Field(pattern=ID_PATTERN)
     """Short unique id: letters, digits, '_', '.', '-' (e.g. ``parse-args``)."""
@@ -100,7 +100,7 @@ class Subtask(BaseModel):
 class Plan(BaseModel):
     """Subtasks and notes for the coordinator."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     subtasks: list[Subtask] = Field(min_length=1)
     notes: str = ""
@@ -214,12 +214,14 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in a model's message: the whole text, a ```json fence, or the outermost {...}."""
-    candidates = [text.strip()]
+    """The JSON value in a model's message: the whole text, a ```json fence, or the outermost {...} / [...]."""
+    stripped = text.strip()
+    candidates = [stripped] if stripped[:1] in ('{', '[', '"') else []
     candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        candidates.append(text[start:end + 1])
+    for open_, close in (("{", "}"), ("[", "]")):
+        start, end = text.find(open_), text.rfind(close)
+        if start != -1 and end > start:
+            candidates.append(text[start:end + 1])
     first_error: json.JSONDecodeError | None = None
     for c in candidates:
         if not c:

@@ -4,11 +4,10 @@ Roles shipped: ``planner`` (read-only tools, returns a Plan via ``submit_plan`` 
 ``fast_edit`` (one subtask in its own workspace: read, edit, run), ``debugger`` (failing tests + output + diff
 -> green tests).
 
-Tool names in a role file must be built-in tools (``agents/tools/builtin.py``: read_file, list_dir, grep,
-git_diff, git_status, write_file, str_replace, run_command, run_tests), tools defined here (``ROLE_TOOLS``:
-submit_plan), or ``@edit``, the slot for the edit tool the model's profile asks for (``apply_patch`` for
-OpenAI GPT/Codex, ``str_replace`` for Claude and the rest; ``str_replace`` when the registry has no
-``apply_patch``).
+Tool names in a role file must be tools of ``agents/tools/builtin.py`` (``BUILTIN_TOOLS``), tools defined here
+(``ROLE_TOOLS``: submit_plan), or ``@edit``: the edit tools the model's profile asks for (``EDIT_SETS``:
+``apply_patch`` for OpenAI GPT/Codex; ``str_replace`` + ``write_file`` for Claude and the rest; the
+str_replace set when the registry has no ``apply_patch``).
 """
 
 from __future__ import annotations
@@ -29,7 +28,9 @@ from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
 from infra.errors import ConfigError
 
 EDIT_SLOT = "@edit"
-"""Placeholder in a role's tool list for the profile's edit tool."""
+"""Placeholder in a role's tool list for the profile's edit tools."""
+EDIT_SETS: dict[str, list[str]] = {"apply_patch": ["apply_patch"], "str_replace": ["str_replace", "write_file"]}
+"""What ``@edit`` becomes, per profile edit tool (apply_patch adds, deletes and moves files itself)."""
 Output = Literal["plan", "patch", "report"]
 
 
@@ -91,12 +92,14 @@ class Role(BaseModel):
     """Per-agent budget for one run of this role."""
 
     def tool_names(self, profile: ModelProfile | None = None, available: Iterable[str] | None = None) -> list[str]:
-        """The concrete tool list: ``@edit`` resolved to the profile's edit tool (or str_replace when the
-        registry in ``available`` has no such tool)."""
+        """The concrete tool list: ``@edit`` replaced by the profile's edit tools (the str_replace set when the
+        registry in ``available`` lacks the profile's tool); tools missing from ``available`` are left out."""
         have = set(available) if available is not None else BUILTIN_NAMES | set(ROLE_TOOLS)
-        edit = profile.edit_tool if profile is not None and profile.edit_tool in have else "str_replace"
-        out = [edit if t == EDIT_SLOT else t for t in self.tools]
-        return list(dict.fromkeys(out))
+        shape = profile.edit_tool if profile is not None and profile.edit_tool in have else "str_replace"
+        out: list[str] = []
+        for t in self.tools:
+            out += EDIT_SETS[shape] if t == EDIT_SLOT else [t]
+        return [t for t in dict.fromkeys(out) if t in have]
 
     def registry(self, base: Registry) -> Registry:
         """``base`` plus this role's own tools (submit_plan), for executing this role's calls."""

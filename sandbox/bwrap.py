@@ -156,6 +156,21 @@ def _git_binds(ws: Path) -> list[str]:
     return args
 
 
+def reachable_by(path: Path, uid: int, gid: int) -> bool:
+    """Whether ``uid``/``gid`` (no supplementary groups) may walk to ``path`` (and read it, if it is a file)."""
+    p = Path(path)
+    for d in [*reversed(p.parents), p]:
+        try:
+            st = d.stat()
+        except OSError:
+            return False
+        bit = 0o1 if stat.S_ISDIR(st.st_mode) else 0o4  # search a directory, read a file
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+        if not st.st_mode & (bit << shift):
+            return False
+    return True
+
+
 def compiled_toolserver(python: str) -> Path:
     """toolserver.py compiled to bytecode by the sandbox's ``python`` (cached by content hash): a script run from
     source is compiled at every start, which costs several milliseconds of each cold start. Falls back to the
@@ -232,8 +247,9 @@ class BwrapProvider(SandboxProvider):
     directory such as /usr). ``cgroups``: put each sandbox in its own cgroup for memory/pids/CPU limits when the
     host allows it. ``extra_ro_binds``: more host paths made visible read-only at the same place.
 
-    ``user``: "uid:gid" the sandbox runs as. Default: the workspace's owner when the worker is root (a root-owned
-    workspace keeps uid 0, without capabilities); the worker's own uid otherwise. Running as an unprivileged uid
+    ``user``: "uid:gid" the sandbox runs as. Default: the workspace's owner when the worker is root and the owner
+    can reach the workspace (a root-owned or unreachable workspace keeps uid 0, without capabilities); the
+    worker's own uid otherwise. Running as an unprivileged uid
     needs unprivileged user namespaces (bwrap then runs without any privilege at all).
     """
 
@@ -288,8 +304,9 @@ class BwrapProvider(SandboxProvider):
                  "--size", str(lim.tmp_mb << 20), "--tmpfs", "/var/tmp",
                  "--symlink", "../run", "/var/run",
                  "--dir", SANDBOX_HOME,
-                 # The workspace comes after the tmpfs mounts: a workspace under the host's /tmp must not be hidden.
-                 "--bind", str(workspace), WORKSPACE_PATH]
+                 ]
+        # The workspace comes after the tmpfs mounts: a workspace under the host's /tmp must not be hidden.
+        args += ["--bind", str(workspace), WORKSPACE_PATH]
         if git_binds:
             args += _git_binds(workspace)
         args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
@@ -325,10 +342,15 @@ class BwrapProvider(SandboxProvider):
         """uid:gid the sandbox for ``workspace`` runs as (see the class docstring)."""
         if self.user:
             return self.user
+        me = f"{os.geteuid()}:{os.getegid()}"
         if os.geteuid() == 0:
             st = workspace.stat()
+            if st.st_uid != 0 and not reachable_by(workspace, st.st_uid, st.st_gid):
+                return me  # the owner could not even reach it (e.g. under /root): stay uid 0 without capabilities
+            if st.st_uid != 0 and not reachable_by(self.server_file, st.st_uid, st.st_gid):
+                return me
             return f"{st.st_uid}:{st.st_gid}"
-        return f"{os.geteuid()}:{os.getegid()}"
+        return me
 
     def pool_key(self, workspace: Path) -> str:
         """Warm sandboxes are interchangeable only for the same user."""
@@ -375,6 +397,11 @@ class BwrapProvider(SandboxProvider):
             assert info_r is not None and block_w is not None
             try:
                 await asyncio.to_thread(_join_cgroup, cg, proc.pid, info_r, block_w, self.start_timeout_s)
+            except asyncio.CancelledError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await asyncio.shield(asyncio.to_thread(cg.destroy))
+                raise
             except OSError as exc:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()

@@ -309,8 +309,17 @@ class DockerProvider(SandboxProvider):
 
     async def _launch(self, ws: Path, user: str, *, slot: bool) -> DockerSandbox:
         sandbox_id = f"dk-{secrets.token_hex(6)}"
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create_and_start, ws, sandbox_id, user, slot))
         try:
-            container_id, sock = await asyncio.to_thread(self._create_and_start, ws, sandbox_id, user, slot)
+            container_id, sock = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # Cancelled while the engine was creating it: wait for the container, then remove it (no leak).
+            with contextlib.suppress(Exception):
+                cid, orphan = await creating
+                with contextlib.suppress(OSError):
+                    orphan.close()
+                await self.remove_container(cid)
+            raise
         except UnexpectedEnvironment:
             raise
         except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; all mean "cannot start"

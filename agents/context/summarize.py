@@ -92,6 +92,7 @@ _SHORT = re.compile(r"^(?P<status>FAILED|ERROR) (?P<id>[^\s\[]+(?:\[.*?\])?)(?: 
 _VERBOSE = re.compile(r"^(?P<id>\S+::\S+?(?:\[.*?\])?) (?P<status>FAILED|ERROR|PASSED)\b")
 _PASSED = re.compile(r"^PASSED \S")
 _FAILED_LIST = re.compile(r"^failed: (?P<ids>.+)$")
+_FAILED_MESSAGE = re.compile(r"^  (?P<id>[^\s:]+::\S+?(?:\[.*?\])?): (?P<msg>.+)$")  # run_tests' head
 _COUNTS = re.compile(r"\b\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b")
 _FRAME_SHORT = re.compile(r"^(?P<path>[^\s:][^:\s]*):(?P<line>\d+): in (?P<func>\S+)\s*$")
 _FRAME_LONG = re.compile(r"^(?P<path>[^\s:][^:\s]*\.\w+):(?P<line>\d+): ?(?P<exc>[\w.]*)\s*$")
@@ -218,6 +219,11 @@ def summarize_pytest(text: str, *, max_detail: int = 1) -> Summary:
         if m:
             listed += [i.strip() for i in m["ids"].split(", ") if i.strip()]
             continue
+        m = _FAILED_MESSAGE.match(line)
+        if m and not top:
+            if not short.get(m["id"]):
+                short[m["id"]] = m["msg"].strip()
+            continue
         if not summary_line and _COUNTS.search(line) and re.search(r" in [\d.]+s", line):
             summary_line = line.strip()
     for i in listed:
@@ -278,12 +284,13 @@ def looks_like_pytest(text: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------- tracebacks
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+_PY_REPEATED = re.compile(r"^\s*\[Previous line repeated (?P<n>\d+) more times?\]")
 _JS_ERROR = re.compile(r"^(?:Uncaught )?(?P<exc>[A-Z]\w*(?:Error|Exception)|Error)(?:: (?P<msg>.*))?$")
 _JS_FRAME = re.compile(r"^\s+at (?:(?P<func>.+?) \()?(?P<path>[^()\s]+?):(?P<line>\d+)(?::\d+)?\)?$")
-_GO_PANIC = re.compile(r"^(panic: |fatal error: )")
+_GO_PANIC = re.compile(r"^(panic: |fatal error: )", re.M)
 _GO_FUNC = re.compile(r"^(?P<func>[\w./*()\-]+)\(.*\)$")
 _GO_LOC = re.compile(r"^\t(?P<path>\S+\.go):(?P<line>\d+)")
-_GO_FAIL = re.compile(r"^\s*--- FAIL: (?P<name>\S+)")
+_GO_FAIL = re.compile(r"^\s*--- FAIL: (?P<name>\S+)", re.M)
 _GO_TEST_MSG = re.compile(r"^\s+(?P<loc>\S+_test\.go:\d+): (?P<msg>.*)$")
 
 
@@ -306,8 +313,11 @@ def summarize_traceback(text: str) -> Summary:
             i += 1
             while i < len(lines) and (lines[i].startswith((" ", "\t")) or not lines[i].strip()):
                 m = _PY_FRAME.match(lines[i])
+                r = _PY_REPEATED.match(lines[i])
                 if m:
                     frames.append(f"{m['path']}:{m['line']}" + (f" in {m['func'].strip()}" if m["func"] else ""))
+                elif r and frames:
+                    frames += [frames[-1]] * int(r["n"])
                 i += 1
             exc = lines[i].strip() if i < len(lines) else "(no exception line)"
             kept = fold_frames(frames)

@@ -44,7 +44,7 @@ def span(name: str, parent: Mapping[str, str] | None = None, **attributes: str) 
     ctx = _PROPAGATOR.extract(dict(parent or {}))
     with _TRACER.start_as_current_span(name, context=ctx, attributes=attributes) as current:
         carrier: dict[str, str] = {}
-        if current.get_span_context().is_valid:
+        if current.is_recording():
             _PROPAGATOR.inject(carrier)
         else:  # no tracer provider installed: keep the chain with ids of our own
             carrier["traceparent"] = _child_of((parent or {}).get("traceparent"))

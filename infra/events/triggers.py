@@ -175,7 +175,8 @@ def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Dec
         if mapped is None:
             return _no_repo(repo)
         return Decision(
-            kind="start", reason=f"pull request labelled {pr_ev.label.name}", workflow_id=github_id(repo, "pr", pr.number),
+            kind="start", reason=f"pull request labelled {pr_ev.label.name}",
+            workflow_id=github_id(repo, "pr", pr.number),
             task=_issue_task(pr.title, pr.body, f"GitHub pull request {repo}#{pr.number}, branch {pr.head.ref}",
                              pr.html_url),
             repo=mapped, ref=pr.head.sha,
@@ -218,7 +219,8 @@ def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Dec
         else:
             wr: p.GHWorkflowRunEvent = _parse(p.GHWorkflowRunEvent, payload, "workflow_run event")
             action, conclusion, sha = wr.action, wr.workflow_run.conclusion, wr.workflow_run.head_sha
-            branch, name, url = wr.workflow_run.head_branch, wr.workflow_run.name or "workflow", wr.workflow_run.html_url
+            branch, url = wr.workflow_run.head_branch, wr.workflow_run.html_url
+            name = wr.workflow_run.name or "workflow"
             repo = wr.repository.full_name
         if action != "completed" or conclusion not in rules.github_failed_conclusions:
             return ignore(f"{event}.{action} with conclusion {conclusion}")

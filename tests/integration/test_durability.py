@@ -29,7 +29,8 @@ def slow_trajectory(tmp_path):
 def test_worker_sigkill_mid_run(stack, example_repo, tmp_path):
     wf = f"it-kill-{int(time.time())}"
     run = subprocess.Popen([BOSUN, "run", "--repo", str(example_repo), "--model",
-                            f"scripted:{slow_trajectory(tmp_path)}", "--id", wf, "--wait", "--json", "fix it"],
+                            f"scripted:{slow_trajectory(tmp_path)}", "--id", wf, "--mode", "solo", "--wait", "--json",
+                            "fix it"],
                            env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
 
@@ -66,3 +67,86 @@ def test_worker_sigkill_mid_run(stack, example_repo, tmp_path):
     assert len(retried) == 1
     model_calls = [e for e in journal if e["type"] == "model_call" and e["event"] == "complete"]
     assert len(model_calls) == 6, "one model call per recorded turn, none repeated"
+
+
+def team_trajectory_with_sleeps(tmp_path):
+    turns = [json.loads(line) for line in (EXAMPLE / "team.jsonl").read_text().splitlines()]
+    out = []
+    for t in turns:
+        if t.get("agent", "").startswith("fast_edit:") and not t.get("expect"):
+            # each fast-edit agent first runs a slow command: the worker is killed while both run
+            out.append({"agent": t["agent"], "content": "warming up",
+                        "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 4 && echo warm"}}]})
+            t = {**t, "expect": [{"tool": "run_command", "contains": "warm"}]}
+        out.append(t)
+    path = tmp_path / "team-slow.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in out) + "\n")
+    return path
+
+
+def assert_no_completed_activity_ran_twice(journal, killed_at):
+    by_activity: dict[tuple[str, str], list[dict]] = {}
+    for e in journal:
+        by_activity.setdefault((e["workflow_id"], e["activity_id"]), []).append(e)
+    before = 0
+    for key, events in by_activity.items():
+        completes = [e for e in events if e["event"] == "complete"]
+        assert len(completes) == 1, f"activity {key} completed {len(completes)} times: {events}"
+        if completes[0]["ts"] < killed_at:
+            before += 1
+            assert len([e for e in events if e["event"] == "start"]) == 1, f"{key} ran again: {events}"
+    return before
+
+
+@pytest.mark.slow
+def test_worker_sigkill_mid_fan_out(stack, example_repo, tmp_path):
+    wf = f"it-kill-fan-{int(time.time())}"
+    run = subprocess.Popen([BOSUN, "run", "--repo", str(example_repo), "--model",
+                            f"scripted:{team_trajectory_with_sleeps(tmp_path)}", "--id", wf, "--wait", "--json",
+                            "fix the tests"], env={**os.environ, **stack.env}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+
+    def fast_edit_sleeping():
+        started = {e["workflow_id"] for e in stack.journal() if e["type"] == "tool_call" and e["event"] == "start"
+                   and e["workflow_id"].startswith(f"{wf}/fast_edit-")}
+        return len(started) == 2
+
+    wait_for(fast_edit_sleeping, 120, what="both fast-edit agents to be running")
+    victim = stack.state()["components"]["worker"]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.time()
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err + out
+    result = json.loads(out)
+    assert result["status"] == "succeeded"
+    assert [(s["id"], s["status"]) for s in result["subtasks"]] == [("median", "merged"), ("percent", "merged")]
+    journal = [e for e in stack.journal() if e["workflow_id"].startswith(wf)]
+    assert assert_no_completed_activity_ran_twice(journal, killed_at) >= 10
+    model_calls = [e for e in journal if e["type"] == "model_call" and e["event"] == "complete"]
+    assert len(model_calls) == 2 + 5 + 5 + 5, "one model call per recorded turn, none repeated"
+
+
+@pytest.mark.slow
+def test_temporal_server_restart_mid_run(stack, example_repo, tmp_path):
+    wf = f"it-temporal-restart-{int(time.time())}"
+    run = subprocess.Popen([BOSUN, "run", "--repo", str(example_repo), "--model",
+                            f"scripted:{slow_trajectory(tmp_path)}", "--id", wf, "--mode", "solo", "fix it"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    assert run.wait(60) == 0, run.stderr.read()
+    wait_for(lambda: len([e for e in stack.journal() if e["workflow_id"] == f"{wf}/agent-1"
+                          and e["type"] == "tool_call" and e["event"] == "start"]) >= 4, 120,
+             what="the slow tool call to start")
+    server = stack.state()["components"]["temporal"]["pid"]
+    os.kill(server, signal.SIGKILL)
+    killed_at = time.time()
+    wait_for(lambda: stack.state()["components"]["temporal"]["pid"] != server, 60, what="Temporal restart")
+
+    def finished():
+        proc = stack.bosun("history", wf, "--json")
+        return proc.returncode == 0 and json.loads(proc.stdout).get("result")
+
+    result = wait_for(finished, 240, interval=2, what="the run to finish after the server restart")
+    assert result["status"] == "succeeded" and result["tests_after"]["green"]
+    journal = [e for e in stack.journal() if e["workflow_id"] in (wf, f"{wf}/agent-1")]
+    assert assert_no_completed_activity_ran_twice(journal, killed_at) >= 8

@@ -7,8 +7,10 @@ both). The image is built (or found) once per session by sandbox/image/build.sh.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,12 +42,23 @@ def chown_tree(path: Path, uid: int, gid: int) -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A fresh workspace directory with one text file (under the host's /tmp: exercises the mount order)."""
-    ws = tmp_path / "ws"
+def workspace(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A fresh workspace directory with one text file (under the host's /tmp: exercises the mount order).
+
+    For the bwrap-user variant it lives where uid 1000 can reach it (pytest's tmp_path is private to root)."""
+    backend = getattr(getattr(request.node, "callspec", None), "params", {}).get("backend")
+    if backend == "bwrap-user":
+        base = Path(tempfile.mkdtemp(prefix="bosun-test-ws-", dir="/tmp"))
+        base.chmod(0o755)
+        ws = base / "ws"
+    else:
+        base = None
+        ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "hello.txt").write_text("hello\n")
-    return ws
+    yield ws
+    if base is not None:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +109,8 @@ async def sandbox(provider, backend: str, workspace: Path) -> AsyncIterator[Sand
     """A sandbox of each backend variant (see BACKENDS)."""
     prepare_workspace(backend, workspace)
     sb = await provider.acquire(workspace)
+    if backend in ("docker", "bwrap-user"):
+        assert sb.user == f"{SANDBOX_UID}:{SANDBOX_UID}"  # type: ignore[attr-defined]
     try:
         yield sb
     finally:

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import os
 import stat
+import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -190,10 +191,9 @@ async def test_cannot_read_ssh_keys_or_worker_env(provider, backend: str, worksp
         await sb.close()
 
 
-async def test_git_hooks_and_config_are_read_only(provider, backend: str, tmp_path: Path) -> None:
-    ws = tmp_path / "repo"
-    ws.mkdir()
-    os.system(f"git init -q {ws}")  # noqa: S605 - host side test setup, fixed arguments
+async def test_git_hooks_and_config_are_read_only(provider, backend: str, workspace: Path) -> None:
+    ws = workspace
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
     hooks_before = sorted(p.name for p in (ws / ".git/hooks").iterdir())
     config_before = (ws / ".git/config").read_bytes()
     prepare_workspace(backend, ws)
