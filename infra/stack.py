@@ -57,7 +57,8 @@ def components(s: Settings) -> list[Component]:
             "temporal",
             [_bin("temporal"), "server", "start-dev", "--ip", s.host, "--port", str(s.temporal_port),
              "--ui-port", str(s.temporal_ui_port), "--db-filename", str(d / "temporal" / "temporal.db"),
-             "--log-level", "warn", "--namespace", s.temporal_namespace],
+             "--log-level", "warn", "--namespace", s.temporal_namespace,
+             "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"],
             {"Temporal frontend": (s.temporal_port, "BOSUN_TEMPORAL_PORT"),
              "Temporal Web UI": (s.temporal_ui_port, "BOSUN_TEMPORAL_UI_PORT")},
             f"{s.host}:{s.temporal_port} (Web UI http://{s.host}:{s.temporal_ui_port})", "start-dev"))

@@ -16,7 +16,7 @@ from sandbox.base import WORKSPACE_PATH, ExecResult, Limits, Sandbox, SandboxPro
 from sandbox.escalation import run_escalated
 
 __all__ = ["WORKSPACE_PATH", "ExecResult", "Limits", "Sandbox", "SandboxProvider", "docker_available",
-           "get_provider", "run_escalated"]
+           "get_provider", "reap_orphans", "run_escalated"]
 
 Backend = Literal["auto", "docker", "bwrap"]
 
@@ -43,6 +43,43 @@ def docker_available(image: str | None = None) -> tuple[bool, str]:
         return False, f"docker engine not usable: {exc}"
     finally:
         client.close()
+
+
+def reap_orphans() -> dict[str, Any]:
+    """Clean up after workers on this host that died: their docker containers (by label), bwrap cgroups and
+    workspace slots. Safe to call at any time (live owners are never touched); never raises."""
+    out: dict[str, Any] = {"containers": [], "cgroups": 0, "slots": 0, "errors": []}
+    try:
+        import docker  # noqa: PLC0415
+
+        from sandbox.docker_backend import DockerProvider  # noqa: PLC0415
+
+        client = docker.from_env(timeout=10)
+        try:
+            client.ping()
+            out["containers"] = DockerProvider(docker_client=client).reap_orphans()
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - no engine is fine
+        out["errors"].append(f"docker: {exc}")
+    try:
+        from sandbox import cgroups  # noqa: PLC0415
+
+        out["cgroups"] = cgroups.reap_stale(cgroups.detect())
+    except Exception as exc:  # noqa: BLE001
+        out["errors"].append(f"cgroups: {exc}")
+    try:
+        import os  # noqa: PLC0415
+
+        from sandbox.slots import SLOTS_ROOT, SlotManager  # noqa: PLC0415
+
+        if os.geteuid() == 0 and SLOTS_ROOT.exists():
+            mgr = SlotManager()
+            ok, _why = mgr.usable()  # sets up the shared mount and removes dead owners' slots
+            out["slots"] = "cleaned" if ok else "unavailable"
+    except Exception as exc:  # noqa: BLE001
+        out["errors"].append(f"slots: {exc}")
+    return out
 
 
 def get_provider(backend: Backend | str = "auto", *, image: str | None = None, limits: Limits | None = None,

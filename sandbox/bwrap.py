@@ -2,21 +2,27 @@
 
 Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at the end):
 
-- /usr, /etc, /opt, /srv, /sys and the /bin, /lib... links: read-only binds of the host's. Files and directories
-  there that are not world-readable (/etc/shadow, ssh host keys...) are masked: the sandbox runs as the worker's
-  uid, without capabilities, and must still not see what only that uid may read.
-- NOT present at all: /root, /home, $HOME, /run, /var (but /var/tmp), /tmp, /mnt, /media, /boot and every other
-  top-level directory of the host. Host unix sockets (the Docker socket) are therefore unreachable.
-- /tmp, /var/tmp, /run: private tmpfs; /tmp has the size cap of the limits profile.
+- /usr, /etc, /opt, /srv and the /bin, /lib... links: read-only binds of the host's; /sys/devices/system/cpu only.
+  Files and directories there that are not world-readable (/etc/shadow, ssh host keys...) are masked: the
+  sandbox may run as the worker's uid (without capabilities) and must still not see what only that uid may read.
+- NOT present at all: /root, /home, $HOME, /run, /var (but /var/tmp), the host's /tmp, /mnt, /media, /boot and
+  every other top-level directory of the host. Host unix sockets (the Docker socket) are therefore unreachable.
+- /tmp, /var/tmp, /run, /dev/shm: private tmpfs; /tmp has the size cap of the limits profile.
+- /proc: the sandbox's own (PID namespace); /proc/sys read-only (sysctls check only file ownership: uid 0 could
+  otherwise set kernel.core_pattern, i.e. run code as host root), sysrq-trigger, keys... masked.
 - /workspace: the workspace, read-write; its .git/hooks and .git/config re-bound read-only (a sandboxed process
   must not plant code the host's git would run); ``.git`` itself is a mount point so it cannot be swapped.
 - own user, PID, network (none), IPC, UTS and cgroup namespaces; no capabilities; no_new_privs; a new session
-  (no terminal injection); a seccomp filter refusing set-id chmod and new namespaces; dies with the worker.
+  (no terminal injection); a seccomp filter (sandbox/seccomp.py) refusing set-id chmod, new namespaces,
+  keyrings, bpf...; dies with the worker.
 - bwrap itself is started from a scrubbed environment, so nothing of the worker's environment is visible, even at
-  /proc/1/environ; memory/pids/CPU limits through a cgroup per sandbox where the host allows it.
+  /proc/1/environ; memory/pids/CPU limits through a cgroup per sandbox where the host allows it (the sandbox is
+  put in it before anything of it runs: --info-fd/--block-fd); RLIMIT_NOFILE set by the tool server.
+- it runs as the workspace's owner when the worker is root and the owner can reach the workspace (bwrap is then
+  unprivileged); otherwise as the worker's uid, capabilities dropped.
 
-The tool server (host ``python3`` running sandbox/toolserver.py, bound read-only at /run/bosun) is the sandbox's
-main process; when it dies, the sandbox dies.
+The tool server (host ``python3`` running sandbox/toolserver.py, compiled, bound read-only at /run/bosun) is the
+sandbox's main process; when it dies, the sandbox dies.
 """
 
 from __future__ import annotations
@@ -51,7 +57,6 @@ RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "bin", "sbin", "lib", "lib32", "lib64
 SCAN_FOR_SECRETS = ("etc", "opt", "srv")
 """Directories scanned once for non-world-readable entries to mask."""
 ALWAYS_MASK_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/docker", "/etc/sudoers.d")
-
 
 
 def _join_cgroup(cg: cgroups.SandboxCgroup, bwrap_pid: int, info_r: int, block_w: int, timeout_s: float) -> None:
@@ -205,6 +210,8 @@ class BwrapSandbox(Sandbox):
                  cgroup: cgroups.SandboxCgroup | None) -> None:
         self.id = sandbox_id
         self.workspace = workspace
+        self.user = ""
+        """uid:gid the sandbox runs as (host ids)."""
         self._client = client
         self._cgroup = cgroup
         self._closed = False

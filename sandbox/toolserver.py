@@ -473,6 +473,7 @@ def _grep_py(ws: Workspace, pattern: str, base: str, file_glob: str | None, igno
                 matches.append({"path": ws.rel(full), "line": lineno, "text": _clip(line)})
         if truncated:
             break
+    matches.sort(key=lambda m: (m["path"], m["line"]))
     return {"matches": matches, "truncated": truncated}
 
 
@@ -925,6 +926,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"toolserver: workspace {root} is not a directory\n")
         return 2
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    home = os.environ.get("HOME", "")
+    if home.startswith("/tmp/") and not os.path.isdir(home):  # a private home on the sandbox's tmpfs
+        try:
+            os.makedirs(home, mode=0o700, exist_ok=True)
+        except OSError:
+            pass
     global TRACKER
     TRACKER = ProcessTracker()
     server = Server(root)

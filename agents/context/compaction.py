@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from agents.context.summarize import Facts, cut, summarize_output
 from agents.context.tokens import estimate_tokens, transcript_tokens
@@ -35,6 +35,8 @@ COMPACTED_MARK = "[compacted "
 """First text of a compacted tool output or argument; compacted content is never compacted again."""
 ARG_CAP = 1200
 """Tool-call string arguments longer than this (characters) are stored and replaced when their turn is old."""
+EVENT_LIST_CAP = 200
+"""Most entries per list of ``CompactionEvent.kept``."""
 MESSAGE_CAP = 4000
 """Stage 3: assistant/user messages longer than this (characters) keep only their head."""
 EDIT_TOOLS = ("write_file", "str_replace", "apply_patch")
@@ -69,13 +71,18 @@ class CompactionEvent(BaseModel):
     stages: list[str] = Field(default_factory=list)
     stored: list[StoredOutput] = Field(default_factory=list)
     kept: Facts = Field(default_factory=Facts)
-    """Failing tests, error lines, frames, files read and changed that the summaries and the note kept."""
+    """Failing tests, error lines, frames, files read and changed that the summaries and the note kept (each
+    list capped at ``EVENT_LIST_CAP`` entries so the event stays small in workflow history)."""
+    kept_counts: dict[str, int] = Field(default_factory=dict)
+    """Full length of each ``kept`` list before the cap."""
     pinned_reinjected: bool = False
     over_threshold: bool = False
     """Still above the trigger after every stage (the caller should stop or fail the run, not loop)."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def refs(self) -> list[str]:
+        """Every ``sha256:`` ref this compaction stored."""
         return [s.ref for s in self.stored]
 
 
@@ -126,6 +133,19 @@ def transcript_activity(messages: list[Message]) -> Facts:
     return facts
 
 
+def _merge_reads(summarized: list[str], requested: list[str]) -> list[str]:
+    """Read ranges, one per (path, start line): the summarised (actual) range wins over the requested one."""
+    def key(entry: str) -> tuple[str, str]:
+        path, _, lines = entry.rpartition(":")
+        return path, lines.split("-")[0]
+    merged: dict[tuple[str, str], str] = {}
+    for entry in requested:
+        merged.setdefault(key(entry), entry)
+    for entry in summarized:
+        merged[key(entry)] = entry
+    return list(merged.values())
+
+
 class _Compactor:
     def __init__(self, msgs: list[Message], store_put: Callable[[str], str], min_output_tokens: int) -> None:
         self.msgs = msgs
@@ -167,9 +187,11 @@ class _Compactor:
                     continue
                 ref = self.store_put(value)
                 n_lines = value.count("\n") + 1
-                files = [m["path"] or m["to"] for m in _PATCH_FILE.finditer(value)]
-                extra = f"; files: {', '.join(files)}" if files else ""
-                short = f"{COMPACTED_MARK}{key}: {len(value):,} chars, {n_lines} lines{extra}; full text: {ref}]"
+                # A patch keeps its file header lines, so later compactions still see which files it changed.
+                headers = [m.group(0) for m in _PATCH_FILE.finditer(value)]
+                short = f"{COMPACTED_MARK}{key}: {len(value):,} chars, {n_lines} lines; full text: {ref}]"
+                if headers:
+                    short += "\n" + "\n".join(headers)
                 call.arguments[key] = short
                 self.stored.append(StoredOutput(ref=ref, tool=call.name, call_id=call.id, what=f"argument:{key}",
                                                 kind="argument", chars=len(value),
@@ -269,16 +291,31 @@ def compact(messages: list[Message], *, window_tokens: int, threshold: float = 0
         if cut_count:
             stages.append(f"cut {cut_count} long messages to their head")
 
+    if not work.stored:
+        after = transcript_tokens(messages)
+        event = CompactionEvent(before_tokens=before, after_tokens=after, window_tokens=window_tokens,
+                                threshold=threshold, trigger_tokens=trigger, target_tokens=goal,
+                                stages=["nothing to compact: no old tool output, argument or message is long enough"],
+                                over_threshold=after > trigger)
+        return CompactionResult(messages=list(messages), compacted=False, tokens=after, event=event,
+                                reason=f"~{before:,} tokens > {threshold:.0%} of {window_tokens:,}, but nothing is "
+                                       "left to compact: the system prompt, the task and short outputs remain")
     activity = transcript_activity(msgs)
+    activity.files_read = _merge_reads(work.facts.files_read, activity.files_read)
     tests = work.latest_tests[1] if work.latest_tests else None
     note = _note(len(work.stored), activity, tests, old_tests_line, pinned)
     msgs.insert(_note_index(msgs), Message(role="user", content=note))
     after = transcript_tokens(msgs)
-    kept = work.facts.merge(Facts(files_read=activity.files_read, files_changed=activity.files_changed))
+    kept = work.facts.merge(Facts(files_changed=activity.files_changed))
+    kept.files_read = activity.files_read
+    counts = {name: len(getattr(kept, name)) for name in ("failing_tests", "error_lines", "frames", "files_read",
+                                                           "files_changed")}
+    for name in counts:
+        setattr(kept, name, getattr(kept, name)[:EVENT_LIST_CAP])
     event = CompactionEvent(before_tokens=before, after_tokens=after, window_tokens=window_tokens,
                             threshold=threshold, trigger_tokens=trigger, target_tokens=goal, stages=stages,
-                            stored=work.stored, kept=kept, pinned_reinjected=bool(pinned and pinned.strip()),
-                            over_threshold=after > trigger)
+                            stored=work.stored, kept=kept, kept_counts=counts,
+                            pinned_reinjected=bool(pinned and pinned.strip()), over_threshold=after > trigger)
     reason = (f"~{before:,} tokens > {threshold:.0%} of {window_tokens:,}: compacted to ~{after:,} "
               f"({len(work.stored)} items stored)")
     if event.over_threshold:
@@ -288,10 +325,10 @@ def compact(messages: list[Message], *, window_tokens: int, threshold: float = 0
 
 def compaction_summary(event: CompactionEvent) -> str:
     """One line for history: before/after and what was kept."""
-    k = event.kept
+    n = event.kept_counts
     return cut(f"compacted ~{event.before_tokens:,} -> ~{event.after_tokens:,} tokens; {len(event.stored)} stored; "
-               f"kept {len(k.failing_tests)} failing tests, {len(k.error_lines)} error lines, "
-               f"{len(k.files_changed)} changed files" + (" (STILL OVER)" if event.over_threshold else ""), 300)
+               f"kept {n.get('failing_tests', 0)} failing tests, {n.get('error_lines', 0)} error lines, "
+               f"{n.get('files_changed', 0)} changed files" + (" (STILL OVER)" if event.over_threshold else ""), 300)
 
 
 def dump_event(event: CompactionEvent) -> str:

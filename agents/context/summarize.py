@@ -466,7 +466,7 @@ def parse_diff(text: str) -> list[_DiffFile]:
     return files
 
 
-def summarize_diff(text: str, *, max_files: int = 60, max_contexts: int = 2) -> Summary:
+def summarize_diff(text: str, *, max_files: int = 300, max_contexts: int = 2) -> Summary:
     """Files changed with status, hunks and +/- counts, and where the first hunks are."""
     files = parse_diff(text)
     if not files:
@@ -490,7 +490,11 @@ def summarize_diff(text: str, *, max_files: int = 60, max_contexts: int = 2) -> 
                 row += " | ..."
         out.append(row)
     if len(files) > max_files:
-        out.append(f"... {len(files) - max_files} more files")
+        dirs: OrderedDict[str, int] = OrderedDict()
+        for f in files[max_files:]:
+            top = f.path.split("/", 1)[0] + "/" if "/" in f.path else "./"
+            dirs[top] = dirs.get(top, 0) + 1
+        out.append(f"... {len(files) - max_files} more files: " + ", ".join(f"{d} ({n})" for d, n in dirs.items()))
     changed = []
     for f in files:
         if f.old and f.status == "R":

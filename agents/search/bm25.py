@@ -43,21 +43,32 @@ def split_identifier(word: str) -> tuple[str, ...]:
     return result
 
 
+_expand_cache: dict[str, tuple[str, ...]] = {}
+
+
+def _expand(word: str) -> tuple[str, ...]:
+    """Tokens for one identifier: the whole word lower-cased, plus its parts when it has several."""
+    low = word.lower()
+    parts = split_identifier(word)
+    if len(parts) > 1:
+        toks = [] if low in STOPWORDS else [low]
+        toks += [p for p in parts if len(p) > 1 and p not in STOPWORDS and not p.isdigit()]
+        return tuple(toks)
+    return (low,) if len(low) > 1 and low not in STOPWORDS else ()
+
+
 def tokenize(text: str) -> list[str]:
     """Search tokens of ``text``: each identifier lower-cased whole, plus its parts when it has several."""
     out: list[str] = []
-    append = out.append
+    extend = out.extend
+    cache = _expand_cache
     for word in _WORD.findall(text):
-        low = word.lower()
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            if low not in STOPWORDS:
-                append(low)
-            for part in parts:
-                if len(part) > 1 and part not in STOPWORDS and not part.isdigit():
-                    append(part)
-        elif len(low) > 1 and low not in STOPWORDS:
-            append(low)
+        toks = cache.get(word)
+        if toks is None:
+            toks = _expand(word)
+            if len(cache) < 1_000_000:
+                cache[word] = toks
+        extend(toks)
     return out
 
 

@@ -105,7 +105,11 @@ class Starter:
             raise ConfigError("no model for event-started tasks: set BOSUN_EVENTS_MODEL or BOSUN_DEFAULT_MODEL")
         from agents.providers import parse_spec
 
-        parse_spec(self.model)
+        spec = parse_spec(self.model)
+        if spec.kind == "scripted":
+            from agents.providers.scripted import load_trajectory
+
+            load_trajectory(spec.model)
 
     async def _setup(self, stop: asyncio.Event) -> bool:
         self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-starter", stop=stop)

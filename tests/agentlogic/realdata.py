@@ -203,13 +203,17 @@ class PytestRun:
         return "\n".join(parts)
 
     def as_run_tests(self) -> str:
-        """The text the run_tests tool would return (headline + failed ids + the last 12,000 characters)."""
+        """The text the run_tests tool returns (headline, failed ids with their messages, the last 12,000
+        characters), as agents/tools/commands.py builds it."""
         from agents.tools.pytest_report import parse_pytest_output
 
         report = parse_pytest_output(self.output, self.exit_code)
         head = f"pytest: {report.headline()}"
         if report.failed:
             head += "\nfailed: " + ", ".join(report.failed)
+            for tid in report.failed:
+                if tid in report.messages:
+                    head += f"\n  {tid}: {report.messages[tid][:300]}"
         return f"{head}\n\n{self.output[-12_000:]}"
 
 
@@ -227,21 +231,34 @@ def write_project(root: Path) -> Path:
 
 
 def machine_python() -> str:
-    """The machine's python3 when it has pytest, else this interpreter (which has it)."""
+    """The machine's python3 (resolved past launcher shims such as pyenv's) when it has pytest, else this
+    interpreter (which has it)."""
     exe = shutil.which("python3")
     if exe:
-        probe = subprocess.run([exe, "-c", "import pytest"], capture_output=True)
-        if probe.returncode == 0:
-            return exe
+        probe = subprocess.run([exe, "-c", "import sys, pytest; print(sys.executable)"], capture_output=True,
+                               text=True, timeout=60)
+        if probe.returncode == 0 and probe.stdout.strip():
+            return probe.stdout.strip()
     return sys.executable
 
 
-def run_pytest(root: Path, *args: str) -> PytestRun:
+def _pytest_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    cmd = [machine_python(), "-m", "pytest", "-p", "no:cacheprovider", *args]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=120)
-    return PytestRun(args=list(args), exit_code=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
+    return env
+
+
+def run_pytest_many(root: Path, arg_lists: list[list[str]]) -> list[PytestRun]:
+    """Several pytest runs of the same project at once (they only read it; no cache is written)."""
+    python = machine_python()
+    procs = [(args, subprocess.Popen([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=root,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pytest_env()))
+             for args in arg_lists]
+    runs = []
+    for args, proc in procs:
+        out, err = proc.communicate(timeout=120)
+        runs.append(PytestRun(args=list(args), exit_code=proc.returncode, stdout=out, stderr=err))
+    return runs
 
 
 def _git(root: Path, *args: str) -> str:
@@ -306,8 +323,7 @@ class RealOutputs:
 
 def produce(tmp: Path) -> RealOutputs:
     project = write_project(tmp / "project")
-    short = run_pytest(project, "-rA", "--tb=short", "-q")
-    long = run_pytest(project)
+    short, long = run_pytest_many(project, [["-rA", "--tb=short", "-q"], []])
     diff = big_diff(tmp / "diffrepo")
     source = (project / "tests" / "test_mod03.py").read_text().splitlines()
     file_text = "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(source, 1))

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from agents.context import NOTE_MARK, build_static_context, compact, compaction_summary, estimate_tokens, \
-    needs_compaction, transcript_tokens
+from agents.context import (
+    NOTE_MARK,
+    build_static_context,
+    compact,
+    compaction_summary,
+    estimate_tokens,
+    needs_compaction,
+    transcript_activity,
+    transcript_tokens,
+)
 from agents.context.compaction import COMPACTED_MARK
 from agents.messages import Message, ToolCall
 from agents.profiles import profile_for
@@ -139,7 +148,7 @@ def test_transcript_compaction(real, store):
     note = [m for m in result.messages if m.role == "user" and m.content.startswith(NOTE_MARK)]
     assert len(note) == 1 and result.messages[-1] is note[0]
     text = note[0].content
-    assert "Files changed by you: pkg/calc.py" in text and "tests/test_mod03.py:1-end" in text
+    assert "Files changed by you: pkg/calc.py" in text and "Files read: tests/test_mod03.py:1-78" in text
     assert "Never edit files under vendor/." in text and ev.pinned_reinjected
     latest = parse_pytest_output(real.short.output, 1).failed  # call_3, the latest compacted run
     assert all(t in text for t in latest[:30])
@@ -195,3 +204,31 @@ def test_recent_turns_too_big_are_compacted_last_and_flagged(real, store):
 def test_bad_arguments():
     with pytest.raises(ValueError):
         compact([], window_tokens=0, store_put=lambda t: "sha256:x")
+
+
+def test_over_threshold_with_nothing_to_compact_is_reported(store):
+    msgs = [Message(role="system", content="x" * 8000), Message(role="user", content="task")]
+    result = compact(msgs, window_tokens=1000, store_put=store.put)
+    assert not result.compacted and result.messages == msgs and "nothing is left to compact" in result.reason
+    assert result.event.over_threshold and not store.blobs
+
+
+def test_event_is_small_and_serializable(real, store):
+    msgs = [Message(role="user", content="task")] + turn(1, "run_command", {}, real.long.as_run_command()) \
+        + turn(2, "grep", {}, "x")
+    ev = compact(msgs, window_tokens=4000, keep_recent_turns=1, store_put=store.put).event
+    dumped = ev.model_dump(mode="json")
+    assert dumped["refs"] == [s.ref for s in ev.stored] and len(dumped["refs"]) == 1
+    assert ev.kept_counts["failing_tests"] == 37 and len(json.dumps(dumped)) < 20_000
+
+
+def test_big_patch_arguments_keep_their_file_headers(real, store):
+    patch = "*** Begin Patch\n*** Update File: pkg/calc.py\n@@ def add\n" + "+x = 1\n" * 400 \
+        + "*** Add File: pkg/new.py\n+y = 2\n*** End Patch\n"
+    msgs = [Message(role="user", content="task")] + turn(1, "apply_patch", {"input": patch}, "patched 2 files") \
+        + turn(2, "run_command", {}, real.long.as_run_command()) + turn(3, "grep", {}, "x")
+    first = compact(msgs, window_tokens=4000, keep_recent_turns=2, store_put=store.put)
+    call = next(c for m in first.messages for c in m.tool_calls if c.id == "call_1")
+    assert call.arguments["input"].startswith(COMPACTED_MARK) and store.blobs[first.event.stored[0].ref] == patch
+    assert "*** Update File: pkg/calc.py" in call.arguments["input"]
+    assert transcript_activity(first.messages).files_changed == ["pkg/calc.py", "pkg/new.py"]

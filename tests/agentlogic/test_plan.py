@@ -2,8 +2,7 @@ import json
 
 import pytest
 
-from agents.plan import Plan, PlanError, normalize_scope, parse_plan, plan_from_data, scopes_outside, \
-    topological_waves
+from agents.plan import Plan, PlanError, normalize_scope, parse_plan, plan_from_data, scopes_outside, topological_waves
 from infra.errors import InvalidArguments
 
 

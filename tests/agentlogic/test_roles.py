@@ -3,8 +3,7 @@ import pytest
 from agents.plan import Plan, plan_from_data
 from agents.profiles import profile_for
 from agents.providers import parse_spec
-from agents.roles import BUILTIN_NAMES, ROLE_TOOLS, debugger_brief, load_role, parse_role, role_names, \
-    subtask_brief
+from agents.roles import BUILTIN_NAMES, ROLE_TOOLS, debugger_brief, load_role, parse_role, role_names, subtask_brief
 from agents.tools.builtin import BUILTIN_TOOLS, default_registry
 from agents.tools.registry import ToolContext
 from infra.errors import ConfigError
@@ -107,4 +106,5 @@ def test_briefs():
     assert "Already done and merged into your copy: median" in text
     assert "- median: Fix median for even lists. [files: calc/stats.py]" in text and text.endswith("Fix both bugs.")
     dbg = debugger_brief(["tests/t.py::test_x"], "E   assert 1 == 2\n", "diff --git a/x b/x\n", task="T")
-    assert "Failing tests (1):\n- tests/t.py::test_x" in dbg and "E   assert 1 == 2" in dbg and dbg.startswith("The task")
+    assert "Failing tests (1):\n- tests/t.py::test_x" in dbg and "E   assert 1 == 2" in dbg
+    assert dbg.startswith("The task")

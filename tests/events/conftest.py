@@ -23,7 +23,9 @@ from infra.settings import Settings
 from tests.conftest import ROOT, free_port
 from tests.events.samples import GH_SECRET, LINEAR_SECRET, REPO
 
-TRAJECTORY = ROOT / "examples" / "calc" / "fix-median.jsonl"
+TRAJECTORY = next((p for p in (ROOT / "examples" / "calc" / n for n in ("solo.jsonl", "fix-median.jsonl"))
+                   if p.exists()), ROOT / "examples" / "calc" / "solo.jsonl")
+"""The scripted test double's trajectory for the example repository."""
 
 
 class NatsServer:

@@ -255,3 +255,11 @@ def test_image_build_is_idempotent(docker_image: str) -> None:
     assert proc.returncode == 0 and f"image {docker_image} already present, skipping" in proc.stdout
     tag = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-tag"], capture_output=True, text=True)
     assert tag.stdout.strip() == docker_image
+
+
+@pytest.mark.docker
+def test_module_level_reap_orphans(docker_image: str) -> None:
+    from sandbox import reap_orphans
+
+    out = reap_orphans()
+    assert out["errors"] == [], out

@@ -249,3 +249,40 @@ async def test_exec_invalid_arguments(bwrap_sandbox: Sandbox) -> None:
         await bwrap_sandbox.request("exec", {"cmd": [], "timeout_s": 1})
     with pytest.raises(InvalidArguments):
         await bwrap_sandbox.request("exec", {"cmd": "true", "timeout_s": -1})
+
+
+# -- pure functions of the tool server (no processes involved) --------------------------------------------------
+
+
+def _toolserver_module():
+    import importlib.util
+
+    from sandbox.client import TOOLSERVER_PATH
+
+    spec = importlib.util.spec_from_file_location("bosun_toolserver_under_test", TOOLSERVER_PATH)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_glob_translation() -> None:
+    ts = _toolserver_module()
+    rx = ts.glob_to_regex("src/**/*.py")
+    assert rx.match("src/a.py") and rx.match("src/x/y/a.py") and not rx.match("srcx/a.py")
+    assert not rx.match("src/a.pyc")
+    assert ts.glob_to_regex("*.[ch]").match("m.c") and not ts.glob_to_regex("*.[!ch]").match("m.c")
+    assert ts.glob_to_regex("a?c").match("abc") and not ts.glob_to_regex("a?c").match("a/c")
+
+
+def test_python_grep_fallback(tmp_path: Path) -> None:
+    ts = _toolserver_module()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d/a.py").write_text("Alpha\nbeta\n")
+    (tmp_path / "b.txt").write_text("alpha beta\n")
+    (tmp_path / "bin").write_bytes(b"alpha\x00\x01")
+    ws = ts.Workspace(str(tmp_path))
+    res = ts._grep_py(ws, "alpha", ws.root, None, True, False, 10)
+    assert [(m["path"], m["line"]) for m in res["matches"]] == [("b.txt", 1), ("d/a.py", 1)]
+    res = ts._grep_py(ws, "beta", ws.root, "*.py", False, True, 10)
+    assert [(m["path"], m["line"]) for m in res["matches"]] == [("d/a.py", 2)]

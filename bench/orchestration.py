@@ -1,0 +1,224 @@
+"""Orchestration benchmark (prints JSON). Starts its own embedded stack (bosun's `up`, private data dir, free ports).
+
+1. per-tool-call overhead: N sequential `tool_call` activities (read_file through a bwrap sandbox) vs the same
+   tool calls made directly in-process; overhead = difference per call (p50 over rounds).
+2. parallel turn: 8 read-only tool calls of 200 ms each, scheduled the way AgentWorkflow schedules a turn, vs one.
+3. fan-out: a team task whose plan has 16 subtasks (scripted model, the test double), each editing its own file;
+   checks every patch landed exactly once.
+4. history size of a 300-tool-call agent run (scripted: 100 turns x 3 read_file calls).
+
+Goals (issue 6): overhead p50 <= 15 ms; 8 x 200 ms in <= 1.3x one; 16-agent fan-out with zero lost or duplicated
+patches; a 300-tool-call run's history < 2 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity, workflow
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+with workflow.unsafe.imports_passed_through():
+    from activities.core import Activities
+    from activities.models import ToolCallInput, ToolCallRef
+    from agents.tools.scheduling import plan_batches
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@activity.defn
+async def sleep_tool(ms: int) -> int:
+    """A stand-in read-only tool that takes ``ms`` milliseconds."""
+    await asyncio.sleep(ms / 1000)
+    return ms
+
+
+@workflow.defn
+class SequentialToolsWorkflow:
+    @workflow.run
+    async def run(self, calls: list[ToolCallInput]) -> float:
+        start = workflow.time()
+        for c in calls:
+            await workflow.execute_activity_method(Activities.tool_call, c, start_to_close_timeout=timedelta(minutes=1))
+        return workflow.time() - start
+
+
+@workflow.defn
+class ParallelTurnWorkflow:
+    @workflow.run
+    async def run(self, n: int) -> float:
+        start = workflow.time()
+        for batch in plan_batches([None] * n):
+            await asyncio.gather(*[workflow.execute_activity(sleep_tool, 200, start_to_close_timeout=timedelta(
+                seconds=30)) for _ in batch])
+        return workflow.time() - start
+
+
+def git_repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    g = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "commit.gpgsign=false"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(g + cmd, cwd=path, check=True)
+    return path
+
+
+def bosun(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "bosun"), *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=timeout)
+
+
+async def bench_overhead(client, settings, work: Path, rounds: int = 5, n: int = 40) -> dict:
+    from agents.tools.builtin import default_registry
+    from agents.tools.registry import ToolContext
+    from infra.artifacts import ArtifactStore
+    from sandbox.bwrap import BwrapProvider
+
+    repo = git_repo(work / "ovh", {"a.py": "x = 1\n" * 50})
+    store = ArtifactStore(settings.artifacts_dir)
+    args_ref = store.put_json({"path": "a.py"})
+    calls = [ToolCallInput(agent_id="bench-ovh", workspace=str(repo), call=ToolCallRef(
+        id=f"c{i}", name="read_file", arguments_ref=args_ref, arguments_preview="a.py")) for i in range(n)]
+    box = await BwrapProvider().acquire(repo)
+    reg = default_registry()
+    ctx = ToolContext(sandbox=box)
+    per_call_direct, per_call_wf = [], []
+    for r in range(rounds):
+        t = time.perf_counter()
+        for _ in range(n):
+            await reg.execute("read_file", {"path": "a.py"}, ctx)
+        per_call_direct.append((time.perf_counter() - t) / n * 1000)
+        t = time.perf_counter()
+        await client.execute_workflow(SequentialToolsWorkflow.run, calls, id=f"bench-ovh-{r}-{time.time()}",
+                                      task_queue=settings.worker_queue)
+        per_call_wf.append((time.perf_counter() - t) / n * 1000)
+    await box.close()
+    overheads = sorted(w - d for w, d in zip(per_call_wf, per_call_direct, strict=True))
+    return {"calls_per_round": n, "rounds": rounds,
+            "direct_ms_per_call_p50": round(statistics.median(per_call_direct), 2),
+            "activity_ms_per_call_p50": round(statistics.median(per_call_wf), 2),
+            "overhead_ms_per_call_p50": round(statistics.median(overheads), 2),
+            "goal_overhead_p50_le_15ms": statistics.median(overheads) <= 15}
+
+
+async def bench_parallel(client, settings) -> dict:
+    one = [await client.execute_workflow(ParallelTurnWorkflow.run, 1, id=f"bench-par1-{i}-{time.time()}",
+                                         task_queue=settings.worker_queue) for i in range(3)]
+    eight = [await client.execute_workflow(ParallelTurnWorkflow.run, 8, id=f"bench-par8-{i}-{time.time()}",
+                                           task_queue=settings.worker_queue) for i in range(3)]
+    ratio = statistics.median(eight) / statistics.median(one)
+    return {"one_call_s": round(statistics.median(one), 3), "eight_parallel_s": round(statistics.median(eight), 3),
+            "ratio": round(ratio, 2), "goal_ratio_le_1_3": ratio <= 1.3}
+
+
+def bench_fan_out(env: dict, work: Path, n: int = 16) -> dict:
+    files = {f"mod{i:02d}.py": f"VALUE_{i} = 0\n" for i in range(n)}
+    files["test_values.py"] = "".join(
+        f"from mod{i:02d} import VALUE_{i}\n" for i in range(n)) + "\n\ndef test_values():\n" + "".join(
+        f"    assert VALUE_{i} == {i + 1}\n" for i in range(n))
+    repo = git_repo(work / "fan", files)
+    plan = {"subtasks": [{"id": f"s{i:02d}", "goal": f"set VALUE_{i} to {i + 1}", "files": [f"mod{i:02d}.py"],
+                          "acceptance": {"command": "true"}} for i in range(n)]}
+    turns = [{"agent": "planner", "content": json.dumps(plan)}]
+    for i in range(n):
+        turns.append({"agent": f"fast_edit:s{i:02d}", "content": "edit", "tool_calls": [{"name": "str_replace",
+                      "arguments": {"path": f"mod{i:02d}.py", "old_str": f"VALUE_{i} = 0",
+                                    "new_str": f"VALUE_{i} = {i + 1}"}}]})
+        turns.append({"agent": f"fast_edit:s{i:02d}", "expect": [{"tool": "str_replace", "contains": "edited"}],
+                      "content": "done"})
+    traj = work / "fan.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    t = time.perf_counter()
+    proc = bosun(env, "run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", f"bench-fan-{time.time()}",
+                 "--max-parallel", str(n), "--wait", "--json", "set every value")
+    elapsed = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        return {"error": proc.stderr[-2000:]}
+    result = json.loads(proc.stdout)
+    diff = result["diff"]
+    landed = [diff.count(f"+VALUE_{i} = {i + 1}") for i in range(n)]
+    return {"agents": n, "wall_s": round(elapsed, 2), "status": result["status"],
+            "subtasks_merged": sum(s["status"] == "merged" for s in result["subtasks"]),
+            "patches_lost": landed.count(0), "patches_duplicated": sum(1 for c in landed if c > 1),
+            "tests_after": result["tests_after"]["summary"],
+            "goal_zero_lost_or_duplicated": landed == [1] * n}
+
+
+async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict:
+    repo = git_repo(work / "hist", {f"f{i}.py": f"# file {i}\n" + "x = 1\n" * 200 for i in range(3)})
+    turns = [{"content": f"turn {t}", "tool_calls": [{"name": "read_file", "arguments": {"path": f"f{i}.py"}}
+                                                     for i in range(3)]} for t in range(calls // 3)]
+    turns.append({"content": "done"})
+    traj = work / "hist.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    wf = f"bench-hist-{time.time()}"
+    t = time.perf_counter()
+    proc = bosun(env, "run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--mode", "solo",
+                 "--max-turns", str(calls), "--wait", "--json", "read a lot")
+    elapsed = time.perf_counter() - t
+    sizes, events = 0, 0
+    for wid in (wf, f"{wf}/agent-1"):
+        hist = await client.get_workflow_handle(wid).fetch_history()
+        sizes += len(hist.to_json().encode())
+        events += len(hist.events)
+    return {"tool_calls": calls, "wall_s": round(elapsed, 2), "run_exit": proc.returncode,
+            "history_bytes": sizes, "history_events": events, "goal_history_lt_2MB": sizes < 2 * 1024 * 1024}
+
+
+async def main() -> None:
+    from infra.settings import load_settings
+    from infra.temporal import connect
+
+    work = Path(tempfile.mkdtemp(prefix="bosun-bench-orch-"))
+    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
+           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
+           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_WORKER_ID": f"bench-{os.getpid()}"}
+    os.environ.update(env)
+    up = bosun(env, "up", timeout=120)
+    if up.returncode != 0:
+        print(json.dumps({"error": f"bosun up failed: {up.stderr}"}))
+        return
+    try:
+        settings = load_settings()
+        client = await connect(settings)
+        bench_queue = settings.model_copy(update={"worker_id": f"bench-inproc-{os.getpid()}"})
+        acts = Activities(settings)
+        async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
+                          workflows=[SequentialToolsWorkflow, ParallelTurnWorkflow], max_concurrent_activities=64,
+                          workflow_runner=UnsandboxedWorkflowRunner()):  # bench workflows live in this script
+            overhead = await bench_overhead(client, bench_queue, work)
+            parallel = await bench_parallel(client, bench_queue)
+        await acts.sandboxes.close_all()
+        fan = await asyncio.to_thread(bench_fan_out, env, work)
+        history = await bench_history(client, env, work)
+        print(json.dumps({"tool_call_overhead": overhead, "parallel_turn": parallel, "fan_out": fan,
+                          "history": history}, indent=2))
+    finally:
+        bosun(env, "down", timeout=120)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.stdout.flush()
+    os._exit(0)

@@ -1,0 +1,191 @@
+"""Status back to GitHub and Linear over real HTTP against local fixture servers that follow the documented APIs:
+every side effect is idempotent (a retry never posts twice)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from infra.events.github_api import ExternalServiceError, GitHubClient, marker, push_branch
+from infra.events.linear_api import LinearClient, activity_id
+from tests.conftest import make_example_repo
+from tests.events.conftest import make_cfg, running_ingress, running_starter, wait_until
+from tests.events.fakes import FakeGitHub, FakeLinear, serve
+from tests.events.samples import REPO, github_request, issues_labeled, linear_agent_session, linear_request
+
+
+@pytest.fixture
+async def github():
+    fake = FakeGitHub(per_page_cap=2)  # tiny pages: the marker search must follow Link: rel="next"
+    async with serve(fake.app()) as url:
+        yield fake, url
+
+
+@pytest.fixture
+async def linear():
+    fake = FakeLinear()
+    async with serve(fake.app()) as url:
+        yield fake, f"{url}/graphql"
+
+
+async def test_comment_is_posted_once_per_key_and_edited_in_place(github):
+    fake, url = github
+    async with GitHubClient("ghs_test", url) as gh:
+        for i in range(5):  # other people's comments first, so the marker is on a later page
+            await gh._request("POST", f"/repos/{REPO}/issues/7/comments", json={"body": f"human comment {i}"})
+        first = await gh.upsert_comment(REPO, 7, "gh:x:issue:7:started", "bosun is on it")
+        again = await gh.upsert_comment(REPO, 7, "gh:x:issue:7:started", "bosun is on it")
+        edited = await gh.upsert_comment(REPO, 7, "gh:x:issue:7:started", "bosun is on it (run 2)")
+        other = await gh.upsert_comment(REPO, 7, "gh:x:issue:7:done", "done")
+    assert first.created and not again.created and not edited.created and other.created
+    assert first.id == again.id == edited.id != other.id
+    ours = [c for c in fake.comments[(REPO, 7)] if "<!-- bosun:" in c["body"]]
+    assert len(ours) == 2
+    assert ours[0]["body"] == "bosun is on it (run 2)\n\n<!-- bosun:gh:x:issue:7:started -->"
+    assert ("PATCH", f"/repos/{REPO}/issues/comments/{first.id}") in fake.requests
+
+
+def test_markers_cannot_close_the_html_comment_early():
+    assert marker("a--b") == "<!-- bosun:a-b -->"
+
+
+async def test_state_labels_replace_each_other(github):
+    fake, url = github
+    fake.labels[(REPO, 7)] = ["bug", "bosun"]
+    async with GitHubClient("ghs_test", url) as gh:
+        await gh.set_state(REPO, 7, "working")
+        await gh.set_state(REPO, 7, "working")
+        await gh.set_state(REPO, 7, "blocked")
+        assert sorted(fake.labels[(REPO, 7)]) == ["bosun", "bosun:blocked", "bug"]
+        await gh.set_state(REPO, 7, "done")
+    assert sorted(fake.labels[(REPO, 7)]) == ["bosun", "bosun:done", "bug"]
+    with pytest.raises(ValueError, match="not one of working, blocked, done"):
+        await GitHubClient("t", url).set_state(REPO, 7, "finished")  # type: ignore[arg-type]
+
+
+async def test_pull_request_is_opened_once(github):
+    fake, url = github
+    async with GitHubClient("ghs_test", url) as gh:
+        a = await gh.open_pull_request(REPO, "bosun/gh-x-issue-7", "Fix median", "Fixes #7", key="gh:x:issue:7:pr")
+        b = await gh.open_pull_request(REPO, "bosun/gh-x-issue-7", "Fix median", "Fixes #7", key="gh:x:issue:7:pr")
+    assert a.created and not b.created and a.number == b.number == 1 and a.base == "main"
+    assert len(fake.pulls[REPO]) == 1 and "<!-- bosun:gh:x:issue:7:pr -->" in fake.pulls[REPO][0]["body"]
+
+
+async def test_reaction_is_idempotent(github):
+    fake, url = github
+    async with GitHubClient("ghs_test", url) as gh:
+        await gh.react(REPO, 5001)
+        await gh.react(REPO, 5001)
+    assert fake.reactions[5001] == {"eyes"}
+
+
+async def test_bad_token_is_a_clear_non_retryable_error(github):
+    _, url = github
+    async with GitHubClient("wrong", url) as gh:
+        with pytest.raises(ExternalServiceError, match="answered 401: Bad credentials") as e:
+            await gh.set_state(REPO, 7, "working")
+    assert e.value.retryable is False and e.value.status == 401
+
+
+async def test_push_branch_is_idempotent(tmp_path):
+    work = make_example_repo(tmp_path / "work")
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    sha = await push_branch(work, "bosun/gh-x-issue-7", str(remote))
+    assert await push_branch(work, "bosun/gh-x-issue-7", str(remote)) == sha
+    out = subprocess.run(["git", "-C", str(remote), "rev-parse", "refs/heads/bosun/gh-x-issue-7"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == sha
+
+
+async def test_push_errors_never_show_the_token(tmp_path):
+    work = make_example_repo(tmp_path / "work")
+    with pytest.raises(ExternalServiceError) as e:
+        await push_branch(work, "bosun/x", "https://127.0.0.1:9/acme/api.git", token="ghs_SECRET123",
+                          timeout_s=30)
+    assert "ghs_SECRET123" not in str(e.value) and "failed" in str(e.value)
+
+
+async def test_linear_activity_is_created_once_per_key(linear):
+    fake, url = linear
+    async with LinearClient("lin_api_test", url) as lin:
+        a = await lin.thought("sess-1", "Reading the issue", key="wf:thought:1")
+        b = await lin.thought("sess-1", "Reading the issue", key="wf:thought:1")
+        await lin.action("sess-1", "run_tests", "tests/", key="wf:action:1", result="3 failed")
+        await lin.response("sess-1", "Opened PR #1", key="wf:response")
+    assert a.created and not b.created and a.id == b.id == activity_id("sess-1", "wf:thought:1")
+    contents = [x["content"] for x in fake.for_session("sess-1")]
+    assert contents == [{"type": "thought", "body": "Reading the issue"},
+                        {"type": "action", "action": "run_tests", "parameter": "tests/", "result": "3 failed"},
+                        {"type": "response", "body": "Opened PR #1"}]
+
+
+async def test_linear_retry_after_a_lost_response_does_not_post_twice(linear):
+    fake, url = linear
+    fake.lose_next_responses = 1
+    async with LinearClient("lin_api_test", url) as lin:
+        with pytest.raises(ExternalServiceError) as e:
+            await lin.error("sess-2", "Tests still fail", key="wf:error")
+        assert e.value.retryable
+        again = await lin.error("sess-2", "Tests still fail", key="wf:error")  # the activity's retry
+    assert not again.created
+    assert len(fake.for_session("sess-2")) == 1
+
+
+async def test_linear_refusals_are_errors(linear):
+    _, url = linear
+    async with LinearClient("lin_api_wrong", url) as lin:
+        with pytest.raises(ExternalServiceError, match="Authentication required"):
+            await lin.thought("sess-3", "hi", key="k")
+
+
+async def test_starter_acknowledges_on_github_once(tsettings, github):
+    fake, url = github
+    cfg = make_cfg(post_status=True, github_token="ghs_test", github_api_url=url, duplicate_window_s=1.0)
+    n = uuid.uuid4().int % 10_000_000
+    body, headers = github_request("issues", issues_labeled(n), delivery=f"s-{n}")
+    async with running_ingress(tsettings, cfg) as ing, running_starter(tsettings, cfg) as starter:
+        assert (await ing.github(body, headers)).status_code == 200
+        await wait_until(lambda: _has(starter, f"github:s-{n}"), what="the start")
+        await asyncio.sleep(1.2)
+        assert (await ing.github(body, headers)).status_code == 200  # a late redelivery
+        await wait_until(lambda: _is(starter, f"github:s-{n}", "duplicate"), what="the redelivery")
+    comments = fake.comments[(REPO, n)]
+    assert len(comments) == 1
+    assert f"gh:{REPO}:issue:{n}" in comments[0]["body"] and "/namespaces/default/workflows/" in comments[0]["body"]
+    assert f"<!-- bosun:gh:{REPO}:issue:{n}:started:s-{n} -->" in comments[0]["body"]
+    assert fake.labels[(REPO, n)] == ["bosun:working"]
+
+
+async def test_starter_posts_a_linear_thought_within_10_s(tsettings, linear):
+    fake, url = linear
+    cfg = make_cfg(post_status=True, linear_api_key="lin_api_test", linear_api_url=url)
+    sid = f"sess-{uuid.uuid4().hex[:8]}"
+    async with running_ingress(tsettings, cfg) as ing, running_starter(tsettings, cfg):
+        t0 = time.time()
+        assert (await ing.linear(*linear_request(linear_agent_session("created", sid)))).status_code == 200
+        await wait_until(lambda: _activities(fake, sid, 1), timeout=10, what="the first thought")
+        first = fake.for_session(sid)[0]
+        assert first["content"]["type"] == "thought" and first["createdAt"] - t0 < 10
+        assert fake.sessions[sid]["externalUrls"][0]["url"].endswith(f"linear%3Asession%3A{sid}")
+        stop = linear_agent_session("prompted", sid, text="", signal="stop")
+        assert (await ing.linear(*linear_request(stop))).status_code == 200
+        await wait_until(lambda: _activities(fake, sid, 2), timeout=10, what="the stop response")
+    assert [a["content"]["type"] for a in fake.for_session(sid)] == ["thought", "response"]
+
+
+async def _has(starter, key: str) -> bool:
+    return key in starter.stats.outcomes
+
+
+async def _is(starter, key: str, outcome: str) -> bool:
+    return starter.stats.outcomes.get(key) == outcome
+
+
+async def _activities(fake: FakeLinear, sid: str, n: int) -> bool:
+    return len(fake.for_session(sid)) >= n
