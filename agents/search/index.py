@@ -10,6 +10,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from agents.search.bm25 import BM25Index, path_tokens, tokenize
@@ -93,12 +94,13 @@ def module_names(rel: str) -> list[str]:
     return names
 
 
-def _chunk_text(lines: list[str], sym: Symbol, children_start: int | None) -> str:
+def _chunk_tokens(line_tokens: list[list[str]], sym: Symbol, children_start: int | None) -> list[str]:
+    """Tokens of a definition's lines; a type's chunk stops where its first member starts."""
     end = sym.end_line
     if children_start is not None and sym.kind in ("class", "struct", "interface", "trait", "module", "enum"):
         end = max(sym.start_line, children_start - 1)
     end = min(end, sym.start_line + MAX_CHUNK_LINES)
-    return "\n".join(lines[sym.start_line - 1 : end])
+    return list(chain.from_iterable(line_tokens[sym.start_line - 1 : end]))
 
 
 def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
@@ -129,7 +131,8 @@ def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
             fsyms = cache.get_or_extract(raw, lang) if lang else None
             index.symbols.append(fsyms)
             ptoks = path_tokens(rel)
-            file_bm25.add(rel, tokenize(text) + ptoks)
+            line_tokens = [tokenize(line) for line in text.split("\n")]
+            file_bm25.add(rel, list(chain.from_iterable(line_tokens)) + ptoks)
             base = rel.rsplit("/", 1)[-1]
             index.by_basename[base].append(idx)
             index.by_stem[base.rsplit(".", 1)[0].lower()].append(idx)
@@ -137,16 +140,15 @@ def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
                 index.by_module[mod].append(idx)
             if fsyms is None:
                 continue
-            lines = text.split("\n")
             defs = fsyms.definitions
             for pos, sym in enumerate(defs):
                 index.defs_by_name[sym.name].append((idx, sym))
                 index.defs_by_qualname[sym.qualname].append((idx, sym))
                 nxt = defs[pos + 1].start_line if pos + 1 < len(defs) else None
                 child = nxt if nxt is not None and nxt <= sym.end_line else None
-                body = _chunk_text(lines, sym, child)
+                body = _chunk_tokens(line_tokens, sym, child)
                 index.chunks.append(Chunk(idx, sym))
-                chunk_bm25.add(f"{rel}:{sym.start_line}", tokenize(body) + tokenize(sym.qualname) * 2 + ptoks[: len(ptoks) // 3])
+                chunk_bm25.add(f"{rel}:{sym.start_line}", body + tokenize(sym.qualname) * 2 + ptoks[: len(ptoks) // 3])
     file_bm25.finalize()
     chunk_bm25.finalize()
     return index

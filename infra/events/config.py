@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -131,6 +131,8 @@ class EventsConfig(BaseModel):
     """Model spec of event-started tasks. Default: Settings.default_model."""
     max_turns: int | None = None
     """Turn budget of event-started tasks. Default: Settings.max_turns."""
+    task_defaults: dict[str, Any] = {}
+    """Further TaskInput fields for event-started tasks, e.g. ``{"mode": "solo", "max_parallel": 2}``."""
     id_reuse_policy: Literal["allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate"] = "allow_duplicate"
     """What a NEW trigger does to a business key whose workflow already finished: start a new run (default),
     only after a failure, or never. Redeliveries of an old delivery never start anything (delivery ledger)."""
@@ -175,8 +177,8 @@ def _env_values() -> dict[str, Any]:
         raw = os.environ.get(env_name(name))
         if raw is None:
             continue
-        complex_type = field.annotation in (dict[str, str], TriggerRules) or str(field.annotation).startswith("list")
-        if complex_type:
+        ann = field.annotation
+        if get_origin(ann) in (dict, list) or (isinstance(ann, type) and issubclass(ann, BaseModel)):
             try:
                 values[name] = json.loads(raw)
             except json.JSONDecodeError as e:

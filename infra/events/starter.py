@@ -110,6 +110,19 @@ class Starter:
             from agents.providers.scripted import load_trajectory
 
             load_trajectory(spec.model)
+        self._task_input(repo="/", task="check", trajectory_ref=None, ref="HEAD")
+
+    def _task_input(self, **fields: Any) -> Any:
+        """TaskInput for a start: the decision's fields, the model, and EventsConfig.task_defaults."""
+        from pydantic import ValidationError
+
+        from activities.models import TaskInput
+
+        try:
+            return TaskInput(**{"model": self.model, "max_turns": self.max_turns, **self.cfg.task_defaults, **fields})
+        except ValidationError as e:
+            raise ConfigError(f"BOSUN_EVENTS_TASK_DEFAULTS={self.cfg.task_defaults!r} does not fit TaskInput: "
+                              f"{e.errors()[0]['msg']} at {e.errors()[0]['loc']}") from None
 
     async def _setup(self, stop: asyncio.Event) -> bool:
         self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-starter", stop=stop)
@@ -294,11 +307,9 @@ class Starter:
             await self.ledger.put(env.source, env.delivery, bus.LedgerEntry(d.workflow_id, None, outcome))
             return await self._ack(msg, env, outcome)
 
-        from activities.models import TaskInput
-
         with tracing.span(f"start {d.workflow_id}", env.headers, **{"bosun.workflow_id": d.workflow_id}) as carrier:
-            task_input = TaskInput(repo=d.repo or "", task=d.task or "", model=self.model,
-                                   trajectory_ref=await self._trajectory_ref(), ref=d.ref, max_turns=self.max_turns)
+            task_input = self._task_input(repo=d.repo or "", task=d.task or "", ref=d.ref,
+                                          trajectory_ref=await self._trajectory_ref())
             memo: dict[str, Any] = {"delivery": env.dedupe_key, "event": f"{env.source}.{env.event}",
                                     "trigger": d.reason, "traceparent": carrier.get("traceparent", "")}
             if d.origin is not None:

@@ -248,14 +248,17 @@ def _pytest_env() -> dict[str, str]:
     return env
 
 
-def run_pytest_many(root: Path, arg_lists: list[list[str]]) -> list[PytestRun]:
-    """Several pytest runs of the same project at once (they only read it; no cache is written)."""
+def start_pytest(root: Path, arg_lists: list[list[str]]) -> list[tuple[list[str], subprocess.Popen[str]]]:
+    """Start several pytest runs of the same project at once (they only read it; no cache is written)."""
     python = machine_python()
-    procs = [(args, subprocess.Popen([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=root,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pytest_env()))
-             for args in arg_lists]
+    return [(args, subprocess.Popen([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=root,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pytest_env()))
+            for args in arg_lists]
+
+
+def finish_pytest(started: list[tuple[list[str], subprocess.Popen[str]]]) -> list[PytestRun]:
     runs = []
-    for args, proc in procs:
+    for args, proc in started:
         out, err = proc.communicate(timeout=120)
         runs.append(PytestRun(args=list(args), exit_code=proc.returncode, stdout=out, stderr=err))
     return runs
@@ -323,8 +326,9 @@ class RealOutputs:
 
 def produce(tmp: Path) -> RealOutputs:
     project = write_project(tmp / "project")
-    short, long = run_pytest_many(project, [["-rA", "--tb=short", "-q"], []])
-    diff = big_diff(tmp / "diffrepo")
+    started = start_pytest(project, [["-rA", "--tb=short", "-q"], []])
+    diff = big_diff(tmp / "diffrepo")  # while the two pytest runs go on
+    short, long = finish_pytest(started)
     source = (project / "tests" / "test_mod03.py").read_text().splitlines()
     file_text = "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(source, 1))
     return RealOutputs(short=short, long=long, diff=diff, file_text=file_text)

@@ -12,8 +12,16 @@ import pytest
 from infra.artifacts import ArtifactStore
 from infra.events import bus
 from tests.events.conftest import make_cfg, running_ingress, stream_messages
-from tests.events.samples import GH_SECRET, LINEAR_SECRET, github_request, issues_labeled, linear_agent_session, \
-    linear_request
+from tests.events.samples import (
+    GH_SECRET,
+    LINEAR_SECRET,
+    github_request,
+    issues_labeled,
+    linear_agent_session,
+    linear_request,
+)
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 async def last_message(settings, subject: str = "events.>"):
@@ -31,7 +39,7 @@ async def test_healthz_and_accepted_github_delivery(settings, cfg):
         assert health.status_code == 200 and health.json() == {"status": "ok", "nats": "connected",
                                                                "stream": "EVENTS"}
         body, headers = github_request("issues", issues_labeled(), delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958")
-        r = await ing.github(body, {**headers, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+        r = await ing.github(body, {**headers, "traceparent": TRACEPARENT})
         assert r.status_code == 200, r.text
         assert r.json()["accepted"] is True and r.json()["duplicate"] is False
         assert r.json()["subject"] == "events.github.issues"
@@ -42,7 +50,7 @@ async def test_healthz_and_accepted_github_delivery(settings, cfg):
     assert msg.headers[bus.H_SOURCE] == "github" and msg.headers[bus.H_EVENT] == "issues"
     # the incoming trace continues: same trace id, a new span id
     assert msg.headers["traceparent"].startswith("00-0af7651916cd43dd8448eb211c80319c-")
-    assert msg.headers["traceparent"] != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    assert msg.headers["traceparent"] != TRACEPARENT
 
 
 async def test_a_trace_is_started_when_none_comes_in(settings, cfg):

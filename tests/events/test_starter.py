@@ -33,6 +33,8 @@ from tests.events.samples import (
     linear_request,
 )
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 
 def unique_issue() -> int:
     return uuid.uuid4().int % 10_000_000
@@ -47,7 +49,7 @@ async def test_labelled_issue_starts_one_workflow_with_input_memo_and_trace(tset
     wf_id = f"gh:{REPO}:issue:{n}"
     async with running_ingress(tsettings, cfg) as ing, running_starter(tsettings, cfg) as starter:
         body, headers = github_request("issues", issues_labeled(n), delivery=f"d-{n}")
-        r = await ing.github(body, {**headers, "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        r = await ing.github(body, {**headers, "traceparent": TRACEPARENT})
         assert r.status_code == 200
         runs = await settled_runs(temporal_client, wf_id)
         assert starter.stats.outcomes[f"github:d-{n}"] == "started"
