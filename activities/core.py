@@ -26,6 +26,7 @@ from activities.models import (
     ChecksResult,
     CollectInput,
     CollectResult,
+    Compaction,
     FinalizeInput,
     FinalizeResult,
     InitAgentInput,
@@ -194,8 +195,10 @@ class Activities:
                                     name=r.name, is_error=r.is_error))
         for text in inp.user_messages:
             messages.append(Message(role="user", content=text))
+        compaction = None
         try:
             spec = parse_spec(inp.model)
+            messages, compaction = self._compact(messages, spec)
             trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
             provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings,
                                      agent_keys=inp.agent_keys)
@@ -216,8 +219,22 @@ class Activities:
         u = resp.usage
         return ModelCallResult(transcript_ref=transcript_ref, text_preview=preview(resp.message.content),
                                tool_calls=calls, stop_reason=resp.stop_reason, model=resp.model or inp.model,
+                               compaction=compaction,
                                usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                                            cached_input_tokens=u.cached_input_tokens))
+
+    def _compact(self, messages: list[Message], spec) -> tuple[list[Message], Compaction | None]:
+        """Past 70% of the model's window, old tool outputs become summaries; raw outputs stay in the store."""
+        from agents.context.compaction import compact, compaction_summary
+        from agents.profiles import profile_for
+
+        profile = profile_for(spec)
+        res = compact(messages, window_tokens=profile.context_window, store_put=self.store.put_text)
+        if not res.compacted or res.event is None:
+            return messages, None
+        return res.messages, Compaction(summary=compaction_summary(res.event),
+                                        event_ref=self.store.put_text(res.event.model_dump_json()),
+                                        before_tokens=res.event.before_tokens, after_tokens=res.event.after_tokens)
 
     @activity.defn
     async def tool_call(self, inp: ToolCallInput) -> ToolResultRef:

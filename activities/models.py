@@ -6,6 +6,7 @@ transcripts, file contents or tool outputs.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -16,6 +17,15 @@ PREVIEW = 300
 def preview(text: str, limit: int = PREVIEW) -> str:
     text = " ".join(text.split()) if "\n" in text[:limit] else text
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
+    """A valid git branch name for a workflow id (``:`` and other characters git refuses become ``-``)."""
+    name = re.sub(r"[^A-Za-z0-9._/-]+", "-", workflow_id)
+    name = re.sub(r"/+", "/", name)
+    name = "/".join(part.lstrip(".").removesuffix(".lock") or "_" for part in name.split("/"))
+    name = re.sub(r"\.\.+", ".", name).strip("/.-")
+    return prefix + (name or "task")
 
 
 class Usage(BaseModel):
@@ -133,6 +143,16 @@ class ModelCallInput(BaseModel):
     agent_keys: list[str] = []
 
 
+class Compaction(BaseModel):
+    """A compaction of the transcript before a model call (recorded in history)."""
+
+    summary: str
+    event_ref: str
+    """The full CompactionEvent (what was stored, what was kept) in the artifact store."""
+    before_tokens: int
+    after_tokens: int
+
+
 class ModelCallResult(BaseModel):
     transcript_ref: str
     text_preview: str
@@ -140,6 +160,7 @@ class ModelCallResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str | None = None
     model: str = ""
+    compaction: Compaction | None = None
 
 
 class ToolCallInput(BaseModel):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
+from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -23,7 +24,6 @@ from agents.budget import Budget
 from agents.messages import ToolSpec
 from agents.plan import Plan, Subtask, topological_waves
 from agents.profiles import ModelProfile
-from agents.tools.builtin import BUILTIN_TOOLS
 from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
 from infra.errors import ConfigError
 
@@ -54,8 +54,19 @@ ROLE_TOOLS: dict[str, Tool] = {
 }
 """Tools defined by roles rather than by the built-in registry."""
 
-BUILTIN_NAMES = {t.name for t in BUILTIN_TOOLS}
-_READ_ONLY = {t.name for t in BUILTIN_TOOLS if t.read_only} | {n for n, t in ROLE_TOOLS.items() if t.read_only}
+
+
+@cache
+def builtin_tools() -> dict[str, bool]:
+    """Built-in tool names -> read-only flag (imported on first use: the tools pull in code search)."""
+    from agents.tools.builtin import BUILTIN_TOOLS
+
+    return {t.name: t.read_only for t in BUILTIN_TOOLS}
+
+
+def known_tools() -> dict[str, bool]:
+    """Every tool a role may name (built-in and role-defined) -> read-only flag."""
+    return {**builtin_tools(), **{n: t.read_only for n, t in ROLE_TOOLS.items()}}
 
 EDIT_GUIDANCE = {
     "str_replace": (
@@ -94,7 +105,7 @@ class Role(BaseModel):
     def tool_names(self, profile: ModelProfile | None = None, available: Iterable[str] | None = None) -> list[str]:
         """The concrete tool list: ``@edit`` replaced by the profile's edit tools (the str_replace set when the
         registry in ``available`` lacks the profile's tool); tools missing from ``available`` are left out."""
-        have = set(available) if available is not None else BUILTIN_NAMES | set(ROLE_TOOLS)
+        have = set(available) if available is not None else set(known_tools())
         shape = profile.edit_tool if profile is not None and profile.edit_tool in have else "str_replace"
         out: list[str] = []
         for t in self.tools:
@@ -147,12 +158,13 @@ def parse_role(text: str, source: str = "<role>") -> Role:
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(role)'}: {err['msg']}" for err in e.errors())
         raise ConfigError(f"{source}: {problems}") from None
-    known = BUILTIN_NAMES | set(ROLE_TOOLS) | {EDIT_SLOT}
+    tools = known_tools()
+    known = set(tools) | {EDIT_SLOT}
     unknown = [t for t in role.tools if t not in known]
     if unknown:
         raise ConfigError(f"{source}: unknown tools {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if role.read_only:
-        writing = [t for t in role.tools if t not in _READ_ONLY]
+        writing = [t for t in role.tools if not tools.get(t, False)]
         if writing:
             raise ConfigError(f"{source}: role is read_only but lists writing tools {', '.join(writing)}")
     if role.final_tool is not None and role.final_tool not in role.tools:

@@ -55,8 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
     sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
-    se = sub.add_parser("search", help="code search", add_help=False)
+    se = sub.add_parser("search", help="code search: bosun search files --repo DIR --query TEXT --json",
+                        add_help=False)
     se.add_argument("rest", nargs=argparse.REMAINDER)
+    ev = sub.add_parser("eval", help="evaluate the edit engine: bosun eval edits --cases CASES.jsonl", add_help=False)
+    ev.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
@@ -251,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         from agents.search.cli import search_main
 
         return search_main(argv[1:])
+    if argv[:1] == ["eval"]:
+        from agents.edits.eval import eval_main
+
+        return eval_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         s = load_settings()

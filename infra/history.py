@@ -110,8 +110,11 @@ def _describe(step: Step) -> str:
         calls = ", ".join(f"{c['name']}({c['arguments_preview'][:60]})" for c in r.get("tool_calls", []))
         u = r.get("usage", {})
         text = r.get("text_preview", "")
+        comp = r.get("compaction")
+        note = f"\n{' ' * 16}compaction before this call: {comp['summary']} (event {comp['event_ref'][:19]})" \
+            if comp else ""
         return (f"model turn {i.get('turn')} [{i.get('model')}] tokens {u.get('input_tokens', 0)}/"
-                f"{u.get('output_tokens', 0)}: {text[:100]!r}" + (f" -> {calls}" if calls else " (final)"))
+                f"{u.get('output_tokens', 0)}: {text[:100]!r}" + (f" -> {calls}" if calls else " (final)") + note)
     if n == "tool_call" and isinstance(r, dict):
         c = i.get("call", {})
         flag = f" [{r.get('error_kind')}]" if r.get("is_error") else ""

@@ -71,6 +71,10 @@ class ProcessChannel:
         if self.proc.stdin is not None:
             with contextlib.suppress(Exception):
                 self.proc.stdin.close()
+        transport = getattr(self.proc, "_transport", None)  # close now, not at garbage collection
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                transport.close()
 
 
 class ToolClient:

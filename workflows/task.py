@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         SubtaskOutcome,
         TaskInput,
         TaskResult,
+        branch_name,
     )
     from workflows.agent import AgentWorkflow
 
@@ -121,7 +122,7 @@ class TaskWorkflow:
     @workflow.run
     async def run(self, inp: TaskInput) -> TaskResult:
         wf_id = workflow.info().workflow_id
-        branch = f"bosun/{wf_id}"
+        branch = branch_name(wf_id)
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
             Activities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")

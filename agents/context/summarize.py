@@ -143,8 +143,8 @@ def _failure_details(f: _Failure) -> tuple[list[str], list[str], list[str]]:
                 detail.append(text)
             block_first = False
             continue
-        if not line.startswith(" "):
-            block_first = block_first or line.startswith("_ _")
+        if line.startswith("_ _"):  # pytest's separator between the frames of one traceback
+            block_first = True
         m = _DEF.match(line.strip()) if line.startswith(("    ", ">")) else None
         if m:
             last_def = m["func"]

@@ -17,13 +17,14 @@ hunk spliced in (a list operation), transformed the same way as the file (tabs, 
 file. Every variant checks its own premise with simple independent line comparisons (e.g. "the re-indented snippet
 has no exact match and exactly one match ignoring indentation"); cases whose premise does not hold are dropped.
 
-Run ``python -m agents.edits.corpus --out CASES.jsonl`` (sdists are downloaded with pip into the cache directory,
+Run ``python -m agents.edits.corpus --out CASES.jsonl.gz`` (sdists are downloaded with pip into the cache directory,
 ``~/.cache/bosun-bench/edits`` by default), or call :func:`generate` on two source trees.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -119,14 +120,41 @@ def _indent_width(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
-def uniform_shift_matches(lines: list[str], block: list[str]) -> list[int]:
+def uniform_shift_matches(lines: list[str], block: list[str], level: str = "strip") -> list[int]:
     """Places where ``block`` matches ignoring indentation AND every non-blank line is shifted by the same columns."""
     out = []
-    for start in block_starts(lines, block, "strip"):
+    for start in block_starts(lines, block, level):
         deltas = {_indent_width(lines[start + j]) - _indent_width(b) for j, b in enumerate(block) if b.strip()}
         if len(deltas) == 1:
             out.append(start)
     return out
+
+
+def cascade_target(lines: list[str], block: list[str]) -> int | None:
+    """Where a careful applier must put ``block``: the only match at the strictest level that matches at all.
+
+    Levels: identical lines, trailing whitespace ignored, indentation ignored (uniform shift), the same without blank
+    edge lines, the same with curly quotes folded. Returns the file index of the block's first non-blank line; None
+    when the first level with a match has several, or no level matches.
+    """
+    core = trim_blank_edges(block)
+    lead = next((i for i, t in enumerate(block) if t.strip()), 0)
+    for found, offset in (
+        (block_starts(lines, block, "raw"), lead),
+        (block_starts(lines, block, "rstrip"), lead),
+        (uniform_shift_matches(lines, block, "strip"), lead),
+        (uniform_shift_matches(lines, core, "strip"), 0),
+        (uniform_shift_matches(lines, core, "fold"), 0),
+    ):
+        if found:
+            return found[0] + offset if len(found) == 1 else None
+    return None
+
+
+def first_content_line(ch: Change) -> int:
+    """File index of the first non-blank old line of a change."""
+    old = old_of(ch.script)
+    return ch.start + next((i for i, t in enumerate(old) if t.strip()), 0)
 
 
 # ---- hunks ------------------------------------------------------------------------------------------------------
@@ -238,10 +266,12 @@ def _body(script: Script, strip_blank: bool) -> str:
 
 
 def render_udiff(path: str, hunks: list[Change], **opts: Any) -> str:
-    out = [f"--- a/{path}\n+++ b/{path}\n"]
+    out = [] if opts.get("no_header") else [f"--- a/{path}\n+++ b/{path}\n"]
     delta = 0
     for h in hunks:
         n_old, n_new = len(old_of(h.script)), len(new_of(h.script))
+        if opts.get("bad_counts"):
+            n_old, n_new = n_old + 2, max(0, n_new - 1)
         if opts.get("no_numbers"):
             out.append("@@ @@\n")
         else:
@@ -260,6 +290,8 @@ def render_apply_patch(path: str, hunks: list[Change], anchors: list[str | None]
         anchor = anchors[k] if anchors else None
         out.append(f"@@ {anchor}\n" if anchor else "@@\n")
         out.append(_body(h.script, opts.get("strip_blank", False)))
+        if opts.get("eof") and k == len(hunks) - 1:
+            out.append("*** End of File\n")
     out.append("*** End Patch\n")
     text = "".join(out)
     return _fence(text) if opts.get("fence") else text
@@ -415,8 +447,9 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
         emit("trailing_ws", bl.formats(hid + "tws"), a_text, expected, [Change(ch.start, ws)])
 
     # trailing whitespace in the file, on the removed lines
+    # (a removed line equal to a line of the new text could be read as kept: the premise excludes it)
     removed_keys = {t.rstrip() for t in removed if t.strip()}
-    if removed_keys and not removed_keys & {t.rstrip() for t in added}:
+    if removed_keys and not removed_keys & {t.rstrip() for t in new}:
         a_ws = list(a)
         j = ch.start
         for kind, t in ch.script:
@@ -469,14 +502,25 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
             emit("edge_blank_missing", bl.formats(hid + "nopad"), a_text, expected, [trimmed])
 
     # diff specifics
-    emit("wrong_line_numbers", ["udiff"], a_text, expected, [ch], shift=17 + _rng(hid) % 40)
+    emit("wrong_line_numbers", ["udiff"], a_text, expected, [ch], shift=17 + _rng(hid) % 40,
+         bad_counts=bool(_rng(hid, "counts") % 2))
+    for fmt in ["udiff"] if renderable("udiff", [ch]) else []:
+        bl.add(f"{hid}:no_file_header:udiff", fmt, path, a_text, render(fmt, path, [ch], no_header=True), expected,
+               "no_file_header")
+    if ch.end == len(a):
+        emit("end_of_file", ["apply_patch"], a_text, expected, [ch], eof=True)
+    emit("bom_file", bl.formats(hid + "bom", k=1), "\ufeff" + a_text, "\ufeff" + expected, [ch])
     if any(t == "" for k, t in ch.script if k == " "):
         emit("stripped_blank_context", bl.formats(hid + "sb", ("udiff", "apply_patch")), a_text, expected, [ch],
              strip_blank=True)
-    anchor = next((a[j].strip() for j in range(ch.start - 1, -1, -1)
+    anchor = next((a[j] for j in range(ch.start - 1, -1, -1)
                    if a[j].lstrip().startswith(("def ", "class ", "async def "))), None)
     if anchor:
         emit("patch_anchor", ["apply_patch"], a_text, expected, [ch], anchors=[anchor])
+
+    # a file without a final newline, edited at its end
+    if ch.end == len(a) and expected.strip():
+        emit("no_final_newline_file", bl.formats(hid + "noeol"), a_text[:-1], expected[:-1], [ch])
 
     # code fences, line numbers, final newline
     emit("code_fence", bl.formats(hid + "fence", ("str_replace", "udiff", "apply_patch")), a_text, expected, [ch],
@@ -488,6 +532,29 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
     if count_substring(a_text, o_text) == 1:
         emit("no_final_newline", ["str_replace"], a_text, expected, [ch], no_final_newline=True)
 
+    # the edit indented with tabs, the file with spaces
+    if clean_added_blanks and "\t" not in a_text and any(t.startswith("    ") for t in old):
+        tabbed = [(kind, tabify(t)) for kind, t in ch.script]
+        t_old = old_of(tabbed)
+        if count_substring(a_text, text_of(t_old)) == 0 and cascade_target(a, t_old) == first_content_line(ch):
+            emit("tabs_edit_spaces_file", bl.formats(hid + "tabedit"), a_text, expected, [Change(ch.start, tabbed)])
+
+    # the same, when the old text has no indented line to learn the file's indentation from
+    indented_new = any(t[:1] == " " for t in added if t.strip())
+    if (clean_added_blanks and "\t" not in a_text and indented_new
+            and not any(t[:1] in (" ", "\t") for t in old if t.strip())):
+        a_tab = [tabify(t) for t in a]
+        tab_text = text_of(a_tab)
+        if count_substring(tab_text, text_of(old)) == 1 and cascade_target(a_tab, old) == first_content_line(ch):
+            emit("tabs_file_unindented_old", bl.formats(hid + "tabs0", k=2), tab_text,
+                 text_of([tabify(t) for t in expected_lines]), [ch])
+        tabbed = [(kind, tabify(t)) for kind, t in ch.script]
+        emit("tabs_edit_unindented_old", bl.formats(hid + "tabs1", k=2), a_text, expected,
+             [Change(ch.start, tabbed)])
+
+    # several of the above at once
+    _combined_cases(bl, fc, hid, ch, a_text, expected_lines, clean_added_blanks)
+
     # '...' elision of unchanged leading context (both sides)
     _elision_case(bl, fc, hid, ch, a_text, expected)
 
@@ -495,16 +562,92 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
     _substring_case(bl, fc, hid, ch, a_text)
 
     # the same edit sent again after it was applied
+    # (only when the new text is real evidence: not a part of the old text, no '...' lines that read as elision)
     new_text = text_of(new)
-    if (new_text.strip() and absent_at_every_level(expected_lines, old) and count_substring(expected, new_text) == 1
+    if (new_text.strip() and new_text.strip() not in text_of(old) and not _has_marker_lines(old + new)
+            and absent_at_every_level(expected_lines, old) and count_substring(expected, new_text) == 1
             and len(block_starts(expected_lines, new)) == 1):
         emit("already_applied", bl.formats(hid + "again"), expected, expected, [ch])
 
 
+_SNIPPET_TRANSFORMS = ("shift", "quotes", "tws", "pad")
+_ALL_TRANSFORMS = (*_SNIPPET_TRANSFORMS, "fence", "numbers", "crlf_edit", "crlf_file", "tabs", "bom")
+
+
+def _shift(script: Script) -> Script:
+    indents = [len(t) - len(t.lstrip(" ")) for _, t in script if t.strip()]
+    d = min(indents) if indents else 0
+    if d >= 4:
+        return [(kind, t[d:] if t.strip() else t) for kind, t in script]
+    return [(kind, "    " + t if t.strip() else t) for kind, t in script]
+
+
+def _combined_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, expected_lines: list[str],
+                    clean_added_blanks: bool, n: int = 2) -> None:
+    """Cases combining three variants (snippet, edit and file transforms), with the composed expected result."""
+    import random
+
+    rng = random.Random(_rng(hid, "combined"))
+    a = fc.a
+    for attempt in range(n):
+        fmt = rng.choice(FORMATS)
+        picks = set(rng.sample(_ALL_TRANSFORMS, 3))
+        if fmt == "search_replace":
+            picks.discard("fence")
+        if fmt not in ("str_replace", "search_replace"):
+            picks.discard("numbers")
+        if not clean_added_blanks or "\t" in a_text or "\t" in "".join(t for _, t in ch.script):
+            picks -= {"shift", "tabs"}
+        if len([t for t in old_of(ch.script) if t.strip()]) < 2:
+            picks.discard("shift")
+        if not any(t[:1] in (" ", "\t") for t in old_of(ch.script) if t.strip()):
+            picks.discard("tabs")  # see the tabs_*_unindented_old categories
+        if not any(q in "".join(t for k, t in ch.script if k != "+") for q in "'\""):
+            picks.discard("quotes")
+        if len(picks) < 2:
+            continue
+        script = list(ch.script)
+        if "shift" in picks:
+            script = _shift(script)
+        if "quotes" in picks:
+            script = [(kind, curl_quotes(t) if kind != "+" else t) for kind, t in script]
+        if "tws" in picks:
+            script = [(kind, t + "  " if kind != "+" and t.strip() else t) for kind, t in script]
+        if "pad" in picks:
+            script = [(" ", ""), *script, (" ", "")]
+        lines = [tabify(t) for t in a] if "tabs" in picks else a
+        s_old = old_of(script)
+        text = text_of(lines)
+        raw_blocks = block_starts(lines, s_old)
+        if count_substring(text, text_of(s_old)) != len(raw_blocks):
+            continue  # a match inside lines: not what the variant means
+        if cascade_target(lines, s_old) != first_content_line(ch):
+            continue
+        exp = text_of([tabify(t) for t in expected_lines] if "tabs" in picks else expected_lines)
+        original = text
+        if "crlf_file" in picks:
+            original, exp = crlf(original), crlf(exp)
+        if "bom" in picks:
+            original, exp = "\ufeff" + original, "\ufeff" + exp
+        hunk = Change(ch.start, script)
+        if not renderable(fmt, [hunk]):
+            continue
+        opts: dict[str, Any] = {"fence": "fence" in picks}
+        if "numbers" in picks:
+            opts.update(numbers=ch.start + (0 if "pad" in picks else 1), number_style=rng.choice(["tab", "arrow"]))
+        payload = render(fmt, fc.path, [hunk], **opts)
+        if "crlf_edit" in picks:
+            payload = ({k: crlf(v) if isinstance(v, str) else v for k, v in payload.items()}
+                       if isinstance(payload, dict) else crlf(payload))
+        label = "+".join(sorted(picks))
+        bl.add(f"{hid}:combined{attempt}[{label}]:{fmt}", fmt, fc.path, original, payload, exp, "combined")
+
+
 def _elision_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, expected: str) -> None:
     a = fc.a
-    if _has_marker_lines(a):
-        return
+    if _has_marker_lines(a) or _has_marker_lines(old_of(ch.script)):
+        return  # a literal '...' line (Python's Ellipsis) would read as a second marker
+    literal_in_new = _has_marker_lines(new_of(ch.script))
     # leading context of at least 6 lines: keep 2, elide the middle, keep 2 before the first change
     first_change = next(i for i, (k, _) in enumerate(ch.script) if k != " ")
     need = 6 - first_change
@@ -525,7 +668,7 @@ def _elision_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str
     indent = middle[0][1][: len(middle[0][1]) - len(middle[0][1].lstrip())]
     marker = indent + ("..." if _rng(hid, "marker") % 2 else _PLACEHOLDER)
     elided = Change(start, [*head, (" ", marker), *tail])
-    for fmt in bl.formats(hid + "elide", ("str_replace", "search_replace"), k=2):
+    for fmt in [] if literal_in_new else bl.formats(hid + "elide", ("str_replace", "search_replace"), k=2):
         if renderable(fmt, [elided]):
             bl.add(f"{hid}:elision:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, [elided]), expected,
                    "elision")
@@ -616,6 +759,15 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
         if absent_at_every_level(a, block) and absent_at_every_level(a, new_of(foreign)):
             emit("other_file", bl.formats(hid + "other"), a_text, [Change(ch.start, foreign)])
 
+    # a line of the old text left out, or written twice (a misremembered file)
+    ctx_rows = [i for i, (k, t) in enumerate(ch.script) if k == " " and t.strip() and 0 < i < len(ch.script) - 1]
+    if len(old) >= 5 and ctx_rows:
+        i = ctx_rows[_rng(hid, "drop") % len(ctx_rows)]
+        for category, script in (("missing_middle_line", ch.script[:i] + ch.script[i + 1 :]),
+                                 ("duplicated_line", ch.script[: i + 1] + ch.script[i:])):
+            if absent_at_every_level(a, old_of(script)) and absent_at_every_level(a, new_of(script)):
+                emit(category, bl.formats(hid + category, k=1), a_text, [Change(ch.start, script)])
+
     # a placeholder in the new text instead of the real lines
     runs = _added_runs(ch.script)
     if runs and not any("existing code" in t for t in a):
@@ -688,10 +840,27 @@ def _ambiguous_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> Non
     if repeated:
         (l1, l2), ix = repeated[_rng(base, "amb") % len(repeated)]
         ch = Change(ix[0], [("-", l1), ("+", l1 + "  # changed"), (" ", l2)])
+        wrong = next(n for n in range(1, len(a) + 2) if n - 1 not in ix)  # a line number pointing at neither
         for fmt in bl.formats(base + "ambx", k=3):
             if renderable(fmt, [ch]):
-                bl.add(f"{base}:rep:ambiguous:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, [ch], no_numbers=True),
+                opts = {"no_numbers": True} if _rng(base, "ambn") % 2 else {"shift": wrong - 1 - ix[0]}
+                bl.add(f"{base}:rep:ambiguous:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, [ch], **opts),
                        None, "ambiguous")
+        # ... resolved by the right @@ line number (udiff) or by an @@ anchor line between the places (apply_patch)
+        j = _rng(base, "ambj") % len(ix)
+        at = Change(ix[j], ch.script)
+        exp = text_of(at.expected(a))
+        if renderable("udiff", [at]):
+            bl.add(f"{base}:rep:ambiguous_resolved_by_line_number:udiff", "udiff", fc.path, a_text,
+                   render("udiff", fc.path, [at]), exp, "ambiguous_resolved")
+        last = Change(ix[-1], ch.script)
+        for n in range(ix[-1] - 1, ix[-2] + 1, -1):
+            line = a[n]
+            if len(line.strip()) >= 8 and a.index(line) == n and renderable("apply_patch", [last]):
+                bl.add(f"{base}:rep:ambiguous_resolved_by_anchor:apply_patch", "apply_patch", fc.path, a_text,
+                       render("apply_patch", fc.path, [last], anchors=[line]), text_of(last.expected(a)),
+                       "ambiguous_resolved")
+                break
     # the same block (ignoring indentation) at two places, the snippet shifted by one odd column
     by_strip: dict[tuple[str, str], list[int]] = {}
     for i in range(len(a) - 1):
@@ -814,9 +983,11 @@ def build(cache: Path = DEFAULT_CACHE, packages: tuple[tuple[str, str, str], ...
 
 
 def write_jsonl(cases: list[dict[str, Any]], out: Path) -> None:
+    """Write cases one per line; gzip-compressed when the name ends in ``.gz``."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    opener = gzip.open if out.name.endswith(".gz") else open
+    with opener(tmp, "wt", encoding="utf-8") as f:  # type: ignore[operator]
         for case in cases:
             f.write(json.dumps(case, ensure_ascii=False) + "\n")
     tmp.replace(out)
@@ -824,7 +995,7 @@ def write_jsonl(cases: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Generate the edit corpus from real package releases.")
-    ap.add_argument("--out", type=Path, default=DEFAULT_CACHE / "corpus.jsonl")
+    ap.add_argument("--out", type=Path, default=DEFAULT_CACHE / "corpus.jsonl.gz", help="JSONL (.gz: compressed)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--formats-per-variant", type=int, default=2)
     args = ap.parse_args(argv)

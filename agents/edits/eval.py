@@ -18,6 +18,7 @@ plus removed lines -> context plus added lines) applied one after the other, wit
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 import sys
@@ -121,9 +122,14 @@ def parse_cases(lines: Iterable[str], source: str = "<cases>") -> list[Case]:
 
 
 def load_cases(path: Path) -> list[Case]:
+    """Cases from a JSONL file (gzip-compressed when the name ends in ``.gz``)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, EOFError) as e:
         raise CaseError(f"cannot read {path}: {e}") from None
     return parse_cases(text.split("\n"), str(path))
 
@@ -334,7 +340,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="bosun eval edits", description="Score an edit corpus with the engine or a baseline.")
-    ap.add_argument("--cases", required=True, type=Path, help="input JSONL, one case per line")
+    ap.add_argument("--cases", required=True, type=Path, help="input JSONL (or .jsonl.gz), one case per line")
     ap.add_argument("--out", type=Path, help="write one result line per case here (default: stdout)")
     ap.add_argument("--strategy", default="bosun", help=f"one of {', '.join(STRATEGIES)} (default bosun)")
     return ap

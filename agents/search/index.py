@@ -103,6 +103,15 @@ def _chunk_tokens(line_tokens: list[list[str]], sym: Symbol, children_start: int
     return list(chain.from_iterable(line_tokens[sym.start_line - 1 : end]))
 
 
+def looks_generated(rel: str, text: str) -> bool:
+    """Minified or bundled files (``*.min.js``, very long lines) are skipped: they only add noise."""
+    name = rel.rsplit("/", 1)[-1].lower()
+    if ".min." in name or name.endswith((".bundle.js", "-min.js")):
+        return True
+    lines = text.count("\n") + 1
+    return len(text) > 20_000 and len(text) / lines > 300
+
+
 def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
     """Index the code files under ``root`` (symbols cached under ``cache_dir``)."""
     root = Path(root)
@@ -123,6 +132,8 @@ def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
             if b"\x00" in raw[:4096]:
                 continue
             text = raw.decode("utf-8", "replace")
+            if looks_generated(rel, text):
+                continue
             idx = len(index.files)
             index.files.append(rel)
             index.texts.append(text)

@@ -26,7 +26,10 @@ from agents.search.index import RepoIndex, build_index
 from agents.search.signals import Signals, extract_signals
 
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "test_utils", "testutils"})
-_AUX_DIRS = frozenset({"examples", "example", "docs", "doc", "benchmarks", "asv_bench", "galleries", "tutorials"})
+_AUX_DIRS = frozenset(
+    {"examples", "example", "docs", "doc", "benchmarks", "asv_bench", "galleries", "tutorials", "vendor", "vendored",
+     "third_party", "thirdparty", "externals", "extern", "static"}
+)
 _TEST_STEM = re.compile(r"(^test_|^tests?$|_tests?$|[._-](test|spec)$|(?<=[a-z])Tests?$|^conftest$)")
 
 
@@ -35,10 +38,13 @@ class Weights:
     """Fusion weights (tuned on the tuning split of ``bench/search.py``)."""
 
     file: float = 1.0
-    chunk: float = 0.6
+    chunk: float = 1.2
+    chunk3: float = 0.0
+    title: float = 0.0
+    title_chunk: float = 0.0
     path: float = 1.5
     frame: float = 1.0
-    module: float = 0.8
+    module: float = 0.5
     defn: float = 1.0
     message: float = 0.8
     graph: float = 0.0
@@ -47,7 +53,7 @@ class Weights:
 
 
 DEFAULT_WEIGHTS = Weights()
-COMPONENTS = ("file", "chunk", "path", "frame", "module", "defn", "message", "graph")
+COMPONENTS = ("file", "chunk", "chunk3", "title", "title_chunk", "path", "frame", "module", "defn", "message", "graph")
 
 
 def is_test_path(rel: str) -> bool:
@@ -60,7 +66,7 @@ def is_test_path(rel: str) -> bool:
 
 
 def is_aux_path(rel: str) -> bool:
-    """Whether a path lives in examples, docs or benchmarks."""
+    """Whether a path lives in examples, docs, benchmarks or vendored/static folders."""
     return any(p in _AUX_DIRS for p in rel.lower().split("/")[:-1])
 
 
@@ -175,27 +181,42 @@ def _message_component(index: RepoIndex, sig: Signals) -> dict[int, float]:
     return out
 
 
-def _bm25_components(index: RepoIndex, query: str) -> tuple[dict[int, float], dict[int, float]]:
+def _bm25_components(index: RepoIndex, query: str) -> dict[str, dict[int, float]]:
     weights = query_weights(tokenize(query))
     file_scores = _normalise(index.file_bm25.scores(weights, max_df=0.5))
     chunk_raw = index.chunk_bm25.scores(weights, max_df=0.5)
-    best: dict[int, float] = {}
+    per_file: dict[int, list[float]] = {}
     chunks = index.chunks
     for cid, score in chunk_raw.items():
-        f = chunks[cid].file
+        per_file.setdefault(chunks[cid].file, []).append(score)
+    best = {f: max(v) for f, v in per_file.items()}
+    top3 = {f: sum(heapq.nlargest(3, v)) for f, v in per_file.items()}
+    title = query.strip().split("\n", 1)[0]
+    title_w = query_weights(tokenize(title))
+    return {
+        "file": file_scores,
+        "chunk": _normalise(best),
+        "chunk3": _normalise(top3),
+        "title": _normalise(index.file_bm25.scores(title_w, max_df=0.5)),
+        "title_chunk": _normalise(_max_per_file(index, index.chunk_bm25.scores(title_w, max_df=0.5))),
+    }
+
+
+def _max_per_file(index: RepoIndex, chunk_scores: dict[int, float]) -> dict[int, float]:
+    best: dict[int, float] = {}
+    for cid, score in chunk_scores.items():
+        f = index.chunks[cid].file
         if score > best.get(f, 0.0):
             best[f] = score
-    return file_scores, _normalise(best)
+    return best
 
 
 def components(index: RepoIndex, query: str) -> dict[str, dict[int, float]]:
     """Every signal's per-file values for ``query`` (file number -> value in [0, 1])."""
     sig = extract_signals(query)
-    file_scores, chunk_scores = _bm25_components(index, query)
     path, frame = _path_component(index, sig)
     return {
-        "file": file_scores,
-        "chunk": chunk_scores,
+        **_bm25_components(index, query),
         "path": path,
         "frame": frame,
         "module": _module_component(index, sig),

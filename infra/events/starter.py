@@ -45,6 +45,7 @@ log = logging.getLogger("bosun.events.starter")
 
 HEALTH_FILE = "events-starter-health.json"
 HEALTH_MAX_AGE_S = 10.0
+OUTCOMES_KEPT = 10_000
 
 
 class Poison(Exception):
@@ -77,7 +78,13 @@ class Stats:
     retried: int = 0
     deadlettered: int = 0
     outcomes: dict[str, str] = field(default_factory=dict)
-    """Last outcome per delivery (dedupe key), for tests and the health file."""
+    """Last outcome per delivery (dedupe key) of the latest OUTCOMES_KEPT deliveries, for tests and debugging."""
+
+    def note(self, key: str, outcome: str) -> None:
+        self.outcomes.pop(key, None)
+        self.outcomes[key] = outcome
+        while len(self.outcomes) > OUTCOMES_KEPT:
+            del self.outcomes[next(iter(self.outcomes))]
 
 
 class Starter:
@@ -349,7 +356,7 @@ class Starter:
 
     async def _ack(self, msg: Msg, env: Envelope, outcome: str) -> str:
         await msg.ack()
-        self.stats.outcomes[env.dedupe_key] = outcome
+        self.stats.note(env.dedupe_key, outcome)
         return outcome
 
     async def _retry(self, msg: Msg, deliveries: int, env: Envelope | None) -> str:
@@ -358,7 +365,7 @@ class Starter:
             await msg.nak(delay=delay)
         self.stats.retried += 1
         if env is not None:
-            self.stats.outcomes[env.dedupe_key] = "retry"
+            self.stats.note(env.dedupe_key, "retry")
         return "retry"
 
     async def _deadletter(self, msg: Msg, reason: str, deliveries: int) -> str:
@@ -376,7 +383,7 @@ class Starter:
             return await self._retry(msg, deliveries, None)
         await msg.term()
         self.stats.deadlettered += 1
-        self.stats.outcomes[f"dl:{original_id}"] = "deadlettered"
+        self.stats.note(f"dl:{original_id}", "deadlettered")
         log.error("dead-lettered message on %s after %d deliveries: %s", msg.subject, deliveries, reason)
         return "deadlettered"
 

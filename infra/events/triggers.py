@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from activities.models import branch_name  # noqa: F401 - re-exported: the one git-safe name for a workflow id
 from infra.events import payloads as p
 from infra.events.config import EventsConfig
 
@@ -95,15 +96,6 @@ def parse_workflow_id(workflow_id: str) -> dict[str, str] | None:
     if m:
         return {"source": "linear", "kind": m.group(1), "key": m.group(2)}
     return None
-
-
-def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
-    """A valid git branch name for a workflow id (``:`` and other characters git refuses become ``-``)."""
-    name = re.sub(r"[^A-Za-z0-9._/-]+", "-", workflow_id)
-    name = re.sub(r"/+", "/", name)
-    name = "/".join(part.lstrip(".").removesuffix(".lock") or "_" for part in name.split("/"))
-    name = re.sub(r"\.\.+", ".", name).strip("/.-")
-    return prefix + name
 
 
 # ---------------------------------------------------------------- helpers

@@ -3,7 +3,7 @@ import pytest
 from agents.plan import Plan, plan_from_data
 from agents.profiles import profile_for
 from agents.providers import parse_spec
-from agents.roles import BUILTIN_NAMES, ROLE_TOOLS, debugger_brief, load_role, parse_role, role_names, subtask_brief
+from agents.roles import ROLE_TOOLS, builtin_tools, debugger_brief, load_role, parse_role, role_names, subtask_brief
 from agents.tools.builtin import BUILTIN_TOOLS, default_registry
 from agents.tools.registry import ToolContext
 from infra.errors import ConfigError
@@ -21,7 +21,7 @@ def test_shipped_roles_load_and_use_existing_tools():
         for profile in (GPT, CLAUDE, None):
             names = role.tool_names(profile, role.registry(registry).tools)
             assert names, name
-            assert all(n in BUILTIN_NAMES or n in ROLE_TOOLS for n in names)
+            assert all(n in builtin_tools() or n in ROLE_TOOLS for n in names)
             assert [s.name for s in role.tool_specs(registry, profile)] == names
 
 

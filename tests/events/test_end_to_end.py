@@ -7,7 +7,9 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
+from infra.events.triggers import branch_name
 from tests.conftest import make_example_repo
 from tests.events.conftest import TRAJECTORY, make_cfg, running_ingress, running_starter
 from tests.events.samples import REPO, github_request, issues_labeled
@@ -34,6 +36,20 @@ async def test_labelled_issue_runs_a_task_to_completion(settings, stack, tmp_pat
                 break
             except Exception:  # noqa: BLE001 - not started yet
                 await asyncio.sleep(0.1)
-        result = await asyncio.wait_for(handle.result(), 240)
+        try:
+            result = await asyncio.wait_for(handle.result(), 240)
+        except WorkflowFailureError as e:
+            raise AssertionError(_chain(e)) from e
     status = result["status"] if isinstance(result, dict) else result.status
     assert status == "succeeded", result
+    branch = result["branch"] if isinstance(result, dict) else result.branch
+    assert branch == branch_name(wf_id)  # the ids of event-started tasks make valid git branch names
+
+
+def _chain(e: BaseException) -> str:
+    parts = []
+    cur: BaseException | None = e
+    while cur is not None:
+        parts.append(str(cur))
+        cur = getattr(cur, "cause", None) or cur.__cause__
+    return " <- ".join(parts)

@@ -35,7 +35,7 @@ def agent_running_tool(stack, wf_id):
 def test_steer_reaches_the_model_and_inspect_shows_progress(stack, example_repo, tmp_path):
     wf = "it-steer"
     start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 3))
-    wait_for(lambda: agent_running_tool(stack, wf), 60, what="the agent's first tool call")
+    wait_for(lambda: agent_running_tool(stack, wf), 180, what="the agent's first tool call")
     inspect = stack.bosun("inspect", wf)
     assert inspect.returncode == 0 and "phase: agent working" in inspect.stdout
     assert "agent agent-1: running" in inspect.stdout
@@ -55,7 +55,7 @@ def test_steer_reaches_the_model_and_inspect_shows_progress(stack, example_repo,
 def test_cancel_stops_agents_and_releases_the_sandbox(stack, example_repo, tmp_path):
     wf = "it-cancel"
     start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 60))
-    wait_for(lambda: agent_running_tool(stack, wf), 60, what="the agent's first tool call")
+    wait_for(lambda: agent_running_tool(stack, wf), 180, what="the agent's first tool call")
     cancel = stack.bosun("cancel", wf)
     assert cancel.returncode == 0, cancel.stderr
     wait_for(lambda: "cancel" in stack.bosun("inspect", wf).stdout, 60, interval=0.5, what="the run to be cancelled")

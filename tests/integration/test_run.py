@@ -124,3 +124,25 @@ def test_team_mode_plans_fans_out_stitches_and_debugs(stack, example_repo):
     assert a["started"] < b["started"] + b["duration_s"] and b["started"] < a["started"] + a["duration_s"]
     merges = [c for c in steps["children"] if c["name"] == "merge_agent_work"]
     assert [m["result"]["merged"] for m in merges] == [True, True]
+
+
+def test_compaction_is_recorded_in_history(stack, example_repo, tmp_path):
+    """The scripted profile has a 4,096-token window: long tool outputs force a compaction, shown in history."""
+    noisy = "python3 -c \"import sys; [print('FAILED tests/t.py::test_%d - assert 0' % i) for i in range(200)]\""
+    turns = [{"content": f"noise {n}", "tool_calls": [{"name": "run_command", "arguments": {"command": noisy}}]}
+             for n in range(4)]
+    turns.append({"content": "done"})
+    traj = tmp_path / "noisy.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    proc = run_example(stack, example_repo, "it-compact", trajectory=traj)
+    assert proc.returncode == 1, proc.stderr  # the tests still fail: nothing was fixed
+    text = stack.bosun("history", "it-compact").stdout
+    assert "compaction before this call: compacted ~" in text
+    steps = json.loads(stack.bosun("history", "it-compact", "--json").stdout)
+    agent = next(c for c in steps["children"] if c["kind"] == "child")
+    comps = [c["result"]["compaction"] for c in agent["children"]
+             if c["name"] == "model_call" and c["result"].get("compaction")]
+    assert comps and all(c["after_tokens"] < c["before_tokens"] for c in comps)
+    event = json.loads((stack.data_dir / "artifacts" / comps[0]["event_ref"][7:9] / comps[0]["event_ref"][7:])
+                       .read_text())
+    assert event["kept_counts"]["failing_tests"] >= 200  # every failing test id survived the compaction

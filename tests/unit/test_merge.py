@@ -47,3 +47,15 @@ def test_parallel_edits_merge_and_conflicts_are_reported(tmp_path):
     commit_agent_work(redo, "agent/s3-2", "s3 again")
     assert merge_agent_work(main, redo, "agent/s3-2", "merge s3 again")[0]
     assert "line two!" in (main / "a.py").read_text()
+
+
+def test_branch_names_are_valid_git_refs(tmp_path):
+    from activities.models import branch_name
+
+    repo = make_repo(tmp_path / "r")
+    for wf_id in ("gh:acme/app:issue:12", "linear:session:abc..def", "task-1", "a/.hidden/x.lock", "::"):
+        name = branch_name(wf_id)
+        assert name.startswith("bosun/")
+        ok = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo, capture_output=True)
+        assert ok.returncode == 0, name
+    assert branch_name("task-1") == "bosun/task-1"
