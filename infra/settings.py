@@ -65,6 +65,22 @@ class Settings(BaseSettings):
     anthropic_api_key: SecretStr | None = None
     """Key for `anthropic:` specs (also read from ANTHROPIC_API_KEY). Never logged."""
 
+    ingress_port: int = 8787
+    """Port of the webhook ingress (POST /webhooks/github, /webhooks/linear; GET /healthz). The stack runs the
+    ingress and the event starter when a webhook secret is set (and a model, for the starter)."""
+    github_webhook_secret: SecretStr | None = None
+    """GitHub webhook secret (X-Hub-Signature-256). Unset: /webhooks/github answers 503."""
+    linear_webhook_secret: SecretStr | None = None
+    """Linear webhook signing secret (Linear-Signature). Unset: /webhooks/linear answers 503."""
+    github_token: SecretStr | None = None
+    """GitHub token for REST and git push (issues, pull requests, contents: write). Never logged."""
+    linear_api_key: SecretStr | None = None
+    """Linear API key (lin_api_..., sent as is) or the agent app's OAuth token (sent as Bearer). Never logged."""
+    github_api_url: str = "https://api.github.com"
+    """GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3)."""
+    linear_api_url: str = "https://api.linear.app/graphql"
+    """Linear GraphQL endpoint."""
+
     max_turns: int = 40
     """Model turns one agent may take before it stops with status `budget_exhausted`."""
     tool_timeout_s: float = 300.0

@@ -72,6 +72,13 @@ def components(s: Settings) -> list[Component]:
             f"nats://{s.host}:{s.nats_port}", "nats-server"))
     comps.append(Component("worker", [sys.executable, "-m", "infra.worker"], {},
                            f"task queues {s.task_queue}, {s.worker_queue}", "infra.worker"))
+    if s.github_webhook_secret or s.linear_webhook_secret:
+        comps.append(Component("ingress", [sys.executable, "-m", "infra.events", "ingress"],
+                               {"webhook ingress": (s.ingress_port, "BOSUN_INGRESS_PORT")},
+                               f"http://{s.host}:{s.ingress_port}/webhooks/{{github,linear}}", "infra.events ingress"))
+        if s.default_model or os.environ.get("BOSUN_EVENTS_MODEL"):
+            comps.append(Component("starter", [sys.executable, "-m", "infra.events", "starter"], {},
+                                   "JetStream EVENTS -> TaskWorkflow", "infra.events starter"))
     return comps
 
 
@@ -108,6 +115,12 @@ def healthy(comp: Component, s: Settings) -> bool:
         return tcp_open(s.host, s.temporal_port) and http_ok(f"http://{s.host}:{s.temporal_ui_port}/")
     if comp.name == "nats":
         return http_ok(f"http://{s.host}:{s.nats_monitor_port}/healthz?js-enabled-only=true")
+    if comp.name == "ingress":
+        return http_ok(f"http://{s.host}:{s.ingress_port}/healthz")
+    if comp.name == "starter":
+        from infra.events import starter_health
+
+        return starter_health(s) is not None
     return worker_health(s) is not None
 
 
@@ -199,10 +212,10 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         for c in self.comps:
-            if c.name == "worker":  # the worker needs Temporal up first
+            if c.name in ("worker", "ingress", "starter"):  # these need Temporal and NATS up first
                 deadline = time.monotonic() + 60
                 while not self.stopping and time.monotonic() < deadline and not all(
-                        healthy(x, self.s) for x in self.comps if x.name != "worker"):
+                        healthy(x, self.s) for x in self.comps if x.name in ("temporal", "nats")):
                     time.sleep(0.2)
             self._start(c)
         self._save()

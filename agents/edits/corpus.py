@@ -909,7 +909,7 @@ def read_tree(root: Path) -> dict[str, str]:
         if p.is_symlink() or not p.is_file():
             continue
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_bytes().decode("utf-8")  # bytes: read_text would turn CRLF into LF
         except (UnicodeDecodeError, OSError):
             continue
         if "\r" in text or not text.endswith("\n") or text.count("\n") > MAX_FILE_LINES:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections import OrderedDict
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -19,7 +20,9 @@ from agents.tools import hostview
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
 
-_index_cache: dict[str, tuple[int, Any]] = {}
+MAX_INDEXES = 4
+"""Repository indexes kept in memory per process (least recently used dropped first)."""
+_index_cache: OrderedDict[str, tuple[int, Any]] = OrderedDict()
 _index_lock = threading.Lock()
 
 
@@ -39,21 +42,26 @@ def _index_sync(ctx: ToolContext) -> Any:
     mirror = hostview.mirror_for(workspace, frozenset(CODE_EXTENSIONS))
     with mirror.lock:
         mirror.sync()
-        key = str(mirror.dest)
+        key = mirror.token
         with _index_lock:
             cached = _index_cache.get(key)
+            if cached is not None:
+                _index_cache.move_to_end(key)
         if cached is not None and cached[0] == mirror.generation:
             return cached[1]
         index = build_index(mirror.dest, cache_dir=hostview.mirror_base() / "symbols")
         with _index_lock:
             _index_cache[key] = (mirror.generation, index)
+            _index_cache.move_to_end(key)
+            while len(_index_cache) > MAX_INDEXES:
+                _index_cache.popitem(last=False)
         return index
 
 
 async def _index(ctx: ToolContext) -> Any:
     try:
         return await asyncio.to_thread(_index_sync, ctx)
-    except hostview.UnsafePath as e:
+    except (hostview.UnsafePath, OSError) as e:
         raise ToolFailed(f"code search cannot index the workspace: {e}") from None
 
 

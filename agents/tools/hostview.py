@@ -12,6 +12,7 @@ index is built from; the index therefore never sees anything but the safe copies
 
 from __future__ import annotations
 
+import atexit
 import errno
 import hashlib
 import os
@@ -20,6 +21,7 @@ import shutil
 import stat
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +164,9 @@ class Mirror:
     extensions: frozenset[str] | None = None
     seen: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     generation: int = 0
+    """Bumped by every sync that changed something."""
+    token: str = field(default_factory=lambda: os.urandom(8).hex())
+    """Unique per mirror object (a re-created mirror of the same workspace gets a new one)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def sync(self) -> bool:
@@ -196,7 +201,9 @@ class Mirror:
         return changed
 
 
-_mirrors: dict[str, Mirror] = {}
+MAX_MIRRORS = 32
+"""Mirrors kept per process; the least recently used one is deleted beyond this."""
+_mirrors: OrderedDict[str, Mirror] = OrderedDict()
 _mirrors_lock = threading.Lock()
 
 
@@ -205,19 +212,41 @@ def mirror_for(workspace: Path, extensions: frozenset[str] | None = None) -> Mir
     real = os.path.realpath(workspace)
     with _mirrors_lock:
         m = _mirrors.get(real)
-        if m is None:
+        if m is not None:
+            _mirrors.move_to_end(real)
+        else:
             digest = hashlib.sha256(real.encode()).hexdigest()[:16]
             trees = mirror_base() / "trees"
             trees.mkdir(exist_ok=True)
-            for old in trees.glob(f"{digest}-*"):  # left over by processes that are gone
+            for old in trees.iterdir():  # left over by processes that are gone
                 pid = old.name.rsplit("-", 1)[-1]
                 if pid.isdigit() and not _alive(int(pid)):
                     shutil.rmtree(old, ignore_errors=True)
             dest = trees / f"{digest}-{os.getpid()}"
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir()
+            if not _mirrors:
+                atexit.register(_remove_mirrors)
             m = _mirrors[real] = Mirror(Path(real), dest, extensions)
+            while len(_mirrors) > MAX_MIRRORS:
+                _, evicted = _mirrors.popitem(last=False)
+                shutil.rmtree(evicted.dest, ignore_errors=True)
         return m
+
+
+def _remove_mirrors() -> None:
+    """Delete this process's mirrors (at exit)."""
+    for m in list(_mirrors.values()):
+        shutil.rmtree(m.dest, ignore_errors=True)
+    _mirrors.clear()
+
+
+def drop_mirror(workspace: Path) -> None:
+    """Forget and delete the mirror of ``workspace`` (when its sandbox is released)."""
+    with _mirrors_lock:
+        m = _mirrors.pop(os.path.realpath(workspace), None)
+    if m is not None:
+        shutil.rmtree(m.dest, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -79,3 +79,24 @@ def test_bad_setting_is_one_clear_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == "bosun: BOSUN_TEMPORAL_PORT='seventy' is invalid: " \
                                   "Input should be a valid integer, unable to parse string as an integer"
+
+
+def test_event_components_join_the_stack_when_configured(tmp_path):
+    from tests.conftest import EXAMPLE, free_port
+
+    st = Stack(tmp_path / "data")
+    port = free_port()
+    extra = {"BOSUN_GITHUB_WEBHOOK_SECRET": "s3cret", "BOSUN_INGRESS_PORT": str(port),
+             "BOSUN_DEFAULT_MODEL": f"scripted:{EXAMPLE / 'solo.jsonl'}"}
+    st.env.update(extra)
+    st.up()
+    try:
+        status = st.bosun("status")
+        assert status.returncode == 0, status.stdout
+        assert f"http://127.0.0.1:{port}/webhooks/" in status.stdout
+        assert "starter" in status.stdout and "DOWN" not in status.stdout
+        shown = st.bosun("settings").stdout
+        assert "BOSUN_GITHUB_WEBHOOK_SECRET=***" in shown and "s3cret" not in shown
+    finally:
+        st.down()
+    assert _procs_mentioning(str(st.data_dir)) == []
