@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.search import RepoIndex, build_index  # noqa: E402
 from agents.search.bm25 import BM25Index  # noqa: E402
 from agents.search.index import CODE_EXTENSIONS  # noqa: E402
-from agents.search.tokenize import tokenize_text  # noqa: E402
+from agents.search.ranker import DEFAULT_WEIGHTS  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "search" / "cases.json"
 CACHE = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench"))
@@ -50,6 +50,8 @@ TOOLS = ["wheel", "setuptools<70", "setuptools_scm<8", "numpy<1.27", "cython<3",
 WHEEL_PYTHONS = ["3.9", "3.7", "3.6", "3.5"]
 WHEEL_PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
 MAX_FILE_BYTES = 2_000_000
+#: The release timed for index builds (about 1,500 code files).
+BUILD_TIME_RELEASE = ("sympy", "1.11")
 #: A case is kept only when some release matches the pre-fix side of its patch at least this well.
 MIN_MATCH = 0.7
 
@@ -334,35 +336,40 @@ def plain_bm25(index: RepoIndex) -> BM25Index:
 
 
 def _metrics(ranks: list[tuple[list[str], list[str]]]) -> dict[str, float | int]:
+    """recall@k: a changed file is in the top k; all@k: every changed file is."""
     out: dict[str, float | int] = {"n": len(ranks)}
+    if not ranks:
+        return out
     for k in (1, 5, 10):
-        hit = [any(g in got[:k] for g in gold) for got, gold in ranks]
-        every = [all(g in got[:k] for g in gold) for got, gold in ranks]
-        frac = [sum(g in got[:k] for g in gold) / len(gold) for got, gold in ranks]
-        out[f"recall@{k}"] = round(100 * statistics.mean(hit), 1) if ranks else 0.0
-        out[f"all@{k}"] = round(100 * statistics.mean(every), 1) if ranks else 0.0
-        out[f"frac@{k}"] = round(100 * statistics.mean(frac), 1) if ranks else 0.0
+        out[f"recall@{k}"] = round(100 * statistics.mean(any(g in got[:k] for g in gold) for got, gold in ranks), 1)
+    for k in (5, 10):
+        out[f"all@{k}"] = round(100 * statistics.mean(all(g in got[:k] for g in gold) for got, gold in ranks), 1)
     return out
 
 
-def build_time(cases_roots: list[Path], target: int = 1500) -> dict[str, object]:
-    """Cold and warm index build time for the cached release whose code-file count is nearest ``target``."""
-    best: tuple[int, Path, int] | None = None
-    for root in cases_roots:
-        n = sum(1 for p in root.rglob("*") if p.is_file() and p.suffix in CODE_EXTENSIONS)
-        if best is None or abs(n - target) < best[0]:
-            best = (abs(n - target), root, n)
-    if best is None:
-        return {}
-    _, root, n = best
+def build_time(pypi: str = BUILD_TIME_RELEASE[0], version: str = BUILD_TIME_RELEASE[1]) -> dict[str, object]:
+    """Index build time for one release of about 1,500 code files: cold (empty symbol cache) and warm."""
+    got = fetch_source(pypi, version)
+    if got is None:
+        return {"error": f"{pypi}=={version} could not be fetched"}
+    root, _ = got
+    files = [p for p in root.rglob("*") if p.is_file() and p.suffix in CODE_EXTENSIONS]
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        build_index(root, cache_dir=Path(tmp))
+        index = build_index(root, cache_dir=Path(tmp))
         cold = time.perf_counter() - t0
         t0 = time.perf_counter()
         build_index(root, cache_dir=Path(tmp))
         warm = time.perf_counter() - t0
-    return {"repo": root.name, "files": n, "cold_s": round(cold, 2), "warm_cache_s": round(warm, 2)}
+    return {
+        "repo": f"{pypi}=={version}",
+        "files": len(files),
+        "indexed_files": len(index.files),
+        "symbols": len(index.chunks),
+        "megabytes": round(sum(p.stat().st_size for p in files) / 1e6, 1),
+        "cold_s": round(cold, 2),
+        "warm_cache_s": round(warm, 2),
+    }
 
 
 def evaluate(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, object]:
@@ -372,7 +379,7 @@ def evaluate(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, objec
     ranked: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
     per_project: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
     base: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
-    roots = []
+    roots: list[Path] = []
     t_start = time.perf_counter()
     for (pypi, version), group in sorted(groups.items()):
         got = fetch_source(pypi, version)
@@ -399,7 +406,8 @@ def evaluate(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, objec
         "baseline_plain_bm25": {name: _metrics(r) for name, r in sorted(base.items())},
         "per_project_recall@5": {p: _metrics(r)["recall@5"] for p, r in sorted(per_project.items())},
         "eval_seconds": round(elapsed, 1),
-        "build_time": build_time(roots),
+        "weights": dict(DEFAULT_WEIGHTS.__dict__),
+        "build_time": build_time(),
     }
 
 

@@ -250,6 +250,9 @@ class Summary:
     silent_misapply: int = 0
     false_already_applied: int = 0
     latencies: list[float] = field(default_factory=list)
+    apply_latencies: list[float] = field(default_factory=list)
+    refusal_latencies: list[float] = field(default_factory=list)
+    """Latencies of the should-refuse cases (a refusal computes the closest-region hint, which costs more)."""
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     """``category/format/verdict`` -> ids of failed cases."""
 
@@ -258,9 +261,11 @@ class Summary:
         self.cases += 1
         self.latencies.append(out.ms)
         if case.expected is None:
+            self.refusal_latencies.append(out.ms)
             self.should_refuse += 1
             self.correct_refusal += v == "ok"
         else:
+            self.apply_latencies.append(out.ms)
             self.should_apply += 1
             self.correct_apply += v == "ok"
         self.silent_misapply += v == "misapply"
@@ -281,6 +286,8 @@ class Summary:
             "false_already_applied": self.false_already_applied,
             "latency_p50_ms": round(statistics.median(self.latencies), 3) if self.latencies else 0.0,
             "latency_p99_ms": round(_percentile(self.latencies, 99), 3),
+            "latency_p99_ms_should_apply": round(_percentile(self.apply_latencies, 99), 3),
+            "latency_p99_ms_should_refuse": round(_percentile(self.refusal_latencies, 99), 3),
             "failures": {k: {"count": len(v), "examples": v[:examples]}
                          for k, v in sorted(self.failures.items(), key=lambda kv: (-len(kv[1]), kv[0]))},
         }

@@ -3,15 +3,17 @@
 A trajectory is a JSONL file, one assistant turn per line::
 
     {"content": "Let me read the test.", "tool_calls": [{"name": "read_file", "arguments": {"path": "t.py"}}]}
-    {"expect": [{"tool": "read_file", "contains": "def test_add"}], "content": "...", "tool_calls": [...]}
+    {"expect": [{"tool": "read_file", "contains": "def test_add"}], "content": "...",
+     "tool_calls": [...]}
     {"expect": [{"tool": "run_tests", "contains": "passed"}], "content": "Done."}
 
 ``expect`` checks the tool results that came back since the previous turn. In a team run each agent replays its
 own lines: a line's optional ``"agent"`` names it (``planner``, ``fast_edit:<subtask id>``, ``debugger``,
-``fast_edit:<subtask id>#2`` for a re-run); an agent with no lines of its own replays the lines without ``agent``. The provider is a pure function of the
-transcript: turn N of the file answers the N-th model call. It fails loudly (ScriptDiverged) when the run diverges:
-more model calls than recorded turns, an unexpected tool result, a tool error the trajectory did not expect, or a
-transcript whose earlier tool calls differ from the recorded ones.
+``fast_edit:<subtask id>#2`` for a re-run); an agent with no lines of its own replays the lines without ``agent``.
+The provider is a pure function of the transcript: turn N of the agent's lines answers its N-th model call. It
+fails loudly (ScriptDiverged) when the run diverges: more model calls than recorded turns, an unexpected tool
+result, a tool error the trajectory did not expect, or a transcript whose earlier tool calls differ from the
+recorded ones.
 """
 
 from __future__ import annotations

@@ -96,9 +96,12 @@ class BM25Index:
 
     def add(self, doc_id: str, tokens: Iterable[str]) -> int:
         """Add a document; returns its internal number."""
+        return self.add_counts(doc_id, Counter(tokens))
+
+    def add_counts(self, doc_id: str, counts: Mapping[str, int]) -> int:
+        """Add a document given as token -> count; returns its internal number."""
         idx = len(self.doc_ids)
         self.doc_ids.append(doc_id)
-        counts = Counter(tokens)
         self._lengths.append(sum(counts.values()))
         postings = self._postings
         for tok, tf in counts.items():

@@ -6,15 +6,17 @@ rebuild of an unchanged repository re-parses nothing.
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
 from agents.search.bm25 import BM25Index, path_tokens, tokenize
-from agents.search.symbols import FileSymbols, Symbol, SymbolCache, language_for
+from agents.search.symbols import EXTRACTOR_VERSION, FileSymbols, Symbol, SymbolCache, language_for
 
 #: Files with these extensions are indexed (symbols only for those tree-sitter supports).
 CODE_EXTENSIONS = frozenset(
@@ -27,6 +29,10 @@ SKIP_DIRS = frozenset(
     "site-packages dist build target .idea .vscode .next .cache coverage htmlcov .eggs bower_components".split()
 )
 MAX_FILE_BYTES = 1_000_000
+#: Bump when tokenisation or chunking changes (cached token counts are then ignored).
+TERMS_VERSION = "1"
+#: Weight of path tokens in a file's document (a chunk gets them once).
+PATH_REPEAT = 3
 #: Chunks longer than this many lines are cut (keeps class bodies from swallowing their methods).
 MAX_CHUNK_LINES = 150
 DEFAULT_CACHE = Path(os.environ.get("BOSUN_SEARCH_CACHE", Path.home() / ".cache" / "bosun" / "search"))
@@ -112,54 +118,107 @@ def looks_generated(rel: str, text: str) -> bool:
     return len(text) > 20_000 and len(text) / lines > 300
 
 
-def build_index(root: Path, cache_dir: Path | None = None) -> RepoIndex:
-    """Index the code files under ``root`` (symbols cached under ``cache_dir``)."""
+def _read_files(root: Path) -> list[tuple[str, bytes, str]]:
+    """``(relative path, raw bytes, text)`` of the indexable code files under ``root``."""
+    out = []
+    for rel in iter_code_files(root):
+        full = root / rel
+        try:
+            if full.stat().st_size > MAX_FILE_BYTES:
+                continue
+            raw = full.read_bytes()
+        except OSError:
+            continue
+        if b"\x00" in raw[:4096]:
+            continue
+        text = raw.decode("utf-8", "replace")
+        if not looks_generated(rel, text):
+            out.append((rel, raw, text))
+    return out
+
+
+def _terms_key(raw: bytes, language: str | None) -> str:
+    h = hashlib.sha1(f"terms:{TERMS_VERSION}:{EXTRACTOR_VERSION}:{language}:".encode())
+    h.update(raw)
+    return h.hexdigest()
+
+
+def _terms(text: str, fsyms: FileSymbols | None) -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Token counts of a file and of each of its definition chunks (path tokens not included)."""
+    line_tokens = [tokenize(line) for line in text.split("\n")]
+    file_counts = dict(Counter(chain.from_iterable(line_tokens)))
+    chunk_counts: list[dict[str, int]] = []
+    if fsyms is not None:
+        defs = fsyms.definitions
+        for pos, sym in enumerate(defs):
+            nxt = defs[pos + 1].start_line if pos + 1 < len(defs) else None
+            child = nxt if nxt is not None and nxt <= sym.end_line else None
+            chunk_counts.append(dict(Counter(_chunk_tokens(line_tokens, sym, child) + tokenize(sym.qualname) * 2)))
+    return file_counts, chunk_counts
+
+
+def _add_file(
+    index: RepoIndex,
+    rel: str,
+    text: str,
+    fsyms: FileSymbols | None,
+    terms: tuple[dict[str, int], list[dict[str, int]]],
+) -> None:
+    idx = len(index.files)
+    index.files.append(rel)
+    index.texts.append(text)
+    index.file_ids[rel] = idx
+    index.symbols.append(fsyms)
+    file_counts, chunk_counts = terms
+    ptoks = path_tokens(rel, repeat=1)
+    for tok in ptoks:
+        file_counts[tok] = file_counts.get(tok, 0) + PATH_REPEAT
+    index.file_bm25.add_counts(rel, file_counts)
+    base = rel.rsplit("/", 1)[-1]
+    index.by_basename[base].append(idx)
+    index.by_stem[base.rsplit(".", 1)[0].lower()].append(idx)
+    for mod in module_names(rel):
+        index.by_module[mod].append(idx)
+    if fsyms is None:
+        return
+    for sym, counts in zip(fsyms.definitions, chunk_counts, strict=True):
+        index.defs_by_name[sym.name].append((idx, sym))
+        index.defs_by_qualname[sym.qualname].append((idx, sym))
+        index.chunks.append(Chunk(idx, sym))
+        for tok in ptoks:
+            counts[tok] = counts.get(tok, 0) + 1
+        index.chunk_bm25.add_counts(f"{rel}:{sym.start_line}", counts)
+
+
+def build_index(root: Path, cache_dir: Path | None = None, workers: int | None = None) -> RepoIndex:
+    """Index the code files under ``root``; symbols are cached under ``cache_dir`` by content hash.
+
+    Files missing from the cache are parsed in up to ``workers`` processes (default: the CPU count,
+    at most 4) when there are many of them.
+    """
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"repository directory not found: {root}")
     index = RepoIndex(root=root)
-    file_bm25 = index.file_bm25
-    chunk_bm25 = index.chunk_bm25
+    files = _read_files(root)
+    languages = [language_for(rel) for rel, _, _ in files]
     with SymbolCache(Path(cache_dir) if cache_dir else DEFAULT_CACHE) as cache:
-        for rel in iter_code_files(root):
-            full = root / rel
-            try:
-                if full.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                raw = full.read_bytes()
-            except OSError:
-                continue
-            if b"\x00" in raw[:4096]:
-                continue
-            text = raw.decode("utf-8", "replace")
-            if looks_generated(rel, text):
-                continue
-            idx = len(index.files)
-            index.files.append(rel)
-            index.texts.append(text)
-            index.file_ids[rel] = idx
-            lang = language_for(rel)
-            fsyms = cache.get_or_extract(raw, lang) if lang else None
-            index.symbols.append(fsyms)
-            ptoks = path_tokens(rel)
-            line_tokens = [tokenize(line) for line in text.split("\n")]
-            file_bm25.add(rel, list(chain.from_iterable(line_tokens)) + ptoks)
-            base = rel.rsplit("/", 1)[-1]
-            index.by_basename[base].append(idx)
-            index.by_stem[base.rsplit(".", 1)[0].lower()].append(idx)
-            for mod in module_names(rel):
-                index.by_module[mod].append(idx)
-            if fsyms is None:
-                continue
-            defs = fsyms.definitions
-            for pos, sym in enumerate(defs):
-                index.defs_by_name[sym.name].append((idx, sym))
-                index.defs_by_qualname[sym.qualname].append((idx, sym))
-                nxt = defs[pos + 1].start_line if pos + 1 < len(defs) else None
-                child = nxt if nxt is not None and nxt <= sym.end_line else None
-                body = _chunk_tokens(line_tokens, sym, child)
-                index.chunks.append(Chunk(idx, sym))
-                chunk_bm25.add(f"{rel}:{sym.start_line}", body + tokenize(sym.qualname) * 2 + ptoks[: len(ptoks) // 3])
-    file_bm25.finalize()
-    chunk_bm25.finalize()
+        all_symbols = cache.get_or_extract_many(
+            [(raw, lang) for (_, raw, _), lang in zip(files, languages, strict=True)],
+            workers=workers if workers is not None else min(4, os.cpu_count() or 1),
+        )
+        keys = [_terms_key(raw, lang) for (_, raw, _), lang in zip(files, languages, strict=True)]
+        stored = cache.get_blobs(keys)
+        fresh: list[tuple[str, bytes]] = []
+        for (rel, _raw, text), fsyms, key in zip(files, all_symbols, keys, strict=True):
+            blob = stored.get(key)
+            if blob is None:
+                terms = _terms(text, fsyms)
+                fresh.append((key, marshal.dumps(terms)))
+            else:
+                terms = marshal.loads(blob)
+            _add_file(index, rel, text, fsyms, terms)
+        cache.put_blobs(fresh)
+    index.file_bm25.finalize()
+    index.chunk_bm25.finalize()
     return index

@@ -5,6 +5,9 @@ that lowers tests, examples and docs (unless the task names them). Components:
 
 ``file``     BM25 over whole files (identifier-split tokens, path tokens weighted), max-normalised
 ``chunk``    best BM25 score among the file's definitions (functions, methods, class heads)
+``chunk3``   sum of the file's three best definition scores
+``title``    BM25 over files for the task's first line alone (issue titles are dense summaries)
+``title_chunk`` best definition score for the first line alone
 ``path``     the task names the file (``pkg/mod.py``, ``mod.py``)
 ``frame``    a stack-trace frame points into the file (innermost frames weigh most)
 ``module``   a dotted name resolves to the file's module (``pkg.sub.mod`` or ``pkg.sub.mod.Class``)
@@ -37,13 +40,13 @@ _TEST_STEM = re.compile(r"(^test_|^tests?$|_tests?$|[._-](test|spec)$|(?<=[a-z])
 class Weights:
     """Fusion weights (tuned on the tuning split of ``bench/search.py``)."""
 
-    file: float = 1.0
-    chunk: float = 1.2
-    chunk3: float = 0.0
-    title: float = 0.0
-    title_chunk: float = 0.0
-    path: float = 1.5
-    frame: float = 1.0
+    file: float = 0.5
+    chunk: float = 0.6
+    chunk3: float = 1.0
+    title: float = 0.7
+    title_chunk: float = 0.7
+    path: float = 1.0
+    frame: float = 1.5
     module: float = 0.5
     defn: float = 1.0
     message: float = 0.8
@@ -255,7 +258,9 @@ def combine(
     return [(index.files[idx], round(score, 6)) for idx, score in best]
 
 
-def rank_files(index: RepoIndex, query: str, k: int = 10, weights: Weights = DEFAULT_WEIGHTS) -> list[tuple[str, float]]:
+def rank_files(
+    index: RepoIndex, query: str, k: int = 10, weights: Weights = DEFAULT_WEIGHTS
+) -> list[tuple[str, float]]:
     """The ``k`` files of ``index`` most relevant to ``query``, best first."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")

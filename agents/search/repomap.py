@@ -154,7 +154,7 @@ def render_repo_map(index: RepoIndex, query: str = "", budget_tokens: int = DEFA
         if fsyms is not None:
             defs = sorted(
                 fsyms.definitions,
-                key=lambda s: (-mentioned.get(s.name, 0.0), s.qualname.count("."), s.name.startswith("_"), s.start_line),
+                key=lambda s: (-mentioned.get(s.name, 0.0), s.qualname.count("."), s.name[:1] == "_", s.start_line),
             )
             for sym in defs:
                 indent = "  " * (1 + sym.qualname.count("."))

@@ -296,6 +296,11 @@ def extract_symbols(source: bytes | str, language: str) -> FileSymbols:
         return ext.extract(language, data)
 
 
+def _extract_json(item: tuple[bytes, str]) -> str:
+    """Worker-process entry: extract and serialise (module level so it pickles)."""
+    return extract_symbols(item[0], item[1]).to_json()
+
+
 def content_key(source: bytes, language: str) -> str:
     """Cache key: hash of the extractor version, the language and the file content."""
     h = hashlib.sha1(f"{EXTRACTOR_VERSION}:{language}:".encode())
@@ -314,6 +319,7 @@ class SymbolCache:
         self.path = cache_dir / "symbols.sqlite3"
         self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self._db.execute("CREATE TABLE IF NOT EXISTS symbols (key TEXT PRIMARY KEY, data TEXT NOT NULL)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB NOT NULL)")
         self._pending: list[tuple[str, str]] = []
         self.hits = 0
         self.misses = 0
@@ -331,6 +337,66 @@ class SymbolCache:
         if len(self._pending) >= 500:
             self.flush()
         return result
+
+    def get_or_extract_many(
+        self, items: list[tuple[bytes, str | None]], workers: int = 1, parallel_min: int = 64
+    ) -> list[FileSymbols | None]:
+        """Symbols for many ``(source, language)`` pairs (None where the language is None).
+
+        Cache misses are extracted in ``workers`` processes when there are at least ``parallel_min``.
+        """
+        keys = [content_key(src, lang) if lang else None for src, lang in items]
+        found: dict[str, str] = {}
+        wanted = [k for k in keys if k is not None]
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(self._db.execute(f"SELECT key, data FROM symbols WHERE key IN ({marks})", batch).fetchall())
+        results: list[FileSymbols | None] = [None] * len(items)
+        todo: list[int] = []
+        for i, key in enumerate(keys):
+            if key is None:
+                continue
+            if key in found:
+                self.hits += 1
+                results[i] = FileSymbols.from_json(found[key])
+            else:
+                self.misses += 1
+                todo.append(i)
+        if len(todo) >= parallel_min and workers > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                args = [(items[i][0], items[i][1]) for i in todo]
+                extracted = list(pool.map(_extract_json, args, chunksize=16))
+            for i, data in zip(todo, extracted, strict=True):
+                results[i] = FileSymbols.from_json(data)
+                self._pending.append((keys[i], data))  # type: ignore[arg-type]
+        else:
+            for i in todo:
+                src, lang = items[i]
+                result = extract_symbols(src, lang)  # type: ignore[arg-type]
+                results[i] = result
+                self._pending.append((keys[i], result.to_json()))  # type: ignore[arg-type]
+        self.flush()
+        return results
+
+    def get_blobs(self, keys: list[str]) -> dict[str, bytes]:
+        """Stored byte blobs (other per-content data, e.g. token counts) for those of ``keys`` present."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(self._db.execute(f"SELECT key, data FROM blobs WHERE key IN ({marks})", batch).fetchall())
+        return found
+
+    def put_blobs(self, items: list[tuple[str, bytes]]) -> None:
+        """Store byte blobs by key."""
+        if items:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO blobs (key, data) VALUES (?, ?)", items)
 
     def flush(self) -> None:
         """Write queued entries."""

@@ -107,10 +107,10 @@ def walk(root: Path, extensions: frozenset[str] | None = None, max_files: int = 
     try:
         while stack:
             fd, prefix = stack.pop()
+            subdirs: list[tuple[int, str]] = []
             try:
                 with os.scandir(fd) as it:
                     entries = sorted(it, key=lambda e: e.name)
-                subdirs: list[tuple[int, str]] = []
                 for entry in entries:
                     try:
                         st = entry.stat(follow_symlinks=False)
@@ -134,7 +134,10 @@ def walk(root: Path, extensions: frozenset[str] | None = None, max_files: int = 
                             return
                         yield Entry(rel, st.st_size, st.st_mtime_ns, st.st_ino)
                 stack.extend(reversed(subdirs))
+                subdirs = []
             finally:
+                for sub, _ in subdirs:  # opened, but the walk stopped before descending
+                    os.close(sub)
                 if fd != top:
                     os.close(fd)
     finally:

@@ -47,7 +47,10 @@ FILES = {
         "    assert parse_config('[a]') == ['a']\n"
         "    ConfigParser().parse_section('[b]')\n"
     ),
-    "web/app.ts": "export class AppServer {\n  start(port: number): void {}\n}\nexport function bootServer() { return new AppServer(); }\n",
+    "web/app.ts": (
+        "export class AppServer {\n  start(port: number): void {}\n}\n"
+        "export function bootServer() { return new AppServer(); }\n"
+    ),
     "README.md": "Parser and renderer.\n",
 }
 

@@ -37,7 +37,8 @@ CASES = {
         {"listen", "port"},
     ),
     "rust": (
-        "pub struct Stack { items: Vec<i32> }\n\nimpl Stack {\n    pub fn push(&mut self, v: i32) { self.items.push(v); }\n}\n\n"
+        "pub struct Stack { items: Vec<i32> }\n\n"
+        "impl Stack {\n    pub fn push(&mut self, v: i32) { self.items.push(v); }\n}\n\n"
         "pub trait Shape { fn area(&self) -> f64; }\n\nfn main() { let s = Stack { items: vec![] }; }\n",
         {("Stack", "struct"), ("Stack.push", "method"), ("Shape", "trait"), ("Shape.area", "method"),
          ("main", "function")},
@@ -101,7 +102,9 @@ def test_index_rebuild_reuses_cache(repo: Path, cache_dir: Path, monkeypatch: py
     monkeypatch.setattr(symbols, "extract_symbols", lambda src, lang: calls.append(lang) or real(src, lang))
     index = build_index(repo, cache_dir=cache_dir)
     assert calls == []  # unchanged files: every symbol table came from the cache
-    assert any(s.qualname == "ConfigParser.parse_section" for s in index.symbols[index.file_ids["pkg/parser.py"]].definitions)
+    parser_syms = index.symbols[index.file_ids["pkg/parser.py"]]
+    assert parser_syms is not None
+    assert any(s.qualname == "ConfigParser.parse_section" for s in parser_syms.definitions)
     (repo / "pkg" / "render.py").write_text("def changed():\n    pass\n")
     build_index(repo, cache_dir=cache_dir)
     assert calls == ["python"]  # only the edited file is parsed again
