@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from datetime import timedelta
 from importlib import resources
@@ -63,11 +64,21 @@ def _app_error(e: BosunError, *, retryable: bool | None = None, delay: float | N
                             next_retry_delay=timedelta(seconds=delay) if delay else None)
 
 
-def role_prompt(role: str) -> str:
-    try:
-        return resources.files("agents").joinpath("prompts", f"{role}.md").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no prompt file agents/prompts/{role}.md for role {role!r}") from None
+def load_role_or_none(name: str):
+    """The role defined in agents/roles/<name>.toml, or None for `solo` (every tool, prompts/solo.md)."""
+    from agents.roles import load_role, role_names
+
+    if name in role_names():
+        return load_role(name)
+    if name == "solo":
+        return None
+    raise ConfigError(f"unknown agent role {name!r}; roles: solo, {', '.join(role_names())}")
+
+
+def _profile(model: str):
+    from agents.profiles import profile_for
+
+    return profile_for(parse_spec(model)) if model else None
 
 
 class SandboxManager:
@@ -175,7 +186,11 @@ class Activities:
     @activity.defn
     async def init_agent(self, inp: InitAgentInput) -> str:
         try:
-            system = role_prompt(inp.role)
+            role = load_role_or_none(inp.role)
+            if role is None:
+                system = resources.files("agents").joinpath("prompts", "solo.md").read_text(encoding="utf-8")
+            else:
+                system = role.system_prompt(_profile(inp.model), role.registry(self.registry).tools)
         except ConfigError as e:
             raise _app_error(e) from None
         task = inp.task
@@ -202,8 +217,16 @@ class Activities:
             trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
             provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings,
                                      agent_keys=inp.agent_keys)
+            role = load_role_or_none(inp.role)
+            registry = role.registry(self.registry) if role else self.registry
+            if inp.tools:
+                specs = registry.specs(inp.tools)
+            elif role:
+                specs = role.tool_specs(self.registry, _profile(inp.model))
+            else:
+                specs = registry.specs()
             try:
-                resp = await provider.complete(messages, self.registry.specs(inp.tools or None))
+                resp = await provider.complete(messages, specs)
             finally:
                 await provider.aclose()
         except ProviderError as e:
@@ -214,7 +237,7 @@ class Activities:
         transcript_ref = self.store.put_json([m.model_dump(mode="json") for m in messages])
         calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
                              arguments_preview=preview(_args_text(c.arguments)),
-                             write_key=self.registry.write_key(c.name, c.arguments))
+                             write_key=registry.write_key(c.name, c.arguments))
                  for c in resp.message.tool_calls]
         u = resp.usage
         return ModelCallResult(transcript_ref=transcript_ref, text_preview=preview(resp.message.content),
@@ -245,7 +268,9 @@ class Activities:
                 box = await self.sandboxes.get(inp.agent_id, inp.workspace)
                 ctx = ToolContext(sandbox=box, command_timeout_s=self.settings.tool_timeout_s,
                                   output_cap=self.settings.tool_output_cap)
-                out = await self.registry.execute(inp.call.name, args, ctx)
+                role = load_role_or_none(inp.role)
+                registry = role.registry(self.registry) if role else self.registry
+                out = await registry.execute(inp.call.name, args, ctx)
         except UnexpectedEnvironment as e:
             await self.sandboxes.release(inp.agent_id)
             raise _app_error(e) from None
@@ -273,6 +298,11 @@ class Activities:
     async def read_plan(self, inp: ReadPlanInput) -> PlanInfo:
         """The planner's plan from its last message; an unusable plan becomes one subtask holding the whole task."""
         messages = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
+        # The plan of the last accepted submit_plan call; else the final message's JSON.
+        calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+        for m in reversed(messages):
+            if m.role == "tool" and m.name == "submit_plan" and not m.is_error and m.tool_call_id in calls:
+                return plan_from_text(json.dumps(calls[m.tool_call_id].arguments), inp.task)
         last = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
         return plan_from_text(last, inp.task)
 
@@ -323,6 +353,4 @@ def plan_from_text(text: str, task: str) -> PlanInfo:
 
 
 def _args_text(arguments: dict) -> str:
-    import json
-
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)

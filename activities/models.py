@@ -107,6 +107,8 @@ class InitAgentInput(BaseModel):
     task: str
     workspace: str
     attachments: list[Attachment] = []
+    model: str = ""
+    """The model spec: its profile picks the prompt variant and the edit tool named in the prompt."""
 
 
 class ToolCallRef(BaseModel):
@@ -140,7 +142,9 @@ class ModelCallInput(BaseModel):
     user_messages: list[str] = []
     """Steering messages from a person (the `steer` signal), appended after the tool results."""
     tools: list[str] = []
+    """Explicit tool names; empty: the role's tool set (agents/roles/<role>.toml), or every tool for `solo`."""
     agent_keys: list[str] = []
+    role: str = "solo"
 
 
 class Compaction(BaseModel):
@@ -167,6 +171,7 @@ class ToolCallInput(BaseModel):
     agent_id: str
     workspace: str
     call: ToolCallRef
+    role: str = "solo"
 
 
 class ReleaseInput(BaseModel):

@@ -76,7 +76,8 @@ class AgentWorkflow:
         if r is None:
             transcript = await workflow.execute_activity_method(
                 Activities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
-                                                      workspace=inp.workspace, attachments=inp.attachments),
+                                                      workspace=inp.workspace, attachments=inp.attachments,
+                                                      model=inp.model),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
             r = AgentResume(transcript_ref=transcript, turn=0, tool_calls=0, model=inp.model)
         self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
@@ -100,7 +101,7 @@ class AgentWorkflow:
                         ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
                                        trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
                                        tool_results=results, user_messages=user, tools=inp.tools,
-                                       agent_keys=inp.agent_keys),
+                                       agent_keys=inp.agent_keys, role=inp.role),
                         task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
                         retry_policy=MODEL_RETRY, summary=f"model turn {self.turn} ({self.model})")
                 except ActivityError as e:
@@ -142,7 +143,8 @@ class AgentWorkflow:
         for batch in plan_batches([c.write_key for c in calls]):
             outs = await asyncio.gather(*[
                 workflow.execute_activity_method(
-                    Activities.tool_call, ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=calls[i]),
+                    Activities.tool_call,
+                    ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=calls[i], role=inp.role),
                     task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
                     heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
                     summary=f"{calls[i].name} {calls[i].arguments_preview[:80]}")

@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.agent import AgentWorkflow
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
-PLANNER_TOOLS = ["read_file", "list_dir", "grep", "git_status", "git_diff", "run_tests"]
 
 
 def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False) -> dict:
@@ -182,7 +181,7 @@ class TaskWorkflow:
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
         planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
-                                    tools=PLANNER_TOOLS, attachments=attach)
+                                    attachments=attach)
         self.plan_info = await workflow.execute_activity_method(
             Activities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
             summary="read the plan", **_activity_opts(queue))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agents.search.bm25 import query_weights, tokenize
 from agents.search.index import RepoIndex, build_index
-from agents.search.signals import Signals, extract_signals
+from agents.search.signals import Signals, extract_signals, strip_boilerplate
 
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "test_utils", "testutils"})
 _AUX_DIRS = frozenset(
@@ -78,8 +78,8 @@ def _normalise(scores: dict[int, float]) -> dict[int, float]:
     return {k: v / top for k, v in scores.items()} if top > 0 else {}
 
 
-def resolve_path(index: RepoIndex, mention: str) -> list[tuple[int, float]]:
-    """Repository files a mentioned path may denote, with a match quality in (0, 1]."""
+def resolve_path(index: RepoIndex, mention: str) -> list[tuple[int, float, int]]:
+    """Repository files a mentioned path may denote: ``(file, quality in (0, 1], matched components)``."""
     parts = [p for p in mention.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     if not parts:
         return []
@@ -99,26 +99,32 @@ def resolve_path(index: RepoIndex, mention: str) -> list[tuple[int, float]]:
     for idx in top:
         clen = len(index.files[idx].split("/"))
         quality = max(best / len(parts), best / clen)
-        out.append((idx, quality / math.sqrt(len(top))))
+        out.append((idx, quality / math.sqrt(len(top)), best))
     return out
 
 
-def _path_component(index: RepoIndex, sig: Signals) -> tuple[dict[int, float], dict[int, float]]:
+def _path_component(index: RepoIndex, sig: Signals) -> dict[str, dict[int, float]]:
+    """``path`` and ``frame`` values, plus ``named``: files the task names precisely enough (a frame,
+    or a path with a directory) to lift the test/docs prior."""
     frame_paths = {f.path.replace("\\", "/") for f in sig.frames}
     path: dict[int, float] = {}
+    named: dict[int, float] = {}
     for mention in sig.paths:
         if mention in frame_paths:
             continue
-        for idx, q in resolve_path(index, mention):
+        for idx, q, matched in resolve_path(index, mention):
             path[idx] = max(path.get(idx, 0.0), q)
+            if matched >= 2:
+                named[idx] = 1.0
     frame: dict[int, float] = {}
     n = len(sig.frames)
     for pos, fr in enumerate(sig.frames):
         # Python prints the innermost frame last; the other styles print it first.
         depth = (pos + 1) / n if fr.style == "python" else (n - pos) / n
-        for idx, q in resolve_path(index, fr.path):
+        for idx, q, _ in resolve_path(index, fr.path):
             frame[idx] = max(frame.get(idx, 0.0), q * (0.5 + 0.5 * depth))
-    return path, frame
+            named[idx] = 1.0
+    return {"path": path, "frame": frame, "named": named}
 
 
 def _module_component(index: RepoIndex, sig: Signals) -> dict[int, float]:
@@ -217,11 +223,9 @@ def _max_per_file(index: RepoIndex, chunk_scores: dict[int, float]) -> dict[int,
 def components(index: RepoIndex, query: str) -> dict[str, dict[int, float]]:
     """Every signal's per-file values for ``query`` (file number -> value in [0, 1])."""
     sig = extract_signals(query)
-    path, frame = _path_component(index, sig)
     return {
-        **_bm25_components(index, query),
-        "path": path,
-        "frame": frame,
+        **_bm25_components(index, strip_boilerplate(query)),
+        **_path_component(index, sig),
         "module": _module_component(index, sig),
         "defn": _defn_component(index, sig),
         "message": _message_component(index, sig),
@@ -245,7 +249,7 @@ def combine(
         seeds = dict(heapq.nlargest(20, total.items(), key=lambda kv: kv[1]))
         for idx, v in propagate(index, seeds).items():
             total[idx] = total.get(idx, 0.0) + weights.graph * v
-    named = comps.get("path", {}).keys() | comps.get("frame", {}).keys()
+    named = comps.get("named", {})
     for idx in list(total):
         if idx in named:
             continue

@@ -103,18 +103,27 @@ def reference_graph(index: RepoIndex, boost_names: dict[str, float] | None = Non
     return result
 
 
-def propagate(index: RepoIndex, seeds: dict[int, float], damping: float = 0.85) -> dict[int, float]:
-    """PageRank personalised on ``seeds``, max-normalised, seeds' own teleport share removed."""
-    if not seeds:
-        return {}
-    graph = reference_graph(index)
-    # Undirected view: a file that uses a seed and a file a seed uses are both neighbours.
+def _undirected(index: RepoIndex) -> Graph:
+    """Symmetric view of the reference graph (cached on the index)."""
+    cached = getattr(index, "_undirected_graph", None)
+    if cached is not None:
+        return cached
     both: Graph = defaultdict(dict)
-    for src, dsts in graph.items():
+    for src, dsts in reference_graph(index).items():
         for dst, w in dsts.items():
             both[src][dst] = both[src].get(dst, 0.0) + w
             both[dst][src] = both[dst].get(src, 0.0) + w
-    ranks = pagerank(both, len(index.files), seeds, damping=damping, max_iter=30, tol=1e-7)
+    result = dict(both)
+    index._undirected_graph = result  # type: ignore[attr-defined]
+    return result
+
+
+def propagate(index: RepoIndex, seeds: dict[int, float], damping: float = 0.85) -> dict[int, float]:
+    """PageRank personalised on ``seeds`` over the undirected reference graph, max-normalised, with
+    the seeds' own teleport share removed (so a seed scores only for what its neighbours send it)."""
+    if not seeds:
+        return {}
+    ranks = pagerank(_undirected(index), len(index.files), seeds, damping=damping, max_iter=30, tol=1e-7)
     total = sum(v for v in seeds.values() if v > 0) or 1.0
     scores = {i: r - (1 - damping) * seeds.get(i, 0.0) / total for i, r in enumerate(ranks) if r > 0}
     top = max(scores.values(), default=0.0)

@@ -136,3 +136,33 @@ def extract_signals(text: str) -> Signals:
     sig.errors = _unique([m.group(1) for m in _ERROR.finditer(text) if m.group(1) != "Traceback"])
     sig.messages = _unique([m.group(2) for m in _ERROR_LINE.finditer(text) if len(m.group(2)) >= 8])
     return sig
+
+
+_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*)(.+?)\**\s*:?\s*$")
+_BOILER_HEADING = re.compile(
+    r"environment|versions?\b|system info|platform|installation|operating system|screenshots?|checklist|"
+    r"additional context|related issues?|^setup$",
+    re.I,
+)
+_BOILER_LINE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:os|python|python version|platform|browser|version|installed versions?|"
+    r"[\w.-]+ version|matplotlib backend|sphinx extensions|extra tools|operating system)\s*[:=]",
+    re.I,
+)
+
+
+def strip_boilerplate(text: str) -> str:
+    """Task text without issue-template boilerplate: environment/version sections and lines such as
+    ``- OS: Linux``, which name no code but carry rare words that mislead BM25."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        m = _HEADING.match(line)
+        if m and len(line) < 80:
+            skipping = bool(_BOILER_HEADING.search(m.group(1)))
+            if skipping:
+                continue
+        if skipping or _BOILER_LINE.match(line):
+            continue
+        out.append(line)
+    return "\n".join(out)

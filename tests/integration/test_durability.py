@@ -123,7 +123,7 @@ def test_worker_sigkill_mid_fan_out(stack, example_repo, tmp_path):
     journal = [e for e in stack.journal() if e["workflow_id"].startswith(wf)]
     assert assert_no_completed_activity_ran_twice(journal, killed_at) >= 10
     model_calls = [e for e in journal if e["type"] == "model_call" and e["event"] == "complete"]
-    assert len(model_calls) == 2 + 5 + 5 + 5, "one model call per recorded turn, none repeated"
+    assert len(model_calls) == 3 + 5 + 5 + 5, "one model call per recorded turn, none repeated"
 
 
 @pytest.mark.slow

@@ -108,3 +108,18 @@ def test_index_rebuild_reuses_cache(repo: Path, cache_dir: Path, monkeypatch: py
     (repo / "pkg" / "render.py").write_text("def changed():\n    pass\n")
     build_index(repo, cache_dir=cache_dir)
     assert calls == ["python"]  # only the edited file is parsed again
+
+
+def test_many_with_worker_processes_matches_serial(tmp_path: Path) -> None:
+    items: list[tuple[bytes, str | None]] = [
+        (f"def f{i}():\n    return g{i}()\n".encode(), "python") for i in range(4)
+    ] + [(b"fn main() {}\n", "rust"), (b"plain text", None)]
+    with SymbolCache(tmp_path / "a") as cache:
+        parallel = cache.get_or_extract_many(items, workers=2, parallel_min=1)
+        assert cache.misses == 5
+    with SymbolCache(tmp_path / "b") as cache:
+        serial = cache.get_or_extract_many(items, workers=1)
+    assert parallel == serial
+    assert parallel[-1] is None and parallel[0] is not None and parallel[0].definitions[0].name == "f0"
+    with SymbolCache(tmp_path / "a") as cache:
+        assert cache.get_or_extract_many(items) == parallel and cache.hits == 5
