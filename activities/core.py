@@ -40,6 +40,8 @@ from activities.models import (
     PrepareResult,
     ReadPlanInput,
     ReleaseInput,
+    RouteInput,
+    RouteResult,
     SubtaskInfo,
     ToolCallInput,
     ToolCallRef,
@@ -73,6 +75,24 @@ def load_role_or_none(name: str):
     if name == "solo":
         return None
     raise ConfigError(f"unknown agent role {name!r}; roles: solo, {', '.join(role_names())}")
+
+
+def load_router_config(settings: Settings):
+    """The router configuration from BOSUN_ROUTER_CONFIG (a JSON file), or the defaults."""
+    from pydantic import ValidationError
+
+    from agents.router import RouterConfig
+
+    if settings.router_config is None:
+        return RouterConfig()
+    try:
+        return RouterConfig.model_validate_json(Path(settings.router_config).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"BOSUN_ROUTER_CONFIG={settings.router_config}: cannot read it ({e.strerror})") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(file)"
+        raise ConfigError(f"BOSUN_ROUTER_CONFIG={settings.router_config}: {where}: {err['msg']}") from None
 
 
 def _profile(model: str):
@@ -146,9 +166,24 @@ class Activities:
         self.registry = default_registry()
 
     def all(self) -> list:
-        return [self.prepare_workspace, self.run_checks, self.init_agent, self.model_call, self.tool_call,
-                self.release_sandbox, self.finalize, self.read_plan, self.prepare_agent_workspace,
+        return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
+                self.tool_call, self.release_sandbox, self.finalize, self.read_plan, self.prepare_agent_workspace,
                 self.collect_agent_work, self.merge_agent_work, self.start_branch, self.diff_since]
+
+    @activity.defn
+    async def route_model(self, inp: RouteInput) -> RouteResult:
+        """`--model auto`: the router's pick for one agent, with its score and reason (recorded in history)."""
+        from agents.router import RouteRequest, fallbacks, route
+
+        try:
+            config = load_router_config(self.settings)
+            decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
+                                                    files_in_scope=inp.files_in_scope,
+                                                    failures_so_far=inp.failures_so_far), config)
+        except ConfigError as e:
+            raise _app_error(e) from None
+        return RouteResult(model=decision.model, score=decision.score, tier=decision.tier, reason=decision.reason,
+                           fallbacks=[m for m in fallbacks(inp.role, config) if m != decision.model])
 
     @activity.defn
     async def bind_worker(self) -> str:

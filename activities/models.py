@@ -101,6 +101,24 @@ class AgentInput(BaseModel):
     """Set by continue-as-new: where the loop left off."""
 
 
+class RouteInput(BaseModel):
+    """What the router knows when it picks a model for one agent (`--model auto`)."""
+
+    role: str
+    task_chars: int = 0
+    plan_subtasks: int = 0
+    files_in_scope: int = 0
+    failures_so_far: int = 0
+
+
+class RouteResult(BaseModel):
+    model: str
+    fallbacks: list[str] = []
+    score: float
+    tier: str | None = None
+    reason: str
+
+
 class InitAgentInput(BaseModel):
     agent_id: str
     role: str

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.search import RepoIndex, build_index  # noqa: E402
 from agents.search.bm25 import BM25Index  # noqa: E402
 from agents.search.index import CODE_EXTENSIONS  # noqa: E402
-from agents.search.ranker import DEFAULT_WEIGHTS  # noqa: E402
+from agents.search.ranker import COMPONENTS, DEFAULT_WEIGHTS, Weights, combine, components  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "search" / "cases.json"
 CACHE = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench"))
@@ -372,39 +372,53 @@ def build_time(pypi: str = BUILD_TIME_RELEASE[0], version: str = BUILD_TIME_RELE
     }
 
 
+#: Ablation: the file BM25 alone (identifier splitting, path tokens), no signals and no priors.
+BM25_ONLY = Weights(**{**{n: 0.0 for n in COMPONENTS}, "file": 1.0, "test_prior": 1.0, "aux_prior": 1.0})
+
+
+def _words(text: str) -> list[str]:
+    return [t.lower() for t in re.findall(r"[A-Za-z0-9_]+", text)]
+
+
 def evaluate(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, object]:
+    """Rank files for every case with bosun's ranker and two baselines; recall per split."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for case in cases:
         groups[(case["pypi"], case["version"])].append(case)
-    ranked: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
+    systems = ("bosun", "bm25_identifier_split", "bm25_plain")
+    ranked: dict[str, dict[str, list[tuple[list[str], list[str]]]]] = {s: defaultdict(list) for s in systems}
     per_project: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
-    base: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
-    roots: list[Path] = []
+    releases = 0
     t_start = time.perf_counter()
     for (pypi, version), group in sorted(groups.items()):
         got = fetch_source(pypi, version)
         if got is None:
             print(f"warning: {pypi}=={version} unavailable; {len(group)} cases skipped", file=sys.stderr)
             continue
+        releases += 1
         root, _ = got
-        roots.append(root)
         index = build_index(root, cache_dir=cache_dir)
-        baseline = plain_bm25(index)
+        plain = plain_bm25(index)
         for case in group:
-            top = [p for p, _ in index.search_files(case["query"], k=k)]
-            plain = [p for p, _ in baseline.search([t.lower() for t in re.findall(r"[A-Za-z0-9_]+", case["query"])], k)]
-            ranked[case["split"]].append((top, case["gold"]))
-            ranked["all"].append((top, case["gold"]))
-            per_project[case["pypi"]].append((top, case["gold"]))
-            base[case["split"]].append((plain, case["gold"]))
-            base["all"].append((plain, case["gold"]))
+            comps = components(index, case["query"])
+            tops = {
+                "bosun": [p for p, _ in combine(index, comps, DEFAULT_WEIGHTS, k)],
+                "bm25_identifier_split": [p for p, _ in combine(index, comps, BM25_ONLY, k)],
+                "bm25_plain": [p for p, _ in plain.search(_words(case["query"]), k)],
+            }
+            for name, top in tops.items():
+                ranked[name][case["split"]].append((top, case["gold"]))
+                ranked[name]["all"].append((top, case["gold"]))
+            per_project[case["pypi"]].append((tops["bosun"], case["gold"]))
+        print(f"{pypi}=={version}: {len(group)} cases", file=sys.stderr)
     elapsed = time.perf_counter() - t_start
     return {
-        "cases": len(ranked["all"]),
-        "releases": len(roots),
-        "splits": {name: _metrics(r) for name, r in sorted(ranked.items())},
-        "baseline_plain_bm25": {name: _metrics(r) for name, r in sorted(base.items())},
-        "per_project_recall@5": {p: _metrics(r)["recall@5"] for p, r in sorted(per_project.items())},
+        "cases": len(ranked["bosun"]["all"]),
+        "releases": releases,
+        "systems": {
+            name: {split: _metrics(r) for split, r in sorted(by_split.items())} for name, by_split in ranked.items()
+        },
+        "per_project_recall@5": {p: [len(r), _metrics(r)["recall@5"]] for p, r in sorted(per_project.items())},
         "eval_seconds": round(elapsed, 1),
         "weights": dict(DEFAULT_WEIGHTS.__dict__),
         "build_time": build_time(),

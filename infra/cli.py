@@ -29,8 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("task", help="what to do, in plain words")
     r.add_argument("--repo", required=True, help="path of the git repository to work on")
     r.add_argument("--model", help="model spec (default: BOSUN_DEFAULT_MODEL), e.g. anthropic:claude-sonnet-4-5, "
-                                   "openai:gpt-5-codex, openai-compatible:http://host:port/v1#model, or "
-                                   "scripted:PATH (the test double: replays a recorded trajectory)")
+                                   "openai:gpt-5-codex, openai-compatible:http://host:port/v1#model, "
+                                   "scripted:PATH (the test double: replays a recorded trajectory), or auto "
+                                   "(the router picks per role; BOSUN_ROUTER_CONFIG)")
     r.add_argument("--ref", default="HEAD", help="git ref to start from (default HEAD)")
     r.add_argument("--id", help="workflow id (default: generated)")
     r.add_argument("--max-turns", type=int, help="model turns each agent may take (default BOSUN_MAX_TURNS)")
@@ -73,6 +74,11 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     spec_text = args.model or s.default_model
     if not spec_text:
         raise ConfigError("no model: pass --model SPEC or set BOSUN_DEFAULT_MODEL")
+    if spec_text == "auto":
+        from activities.core import load_router_config
+
+        load_router_config(s)  # a bad router configuration is refused here, before anything starts
+        return repo, "auto", None
     spec = parse_spec(spec_text)
     trajectory = None
     if spec.kind == "scripted":
@@ -127,7 +133,7 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
         TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
                   max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel),
         id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200])
-    label = " (scripted: the test double, no language model)" if spec.is_test_double else ""
+    label = " (scripted: the test double, no language model)" if spec != "auto" and spec.is_test_double else ""
     print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)
     if not s.temporal_address:
         print(f"  web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/{wf_id}",

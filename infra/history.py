@@ -141,6 +141,8 @@ def _describe(step: Step) -> str:
         what = i.get("branch")
         return f"merged {what} -> {str(r.get('head'))[:10]}" if r.get("merged") else \
             f"CONFLICT merging {what} in {', '.join(r.get('conflicts', []))}"
+    if n == "route_model" and isinstance(r, dict):
+        return f"route {i.get('role')}: {r.get('model')} — {r.get('reason')}"
     if n == "start_branch":
         return f"branch {i.get('branch')}"
     if n == "diff_since":

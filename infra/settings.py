@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     default_model: str = ""
     """Model spec used when `bosun run` has no --model, e.g. `anthropic:claude-sonnet-4-5`,
     `openai:gpt-5-codex`, `openai-compatible:http://host:port/v1#model`, or `scripted:PATH` (the test double)."""
+    router_config: Path | None = None
+    """JSON file with the model router's configuration (tiers, per-role models and fallbacks, thresholds) used by
+    `--model auto`; see agents/router.py. Unset: the built-in defaults."""
     openai_api_key: SecretStr | None = None
     """Key for `openai:` specs (also read from OPENAI_API_KEY). Never logged."""
     anthropic_api_key: SecretStr | None = None

@@ -30,6 +30,7 @@ def stack_env(data_dir: Path) -> dict[str, str]:
     env = {name: str(free_port()) for name in ports}
     env["BOSUN_DATA_DIR"] = str(data_dir)
     env["BOSUN_WORKER_ID"] = f"test-{os.getpid()}-{data_dir.name}"
+    env["BOSUN_ROUTER_CONFIG"] = str(data_dir / "router.json")  # written by the tests that use --model auto
     return env
 
 

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         PlanInfo,
         PrepareInput,
         ReadPlanInput,
+        RouteInput,
         SubtaskInfo,
         SubtaskOutcome,
         TaskInput,
@@ -62,6 +63,8 @@ class TaskWorkflow:
         self.running_agents: set[str] = set()
         self.agent_status: dict[str, str] = {}
         self.follow_ups: list[str] = []
+        self.failures = 0
+        """Red verifications and failed agent runs so far (a router signal)."""
 
     def _enter(self, phase: str) -> None:
         self.phase = phase
@@ -94,19 +97,30 @@ class TaskWorkflow:
 
     async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, queue: str,
                      keys: list[str], tools: list[str] | None = None,
-                     attachments: list[Attachment] | None = None) -> AgentResult:
+                     attachments: list[Attachment] | None = None, files_in_scope: int = 0) -> AgentResult:
         wf_id = f"{workflow.info().workflow_id}/{name}"
+        model, fallback_models = inp.model, []
+        if inp.model == "auto":
+            plan = len(self.plan_info.subtasks) if self.plan_info else 0
+            decision = await workflow.execute_activity_method(
+                Activities.route_model,
+                RouteInput(role=role, task_chars=len(task), plan_subtasks=plan, files_in_scope=files_in_scope,
+                           failures_so_far=self.failures),
+                summary=f"route {name}", **_activity_opts(queue))
+            model, fallback_models = decision.model, decision.fallbacks
         self.running_agents.add(wf_id)
         self.agent_status[name] = "running"
         try:
             result = await workflow.execute_child_workflow(
                 AgentWorkflow.run,
-                AgentInput(agent_id=wf_id, role=role, task=task, model=inp.model, trajectory_ref=inp.trajectory_ref,
+                AgentInput(agent_id=wf_id, role=role, task=task, model=model, trajectory_ref=inp.trajectory_ref,
+                           fallback_models=fallback_models,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
                            tools=tools or [], attachments=attachments or []),
                 id=wf_id, static_summary=f"{role} agent: {task[:120]}")
         except Exception:
             self.agent_status[name] = "failed"
+            self.failures += 1
             raise
         finally:
             self.running_agents.discard(wf_id)
@@ -145,6 +159,7 @@ class TaskWorkflow:
         after = await self._checks(queue, prep.workspace, "after")
         rounds: list[AgentResult] = []
         while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
+            self.failures += 1
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
             diff_ref = await workflow.execute_activity_method(
@@ -242,7 +257,7 @@ class TaskWorkflow:
         if note:
             task += f"\n\n{note}"
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
-        result = await self._agent(inp, name, "fast_edit", task, agent_ws, queue, keys)
+        result = await self._agent(inp, name, "fast_edit", task, agent_ws, queue, keys, files_in_scope=len(sub.files))
         agent_branch = f"agent/{sub.id}-{attempt}"
         collect = await workflow.execute_activity_method(
             Activities.collect_agent_work, CollectInput(agent_workspace=agent_ws, branch=agent_branch,

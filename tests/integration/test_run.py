@@ -146,3 +146,25 @@ def test_compaction_is_recorded_in_history(stack, example_repo, tmp_path):
     event = json.loads((stack.data_dir / "artifacts" / comps[0]["event_ref"][7:9] / comps[0]["event_ref"][7:])
                        .read_text())
     assert event["kept_counts"]["failing_tests"] >= 200  # every failing test id survived the compaction
+
+
+def test_model_auto_routes_each_role_and_history_shows_why(stack, example_repo):
+    team = f"scripted:{EXAMPLE / 'team.jsonl'}"
+    (stack.data_dir / "router.json").write_text(json.dumps({
+        "tiers": {"small": team, "medium": team, "large": team},
+        "roles": {"debugger": {"model": team, "fallbacks": []}}}))
+    proc = stack.bosun("run", "--repo", str(example_repo), "--model", "auto", "--id", "it-auto", "--wait", "--json",
+                       "fix the failing tests", timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    text = stack.bosun("history", "it-auto").stdout
+    assert "route planner: scripted:" in text and "-> small tier" in text
+    assert "route fast_edit: scripted:" in text and "files_in_scope=1" in text
+    assert "route debugger: scripted:" in text and "model fixed to" in text
+
+
+def test_bad_router_config_is_refused_before_anything_starts(stack, example_repo):
+    (stack.data_dir / "router.json").write_text('{"tiers": {"small": "nope"}}')
+    proc = stack.bosun("run", "--repo", str(example_repo), "--model", "auto", "--id", "it-auto-bad", "fix")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("bosun: BOSUN_ROUTER_CONFIG=") and "tiers" in proc.stderr
+    assert stack.bosun("history", "it-auto-bad").returncode == 2
