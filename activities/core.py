@@ -31,6 +31,7 @@ from activities.models import (
     FinalizeInput,
     FinalizeResult,
     InitAgentInput,
+    InitAgentResult,
     MergeInput,
     MergeResult,
     ModelCallInput,
@@ -50,6 +51,7 @@ from activities.models import (
     preview,
 )
 from agents.messages import Message
+from agents.profiles import cost_usd, profile_for
 from agents.providers import make_provider, parse_spec
 from agents.tools.builtin import PYTEST, TEST_ENV, default_registry
 from agents.tools.pytest_report import parse_pytest_output
@@ -96,8 +98,6 @@ def load_router_config(settings: Settings):
 
 
 def _profile(model: str):
-    from agents.profiles import profile_for
-
     return profile_for(parse_spec(model)) if model else None
 
 
@@ -164,6 +164,8 @@ class Activities:
         self.store = ArtifactStore(settings.artifacts_dir)
         self.sandboxes = SandboxManager(settings)
         self.registry = default_registry()
+        self.todos: dict[str, list] = {}
+        """Each agent's checklist (the todo tool). In memory: a worker restart starts it afresh."""
 
     def all(self) -> list:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
@@ -219,7 +221,7 @@ class Activities:
                             output_ref=self.store.put_text(output))
 
     @activity.defn
-    async def init_agent(self, inp: InitAgentInput) -> str:
+    async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:
         try:
             role = load_role_or_none(inp.role)
             if role is None:
@@ -235,7 +237,9 @@ class Activities:
                 body = body[: att.max_chars // 2] + "\n[... cut ...]\n" + body[-att.max_chars // 2:]
             task += f"\n\n## {att.title}\n\n{body}"
         messages = [Message(role="system", content=system), Message(role="user", content=task)]
-        return self.store.put_json([m.model_dump(mode="json") for m in messages])
+        budget = role.budget.model_dump(exclude_none=True) if role is not None else {}
+        return InitAgentResult(transcript_ref=self.store.put_json([m.model_dump(mode="json") for m in messages]),
+                               budget=budget)
 
     @activity.defn
     async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
@@ -275,7 +279,9 @@ class Activities:
                              write_key=registry.write_key(c.name, c.arguments))
                  for c in resp.message.tool_calls]
         u = resp.usage
-        return ModelCallResult(transcript_ref=transcript_ref, text_preview=preview(resp.message.content),
+        cost = cost_usd(_profile(inp.model), u)
+        return ModelCallResult(cost_usd=round(cost, 6), transcript_ref=transcript_ref,
+                               text_preview=preview(resp.message.content),
                                tool_calls=calls, stop_reason=resp.stop_reason, model=resp.model or inp.model,
                                compaction=compaction,
                                usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
@@ -302,7 +308,8 @@ class Activities:
             async with heartbeating():
                 box = await self.sandboxes.get(inp.agent_id, inp.workspace)
                 ctx = ToolContext(sandbox=box, command_timeout_s=self.settings.tool_timeout_s,
-                                  output_cap=self.settings.tool_output_cap)
+                                  output_cap=self.settings.tool_output_cap,
+                                  todo=self.todos.setdefault(inp.agent_id, []))
                 role = load_role_or_none(inp.role)
                 registry = role.registry(self.registry) if role else self.registry
                 out = await registry.execute(inp.call.name, args, ctx)
@@ -316,7 +323,12 @@ class Activities:
 
     @activity.defn
     async def release_sandbox(self, inp: ReleaseInput) -> None:
+        from agents.tools.hostview import drop_mirror
+
         await self.sandboxes.release(inp.agent_id)
+        self.todos.pop(inp.agent_id, None)
+        if inp.workspace:
+            drop_mirror(Path(inp.workspace))
 
     @activity.defn
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:

@@ -75,6 +75,9 @@ class AgentResume(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     errors: dict[str, int] = {}
     model: str
+    budget: dict[str, Any] = {}
+    spent: dict[str, Any] = {}
+    started_at: float = 0.0
 
 
 class AgentInput(BaseModel):
@@ -117,6 +120,12 @@ class RouteResult(BaseModel):
     score: float
     tier: str | None = None
     reason: str
+
+
+class InitAgentResult(BaseModel):
+    transcript_ref: str
+    budget: dict[str, Any] = {}
+    """The role's per-agent budget (agents.budget.Budget fields: tokens, turns, wall_clock_s, usd)."""
 
 
 class InitAgentInput(BaseModel):
@@ -183,6 +192,8 @@ class ModelCallResult(BaseModel):
     stop_reason: str | None = None
     model: str = ""
     compaction: Compaction | None = None
+    cost_usd: float = 0.0
+    """This call's price from the model profile's token prices (0 for the scripted test double)."""
 
 
 class ToolCallInput(BaseModel):
@@ -194,11 +205,12 @@ class ToolCallInput(BaseModel):
 
 class ReleaseInput(BaseModel):
     agent_id: str
+    workspace: str = ""
 
 
 class AgentResult(BaseModel):
     agent_id: str
-    status: Literal["done", "budget_exhausted", "failed"]
+    status: Literal["done", "budget_exhausted", "failed", "cancelled"]
     turns: int
     tool_calls: int
     final_message: str
@@ -208,6 +220,9 @@ class AgentResult(BaseModel):
     """Tool and activity errors by class (InvalidArguments, ToolFailed, Timeout, ProviderError, Unknown)."""
     model: str = ""
     """The model that finished the run (differs from the input's after a fallback)."""
+    cost_usd: float = 0.0
+    stopped: str = ""
+    """Why the run stopped when not done: which budget ran out (tokens, turns, wall clock, money)."""
 
 
 class FinalizeInput(BaseModel):

@@ -31,6 +31,8 @@ with workflow.unsafe.imports_passed_through():
         ToolResultRef,
         Usage,
     )
+    from agents.budget import Budget, BudgetTracker, Spent
+    from agents.messages import Usage as MsgUsage
     from agents.tools.scheduling import plan_batches
 
 MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
@@ -74,16 +76,19 @@ class AgentWorkflow:
         queue = inp.worker_queue
         r = inp.resume
         if r is None:
-            transcript = await workflow.execute_activity_method(
+            init = await workflow.execute_activity_method(
                 Activities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
                                                       workspace=inp.workspace, attachments=inp.attachments,
                                                       model=inp.model),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
-            r = AgentResume(transcript_ref=transcript, turn=0, tool_calls=0, model=inp.model)
+            r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
+                            budget=init.budget, started_at=workflow.time())
+        tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
+                                scope=inp.agent_id, spent=Spent.model_validate(r.spent))
         self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
         transcript, results, usage, n_calls = r.transcript_ref, list(r.results), r.usage, r.tool_calls
         fallbacks = [m for m in inp.fallback_models if m != r.model]
-        final, status = "", "budget_exhausted"
+        final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
         continuing = False
         try:
             while self.turn < inp.max_turns:
@@ -91,7 +96,8 @@ class AgentWorkflow:
                     continuing = True
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
-                        usage=usage, errors=self.errors, model=self.model)}))
+                        usage=usage, errors=self.errors, model=self.model, budget=r.budget,
+                        spent=tracker.spent.model_dump(), started_at=r.started_at)}))
                 self.turn += 1
                 self.status = "thinking"
                 user, self.pending_user = self.pending_user, []
@@ -119,8 +125,15 @@ class AgentWorkflow:
                               output_tokens=usage.output_tokens + resp.usage.output_tokens,
                               cached_input_tokens=usage.cached_input_tokens + resp.usage.cached_input_tokens)
                 self.steps.append(f"turn {self.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
+                tracker.charge(MsgUsage(input_tokens=resp.usage.input_tokens, output_tokens=resp.usage.output_tokens,
+                                        cached_input_tokens=resp.usage.cached_input_tokens), resp.cost_usd)
                 if not resp.tool_calls:
-                    final, status = resp.text_preview, "done"
+                    final, status, stopped = resp.text_preview, "done", ""
+                    break
+                over = tracker.exhausted(workflow.time())
+                if over is not None:
+                    final, stopped = resp.text_preview, str(over)
+                    self.steps.append(f"stopped: {stopped}")
                     break
                 self.status = "running tools"
                 results = await self._run_tools(inp, resp.tool_calls)
@@ -132,11 +145,12 @@ class AgentWorkflow:
             self.status = status
             if not continuing:
                 await workflow.execute_activity_method(
-                    Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id), task_queue=queue,
+                    Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
+                    task_queue=queue,
                     start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
         return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
                            final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
-                           model=self.model)
+                           model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped)
 
     async def _run_tools(self, inp: AgentInput, calls) -> list[ToolResultRef]:
         results: list[ToolResultRef | None] = [None] * len(calls)

@@ -21,13 +21,15 @@ from .matching import (
     FileLines,
     IndentConflict,
     LineLevel,
+    Restyle,
     build_replacement,
     find_block,
     has_foldable,
+    plan_restyle,
     trimmed,
 )
 from .model import EditOutcome, EditRefused
-from .snippet import placeholder_lines, prepare, split_elisions, split_lines
+from .snippet import elision_markers, placeholder_lines, prepare, split_elisions, split_lines
 
 
 @dataclass
@@ -120,15 +122,30 @@ def _locate_new(doc: Document, fl: FileLines, old: str, new: str, substring: boo
     return None
 
 
+def _restyle_substring(doc: Document, fl: FileLines, starts: list[int], old: str, new: str) -> Restyle | None:
+    """``plan_restyle`` for exact substring replacements of ``old`` at ``starts``.
+
+    Only when every match is line-aligned: it starts a line, or both texts start with a newline
+    (the first, empty line then only ends the line before). A match starting inside a line gives
+    no column for the new text's first line, so the new text is written as given.
+    """
+    text = doc.text
+    both_nl = old.startswith("\n") and new.startswith("\n")
+    if not both_nl and any(s > 0 and text[s - 1] != "\n" for s in starts):
+        return None
+    return plan_restyle(fl, split_lines(old), split_lines(new))
+
+
 def _apply_block(
     doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[str], new_lines: list[str]
-) -> tuple[tuple[int, int, str], list[str]]:
+) -> tuple[tuple[int, int, str], list[str], Restyle | None]:
     lead, trail = match.trim
     core_old = old_lines[lead : len(old_lines) - trail]
     core_new = _trim_new(new_lines, match.trim)
     block = fl.lines[match.start : match.end]
+    restyle = plan_restyle(fl, core_old, core_new) if match.imap is None else None
     try:
-        repl = build_replacement(block, core_old, core_new, match)
+        repl = build_replacement(block, core_old, core_new, match, restyle)
     except IndentConflict as exc:
         raise EditRefused(
             f"The old text matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
@@ -139,25 +156,40 @@ def _apply_block(
             level=match.level.name,
             lines=[match.start + 1],
         ) from None
-    return doc.block_splice(match.start, match.end, repl), repl
+    return doc.block_splice(match.start, match.end, repl), repl, restyle
+
+
+def _restyled(restyle: Restyle | None) -> str:
+    return f" ({restyle.description})" if restyle is not None else ""
 
 
 def _elision(
     doc: Document, fl: FileLines, old_lines: list[str], new_lines: list[str], what: str, attempts
 ) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]] | None:
-    """Match each piece between ``...`` lines uniquely and in order; None if there are no markers."""
-    old_pieces = split_elisions(old_lines)
-    if old_pieces is None:
+    """Match each piece between ``...`` lines uniquely and in order; None if there are no markers.
+
+    The new text must use the same marker lines (identical after stripping whitespace) in the
+    same order. A new-text line counts as a marker only if it is of a kind the old text uses, so
+    a bare ``...`` (a Python body) is only a marker when the old text's marker is a bare ``...``.
+    """
+    old_markers = elision_markers(old_lines)
+    if not old_markers:
         return None
-    new_pieces = split_elisions(new_lines)
-    if new_pieces is None or len(new_pieces) != len(old_pieces):
+    kinds = set(old_markers)
+    new_markers = elision_markers(new_lines, kinds)
+    if new_markers != old_markers:
+        shown = ", ".join(repr(m) for m in dict.fromkeys(old_markers))
         raise EditRefused(
-            f"{what} uses {len(old_pieces) - 1} elision line(s) ('...') but the new text uses "
-            f"{0 if new_pieces is None else len(new_pieces) - 1}; both must elide the same places so the "
-            "elided code can be kept. Nothing was changed.",
+            f"{what} uses {len(old_markers)} elision line(s) ({shown}) but the new text has "
+            f"{len(new_markers)} matching one{'' if len(new_markers) == 1 else 's'}"
+            f"{'' if len(new_markers) != len(old_markers) else ' in a different order'}; both texts must use the "
+            "same marker lines (identical text) in the same places so the elided code can be kept. A bare '...' "
+            "in the new text is only a marker when the old text's marker is a bare '...' too. Nothing was changed.",
             "elision_mismatch",
             level="elision",
         )
+    old_pieces = split_elisions(old_lines, kinds) or []
+    new_pieces = split_elisions(new_lines, kinds) or []
     splices: list[tuple[int, int, str]] = []
     spans: list[tuple[int, int]] = []
     prev_end = 0
@@ -203,7 +235,7 @@ def _elision(
                 level="elision",
             )
         prev_end = match.end
-        splice, _ = _apply_block(doc, fl, match, piece, new_piece)
+        splice, _, _ = _apply_block(doc, fl, match, piece, new_piece)
         splices.append(splice)
         spans.append((match.start, match.end))
     return splices, spans
@@ -240,16 +272,23 @@ def replace_text(
         attempts.append(("exact", str(len(starts))))
         if starts and replace_all:
             disjoint = _find_disjoint(doc.text, old)
-            new_doc = doc.splice([(s, s + len(old), new) for s in disjoint])
+            restyle = _restyle_substring(doc, fl, disjoint, old, new)
+            written = new if restyle is None else restyle.text(new)
+            new_doc = doc.splice([(s, s + len(old), written) for s in disjoint])
             spans = _offset_spans(doc, disjoint, len(old))
             return Applied(
-                new_doc, "applied", "exact", f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}."
+                new_doc,
+                "applied",
+                "exact",
+                f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}{_restyled(restyle)}.",
             )
         if len(starts) == 1:
             s = starts[0]
-            new_doc = doc.splice([(s, s + len(old), new)])
+            restyle = _restyle_substring(doc, fl, starts, old, new)
+            written = new if restyle is None else restyle.text(new)
+            new_doc = doc.splice([(s, s + len(old), written)])
             span = _offset_spans(doc, starts, len(old))
-            message = f"Replaced {spans_text(span)} (exact match)."
+            message = f"Replaced {spans_text(span)} (exact match{'; ' + restyle.description if restyle else ''})."
             if new.strip() and new not in old:
                 before = find_all(doc.text, new)
                 if before:
@@ -286,7 +325,7 @@ def replace_text(
             raise _ambiguous(what, level.name, [(m.start, m.end) for m in found], attempts)
         if len(found) == 1:
             match = found[0]
-            splice, repl = _apply_block(doc, fl, match, old_lines, new_lines)
+            splice, repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines)
             new_doc = doc.splice([splice])
             span = spans_text([(match.start, match.end)])
             if new_doc.text == doc.text:
@@ -300,6 +339,8 @@ def replace_text(
             how = f"level '{level.name}'"
             if match.imap is not None and match.imap.description:
                 how += f", re-indented: {match.imap.description}"
+            if restyle is not None:
+                how += f", {restyle.description}"
             return Applied(new_doc, "applied", level.name, f"Replaced {span} ({how}).")
 
     # ---- elision ----

@@ -27,6 +27,7 @@ from .matching import (
     IndentConflict,
     build_from_script,
     find_block,
+    plan_restyle,
 )
 from .model import EditRefused, loosest
 from .snippet import placeholder_lines
@@ -143,8 +144,14 @@ def _locate(doc: Document, fl: FileLines, hunk: Hunk, lo: int, what: str) -> _Lo
             chosen = pointed[0]
             note = f" (of {len(found)} matches, the @@ line number picked this one)"
         block = fl.lines[chosen.start : chosen.end]
+        script = _script_for(hunk, chosen)
+        restyle = None
+        if chosen.imap is None:
+            restyle = plan_restyle(fl, [t for k, t in script if k != "+"], [t for k, t in script if k != "-"])
+            if restyle is not None:
+                note += f"; {restyle.description}"
         try:
-            new_lines = build_from_script(block, _script_for(hunk, chosen), chosen)
+            new_lines = build_from_script(block, script, chosen, restyle)
         except IndentConflict as exc:
             raise EditRefused(
                 f"{label} matched {spans_text([(chosen.start, chosen.end)])} at level '{level.name}' with a "

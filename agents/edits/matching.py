@@ -19,11 +19,18 @@ range; callers apply only a unique match. When a block matched at a loose level 
 lines the edit keeps are copied from the file byte for byte, new lines are re-indented into
 the file's indentation style, and (at the ``unicode`` level) characters that only differed by
 that folding are written as the file had them.
+
+At ``exact`` and ``trailing_ws`` there is no indentation map. When the old text has no indented
+line (so nothing in it shows the file's style), new lines indented with spaces in a file
+indented only with tabs (or the reverse) get their leading whitespace re-rendered in the file's
+style (``plan_restyle``); a file or new text mixing both styles is written as given.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -119,6 +126,8 @@ class FileLines:
         self.text = "\n".join(lines) if text is None else text
         self._folded: str | None = None
         self._tabs: bool | None = None
+        self._style: str | None = None
+        self._unit: int | None = None
 
     @property
     def folded_text(self) -> str:
@@ -136,6 +145,26 @@ class FileLines:
             spaces = text.count("\n ") + text.startswith(" ")
             self._tabs = tabs > spaces
         return self._tabs
+
+    @property
+    def indent_style(self) -> str | None:
+        """``"tabs"`` or ``"spaces"`` when every indented line starts with that character; None otherwise.
+
+        None for a file with both kinds of indented lines or with none. A single leading space
+        (block-comment alignment such as `` * ``) does not count as indentation.
+        """
+        if self._style is None:
+            tabs = _has_line_starting(self.text, "\t")
+            spaces = _has_line_starting(self.text, " ")
+            self._style = "tabs" if tabs and not spaces else "spaces" if spaces and not tabs else ""
+        return self._style or None
+
+    @property
+    def space_unit(self) -> int:
+        """The file's indentation step in spaces (see ``indent_unit``)."""
+        if self._unit is None:
+            self._unit = indent_unit(self.lines)
+        return self._unit
 
     def candidates(self, kind: str, skeys: list[str]) -> list[int] | range:
         """Start lines where a block with comparison keys ``skeys`` could begin."""
@@ -159,6 +188,108 @@ class FileLines:
                 starts.append(start)
             pos = text.find(key, pos + 1)
         return starts
+
+
+def _has_line_starting(text: str, lead: str) -> bool:
+    """True when a non-blank line of ``text`` is indented and its indentation starts with ``lead``.
+
+    For ``" "`` the indentation must be at least two characters wide.
+    """
+    pos = 0 if text.startswith(lead) else text.find("\n" + lead)
+    while pos != -1:
+        start = pos + 1 if text[pos] == "\n" else pos
+        end = text.find("\n", start)
+        line = text[start:] if end == -1 else text[start:end]
+        if line.strip() and (lead == "\t" or len(indent_of(line)) >= 2):
+            return True
+        if end == -1:
+            return False
+        pos = text.find("\n" + lead, end)
+    return False
+
+
+def indent_unit(lines: Iterable[str]) -> int:
+    """The most common increase of indentation (in characters) between consecutive non-blank lines.
+
+    The first line's indentation counts as an increase from column 0; ties go to the smaller
+    step; 0 when no line is indented.
+    """
+    steps: Counter[int] = Counter()
+    prev = 0
+    for line in lines:
+        if not line or line.isspace():
+            continue
+        cur = len(line) - len(line.lstrip(" \t"))
+        if cur > prev:
+            steps[cur - prev] += 1
+        prev = cur
+    if not steps:
+        return 0
+    best = max(steps.values())
+    return min(step for step, n in steps.items() if n == best)
+
+
+@dataclass(frozen=True)
+class Restyle:
+    """Re-rendering of new lines' leading whitespace in the file's style (no indentation map).
+
+    ``to_tabs``: the new text is indented with spaces, ``unit`` of them per tab (a remainder
+    stays as spaces); otherwise the new text is indented with tabs (optionally followed by
+    spaces), each tab written as ``unit`` spaces. Only leading whitespace is changed.
+    """
+
+    to_tabs: bool
+    unit: int
+
+    def line(self, line: str) -> str:
+        """``line`` with its leading whitespace in the file's style (blank lines as given)."""
+        if is_blank(line):
+            return line
+        ws = indent_of(line)
+        if not ws:
+            return line
+        if self.to_tabs:
+            return "\t" * (len(ws) // self.unit) + " " * (len(ws) % self.unit) + line[len(ws) :]
+        tabs = len(ws) - len(ws.lstrip("\t"))
+        return " " * (tabs * self.unit) + line[tabs:]
+
+    def text(self, snippet: str) -> str:
+        """Every line of ``snippet`` through ``line``."""
+        return "\n".join(self.line(line) for line in snippet.split("\n"))
+
+    @property
+    def description(self) -> str:
+        """Human description, e.g. ``"new lines indented with tabs like the file"``."""
+        if self.to_tabs:
+            return f"new lines indented with tabs like the file ({self.unit} spaces of the new text per tab)"
+        return f"new lines indented with spaces like the file ({self.unit} per tab of the new text)"
+
+
+def plan_restyle(fl: FileLines, old: list[str], new: list[str]) -> Restyle | None:
+    """How to write ``new`` in the file's indentation style when no indentation map applies.
+
+    Only when ``old`` (the matched lines) has no indented line, every indented line of ``new``
+    uses one style (spaces only, or tabs followed by optional spaces), and the file is indented
+    only in the other style. Spaces per tab come from the new text's own indentation step
+    (spaces to tabs) or from the file's (tabs to spaces). None: write the new lines as given.
+    """
+    if any(line[:1] in (" ", "\t") and not is_blank(line) for line in old):
+        return None
+    indents = [ws for ws in (indent_of(line) for line in new if not is_blank(line)) if ws]
+    if not indents:
+        return None
+    if all("\t" not in ws for ws in indents):
+        to_tabs = True
+    elif all(ws[0] == "\t" and "\t" not in ws.lstrip("\t") for ws in indents):
+        to_tabs = False
+    else:
+        return None  # the new text mixes both styles: nothing reliable to convert from
+    if fl.indent_style != ("tabs" if to_tabs else "spaces"):
+        return None
+    unit = indent_unit(new) if to_tabs else fl.space_unit
+    if unit < 2:
+        return None
+    return Restyle(to_tabs, unit)
 
 
 @dataclass
@@ -318,13 +449,21 @@ class IndentConflict(Exception):
         self.line = line
 
 
-def render_new_line(new_line: str, pair: int | None, file_block: list[str], old: list[str], match: BlockMatch) -> str:
+def render_new_line(
+    new_line: str,
+    pair: int | None,
+    file_block: list[str],
+    old: list[str],
+    match: BlockMatch,
+    restyle: Restyle | None = None,
+) -> str:
     """A replacement line in the file's style (``pair`` = index of the old line it replaces).
 
-    Without an indentation map (``exact``/``trailing_ws``) the line is written as given.
+    Without an indentation map (``exact``/``trailing_ws``) the line is written as given, or
+    through ``restyle`` when there is one (see ``plan_restyle``).
     """
     if match.imap is None:
-        return new_line
+        return new_line if restyle is None else restyle.line(new_line)
     if is_blank(new_line):
         return ""
     indent = match.imap.render(indent_of(new_line))
@@ -392,11 +531,13 @@ def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, in
     return ops
 
 
-def build_replacement(file_block: list[str], old: list[str], new: list[str], match: BlockMatch) -> list[str]:
+def build_replacement(
+    file_block: list[str], old: list[str], new: list[str], match: BlockMatch, restyle: Restyle | None = None
+) -> list[str]:
     """Replacement lines for ``file_block`` (matched by ``old``) when the edit says ``new``.
 
     Lines equal in ``old`` and ``new`` are copied from the file; the others are rendered with
-    ``render_new_line``. Raises ``IndentConflict``.
+    ``render_new_line`` (and ``restyle``). Raises ``IndentConflict``.
     """
     out: list[str] = []
     for tag, i1, i2, j1, j2 in line_opcodes(old, new):
@@ -406,11 +547,15 @@ def build_replacement(file_block: list[str], old: list[str], new: list[str], mat
             base = i1
             pairs = _pair_lines(old[i1:i2], new[j1:j2], match)
             for line, pair in zip(new[j1:j2], pairs, strict=True):
-                out.append(render_new_line(line, None if pair is None else base + pair, file_block, old, match))
+                out.append(
+                    render_new_line(line, None if pair is None else base + pair, file_block, old, match, restyle)
+                )
     return out
 
 
-def build_from_script(file_block: list[str], script: list[tuple[str, str]], match: BlockMatch) -> list[str]:
+def build_from_script(
+    file_block: list[str], script: list[tuple[str, str]], match: BlockMatch, restyle: Restyle | None = None
+) -> list[str]:
     """Replacement lines from a diff body (``" "`` keep, ``"-"`` drop, ``"+"`` add) matched at ``match``.
 
     ``script`` holds only the lines that took part in the match (edge-trimmed context removed).
@@ -429,7 +574,7 @@ def build_from_script(file_block: list[str], script: list[tuple[str, str]], matc
             pairs = _pair_lines(removed_lines, pending_added, match)
             for line, pair in zip(pending_added, pairs, strict=True):
                 real_pair = None if pair is None else group_removed[pair]
-                out.append(render_new_line(line, real_pair, file_block, old, match))
+                out.append(render_new_line(line, real_pair, file_block, old, match, restyle))
         group_removed.clear()
         pending_added.clear()
 

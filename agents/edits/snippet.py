@@ -118,13 +118,23 @@ def is_elision(line: str) -> bool:
     return bool(_ELISION.match(line))
 
 
-def split_elisions(lines: list[str]) -> list[list[str]] | None:
-    """Split lines at elision markers; None when there is no marker."""
-    if not any(is_elision(line) for line in lines):
+def elision_markers(lines: list[str], kinds: set[str] | None = None) -> list[str]:
+    """The elision marker lines of ``lines``, stripped, in order.
+
+    With ``kinds`` only markers whose stripped text is one of them count: the new text's
+    markers are those of the old text's kinds, so a Python ``...`` body in the new text is not
+    taken for the old text's ``# ... existing code ...``.
+    """
+    return [line.strip() for line in lines if is_elision(line) and (kinds is None or line.strip() in kinds)]
+
+
+def split_elisions(lines: list[str], kinds: set[str] | None = None) -> list[list[str]] | None:
+    """Split lines at elision markers (only those of ``kinds`` when given); None when there is none."""
+    if not elision_markers(lines, kinds):
         return None
     pieces: list[list[str]] = [[]]
     for line in lines:
-        if is_elision(line):
+        if is_elision(line) and (kinds is None or line.strip() in kinds):
             pieces.append([])
         else:
             pieces[-1].append(line)

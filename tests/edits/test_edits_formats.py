@@ -385,3 +385,30 @@ def test_search_replace_with_elision_and_line_numbers():
 def test_apply_patch_add_file_blank_lines_without_plus():
     patch = "*** Begin Patch\n*** Add File: n.py\n+a = 1\n\n+b = 2\n\n*** End Patch\n"
     assert apply_patch_to_files(patch, reader({})) == {"n.py": "a = 1\n\nb = 2\n"}
+
+
+# ---- the file's indentation style when the old text has no indented line (no indentation map)
+
+TABS = "import os\n\nfrom . import b\n\n\ndef f():\n\treturn os\n"
+
+
+def test_udiff_unindented_context_tab_file_gets_tabs():
+    diff = (
+        "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,6 @@\n import os\n \n from . import b\n"
+        "+\n+if CHECK:\n+    import c\n"
+    )
+    out = apply_udiff(TABS, diff)
+    assert out.level == "exact"
+    assert out.text == TABS.replace("from . import b\n", "from . import b\n\nif CHECK:\n\timport c\n")
+
+
+def test_search_replace_and_apply_patch_tab_new_lines_in_space_file():
+    spaces = TABS.replace("\t", "    ")
+    out = apply_search_replace(spaces, block("from . import b\n", "if CHECK:\n\tfrom . import b\n"))
+    assert out.text == spaces.replace("from . import b\n", "if CHECK:\n    from . import b\n")
+    patch = "*** Begin Patch\n*** Update File: m.py\n-from . import b\n+if CHECK:\n+\tfrom . import b\n*** End Patch"
+    assert apply_patch_to_files(patch, reader({"m.py": spaces}))["m.py"] == out.text
+    tab_patch = patch.replace("\t", "    ")
+    assert apply_patch_to_files(tab_patch, reader({"m.py": TABS}))["m.py"] == TABS.replace(
+        "from . import b\n", "if CHECK:\n\tfrom . import b\n"
+    )

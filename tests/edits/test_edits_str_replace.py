@@ -445,3 +445,104 @@ def test_elision_in_snippet_with_fuzzy_pieces():
     out = apply_str_replace(text, old, new)
     assert out.level == "elision"
     assert out.text == "class A:\n\tdef f(self, x):\n\t\ta()\n\t\tb()\n\t\tc(x)\n"
+
+
+# ---------------------------------------------------------------- indentation style without an indentation map
+# The old text has no indented line, so it matches at the exact (or trailing_ws) level and there is no indentation
+# map to learn the file's style from: new indented lines are re-rendered in the file's own style.
+
+TAB_FILE = "import a\n\n\nclass A:\n\tdef f(self):\n\t\treturn 1\n"
+SPACE_FILE = "import a\n\n\nclass A:\n    def f(self):\n        return 1\n"
+
+
+def test_unindented_old_spaces_new_lines_become_tabs_in_tab_file():
+    new = "import a\n\nif CHECK:\n    import b\n    if DEEP:\n        import c\n      # aligned\n"
+    out = apply_str_replace(TAB_FILE, "import a\n", new)
+    assert out.status == "applied" and out.level == "exact"
+    assert out.text.startswith("import a\n\nif CHECK:\n\timport b\n\tif DEEP:\n\t\timport c\n\t  # aligned\n\n\nclass A")
+    assert "tabs" in out.message
+
+
+def test_unindented_old_tab_new_lines_become_spaces_in_space_file():
+    new = "if CHECK:\n\timport a\nelse:\n\timport b as a\n\t\t# deeper\n"
+    out = apply_str_replace(SPACE_FILE, "import a\n", new)
+    assert out.text == SPACE_FILE.replace(
+        "import a\n", "if CHECK:\n    import a\nelse:\n    import b as a\n        # deeper\n", 1
+    )
+    two = "x = 1\n\n\ndef f():\n  return 1\n"  # the file's unit is 2 columns
+    out = apply_str_replace(two, "x = 1\n", "if y:\n\tx = 1\n")
+    assert out.text == "if y:\n  x = 1\n\n\ndef f():\n  return 1\n"
+
+
+def test_restyle_only_touches_leading_whitespace_and_keeps_copied_lines():
+    text = "a = 1\nb = 2\n\ndef f():\n\treturn a\n"
+    out = apply_str_replace(text, "a = 1\nb = 2\n", "a = 1\nif a:\n    s = 'x    y\\t'\n    t = '\t'\nb = 2\n")
+    assert out.text == "a = 1\nif a:\n\ts = 'x    y\\t'\n\tt = '\t'\nb = 2\n\ndef f():\n\treturn a\n"
+
+
+def test_restyle_at_trailing_ws_level():
+    text = "x = 1   \ny = 2\n\ndef f():\n\treturn x\n"
+    out = apply_str_replace(text, "x = 1\ny = 2\n", "x = 1\nif y:\n    y = 2\n")
+    assert out.level == "trailing_ws"
+    assert out.text == "x = 1   \nif y:\n\ty = 2\n\ndef f():\n\treturn x\n"
+
+
+def test_mixed_style_file_or_new_text_is_written_as_given():
+    mixed = "x = 1\n\ndef f():\n\treturn 1\n\ndef g():\n    return 2\n"
+    out = apply_str_replace(mixed, "x = 1\n", "if x:\n    y = 1\n")
+    assert out.text == mixed.replace("x = 1\n", "if x:\n    y = 1\n", 1)
+    # the new text mixes both styles itself: nothing to learn a conversion from
+    out = apply_str_replace(TAB_FILE, "import a\n", "if a:\n    import b\n\timport c\n")
+    assert "if a:\n    import b\n\timport c\n" in out.text
+    # no indented line in the file at all: no style to convert to
+    out = apply_str_replace("a = 1\nb = 2\n", "a = 1\n", "if b:\n\ta = 1\n")
+    assert out.text == "if b:\n\ta = 1\nb = 2\n"
+    # the file's style already: unchanged
+    out = apply_str_replace(TAB_FILE, "import a\n", "if a:\n\timport b\n")
+    assert out.text.startswith("if a:\n\timport b\n")
+
+
+def test_restyle_mid_line_substring_is_written_as_given():
+    # the match starts inside a line: the snippet's columns are not the file's, so nothing is converted
+    text = "func f() {\n\tx := 1\n}\n"
+    out = apply_str_replace(text, "x := 1\n", "if ok {\n    x := 2\n}\n")
+    assert out.text == "func f() {\n\tif ok {\n    x := 2\n}\n}\n"
+
+
+# ---------------------------------------------------------------- elision markers must be the same kind
+
+
+def test_one_sided_comment_elision_with_python_ellipsis_body_is_refused():
+    old = "def handler(event):\n    # ... existing code ...\n    return ok()\n"
+    new = (
+        "def handler(event):\n    validate(event)\n    step_one()\n    return ok()\n\n\n"
+        "class P(Protocol):\n    def f(self) -> int:\n        ...\n"
+    )
+    err = refused(ELIDED_FILE, old, new)
+    assert err.reason == "elision_mismatch" and err.level == "elision"
+    assert "# ... existing code ..." in err.message
+
+
+def test_elision_markers_must_be_identical_on_both_sides():
+    old = "def handler(event):\n    # ... existing code ...\n    return ok()\n"
+    err = refused(ELIDED_FILE, old, "def handler(event):\n    ...\n    return ok(1)\n")
+    assert err.reason == "elision_mismatch"
+    err = refused(ELIDED_FILE, "def handler(event):\n    ...\n    return ok()\n",
+                  "def handler(event):\n    # ... existing code ...\n    return ok(1)\n")
+    assert err.reason == "elision_mismatch"
+    # the same marker text with a different indentation is the same marker
+    out = apply_str_replace(ELIDED_FILE, old, "def handler(event):\n        # ... existing code ...\n    return ok(1)\n")
+    assert out.level == "elision" and out.text == ELIDED_FILE.replace("return ok()", "return ok(1)")
+
+
+def test_bare_ellipsis_marker_pairs_with_bare_ellipsis_only():
+    # a bare '...' old marker plus a Python '...' body in the new text: two markers against one
+    old = "def handler(event):\n    ...\n    return ok()\n"
+    new = "def handler(event):\n    ...\n    return ok()\n\n\ndef stub():\n    ...\n"
+    err = refused(ELIDED_FILE, old, new)
+    assert err.reason == "elision_mismatch"
+    # a Python '...' body next to a comment marker on both sides is content, not a marker
+    old = "def handler(event):\n    # ... existing code ...\n    return ok()\n"
+    new = "def handler(event):\n    # ... existing code ...\n    return ok()\n\n\ndef stub():\n    ...\n"
+    out = apply_str_replace(ELIDED_FILE, old, new)
+    assert out.level == "elision" and out.text == ELIDED_FILE + "\n\ndef stub():\n    ...\n"

@@ -168,3 +168,13 @@ def test_bad_router_config_is_refused_before_anything_starts(stack, example_repo
     assert proc.returncode == 2
     assert proc.stderr.startswith("bosun: BOSUN_ROUTER_CONFIG=") and "tiers" in proc.stderr
     assert stack.bosun("history", "it-auto-bad").returncode == 2
+
+
+def test_turn_budget_stops_an_agent_cleanly(stack, example_repo):
+    proc = stack.bosun("run", "--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}",
+                       "--mode", "solo", "--max-turns", "2", "--id", "it-budget", "--wait", "--json", "fix", timeout=300)
+    assert proc.returncode == 1, proc.stderr  # delivered, but the tests still fail
+    result = json.loads(proc.stdout)
+    assert result["agent"]["status"] == "budget_exhausted" and result["agent"]["turns"] == 2
+    assert result["agent"]["stopped"] == "turn limit (2)"
+    assert result["status"] == "no_changes" and result["tests_after"]["failed"]

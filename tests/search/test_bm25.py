@@ -74,3 +74,11 @@ def test_signals_outrank_plain_text(repo: Path, cache_dir: Path) -> None:
     # Tests rank below the code they test.
     paths = [p for p, _ in index.search_files("parse_config with a section header", k=5)]
     assert paths.index("pkg/parser.py") < paths.index("tests/test_parser.py")
+
+
+def test_minified_and_vendored_files(tmp_path: Path) -> None:
+    from agents.search.index import looks_generated
+
+    assert looks_generated("static/app.min.js", "x")
+    assert looks_generated("dist/big.js", "var a=1;" * 5000)  # one 40 kB line
+    assert not looks_generated("src/app.js", "const a = 1;\n" * 3000)

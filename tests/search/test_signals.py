@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.search.signals import extract_signals
+from agents.search.signals import extract_signals, strip_boilerplate
 
 PY_TRACE = '''Traceback (most recent call last):
   File "<stdin>", line 1, in <module>
@@ -70,3 +70,14 @@ def test_plain_paths_windows_paths_and_urls() -> None:
 def test_empty_text() -> None:
     sig = extract_signals("")
     assert sig.paths == [] and sig.frames == [] and sig.identifiers == {} and sig.errors == []
+
+
+def test_strip_boilerplate_drops_environment_sections() -> None:
+    text = (
+        "Title line\n**Describe the bug**\nautodoc fails on `Struct`\n"
+        "**Environment info**\n- OS: Ubuntu 18.04\n- Sphinx version: 3.2.1\n"
+        "### Steps\nrun make html\nPython version: 3.8\n"
+    )
+    out = strip_boilerplate(text)
+    assert "autodoc fails" in out and "run make html" in out and out.startswith("Title line")
+    assert "Ubuntu" not in out and "3.2.1" not in out and "Python version" not in out
