@@ -28,6 +28,7 @@ from activities.models import (
     CollectInput,
     CollectResult,
     Compaction,
+    EscalationInput,
     FinalizeInput,
     FinalizeResult,
     InitAgentInput,
@@ -169,8 +170,9 @@ class Activities:
 
     def all(self) -> list:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
-                self.tool_call, self.release_sandbox, self.finalize, self.read_plan, self.prepare_agent_workspace,
-                self.collect_agent_work, self.merge_agent_work, self.start_branch, self.diff_since]
+                self.tool_call, self.run_escalated, self.release_sandbox, self.finalize, self.read_plan,
+                self.prepare_agent_workspace, self.collect_agent_work, self.merge_agent_work, self.start_branch,
+                self.diff_since]
 
     @activity.defn
     async def route_model(self, inp: RouteInput) -> RouteResult:
@@ -320,6 +322,35 @@ class Activities:
                              summary=preview(out.summary or out.text, 200), is_error=out.is_error,
                              error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
                              data=out.data)
+
+    @activity.defn
+    async def run_escalated(self, inp: EscalationInput) -> ToolResultRef:
+        """A person decided on a request_escalation call: run the exact command on the host if approved."""
+        from pydantic import ValidationError
+
+        from agents.tools.escalation import NAME, EscalationArgs
+        from infra.errors import EscalationRefused
+        from sandbox.escalation import run_escalated
+
+        started = time.monotonic()
+        try:
+            args = EscalationArgs.model_validate(self.store.get_json(inp.arguments_ref))
+        except ValidationError as e:
+            text, kind = f"InvalidArguments: {e.errors()[0]['msg']}", "InvalidArguments"
+        else:
+            try:
+                res = await run_escalated(args.command, args.justification, lambda *_: inp.approved,
+                                          cwd=inp.workspace, timeout_s=self.settings.tool_timeout_s,
+                                          output_cap=self.settings.tool_output_cap)
+                text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox.\n"
+                        f"exit code: {res.exit_code}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}")
+                kind = None
+            except EscalationRefused as e:
+                text, kind = f"EscalationRefused: {e} (decided by {inp.decided_by or 'nobody in time'})", \
+                    "EscalationRefused"
+        return ToolResultRef(call_id=inp.call_id, name=NAME, result_ref=self.store.put_text(text),
+                             summary=preview(text, 200), is_error=kind is not None, error_kind=kind,
+                             duration_s=round(time.monotonic() - started, 4))
 
     @activity.defn
     async def release_sandbox(self, inp: ReleaseInput) -> None:

@@ -203,6 +203,16 @@ class ToolCallInput(BaseModel):
     role: str = "solo"
 
 
+class EscalationInput(BaseModel):
+    agent_id: str
+    workspace: str
+    call_id: str
+    arguments_ref: str
+    approved: bool
+    decided_by: str = ""
+    """Who approved or denied (from the `approve` signal), for the record."""
+
+
 class ReleaseInput(BaseModel):
     agent_id: str
     workspace: str = ""

@@ -59,9 +59,9 @@ ROLE_TOOLS: dict[str, Tool] = {
 @cache
 def builtin_tools() -> dict[str, bool]:
     """Built-in tool names -> read-only flag (imported on first use: the tools pull in code search)."""
-    from agents.tools.builtin import BUILTIN_TOOLS
+    from agents.tools.builtin import default_registry
 
-    return {t.name: t.read_only for t in BUILTIN_TOOLS}
+    return {name: t.read_only for name, t in default_registry().tools.items()}
 
 
 def known_tools() -> dict[str, bool]:

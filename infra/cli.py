@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("message", help="what to tell the agents")
     ca = sub.add_parser("cancel", help="cancel a running task; its agents stop and release their sandboxes")
     ca.add_argument("id", help="workflow id of the task")
+    ap = sub.add_parser("approve", help="approve (or --deny) an agent's request to run a command outside the sandbox")
+    ap.add_argument("request", help="request id, as `bosun inspect TASK/AGENT` shows it (AGENT_WORKFLOW_ID#CALL_ID)")
+    ap.add_argument("--deny", action="store_true", help="deny the request instead")
+    ap.add_argument("--by", default="", help="who decides (recorded in history); default: $USER")
     ins = sub.add_parser("inspect", help="a running task's phase, plan and agents (Temporal queries)")
     ins.add_argument("id", help="workflow id of the task")
 
@@ -221,6 +225,25 @@ async def _cancel(args: argparse.Namespace, s: Settings) -> int:
     return 0
 
 
+async def _approve(args: argparse.Namespace, s: Settings) -> int:
+    import getpass
+
+    agent_id, sep, call_id = args.request.rpartition("#")
+    if not sep or not agent_id or not call_id:
+        raise ConfigError(f"request id {args.request!r} is not of the form AGENT_WORKFLOW_ID#CALL_ID; "
+                          "`bosun inspect TASK/AGENT` lists the pending ones")
+    handle, desc, running = await _handle(s, agent_id)
+    if not running:
+        raise ConfigError(f"agent {agent_id} is not running ({desc.status.name.lower()}); nothing to decide")
+    pending = (await handle.query("progress")).get("pending_escalations", {})
+    if args.request not in pending:
+        raise ConfigError(f"no pending request {args.request!r}; pending: {', '.join(pending) or 'none'}")
+    who = args.by or getpass.getuser()
+    await handle.signal("approve", args=[args.request, not args.deny, who])
+    print(f"{'denied' if args.deny else 'approved'} {args.request} ({pending[args.request]['call'][:200]})")
+    return 0
+
+
 async def _inspect(args: argparse.Namespace, s: Settings) -> int:
     handle, desc, running = await _handle(s, args.id)
     print(f"{args.id} ({desc.workflow_type}): {desc.status.name.lower()}")
@@ -296,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cancel(args, s))
         if args.cmd == "inspect":
             return asyncio.run(_inspect(args, s))
+        if args.cmd == "approve":
+            return asyncio.run(_approve(args, s))
     except BosunError as e:
         print(f"bosun: {e}", file=sys.stderr)
         return 2

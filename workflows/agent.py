@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         AgentInput,
         AgentResult,
         AgentResume,
+        EscalationInput,
         InitAgentInput,
         ModelCallInput,
         ReleaseInput,
@@ -33,11 +34,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from agents.budget import Budget, BudgetTracker, Spent
     from agents.messages import Usage as MsgUsage
+    from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import plan_batches
 
 MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
                           maximum_interval=timedelta(seconds=60), maximum_attempts=6,
                           non_retryable_error_types=["ScriptDiverged", "ConfigError", "InvalidArguments"])
+ESCALATION_WAIT = timedelta(hours=1)
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                          maximum_attempts=4, non_retryable_error_types=["ConfigError"])
 
@@ -56,17 +59,25 @@ class AgentWorkflow:
         self.steps: list[str] = []
         self.pending_user: list[str] = []
         self.errors: dict[str, int] = {}
+        self.escalations: dict[str, dict] = {}
+        """request id -> {command, justification}: waiting for a person's decision."""
+        self.decisions: dict[str, tuple[bool, str]] = {}
 
     @workflow.signal
     def steer(self, text: str) -> None:
         """A person's message to the agent; it reaches the model with its next call."""
         self.pending_user.append(text)
 
+    @workflow.signal
+    def approve(self, request_id: str, approved: bool, decided_by: str = "") -> None:
+        """A person's decision on a request_escalation call (request ids are in the progress query)."""
+        self.decisions[request_id] = (approved, decided_by)
+
     @workflow.query
     def progress(self) -> dict:
-        """Turn, status, model, error counts and the last steps (the agent-level trajectory summary)."""
+        """Turn, status, model, error counts, escalations waiting for a decision and the last steps."""
         return {"turn": self.turn, "status": self.status, "model": self.model, "errors": self.errors,
-                "recent": self.steps[-20:]}
+                "pending_escalations": self.escalations, "recent": self.steps[-20:]}
 
     def _count(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
@@ -152,17 +163,42 @@ class AgentWorkflow:
                            final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
                            model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped)
 
+    async def _escalate(self, inp: AgentInput, call) -> ToolResultRef:
+        """Wait for a person to approve or deny running this command outside the sandbox (at most an hour)."""
+        request_id = f"{inp.agent_id}#{call.id}"
+        self.escalations[request_id] = {"call": call.arguments_preview}
+        self.status = "waiting for approval"
+        workflow.set_current_details(f"escalation {request_id} waiting: {call.arguments_preview[:200]}")
+        try:
+            await workflow.wait_condition(lambda: request_id in self.decisions, timeout=ESCALATION_WAIT)
+        except TimeoutError:
+            self.decisions[request_id] = (False, "")
+        finally:
+            self.escalations.pop(request_id, None)
+        approved, who = self.decisions[request_id]
+        self.steps.append(f"  escalation {request_id}: {'approved' if approved else 'denied'} {who}".rstrip())
+        return await workflow.execute_activity_method(
+            Activities.run_escalated,
+            EscalationInput(agent_id=inp.agent_id, workspace=inp.workspace, call_id=call.id,
+                            arguments_ref=call.arguments_ref, approved=approved, decided_by=who),
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
+            retry_policy=RetryPolicy(maximum_attempts=1),  # never run an approved host command twice
+            summary=f"escalation ({'approved' if approved else 'denied'}) {call.arguments_preview[:80]}")
+
+    def _tool(self, inp: AgentInput, call):
+        if call.name == ESCALATION:
+            return self._escalate(inp, call)
+        return workflow.execute_activity_method(
+            Activities.tool_call,
+            ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role),
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
+            heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
+            summary=f"{call.name} {call.arguments_preview[:80]}")
+
     async def _run_tools(self, inp: AgentInput, calls) -> list[ToolResultRef]:
         results: list[ToolResultRef | None] = [None] * len(calls)
         for batch in plan_batches([c.write_key for c in calls]):
-            outs = await asyncio.gather(*[
-                workflow.execute_activity_method(
-                    Activities.tool_call,
-                    ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=calls[i], role=inp.role),
-                    task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
-                    heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
-                    summary=f"{calls[i].name} {calls[i].arguments_preview[:80]}")
-                for i in batch])
+            outs = await asyncio.gather(*[self._tool(inp, calls[i]) for i in batch])
             for i, out in zip(batch, outs, strict=True):
                 results[i] = out
                 if out.is_error:

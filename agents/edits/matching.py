@@ -270,8 +270,9 @@ def plan_restyle(fl: FileLines, old: list[str], new: list[str]) -> Restyle | Non
 
     Only when ``old`` (the matched lines) has no indented line, every indented line of ``new``
     uses one style (spaces only, or tabs followed by optional spaces), and the file is indented
-    only in the other style. Spaces per tab come from the new text's own indentation step
-    (spaces to tabs) or from the file's (tabs to spaces). None: write the new lines as given.
+    only in the other style (for tabs to spaces: a file without any tab). Spaces per tab come
+    from the new text's own indentation step (spaces to tabs) or from the file's (tabs to
+    spaces). None: write the new lines as given.
     """
     if any(line[:1] in (" ", "\t") and not is_blank(line) for line in old):
         return None
@@ -286,6 +287,8 @@ def plan_restyle(fl: FileLines, old: list[str], new: list[str]) -> Restyle | Non
         return None  # the new text mixes both styles: nothing reliable to convert from
     if fl.indent_style != ("tabs" if to_tabs else "spaces"):
         return None
+    if not to_tabs and "\t" in fl.text:
+        return None  # the file uses tabs for something (alignment, data, recipes): its tabs may be deliberate
     unit = indent_unit(new) if to_tabs else fl.space_unit
     if unit < 2:
         return None

@@ -140,4 +140,6 @@ def shape_for_model(model: str) -> EditShape:
 
 
 def default_registry() -> Registry:
-    return Registry(BUILTIN_TOOLS)
+    from agents.tools.escalation import ESCALATION_TOOL
+
+    return Registry([*BUILTIN_TOOLS, ESCALATION_TOOL])

@@ -393,10 +393,7 @@ TABS = "import os\n\nfrom . import b\n\n\ndef f():\n\treturn os\n"
 
 
 def test_udiff_unindented_context_tab_file_gets_tabs():
-    diff = (
-        "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,6 @@\n import os\n \n from . import b\n"
-        "+\n+if CHECK:\n+    import c\n"
-    )
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,6 @@\n import os\n \n from . import b\n+\n+if CHECK:\n+    import c\n"
     out = apply_udiff(TABS, diff)
     assert out.level == "exact"
     assert out.text == TABS.replace("from . import b\n", "from . import b\n\nif CHECK:\n\timport c\n")

@@ -459,7 +459,8 @@ def test_unindented_old_spaces_new_lines_become_tabs_in_tab_file():
     new = "import a\n\nif CHECK:\n    import b\n    if DEEP:\n        import c\n      # aligned\n"
     out = apply_str_replace(TAB_FILE, "import a\n", new)
     assert out.status == "applied" and out.level == "exact"
-    assert out.text.startswith("import a\n\nif CHECK:\n\timport b\n\tif DEEP:\n\t\timport c\n\t  # aligned\n\n\nclass A")
+    expected = "import a\n\nif CHECK:\n\timport b\n\tif DEEP:\n\t\timport c\n\t  # aligned\n"
+    assert out.text == TAB_FILE.replace("import a\n", expected, 1)
     assert "tabs" in out.message
 
 
@@ -497,6 +498,10 @@ def test_mixed_style_file_or_new_text_is_written_as_given():
     # no indented line in the file at all: no style to convert to
     out = apply_str_replace("a = 1\nb = 2\n", "a = 1\n", "if b:\n\ta = 1\n")
     assert out.text == "if b:\n\ta = 1\nb = 2\n"
+    # a space-indented file that has tabs elsewhere (alignment, data): its tabs may be deliberate
+    aligned = "x = 1\t# one\n\ndef f():\n    return 1\n"
+    out = apply_str_replace(aligned, "x = 1\t# one\n", "if y:\n\tx = 1\n")
+    assert out.text.startswith("if y:\n\tx = 1\n\ndef f():")
     # the file's style already: unchanged
     out = apply_str_replace(TAB_FILE, "import a\n", "if a:\n\timport b\n")
     assert out.text.startswith("if a:\n\timport b\n")
@@ -527,11 +532,15 @@ def test_elision_markers_must_be_identical_on_both_sides():
     old = "def handler(event):\n    # ... existing code ...\n    return ok()\n"
     err = refused(ELIDED_FILE, old, "def handler(event):\n    ...\n    return ok(1)\n")
     assert err.reason == "elision_mismatch"
-    err = refused(ELIDED_FILE, "def handler(event):\n    ...\n    return ok()\n",
-                  "def handler(event):\n    # ... existing code ...\n    return ok(1)\n")
+    err = refused(
+        ELIDED_FILE,
+        "def handler(event):\n    ...\n    return ok()\n",
+        "def handler(event):\n    # ... existing code ...\n    return ok(1)\n",
+    )
     assert err.reason == "elision_mismatch"
     # the same marker text with a different indentation is the same marker
-    out = apply_str_replace(ELIDED_FILE, old, "def handler(event):\n        # ... existing code ...\n    return ok(1)\n")
+    new = "def handler(event):\n        # ... existing code ...\n    return ok(1)\n"
+    out = apply_str_replace(ELIDED_FILE, old, new)
     assert out.level == "elision" and out.text == ELIDED_FILE.replace("return ok()", "return ok(1)")
 
 

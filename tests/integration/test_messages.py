@@ -72,3 +72,42 @@ def test_messages_to_unknown_runs_are_refused(stack):
     for cmd in (["steer", "nope-123", "hi"], ["cancel", "nope-123"], ["inspect", "nope-123"]):
         proc = stack.bosun(*cmd)
         assert proc.returncode == 2 and "no run 'nope-123'" in proc.stderr, (cmd, proc.stderr)
+
+
+def escalation_trajectory(tmp_path, marker, denied: bool):
+    ask = {"content": "I need the host for this.", "tool_calls": [{"name": "request_escalation", "arguments": {
+        "command": f"echo escalated > {marker}", "justification": "write a file the sandbox cannot reach"}}]}
+    expect = {"tool": "request_escalation", "is_error": True, "contains": "EscalationRefused"} if denied else \
+        {"tool": "request_escalation", "contains": "exit code: 0"}
+    turns = [ask, {"expect": [expect], "content": "done"}]
+    path = tmp_path / "escalate.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    return path
+
+
+def pending_request(stack, agent):
+    proc = stack.bosun("inspect", agent)
+    if proc.returncode != 0:
+        return None
+    pending = json.loads(proc.stdout.split("\n", 1)[1]).get("pending_escalations", {})
+    return next(iter(pending), None)
+
+
+def test_escalation_runs_only_after_approval(stack, example_repo, tmp_path):
+    for denied in (False, True):
+        wf = f"it-escalate-{'deny' if denied else 'approve'}"
+        marker = tmp_path / f"{wf}.txt"
+        start(stack, example_repo, wf, escalation_trajectory(tmp_path, marker, denied))
+        request = wait_for(lambda wf=wf: pending_request(stack, f"{wf}/agent-1"), 120, interval=0.5,
+                           what="the escalation request")
+        assert request == f"{wf}/agent-1#call_0_0"
+        assert not marker.exists(), "nothing runs outside the sandbox before a person decides"
+        bad = stack.bosun("approve", f"{wf}/agent-1#call_9_9")
+        assert bad.returncode == 2 and "no pending request" in bad.stderr
+        decision = stack.bosun("approve", request, "--by", "reviewer", *(["--deny"] if denied else []))
+        assert decision.returncode == 0, decision.stderr
+        done = wait_for(lambda wf=wf: json.loads(stack.bosun("history", wf, "--json").stdout).get("result"), 120,
+                        interval=1, what="the run to finish")
+        assert done["agent"]["status"] == "done"  # the trajectory's expectation on the decision held
+        assert marker.exists() != denied
+        assert stack.bosun("approve", request).returncode == 2  # decided once; the agent is gone
