@@ -172,7 +172,8 @@ def test_bad_router_config_is_refused_before_anything_starts(stack, example_repo
 
 def test_turn_budget_stops_an_agent_cleanly(stack, example_repo):
     proc = stack.bosun("run", "--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}",
-                       "--mode", "solo", "--max-turns", "2", "--id", "it-budget", "--wait", "--json", "fix", timeout=300)
+                       "--mode", "solo", "--max-turns", "2", "--id", "it-budget", "--wait", "--json", "fix",
+                       timeout=300)
     assert proc.returncode == 1, proc.stderr  # delivered, but the tests still fail
     result = json.loads(proc.stdout)
     assert result["agent"]["status"] == "budget_exhausted" and result["agent"]["turns"] == 2
