@@ -86,8 +86,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         pass
     shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
                     activities=[acts.bind_worker], interceptors=[journal])
-    local = Worker(client, task_queue=settings.worker_queue, activities=acts.all(), interceptors=[journal],
-                   max_concurrent_activities=64)
+    # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
+    # activities are dispatched eagerly with the workflow task's completion.
+    local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=acts.all(),
+                   interceptors=[journal], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
     log.info("worker %s polling %s and %s", settings.worker_id, settings.task_queue, settings.worker_queue)
     health = settings.data_dir / "worker-health.json"

@@ -117,7 +117,9 @@ class TaskWorkflow:
                            fallback_models=fallback_models,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
                            tools=tools or [], attachments=attachments or []),
-                id=wf_id, static_summary=f"{role} agent: {task[:120]}")
+                # On the host's own queue, like its activities: the server hands each activity to the worker in
+                # the same round trip that schedules it (eager execution) - several times less latency per step.
+                id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")
         except Exception:
             self.agent_status[name] = "failed"
             self.failures += 1
