@@ -276,6 +276,22 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
     proc = subprocess.Popen([sys.executable, "-m", "infra.stack", "--supervise"], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     log.close()
+    try:
+        return _wait_healthy(s, proc, wait_s, out)
+    except BaseException:
+        # Never leave a half-started stack behind: stop the supervisor (its children die with it), then anything
+        # the state file still names.
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        down(s, out=lambda _msg: None)
+        raise
+
+
+def _wait_healthy(s: Settings, proc: subprocess.Popen, wait_s: float, out) -> int:
     deadline = time.monotonic() + wait_s
     comps = components(s)
     while time.monotonic() < deadline:
@@ -286,7 +302,9 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
             out(f"bosun stack up (data dir {s.data_dir})")
             return status(s, out=out)
         time.sleep(0.25)
-    raise ConfigError(f"the stack did not become healthy within {wait_s:.0f}s; see the logs in {s.logs_dir}")
+    unhealthy = ", ".join(c.name for c in comps if not healthy(c, s))
+    raise ConfigError(f"the stack did not become healthy within {wait_s:.0f}s ({unhealthy} not healthy); "
+                      f"see the logs in {s.logs_dir}")
 
 
 def _cleanup_stale(s: Settings) -> None:

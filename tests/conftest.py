@@ -69,9 +69,11 @@ class Stack:
 def stack(tmp_path_factory):
     """One embedded stack for the session's integration tests."""
     st = Stack(tmp_path_factory.mktemp("stack"))
-    st.up()
-    yield st
-    st.down()
+    try:
+        st.up()
+        yield st
+    finally:
+        st.down()
 
 
 @pytest.fixture

@@ -161,9 +161,9 @@ class FileLines:
 
     @property
     def space_unit(self) -> int:
-        """The file's indentation step in spaces (see ``indent_unit``)."""
+        """The file's indentation step in spaces (``indent_unit`` of its first 5,000 lines)."""
         if self._unit is None:
-            self._unit = indent_unit(self.lines)
+            self._unit = indent_unit(self.lines[:5000])
         return self._unit
 
     def candidates(self, kind: str, skeys: list[str]) -> list[int] | range:
@@ -214,15 +214,8 @@ def indent_unit(lines: Iterable[str]) -> int:
     The first line's indentation counts as an increase from column 0; ties go to the smaller
     step; 0 when no line is indented.
     """
-    steps: Counter[int] = Counter()
-    prev = 0
-    for line in lines:
-        if not line or line.isspace():
-            continue
-        cur = len(line) - len(line.lstrip(" \t"))
-        if cur > prev:
-            steps[cur - prev] += 1
-        prev = cur
+    widths = [len(line) - len(rest) for line in lines if (rest := line.lstrip(" \t")).strip()]
+    steps = Counter([b - a for a, b in zip([0, *widths], widths, strict=False) if b > a])
     if not steps:
         return 0
     best = max(steps.values())
@@ -261,8 +254,8 @@ class Restyle:
     def description(self) -> str:
         """Human description, e.g. ``"new lines indented with tabs like the file"``."""
         if self.to_tabs:
-            return f"new lines indented with tabs like the file ({self.unit} spaces of the new text per tab)"
-        return f"new lines indented with spaces like the file ({self.unit} per tab of the new text)"
+            return f"new lines indented with tabs like the file, a tab for {self.unit} spaces of the new text"
+        return f"new lines indented with spaces like the file, {self.unit} for each tab of the new text"
 
 
 def plan_restyle(fl: FileLines, old: list[str], new: list[str]) -> Restyle | None:
