@@ -146,9 +146,9 @@ async def heartbeating(every_s: float = 2.0):
     """Heartbeat while a long step runs, so a dead worker is noticed within the heartbeat timeout."""
 
     async def beat() -> None:
-        while True:
-            activity.heartbeat()
+        while True:  # the first beat after every_s: a quick step sends none
             await asyncio.sleep(every_s)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

@@ -71,7 +71,7 @@ class AgentResume(BaseModel):
     transcript_ref: str
     turn: int
     tool_calls: int
-    results: list[ToolResultRef] = []
+    results: list[ResultPointer] = []
     usage: Usage = Field(default_factory=Usage)
     errors: dict[str, int] = {}
     model: str
@@ -158,13 +158,23 @@ class ToolResultRef(BaseModel):
     data: dict[str, Any] = {}
 
 
+class ResultPointer(BaseModel):
+    """A tool result as the next model call needs it: where its text is, and whether it failed (the full
+    ToolResultRef, with summary and data, is already in history as the tool call's result)."""
+
+    call_id: str
+    name: str
+    result_ref: str
+    is_error: bool = False
+
+
 class ModelCallInput(BaseModel):
     agent_id: str
     turn: int
     model: str
     trajectory_ref: str | None = None
     transcript_ref: str
-    tool_results: list[ToolResultRef] = []
+    tool_results: list[ResultPointer] = []
     """Results of the previous turn's tool calls, appended to the transcript before the call."""
     user_messages: list[str] = []
     """Steering messages from a person (the `steer` signal), appended after the tool results."""

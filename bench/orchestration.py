@@ -176,13 +176,15 @@ async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict
     proc = bosun(env, "run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--mode", "solo",
                  "--max-turns", str(calls), "--wait", "--json", "read a lot")
     elapsed = time.perf_counter() - t
-    sizes, events = 0, 0
+    json_bytes, proto_bytes, events = 0, 0, 0
     for wid in (wf, f"{wf}/agent-1"):
         hist = await client.get_workflow_handle(wid).fetch_history()
-        sizes += len(hist.to_json().encode())
+        json_bytes += len(hist.to_json().encode())
+        proto_bytes += sum(e.ByteSize() for e in hist.events)
         events += len(hist.events)
     return {"tool_calls": calls, "wall_s": round(elapsed, 2), "run_exit": proc.returncode,
-            "history_bytes": sizes, "history_events": events, "goal_history_lt_2MB": sizes < 2 * 1024 * 1024}
+            "history_proto_bytes": proto_bytes, "history_json_bytes": json_bytes, "history_events": events,
+            "goal_history_lt_2MB": proto_bytes < 2_000_000 and json_bytes < 2_000_000}
 
 
 async def main() -> None:

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         InitAgentInput,
         ModelCallInput,
         ReleaseInput,
+        ResultPointer,
         ToolCallInput,
         ToolResultRef,
         Usage,
@@ -195,7 +196,7 @@ class AgentWorkflow:
             heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
             summary=f"{call.name} {call.arguments_preview[:80]}")
 
-    async def _run_tools(self, inp: AgentInput, calls) -> list[ToolResultRef]:
+    async def _run_tools(self, inp: AgentInput, calls) -> list[ResultPointer]:
         results: list[ToolResultRef | None] = [None] * len(calls)
         for batch in plan_batches([c.write_key for c in calls]):
             outs = await asyncio.gather(*[self._tool(inp, calls[i]) for i in batch])
@@ -204,4 +205,5 @@ class AgentWorkflow:
                 if out.is_error:
                     self._count(out.error_kind or "ToolFailed")
                 self.steps.append(f"  {out.name}: {out.summary[:100]}")
-        return [r for r in results if r is not None]
+        return [ResultPointer(call_id=r.call_id, name=r.name, result_ref=r.result_ref, is_error=r.is_error)
+                for r in results if r is not None]
