@@ -51,6 +51,7 @@ from activities.models import (
     Usage,
     preview,
 )
+from activities.report import ReportInput, ReportResult
 from agents.messages import Message
 from agents.profiles import cost_usd, profile_for
 from agents.providers import make_provider, parse_spec
@@ -172,7 +173,7 @@ class Activities:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
                 self.tool_call, self.run_escalated, self.release_sandbox, self.finalize, self.read_plan,
                 self.prepare_agent_workspace, self.collect_agent_work, self.merge_agent_work, self.start_branch,
-                self.diff_since]
+                self.diff_since, self.report_status]
 
     @activity.defn
     async def route_model(self, inp: RouteInput) -> RouteResult:
@@ -351,6 +352,17 @@ class Activities:
         return ToolResultRef(call_id=inp.call_id, name=NAME, result_ref=self.store.put_text(text),
                              summary=preview(text, 200), is_error=kind is not None, error_kind=kind,
                              duration_s=round(time.monotonic() - started, 4))
+
+    @activity.defn
+    async def report_status(self, inp: ReportInput) -> ReportResult:
+        """Comment, labels, branch and pull request on GitHub; the final response or error on Linear."""
+        from activities.report import report_status
+        from infra.events.github_api import ExternalServiceError
+
+        try:
+            return await report_status(self.settings, inp)
+        except ExternalServiceError as e:
+            raise _app_error(e, delay=e.retry_after) from None
 
     @activity.defn
     async def release_sandbox(self, inp: ReleaseInput) -> None:

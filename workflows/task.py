@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         TaskResult,
         branch_name,
     )
+    from activities.report import ReportInput
     from workflows.agent import AgentWorkflow
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
@@ -186,6 +187,17 @@ class TaskWorkflow:
             summary=f"commit on {branch}", **_activity_opts(queue, 5))
 
         status = "no_changes" if not fin.files_changed else ("succeeded" if after.green else "failed")
+        origin = workflow.memo_value("origin", None)
+        if origin:
+            self._enter("reporting back")
+            summary = (f"bosun run `{wf_id}`: **{status}**\n\n- tests before: {before.summary}\n"
+                       f"- tests after: {after.summary}\n- files changed: {', '.join(fin.files_changed) or 'none'}\n"
+                       f"- every step: `bosun history {wf_id}`")
+            await workflow.execute_activity_method(
+                Activities.report_status,
+                ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary,
+                            workspace=prep.workspace, branch=branch, commit=fin.commit, remote=inp.repo),
+                summary="status back to the issue / session", **_activity_opts(queue, 5))
         self._enter(f"done: {status}")
         return TaskResult(status=status, workspace=prep.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,

@@ -60,7 +60,6 @@ class RepoIndex:
     defs_by_name: dict[str, list[tuple[int, Symbol]]] = field(default_factory=lambda: defaultdict(list))
     defs_by_qualname: dict[str, list[tuple[int, Symbol]]] = field(default_factory=lambda: defaultdict(list))
     by_basename: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    by_stem: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     by_module: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     file_ids: dict[str, int] = field(default_factory=dict)
 
@@ -176,7 +175,6 @@ def _add_file(
     index.file_bm25.add_counts(rel, file_counts)
     base = rel.rsplit("/", 1)[-1]
     index.by_basename[base].append(idx)
-    index.by_stem[base.rsplit(".", 1)[0].lower()].append(idx)
     for mod in module_names(rel):
         index.by_module[mod].append(idx)
     if fsyms is None:

@@ -1,0 +1,67 @@
+"""Status back to where a task came from (GitHub issue/PR, Linear agent session), at the end of a run.
+
+Thin adapter over infra/events' GitHub and Linear clients. Every side effect carries an idempotency key derived
+from the workflow id (comment marker, pull request per branch, Linear activity id), so a retried activity never
+posts twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ReportInput(BaseModel):
+    workflow_id: str
+    origin: dict[str, Any]
+    """The workflow memo's ``origin`` (infra.events.triggers.Origin)."""
+    status: str
+    """TaskResult.status: succeeded, failed, no_changes."""
+    summary: str
+    """A few lines for people: tests before/after, files changed, how to inspect the run."""
+    workspace: str
+    branch: str
+    commit: str | None = None
+    remote: str
+    """Where to push the branch: the task's repository (URL or path)."""
+
+
+class ReportResult(BaseModel):
+    actions: list[str] = []
+
+
+async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
+    from infra.events.config import load_events_config
+    from infra.events.github_api import GitHubClient, push_branch
+    from infra.events.linear_api import LinearClient
+    from infra.events.triggers import Origin
+
+    cfg = load_events_config(settings)
+    origin = Origin.model_validate(inp.origin)
+    done: list[str] = []
+    ok = inp.status == "succeeded"
+    if origin.source == "github" and origin.repo and origin.number and cfg.secret("github_token"):
+        async with GitHubClient.from_config(cfg) as gh:
+            body = inp.summary
+            if ok and inp.commit:
+                await push_branch(inp.workspace, inp.branch, inp.remote, commit=inp.commit,
+                                  token=cfg.secret("github_token"))
+                done.append(f"pushed {inp.branch}")
+                pr = await gh.open_pull_request(origin.repo, inp.branch, f"bosun: fix #{origin.number}",
+                                                f"Closes #{origin.number}.\n\n{inp.summary}", key=inp.workflow_id)
+                done.append(f"pull request #{pr.number}")
+                body = f"Opened pull request #{pr.number}.\n\n{inp.summary}"
+            await gh.upsert_comment(origin.repo, origin.number, f"{inp.workflow_id}:result", body)
+            done.append("comment")
+            await gh.set_state(origin.repo, origin.number, "done" if ok else "blocked")
+            done.append(f"label bosun:{'done' if ok else 'blocked'}")
+    if origin.source == "linear" and origin.agent_session_id and cfg.secret("linear_api_key"):
+        async with LinearClient.from_config(cfg) as lin:
+            key = f"{inp.workflow_id}:final"
+            if ok:
+                await lin.response(origin.agent_session_id, inp.summary, key=key)
+            else:
+                await lin.error(origin.agent_session_id, inp.summary, key=key)
+            done.append(f"linear {'response' if ok else 'error'}")
+    return ReportResult(actions=done)
