@@ -323,7 +323,7 @@ class BranchInput(BaseModel):
 
 class SubtaskOutcome(BaseModel):
     id: str
-    status: Literal["merged", "no_changes", "conflict", "failed"]
+    status: Literal["merged", "no_changes", "conflict", "failed", "skipped"]
     attempts: int
     files: list[str] = []
     agent: AgentResult | None = None
@@ -343,6 +343,9 @@ class TaskInput(BaseModel):
     """Fast-edit agents running at once."""
     max_debug_rounds: int = 2
     """Debugger runs after a red verify before the task is given up as failed."""
+    budget: dict[str, Any] = {}
+    """Task budget (agents.budget.Budget fields: tokens, usd, turns, wall_clock_s). Fan-out starts only the agents
+    that fit in what is left (estimated from the agents so far); no debugger round starts once it is spent."""
 
 
 class TaskResult(BaseModel):
@@ -360,6 +363,10 @@ class TaskResult(BaseModel):
     plan: PlanInfo | None = None
     subtasks: list[SubtaskOutcome] = []
     debug_rounds: list[AgentResult] = []
+    spent: dict[str, Any] = {}
+    """What the whole task spent (tokens, turns, usd)."""
+    budget_note: str = ""
+    """Set when the task budget stopped work (what was skipped and why)."""
 
 
 AgentInput.model_rebuild()

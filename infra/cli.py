@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--mode", choices=["team", "solo"], default="team",
                    help="team (default): planner, parallel fast-edit agents, stitching, debugger; solo: one agent")
     r.add_argument("--max-parallel", type=int, default=4, help="fast-edit agents at once (team mode, default 4)")
+    r.add_argument("--budget-usd", type=float, help="task budget in USD (team mode: fan-out and debugger rounds "
+                                                    "start only what fits)")
+    r.add_argument("--budget-tokens", type=int, help="task budget in tokens (as --budget-usd)")
     r.add_argument("--wait", action="store_true", help="wait for the result and print it")
     r.add_argument("--json", action="store_true", help="with --wait: print the result as JSON")
 
@@ -97,6 +100,9 @@ def _validate_run(args: argparse.Namespace, s: Settings):
         raise ConfigError("--max-turns must be at least 1")
     if args.max_parallel < 1:
         raise ConfigError("--max-parallel must be at least 1")
+    if (args.budget_usd is not None and args.budget_usd <= 0) or (args.budget_tokens is not None
+                                                                  and args.budget_tokens <= 0):
+        raise ConfigError("--budget-usd and --budget-tokens must be positive")
     return repo, spec, trajectory
 
 
@@ -135,7 +141,9 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
     handle = await client.start_workflow(
         TaskWorkflow.run,
         TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
-                  max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel),
+                  max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel,
+                  budget={k: v for k, v in (("usd", args.budget_usd), ("tokens", args.budget_tokens))
+                          if v is not None}),
         id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200])
     label = " (scripted: the test double, no language model)" if spec != "auto" and spec.is_test_double else ""
     print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)
@@ -163,6 +171,8 @@ async def _run(args: argparse.Namespace, s: Settings) -> int:
             print(f"plan ({result.plan.source}): " + "; ".join(f"{s.id}: {s.goal[:60]}" for s in result.plan.subtasks))
         for sub in result.subtasks:
             print(f"  subtask {sub.id}: {sub.status} after {sub.attempts} attempt(s) {sub.note}".rstrip())
+        if result.budget_note:
+            print(f"  {result.budget_note}")
         for n, dbg in enumerate(result.debug_rounds, 1):
             print(f"  debugger round {n}: {dbg.status} after {dbg.turns} turns")
         agents = [result.agent] if result.agent else [s.agent for s in result.subtasks if s.agent]

@@ -43,6 +43,8 @@ with workflow.unsafe.imports_passed_through():
         branch_name,
     )
     from activities.report import ReportInput
+    from agents.budget import Budget, BudgetTracker
+    from agents.messages import Usage as MsgUsage
     from workflows.agent import AgentWorkflow
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
@@ -66,6 +68,9 @@ class TaskWorkflow:
         self.follow_ups: list[str] = []
         self.failures = 0
         """Red verifications and failed agent runs so far (a router signal)."""
+        self.budget: BudgetTracker | None = None
+        self.agents_run = 0
+        self.budget_note = ""
 
     def _enter(self, phase: str) -> None:
         self.phase = phase
@@ -128,7 +133,28 @@ class TaskWorkflow:
         finally:
             self.running_agents.discard(wf_id)
         self.agent_status[name] = result.status
+        self.agents_run += 1
+        if self.budget is not None:
+            self.budget.charge(MsgUsage(input_tokens=result.usage.input_tokens,
+                                        output_tokens=result.usage.output_tokens,
+                                        cached_input_tokens=result.usage.cached_input_tokens),
+                               result.cost_usd, turns=result.turns)
         return result
+
+    def _fits(self, wanted: int, what: str) -> int:
+        """How many of ``wanted`` more agents fit in the task budget (estimated from the agents so far)."""
+        if self.budget is None or wanted == 0:
+            return wanted
+        spent, n = self.budget.spent, max(self.agents_run, 1)
+        estimate = Budget(tokens=spent.tokens // n or None, turns=spent.turns // n or None,
+                          usd=spent.usd / n or None)
+        fits = min(wanted, self.budget.max_agents(estimate, workflow.time()))
+        if fits < wanted:
+            note = (f"task budget: {wanted - fits} of {wanted} {what} not started "
+                    f"(spent so far: {spent.tokens} tokens, {spent.turns} turns, ${spent.usd:.4f})")
+            self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
+            workflow.set_current_details(note)
+        return fits
 
     async def _checks(self, queue: str, workspace: str, label: str) -> ChecksResult:
         return await workflow.execute_activity_method(
@@ -139,6 +165,9 @@ class TaskWorkflow:
     async def run(self, inp: TaskInput) -> TaskResult:
         wf_id = workflow.info().workflow_id
         branch = branch_name(wf_id)
+        if inp.budget:
+            self.budget = BudgetTracker(budget=Budget.model_validate(inp.budget), started_at=workflow.time(),
+                                        scope="task")
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
             Activities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
@@ -162,6 +191,8 @@ class TaskWorkflow:
         after = await self._checks(queue, prep.workspace, "after")
         rounds: list[AgentResult] = []
         while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
+            if not self._fits(1, "debugger rounds"):
+                break
             self.failures += 1
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
@@ -202,7 +233,8 @@ class TaskWorkflow:
         return TaskResult(status=status, workspace=prep.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
-                          debug_rounds=rounds)
+                          debug_rounds=rounds, budget_note=self.budget_note,
+                          spent=self.budget.spent.model_dump() if self.budget else {})
 
     async def _team(self, inp: TaskInput, queue: str, workspace: str, base: str, branch: str,
                     before: ChecksResult) -> list[SubtaskOutcome]:
@@ -228,6 +260,10 @@ class TaskWorkflow:
                 async with limit:
                     return await self._subtask(inp, queue, workspace, by_id[sid], start, 1, "")
 
+            fits = self._fits(len(wave), "fast-edit agents")
+            for sid in wave[fits:]:
+                outcomes[sid] = SubtaskOutcome(id=sid, status="skipped", attempts=0, note=self.budget_note)
+            wave = wave[:fits]
             done = await asyncio.gather(*[bounded(sid) for sid in wave])
             self._enter(f"stitching: wave {w}")
             for sid, (agent_ws, agent_branch, collect, result) in zip(wave, done, strict=True):

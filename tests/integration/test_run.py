@@ -179,3 +179,18 @@ def test_turn_budget_stops_an_agent_cleanly(stack, example_repo):
     assert result["agent"]["status"] == "budget_exhausted" and result["agent"]["turns"] == 2
     assert result["agent"]["stopped"] == "turn limit (2)"
     assert result["status"] == "no_changes" and result["tests_after"]["failed"]
+
+
+def test_task_budget_is_checked_before_fan_out(stack, example_repo):
+    proc = stack.bosun("run", "--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'team.jsonl'}",
+                       "--budget-tokens", "4000", "--id", "it-task-budget", "--wait", "--json", "fix the tests",
+                       timeout=300)
+    result = json.loads(proc.stdout)
+    planner_tokens = result["spent"]["tokens"]
+    assert 2000 < planner_tokens < 4000, result["spent"]  # the planner's spend: no room for one more like it
+    assert [(s["id"], s["status"]) for s in result["subtasks"]] == [("median", "skipped"), ("percent", "skipped")]
+    assert result["budget_note"].startswith("task budget: 2 of 2 fast-edit agents not started")
+    assert result["status"] == "no_changes" and not result["debug_rounds"]
+    bad = stack.bosun("run", "--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'team.jsonl'}",
+                      "--budget-usd", "0", "fix")
+    assert bad.returncode == 2 and "must be positive" in bad.stderr
