@@ -70,6 +70,10 @@ def _app_error(e: BosunError, *, retryable: bool | None = None, delay: float | N
                             next_retry_delay=timedelta(seconds=delay) if delay else None)
 
 
+PINNED_FILES = ("AGENTS.md", "CLAUDE.md", "CONTRIBUTING.md", ".bosun/instructions.md")
+"""Project instruction files pinned into every agent's context (and re-injected after compaction)."""
+
+
 def load_role_or_none(name: str):
     """The role defined in agents/roles/<name>.toml, or None for `solo` (every tool, prompts/solo.md)."""
     from agents.roles import load_role, role_names
@@ -233,7 +237,8 @@ class Activities:
                 system = role.system_prompt(_profile(inp.model), role.registry(self.registry).tools)
         except ConfigError as e:
             raise _app_error(e) from None
-        task = inp.task
+        static, pinned = await self._static_context(inp)
+        task = f"{static}\n\n# Task\n\n{inp.task}" if static else inp.task
         for att in inp.attachments:
             body = self.store.get_text(att.ref)
             if len(body) > att.max_chars:
@@ -242,7 +247,34 @@ class Activities:
         messages = [Message(role="system", content=system), Message(role="user", content=task)]
         budget = role.budget.model_dump(exclude_none=True) if role is not None else {}
         return InitAgentResult(transcript_ref=self.store.put_json([m.model_dump(mode="json") for m in messages]),
-                               budget=budget)
+                               budget=budget, pinned_ref=self.store.put_text(pinned) if pinned else None)
+
+    async def _static_context(self, inp: InitAgentInput) -> tuple[str, str]:
+        """What the agent should know before its first turn, gathered inside its sandbox: environment, git status,
+        a repo map ranked for the task, and the project's pinned instructions (AGENTS.md, CONTRIBUTING.md...)."""
+        from agents.context.static import build_static_context
+        from infra.errors import ToolFailed
+
+        try:
+            box = await self.sandboxes.get(inp.agent_id, inp.workspace)
+        except UnexpectedEnvironment as e:
+            raise _app_error(e) from None
+        status = await box.exec(["git", "status", "--short"], timeout_s=60, output_cap=20_000)
+        branch = await box.exec(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=30, output_cap=1000)
+        ctx = ToolContext(sandbox=box)
+        repo_map = await self.registry.execute("repo_map", {"query": inp.task[:4000]}, ctx)
+        instructions: dict[str, str] = {}
+        for name in PINNED_FILES:
+            try:
+                instructions[name] = (await box.request("read", {"path": name}))["text"]
+            except ToolFailed:
+                continue
+        ctx_ = build_static_context(
+            os_name="Linux, inside bosun's sandbox (no network; writes only in the repository and /tmp)",
+            branch=branch.stdout.strip() if branch.exit_code == 0 else None,
+            git_status=status.stdout if status.exit_code == 0 else "",
+            repo_map="" if repo_map.is_error else repo_map.text, instructions=instructions)
+        return ctx_.text, ctx_.pinned
 
     @activity.defn
     async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
@@ -255,7 +287,8 @@ class Activities:
         compaction = None
         try:
             spec = parse_spec(inp.model)
-            messages, compaction = self._compact(messages, spec)
+            pinned = self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None
+            messages, compaction = self._compact(messages, spec, pinned)
             trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
             provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings,
                                      agent_keys=inp.agent_keys)
@@ -290,13 +323,13 @@ class Activities:
                                usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                                            cached_input_tokens=u.cached_input_tokens))
 
-    def _compact(self, messages: list[Message], spec) -> tuple[list[Message], Compaction | None]:
+    def _compact(self, messages: list[Message], spec, pinned: str | None) -> tuple[list[Message], Compaction | None]:
         """Past 70% of the model's window, old tool outputs become summaries; raw outputs stay in the store."""
         from agents.context.compaction import compact, compaction_summary
         from agents.profiles import profile_for
 
         profile = profile_for(spec)
-        res = compact(messages, window_tokens=profile.context_window, store_put=self.store.put_text)
+        res = compact(messages, window_tokens=profile.context_window, store_put=self.store.put_text, pinned=pinned)
         if not res.compacted or res.event is None:
             return messages, None
         return res.messages, Compaction(summary=compaction_summary(res.event),

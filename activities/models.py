@@ -78,6 +78,7 @@ class AgentResume(BaseModel):
     budget: dict[str, Any] = {}
     spent: dict[str, Any] = {}
     started_at: float = 0.0
+    pinned_ref: str | None = None
 
 
 class AgentInput(BaseModel):
@@ -124,6 +125,8 @@ class RouteResult(BaseModel):
 
 class InitAgentResult(BaseModel):
     transcript_ref: str
+    pinned_ref: str | None = None
+    """Pinned project instructions (AGENTS.md, CONTRIBUTING.md...), re-injected after every compaction."""
     budget: dict[str, Any] = {}
     """The role's per-agent budget (agents.budget.Budget fields: tokens, turns, wall_clock_s, usd)."""
 
@@ -182,6 +185,7 @@ class ModelCallInput(BaseModel):
     """Explicit tool names; empty: the role's tool set (agents/roles/<role>.toml), or every tool for `solo`."""
     agent_keys: list[str] = []
     role: str = "solo"
+    pinned_ref: str | None = None
 
 
 class Compaction(BaseModel):

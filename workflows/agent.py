@@ -94,7 +94,7 @@ class AgentWorkflow:
                                                       model=inp.model),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
             r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
-                            budget=init.budget, started_at=workflow.time())
+                            budget=init.budget, started_at=workflow.time(), pinned_ref=init.pinned_ref)
         tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
                                 scope=inp.agent_id, spent=Spent.model_validate(r.spent))
         self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
@@ -109,7 +109,7 @@ class AgentWorkflow:
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
                         usage=usage, errors=self.errors, model=self.model, budget=r.budget,
-                        spent=tracker.spent.model_dump(), started_at=r.started_at)}))
+                        spent=tracker.spent.model_dump(), started_at=r.started_at, pinned_ref=r.pinned_ref)}))
                 self.turn += 1
                 self.status = "thinking"
                 user, self.pending_user = self.pending_user, []
@@ -119,7 +119,7 @@ class AgentWorkflow:
                         ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
                                        trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
                                        tool_results=results, user_messages=user, tools=inp.tools,
-                                       agent_keys=inp.agent_keys, role=inp.role),
+                                       agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref),
                         task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
                         retry_policy=MODEL_RETRY, summary=f"model turn {self.turn} ({self.model})")
                 except ActivityError as e:
