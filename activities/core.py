@@ -48,7 +48,6 @@ from activities.models import (
     ToolCallInput,
     ToolCallRef,
     ToolResultRef,
-    Usage,
     preview,
 )
 from activities.report import ReportInput, ReportResult
@@ -319,9 +318,7 @@ class Activities:
         return ModelCallResult(cost_usd=round(cost, 6), transcript_ref=transcript_ref,
                                text_preview=preview(resp.message.content),
                                tool_calls=calls, stop_reason=resp.stop_reason, model=resp.model or inp.model,
-                               compaction=compaction,
-                               usage=Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                                           cached_input_tokens=u.cached_input_tokens))
+                               compaction=compaction, usage=u)
 
     def _compact(self, messages: list[Message], spec, pinned: str | None) -> tuple[list[Message], Compaction | None]:
         """Past 70% of the model's window, old tool outputs become summaries; raw outputs stay in the store."""

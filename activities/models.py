@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agents.messages import Usage
+
 PREVIEW = 300
 
 
@@ -26,12 +28,6 @@ def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
     name = "/".join(part.lstrip(".").removesuffix(".lock") or "_" for part in name.split("/"))
     name = re.sub(r"\.\.+", ".", name).strip("/.-")
     return prefix + (name or "task")
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
 
 
 class PrepareInput(BaseModel):
@@ -72,7 +68,6 @@ class AgentResume(BaseModel):
     turn: int
     tool_calls: int
     results: list[ResultPointer] = []
-    usage: Usage = Field(default_factory=Usage)
     errors: dict[str, int] = {}
     model: str
     budget: dict[str, Any] = {}

@@ -34,7 +34,6 @@ with workflow.unsafe.imports_passed_through():
         Usage,
     )
     from agents.budget import Budget, BudgetTracker, Spent
-    from agents.messages import Usage as MsgUsage
     from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import plan_batches
 
@@ -98,7 +97,7 @@ class AgentWorkflow:
         tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
                                 scope=inp.agent_id, spent=Spent.model_validate(r.spent))
         self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
-        transcript, results, usage, n_calls = r.transcript_ref, list(r.results), r.usage, r.tool_calls
+        transcript, results, n_calls = r.transcript_ref, list(r.results), r.tool_calls
         fallbacks = [m for m in inp.fallback_models if m != r.model]
         final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
         continuing = False
@@ -108,7 +107,7 @@ class AgentWorkflow:
                     continuing = True
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
-                        usage=usage, errors=self.errors, model=self.model, budget=r.budget,
+                        errors=self.errors, model=self.model, budget=r.budget,
                         spent=tracker.spent.model_dump(), started_at=r.started_at, pinned_ref=r.pinned_ref)}))
                 self.turn += 1
                 self.status = "thinking"
@@ -133,12 +132,8 @@ class AgentWorkflow:
                         continue
                     raise
                 transcript = resp.transcript_ref
-                usage = Usage(input_tokens=usage.input_tokens + resp.usage.input_tokens,
-                              output_tokens=usage.output_tokens + resp.usage.output_tokens,
-                              cached_input_tokens=usage.cached_input_tokens + resp.usage.cached_input_tokens)
                 self.steps.append(f"turn {self.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
-                tracker.charge(MsgUsage(input_tokens=resp.usage.input_tokens, output_tokens=resp.usage.output_tokens,
-                                        cached_input_tokens=resp.usage.cached_input_tokens), resp.cost_usd)
+                tracker.charge(resp.usage, resp.cost_usd)
                 if not resp.tool_calls:
                     final, status, stopped = resp.text_preview, "done", ""
                     break
@@ -160,6 +155,9 @@ class AgentWorkflow:
                     Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
                     task_queue=queue,
                     start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
+        spent = tracker.spent
+        usage = Usage(input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
+                      cached_input_tokens=spent.cached_input_tokens)
         return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
                            final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
                            model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped)

@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.report import ReportInput
     from agents.budget import Budget, BudgetTracker
-    from agents.messages import Usage as MsgUsage
     from workflows.agent import AgentWorkflow
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
@@ -135,10 +134,7 @@ class TaskWorkflow:
         self.agent_status[name] = result.status
         self.agents_run += 1
         if self.budget is not None:
-            self.budget.charge(MsgUsage(input_tokens=result.usage.input_tokens,
-                                        output_tokens=result.usage.output_tokens,
-                                        cached_input_tokens=result.usage.cached_input_tokens),
-                               result.cost_usd, turns=result.turns)
+            self.budget.charge(result.usage, result.cost_usd, turns=result.turns)
         return result
 
     def _fits(self, wanted: int, what: str) -> int:
