@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -19,10 +20,20 @@ EXAMPLE = ROOT / "examples" / "calc"
 BOSUN = str(Path(sys.executable).parent / "bosun")
 
 
+_PORTS = iter(random.Random(os.getpid()).sample(range(20000, 32000), 12000))
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port BELOW the kernel's ephemeral range (32768+): a port the kernel hands out for port 0
+    can be taken by any outgoing connection before our server binds it. Never the same port twice per session."""
+    for port in _PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port left in 20000-32000")
 
 
 def stack_env(data_dir: Path) -> dict[str, str]:
