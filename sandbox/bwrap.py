@@ -39,14 +39,14 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import cgroups, seccomp
-from sandbox.base import WORKSPACE_PATH, Limits, Sandbox, SandboxProvider
-from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ProcessChannel, ToolClient, scrubbed_env
+from sandbox.base import WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
 
 SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
@@ -201,50 +201,24 @@ def compiled_toolserver(python: str) -> Path:
         return TOOLSERVER_PATH
 
 
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(ClientSandbox):
     """One bwrap sandbox: its tool server, its cgroup; close() kills all of it."""
 
     backend = "bwrap"
 
     def __init__(self, sandbox_id: str, workspace: Path, client: ToolClient,
                  cgroup: cgroups.SandboxCgroup | None) -> None:
-        self.id = sandbox_id
-        self.workspace = workspace
-        self.user = ""
-        """uid:gid the sandbox runs as (host ids)."""
-        self._client = client
+        super().__init__(sandbox_id, workspace, client)
         self._cgroup = cgroup
-        self._closed = False
-        self.started_at = time.monotonic()
-        self.on_close: list[Callable[[], Awaitable[None]]] = []
-        """Run after the sandbox is destroyed (pools: unbind the workspace slot, count the release)."""
 
-    async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
-                      ) -> dict[str, Any]:
-        return await self._client.request(op, args, timeout_s=timeout_s)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        await self._client.close()
+    async def _destroy(self) -> None:
         if self._cgroup is not None:
             await asyncio.to_thread(self._cgroup.destroy)
-        for hook in self.on_close:
-            with contextlib.suppress(Exception):
-                await hook()
-
-    @property
-    def alive(self) -> bool:
-        return not self._closed and self._client.alive
 
     @property
     def pid(self) -> int:
         """Host pid of the bwrap process."""
         return self._client.channel.proc.pid  # type: ignore[attr-defined]
-
-    def stderr_tail(self) -> str:
-        return self._client.stderr_tail()
 
 
 class BwrapProvider(SandboxProvider):

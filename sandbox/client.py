@@ -10,11 +10,14 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
+from sandbox.base import Sandbox
 
 TOOLSERVER_PATH = Path(__file__).with_name("toolserver.py")
 """The tool server script on the host; every backend mounts it read-only into the sandbox."""
@@ -194,6 +197,46 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+class ClientSandbox(Sandbox):
+    """A sandbox whose tool server is reached through a ToolClient (both backends): requests, liveness, and a
+    close() that stops the tool server, runs the backend's ``_destroy`` and then the ``on_close`` hooks."""
+
+    def __init__(self, sandbox_id: str, workspace: Path, client: ToolClient, user: str = "") -> None:
+        self.id = sandbox_id
+        self.workspace = workspace
+        self.user = user
+        """uid:gid the sandbox runs as (host ids)."""
+        self._client = client
+        self._closed = False
+        self.started_at = time.monotonic()
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
+        """Run after the sandbox is destroyed (pools: unbind the workspace slot, count the release)."""
+
+    async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
+                      ) -> dict[str, Any]:
+        return await self._client.request(op, args, timeout_s=timeout_s)
+
+    async def _destroy(self) -> None:
+        """What the backend tears down after the tool server is gone (default: nothing)."""
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._client.close()
+        await self._destroy()
+        for hook in self.on_close:
+            with contextlib.suppress(Exception):
+                await hook()
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self._client.alive
+
+    def stderr_tail(self) -> str:
+        return self._client.stderr_tail()
 
 
 def pid_alive(pid: int) -> bool:

@@ -22,14 +22,13 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import seccomp
-from sandbox.base import WORKSPACE_PATH, Limits, Sandbox, SandboxProvider
-from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ToolClient, pid_alive
+from sandbox.base import WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ToolClient, pid_alive
 from sandbox.gitguard import git_mounts
 
 SERVER_IN_CONTAINER = "/opt/bosun/toolserver.py"
@@ -164,40 +163,14 @@ class AttachChannel:
 # -- sandbox and provider ----------------------------------------------------------------------------------------
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(ClientSandbox):
     """One container; close() removes it (and every process in it)."""
 
     backend = "docker"
 
     def __init__(self, sandbox_id: str, workspace: Path, container_id: str, client: ToolClient, user: str) -> None:
-        self.id = sandbox_id
-        self.workspace = workspace
+        super().__init__(sandbox_id, workspace, client, user)
         self.container_id = container_id
-        self.user = user
-        self._client = client
-        self._closed = False
-        self.on_close: list[Callable[[], Awaitable[None]]] = []
-        """Run after the container is removed (pools: unbind the workspace slot, count the release)."""
-
-    async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
-                      ) -> dict[str, Any]:
-        return await self._client.request(op, args, timeout_s=timeout_s)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        await self._client.close()
-        for hook in self.on_close:
-            with contextlib.suppress(Exception):
-                await hook()
-
-    @property
-    def alive(self) -> bool:
-        return not self._closed and self._client.alive
-
-    def stderr_tail(self) -> str:
-        return self._client.stderr_tail()
 
 
 class DockerProvider(SandboxProvider):

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.client import pid_alive
+
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 50_000
 SKIP_DIRS = frozenset(
@@ -223,7 +225,7 @@ def mirror_for(workspace: Path, extensions: frozenset[str] | None = None) -> Mir
             trees.mkdir(exist_ok=True)
             for old in trees.iterdir():  # left over by processes that are gone
                 pid = old.name.rsplit("-", 1)[-1]
-                if pid.isdigit() and not _alive(int(pid)):
+                if pid.isdigit() and not pid_alive(int(pid)):
                     shutil.rmtree(old, ignore_errors=True)
             dest = trees / f"{digest}-{os.getpid()}"
             shutil.rmtree(dest, ignore_errors=True)
@@ -252,11 +254,3 @@ def drop_mirror(workspace: Path) -> None:
         shutil.rmtree(m.dest, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
