@@ -58,7 +58,14 @@ from agents.tools.builtin import PYTEST, TEST_ENV, default_registry
 from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import ToolContext
 from infra.artifacts import ArtifactStore
-from infra.errors import BosunError, ConfigError, ProviderError, ScriptDiverged, UnexpectedEnvironment
+from infra.errors import (
+    BosunError,
+    ConfigError,
+    ProviderError,
+    ScriptDiverged,
+    UnexpectedEnvironment,
+    describe_validation,
+)
 from infra.settings import Settings
 from sandbox.base import Sandbox
 
@@ -97,9 +104,8 @@ def load_router_config(settings: Settings):
     except OSError as e:
         raise ConfigError(f"BOSUN_ROUTER_CONFIG={settings.router_config}: cannot read it ({e.strerror})") from None
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(file)"
-        raise ConfigError(f"BOSUN_ROUTER_CONFIG={settings.router_config}: {where}: {err['msg']}") from None
+        raise ConfigError(f"BOSUN_ROUTER_CONFIG={settings.router_config}: "
+                          f"{describe_validation(e, where='(file)', first_only=True)}") from None
 
 
 def _profile(model: str):

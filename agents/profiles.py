@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.messages import Usage
 from agents.providers import ModelSpec
-from infra.errors import ConfigError
+from infra.errors import ConfigError, describe_validation
 
 PRICES_AS_OF = "2025-11"
 """When the figures in FAMILIES were last checked against the providers' public pricing pages."""
@@ -189,5 +189,5 @@ def profile_for(spec: ModelSpec, overrides: dict[str, Any] | None = None) -> Mod
     try:
         return ModelProfile.model_validate(values)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(profile)'}: {err['msg']}" for err in e.errors())
-        raise ConfigError(f"bad model profile override for {spec}: {problems}") from None
+        raise ConfigError(f"bad model profile override for {spec}: {describe_validation(e, where='(profile)')}"
+                          ) from None

@@ -25,7 +25,7 @@ from agents.messages import ToolSpec
 from agents.plan import Plan, Subtask, topological_waves
 from agents.profiles import ModelProfile
 from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
-from infra.errors import ConfigError
+from infra.errors import ConfigError, describe_validation
 
 EDIT_SLOT = "@edit"
 """Placeholder in a role's tool list for the profile's edit tools."""
@@ -156,8 +156,7 @@ def parse_role(text: str, source: str = "<role>") -> Role:
     try:
         role = Role.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(role)'}: {err['msg']}" for err in e.errors())
-        raise ConfigError(f"{source}: {problems}") from None
+        raise ConfigError(f"{source}: {describe_validation(e, where='(role)')}") from None
     tools = known_tools()
     known = set(tools) | {EDIT_SLOT}
     unknown = [t for t in role.tools if t not in known]

@@ -5,6 +5,8 @@ Every error carries a message meant for a person (or a model): what was wrong, w
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class BosunError(Exception):
     """Base of every error bosun raises on purpose. ``kind`` names the class in history and metrics."""
@@ -73,3 +75,10 @@ class EscalationRefused(BosunError):
     """A request to run a command outside the sandbox was not approved."""
 
     kind = "EscalationRefused"
+
+
+def describe_validation(e: ValidationError, *, where: str = "(input)", first_only: bool = False) -> str:
+    """A pydantic validation error as ``field.path: message`` items joined by ``; `` (``where`` names an error
+    about the whole input)."""
+    errors = e.errors()[:1] if first_only else e.errors()
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or where}: {err['msg']}" for err in errors)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
-from infra.errors import ConfigError, ScriptDiverged
+from infra.errors import ConfigError, ScriptDiverged, describe_validation
 
 
 class Expectation(BaseModel):
@@ -84,9 +84,7 @@ def parse_trajectory(text: str, source: str = "<trajectory>") -> list[ScriptedTu
         try:
             turns.append(ScriptedTurn.model_validate(raw))
         except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise ConfigError(f"{source}:{lineno}: {where}: {first['msg']}") from None
+            raise ConfigError(f"{source}:{lineno}: {describe_validation(e, where='(line)', first_only=True)}") from None
     if not turns:
         raise ConfigError(f"{source}: the trajectory has no turns; add one JSON object per assistant turn")
     for agent in dict.fromkeys(t.agent for t in turns):

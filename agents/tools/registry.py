@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agents.messages import ToolSpec
 from agents.tools.schema import clean_schema, drop_nulls_for_defaults, strict_schema
-from infra.errors import InvalidArguments, ToolFailed, ToolTimeout
+from infra.errors import InvalidArguments, ToolFailed, ToolTimeout, describe_validation
 
 ANY_FILE = "*"
 """Write key of a call that may write anything (it runs alone)."""
@@ -108,14 +108,6 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.schema()}
 
 
-def _validation_message(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
-
-
 class Registry:
     def __init__(self, tools: Iterable[Tool]) -> None:
         self.tools = {t.name: t for t in tools}
@@ -166,7 +158,8 @@ class Registry:
         try:
             args = tool.args.model_validate(drop_nulls_for_defaults(tool.args, arguments))
         except ValidationError as e:
-            return _error("InvalidArguments", f"invalid arguments for {name}: {_validation_message(e)}")
+            problems = describe_validation(e, where="(arguments)")
+            return _error("InvalidArguments", f"invalid arguments for {name}: {problems}")
         try:
             return await tool.run(ctx, args)
         except InvalidArguments as e:
