@@ -183,7 +183,11 @@ async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict
         json_bytes += len(hist.to_json().encode())
         proto_bytes += sum(e.ByteSize() for e in hist.events)
         events += len(hist.events)
-    return {"tool_calls": calls, "wall_s": round(elapsed, 2), "run_exit": proc.returncode,
+    try:
+        status = json.loads(proc.stdout)["status"]  # "no_changes": the trajectory only reads
+    except (ValueError, KeyError):
+        status = f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    return {"tool_calls": calls, "wall_s": round(elapsed, 2), "status": status,
             "history_proto_bytes": proto_bytes, "history_json_bytes": json_bytes, "history_events": events,
             "goal_history_lt_2MB": proto_bytes < 2_000_000 and json_bytes < 2_000_000}
 

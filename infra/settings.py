@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     """Address the embedded stack listens on. Keep it on loopback unless you put a proxy in front."""
 
     temporal_address: str | None = None
-    """host:port of an external Temporal frontend. Unset: the embedded dev server at host:temporal_port."""
+    """host:port of an external Temporal frontend. Unset: the embedded dev server at host:temporal_port.
+    An external server should raise `history.transferProcessorMaxPollRPS` (docs/ARCHITECTURE.md, Latency)."""
     temporal_port: int = 7233
     """gRPC port of the embedded Temporal dev server."""
     temporal_ui_port: int = 8233
