@@ -399,18 +399,7 @@ class BwrapProvider(SandboxProvider):
         client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
         sandbox.user = user
-        try:
-            pong = await sandbox.request("ping", timeout_s=self.start_timeout_s)
-            if not pong.get("pong"):
-                raise UnexpectedEnvironment(f"unexpected answer to ping: {pong!r}")
-        except BaseException as exc:
-            tail = sandbox.stderr_tail()
-            await sandbox.close()
-            if isinstance(exc, UnexpectedEnvironment):
-                raise UnexpectedEnvironment(
-                    f"bwrap sandbox for {ws} did not start: {exc}" +
-                    ("" if tail and tail in str(exc) else (f"; stderr: {tail}" if tail else ""))) from None
-            raise
+        await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)
         return sandbox
 
     # -- reporting -------------------------------------------------------------------------------------------

@@ -221,6 +221,22 @@ class ClientSandbox(Sandbox):
     async def _destroy(self) -> None:
         """What the backend tears down after the tool server is gone (default: nothing)."""
 
+    async def wait_ready(self, what: str, timeout_s: float) -> None:
+        """Ping the tool server once it has started; if it does not answer, close the sandbox and raise
+        UnexpectedEnvironment naming ``what`` (e.g. "bwrap sandbox for /ws") with the tool server's stderr."""
+        try:
+            pong = await self.request("ping", timeout_s=timeout_s)
+            if not pong.get("pong"):
+                raise UnexpectedEnvironment(f"unexpected answer to ping: {pong!r}")
+        except BaseException as exc:
+            tail = self.stderr_tail()
+            await self.close()
+            if isinstance(exc, UnexpectedEnvironment):
+                raise UnexpectedEnvironment(f"{what} did not start: {exc}"
+                                            + (f"; stderr: {tail}" if tail and tail not in str(exc) else "")
+                                            ) from None
+            raise
+
     async def close(self) -> None:
         if self._closed:
             return

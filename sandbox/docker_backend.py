@@ -302,18 +302,7 @@ class DockerProvider(SandboxProvider):
         await channel.open()
         sandbox = DockerSandbox(sandbox_id, ws, container_id,
                                 ToolClient(channel, label=f"docker sandbox {sandbox_id}"), user)
-        try:
-            pong = await sandbox.request("ping", timeout_s=self.start_timeout_s)
-            if not pong.get("pong"):
-                raise UnexpectedEnvironment(f"unexpected answer to ping: {pong!r}")
-        except BaseException as exc:
-            tail = sandbox.stderr_tail()
-            await sandbox.close()
-            if isinstance(exc, UnexpectedEnvironment):
-                raise UnexpectedEnvironment(f"docker sandbox for {ws} did not start: {exc}"
-                                            + (f"; stderr: {tail}" if tail and tail not in str(exc) else "")
-                                            ) from None
-            raise
+        await sandbox.wait_ready(f"docker sandbox for {ws}", self.start_timeout_s)
         return sandbox
 
     def _create_and_start(self, ws: Path, sandbox_id: str, user: str, slot: bool) -> tuple[str, Any]:

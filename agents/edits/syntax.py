@@ -10,83 +10,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from pathlib import PurePosixPath
+
+from agents.languages import language_for
 
 from .model import EditRefused
 
-_EXTENSIONS: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".pyw": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".kts": "kotlin",
-    ".scala": "scala",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".hxx": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".swift": "swift",
-    ".lua": "lua",
-    ".dart": "dart",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".zig": "zig",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".erl": "erlang",
-    ".hs": "haskell",
-    ".ml": "ocaml",
-    ".mli": "ocaml_interface",
-    ".jl": "julia",
-    ".r": "r",
-    ".json": "json",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".toml": "toml",
-    ".html": "html",
-    ".htm": "html",
-    ".css": "css",
-    ".scss": "scss",
-    ".vue": "vue",
-    ".svelte": "svelte",
-    ".tf": "hcl",
-    ".hcl": "hcl",
-    ".proto": "proto",
-    ".sql": "sql",
-    ".nix": "nix",
-    ".clj": "clojure",
-    ".elm": "elm",
-}
-_FILENAMES: dict[str, str] = {"Dockerfile": "dockerfile", "CMakeLists.txt": "cmake"}
 _MAX_ERRORS = 50
 
 _local = threading.local()
-
-
-def language_for(path: str) -> str | None:
-    """tree-sitter language name for ``path`` (by file name or extension), or None."""
-    p = PurePosixPath(path.replace("\\", "/"))
-    if p.name in _FILENAMES:
-        return _FILENAMES[p.name]
-    return _EXTENSIONS.get(p.suffix.lower()) or _EXTENSIONS.get(p.suffix)
 
 
 def _parser(language: str):

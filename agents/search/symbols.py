@@ -18,33 +18,11 @@ from pathlib import Path
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
+from agents.languages import language_for as file_language
+
 #: Bump when extraction output changes; old cache rows are then ignored.
 EXTRACTOR_VERSION = "1"
 
-#: File extension -> tree-sitter language name.
-LANGUAGE_BY_EXTENSION: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".jsx": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".rb": "ruby",
-}
 
 _JS_DEFS = """
 (function_declaration name: (identifier) @name) @def.function
@@ -204,8 +182,9 @@ class FileSymbols:
 
 
 def language_for(path: str | Path) -> str | None:
-    """The tree-sitter language for a file name, or None when unsupported."""
-    return LANGUAGE_BY_EXTENSION.get(Path(path).suffix.lower())
+    """The tree-sitter language of a file when symbol extraction supports it, else None."""
+    language = file_language(str(path))
+    return language if language in _SPECS else None
 
 
 class _Extractor:
@@ -285,7 +264,7 @@ _lock = threading.Lock()
 
 
 def extract_symbols(source: bytes | str, language: str) -> FileSymbols:
-    """Definitions and references of ``source`` parsed as ``language`` (see :data:`LANGUAGE_BY_EXTENSION`)."""
+    """Definitions and references of ``source`` parsed as ``language`` (one that :func:`language_for` returns)."""
     if language not in _SPECS:
         raise ValueError(f"unsupported language {language!r}; supported: {', '.join(sorted(_SPECS))}")
     data = source.encode("utf-8") if isinstance(source, str) else source

@@ -9,7 +9,7 @@ import subprocess
 from tests.conftest import wait_for
 
 
-def sleepy_trajectory(tmp_path, seconds: int):
+def sleepy_trajectory(tmp_path, seconds: float):
     turns = [
         {"content": "waiting", "tool_calls": [{"name": "run_command", "arguments": {"command": f"sleep {seconds}"}}]},
         {"content": "looking", "tool_calls": [{"name": "list_dir", "arguments": {}}]},
@@ -54,7 +54,7 @@ def test_steer_reaches_the_model_and_inspect_shows_progress(stack, example_repo,
 
 def test_cancel_stops_agents_and_releases_the_sandbox(stack, example_repo, tmp_path):
     wf = "it-cancel"
-    start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 60))
+    start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 59.713))  # a duration no other process uses
     wait_for(lambda: agent_running_tool(stack, wf), 180, what="the agent's first tool call")
     cancel = stack.bosun("cancel", wf)
     assert cancel.returncode == 0, cancel.stderr
@@ -62,7 +62,7 @@ def test_cancel_stops_agents_and_releases_the_sandbox(stack, example_repo, tmp_p
     wait_for(lambda: any(e["workflow_id"] == f"{wf}/agent-1" and e["type"] == "release_sandbox"
                          and e["event"] == "complete" for e in stack.journal()), 60, what="the sandbox release")
     # no process is left running the sleep
-    leftovers = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True, text=True).stdout.split()
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 59.713"], capture_output=True, text=True).stdout.split()
     assert [p for p in leftovers if int(p) != os.getpid()] == []
     again = stack.bosun("cancel", wf)
     assert again.returncode == 2 and "is not running (canceled)" in again.stderr
