@@ -55,6 +55,7 @@ from agents.messages import Message
 from agents.profiles import cost_usd, profile_for
 from agents.providers import make_provider, parse_spec
 from agents.tools.builtin import PYTEST, TEST_ENV, default_registry
+from agents.tools.once import CallLedger
 from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import ToolContext
 from infra.artifacts import ArtifactStore
@@ -156,6 +157,8 @@ async def heartbeating(every_s: float = 2.0):
     """Heartbeat while a long step runs, so a dead worker is noticed within the heartbeat timeout."""
 
     async def beat() -> None:
+        if activity.info().is_local:
+            return  # local activities (read-only tool calls) have no heartbeat; their timeout is short
         while True:  # the first beat after every_s: a quick step sends none
             await asyncio.sleep(every_s)
             activity.heartbeat()
@@ -176,6 +179,7 @@ class Activities:
         self.sandboxes = SandboxManager(settings)
         self.registry = default_registry()
         self.todos: dict[str, list] = {}
+        self.calls = CallLedger(settings.data_dir / "tool-calls", self.store)
         """Each agent's checklist (the todo tool). In memory: a worker restart starts it afresh."""
 
     def all(self) -> list:
@@ -341,24 +345,32 @@ class Activities:
 
     @activity.defn
     async def tool_call(self, inp: ToolCallInput) -> ToolResultRef:
+        """Run one tool call in the agent's sandbox, once: a repeated attempt returns the recorded result, or puts
+        back the files a cut-off attempt had begun to change before running again (agents/tools/once.py)."""
         started = time.monotonic()
         args = self.store.get_json(inp.call.arguments_ref)
+
+        async def execute(sandbox) -> dict:
+            ctx = ToolContext(sandbox=sandbox, command_timeout_s=self.settings.tool_timeout_s,
+                              output_cap=self.settings.tool_output_cap,
+                              todo=self.todos.setdefault(inp.agent_id, []))
+            role = load_role_or_none(inp.role)
+            registry = role.registry(self.registry) if role else self.registry
+            out = await registry.execute(inp.call.name, args, ctx)
+            return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
+                                 summary=preview(out.summary or out.text, 200), is_error=out.is_error,
+                                 error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
+                                 data=out.data).model_dump(mode="json")
+
         try:
             async with heartbeating():
                 box = await self.sandboxes.get(inp.agent_id, inp.workspace)
-                ctx = ToolContext(sandbox=box, command_timeout_s=self.settings.tool_timeout_s,
-                                  output_cap=self.settings.tool_output_cap,
-                                  todo=self.todos.setdefault(inp.agent_id, []))
-                role = load_role_or_none(inp.role)
-                registry = role.registry(self.registry) if role else self.registry
-                out = await registry.execute(inp.call.name, args, ctx)
+                result, replayed = await self.calls.run(
+                    inp.agent_id, f"{activity.info().workflow_run_id}:{inp.call.id}", box, execute)
         except UnexpectedEnvironment as e:
             await self.sandboxes.release(inp.agent_id)
             raise _app_error(e) from None
-        return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
-                             summary=preview(out.summary or out.text, 200), is_error=out.is_error,
-                             error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
-                             data=out.data)
+        return ToolResultRef.model_validate({**result, "replayed": replayed})
 
     @activity.defn
     async def run_escalated(self, inp: EscalationInput) -> ToolResultRef:
@@ -406,6 +418,7 @@ class Activities:
 
         await self.sandboxes.release(inp.agent_id)
         self.todos.pop(inp.agent_id, None)
+        self.calls.forget(inp.agent_id)
         if inp.workspace:
             drop_mirror(Path(inp.workspace))
 

@@ -154,6 +154,8 @@ class ToolResultRef(BaseModel):
     error_kind: str | None = None
     duration_s: float = 0.0
     data: dict[str, Any] = {}
+    replayed: bool = False
+    """The call had already run (an earlier attempt finished it): this is its recorded result, nothing re-ran."""
 
 
 class ResultPointer(BaseModel):

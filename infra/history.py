@@ -17,7 +17,7 @@ from temporalio.client import Client
 class Step:
     workflow_id: str
     kind: str
-    """activity | child | workflow"""
+    """activity | local activity | child | workflow"""
     name: str
     activity_id: str = ""
     input: Any = None
@@ -43,11 +43,37 @@ def _ts(ev) -> float:
     return ev.event_time.seconds + ev.event_time.nanos / 1e9
 
 
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+
+
+def _local_activity(workflow_id: str, ev, calls: dict[str, dict]) -> Step | None:
+    """A local activity (read-only tool calls run as such) from its marker: type, id, attempt, result or failure."""
+    a = ev.marker_recorded_event_attributes
+    if a.marker_name != LOCAL_ACTIVITY_MARKER:
+        return None
+    data = (_decode(a.details["data"].payloads) or [None])[0] if "data" in a.details else None
+    data = data if isinstance(data, dict) else {}
+    result = (_decode(a.details["result"].payloads) or [None])[0] if "result" in a.details else None
+    step = Step(workflow_id=workflow_id, kind="local activity", name=str(data.get("activity_type", "?")),
+                activity_id=str(data.get("activity_id", "")), attempt=int(data.get("attempt") or 1), result=result)
+    if a.HasField("failure"):
+        step.error = a.failure.message or "failed"
+    duration = result.get("duration_s") if isinstance(result, dict) else None
+    step.duration_s = round(float(duration), 3) if isinstance(duration, (int, float)) else None
+    step.started = _ts(ev) - (step.duration_s or 0.0)
+    if step.name == "tool_call" and isinstance(result, dict):
+        step.input = {"call": calls.get(result.get("call_id"), {"id": result.get("call_id"),
+                                                                 "name": result.get("name")})}
+    return step
+
+
 async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     root = Step(workflow_id=workflow_id, kind="workflow", name="")
     scheduled: dict[int, Step] = {}
     children: dict[str, Step] = {}
+    calls: dict[str, dict] = {}
+    """Tool calls the model asked for, by call id (a local activity's marker does not carry its input)."""
     async for ev in handle.fetch_history_events():
         t = ev.event_type
         if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -70,12 +96,18 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
             step = scheduled[a.scheduled_event_id]
             step.result = (_decode(a.result.payloads) or [None])[0]
             step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+            if step.name == "model_call" and isinstance(step.result, dict):
+                calls.update({c.get("id"): c for c in step.result.get("tool_calls", []) if isinstance(c, dict)})
         elif t in (EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
             a = (ev.activity_task_failed_event_attributes if t == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
                  else ev.activity_task_timed_out_event_attributes)
             step = scheduled[a.scheduled_event_id]
             step.error = a.failure.message or "timed out"
             step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+        elif t == EventType.EVENT_TYPE_MARKER_RECORDED:
+            step = _local_activity(workflow_id, ev, calls)
+            if step is not None:
+                root.children.append(step)
         elif t == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             a = ev.start_child_workflow_execution_initiated_event_attributes
             step = Step(workflow_id=a.workflow_id, kind="child", name=a.workflow_type.name, started=_ts(ev))

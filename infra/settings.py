@@ -53,8 +53,9 @@ class Settings(BaseSettings):
     worker_id: str = Field(default_factory=socket.gethostname)
     """Stable name of this worker host. Keep it stable across restarts: runs resume on the same host's queue."""
 
-    sandbox_backend: Literal["auto", "docker", "bwrap"] = "bwrap"
-    """Which sandbox runs tool calls. auto: docker when an engine and the image are there, else bwrap."""
+    sandbox_backend: Literal["auto", "docker", "bwrap"] = "auto"
+    """Which sandbox runs tool calls. auto: docker when an engine is reachable and the image is built, else bwrap
+    (the worker decides once at start; `bosun status` shows its choice)."""
     sandbox_image: str = "bosun-sandbox:latest"
     """The locally built sandbox image (docker backend). `make bootstrap` builds it."""
 

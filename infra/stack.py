@@ -387,7 +387,10 @@ def status(s: Settings | None = None, *, out=print) -> int:
         health = alive and c is not None and healthy(c, s)
         ok &= health
         restarts = f"  (restarted {info['restarts']} times)" if info.get("restarts") else ""
-        out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{restarts}")
+        extra = ""
+        if name == "worker" and health:
+            extra = f"; sandbox backend {(worker_health(s) or {}).get('sandbox_backend', '?')}"
+        out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{extra}{restarts}")
     if s.temporal_address:
         out(f"  temporal  external  {s.temporal_address}")
     if s.nats_url:

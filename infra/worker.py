@@ -55,13 +55,15 @@ class _JournalInbound(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput):
         info = activity.info()
         rec = {"workflow_id": info.workflow_id, "activity_id": info.activity_id, "type": info.activity_type,
-               "attempt": info.attempt}
+               "attempt": info.attempt, **({"local": True} if info.is_local else {})}
         self.journal.write(event="start", **rec)
         try:
             result = await super().execute_activity(input)
         except BaseException as e:
             self.journal.write(event="fail", error=type(e).__name__, **rec)
             raise
+        if getattr(result, "replayed", False):
+            rec["replayed"] = True  # a tool call that had already run: its recorded result, no effect repeated
         self.journal.write(event="complete", **rec)
         return result
 
@@ -91,14 +93,17 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=acts.all(),
                    interceptors=[journal], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
-    log.info("worker %s polling %s and %s", settings.worker_id, settings.task_queue, settings.worker_queue)
+    backend = acts.sandboxes.provider().backend
+    log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
+             settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
     health = settings.data_dir / "worker-health.json"
 
     async def beat() -> None:
         while True:
             tmp = health.with_suffix(".tmp")
             tmp.write_text(json.dumps({"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
-                                       "queues": [settings.task_queue, settings.worker_queue]}))
+                                       "queues": [settings.task_queue, settings.worker_queue],
+                                       "sandbox_backend": backend}))
             os.replace(tmp, health)
             await asyncio.sleep(2)
 

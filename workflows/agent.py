@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from agents.budget import Budget, BudgetTracker, Spent
     from agents.tools.escalation import NAME as ESCALATION
-    from agents.tools.scheduling import plan_batches
+    from agents.tools.scheduling import ANY_FILE, plan_batches
 
 MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
                           maximum_interval=timedelta(seconds=60), maximum_attempts=6,
@@ -43,6 +43,10 @@ MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coeffic
 ESCALATION_WAIT = timedelta(hours=1)
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                          maximum_attempts=4, non_retryable_error_types=["ConfigError"])
+LOCAL_TOOLS = "file-tools-as-local-activities"
+"""Patch id: runs recorded before file tool calls became local activities replay the old way."""
+LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
+"""A file tool call (read, grep, search, check, edit, ...) that runs longer is stopped and retried."""
 
 
 def _error_type(e: BaseException) -> str | None:
@@ -187,10 +191,18 @@ class AgentWorkflow:
     def _tool(self, inp: AgentInput, call):
         if call.name == ESCALATION:
             return self._escalate(inp, call)
+        tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role)
+        if call.write_key != ANY_FILE and workflow.patched(LOCAL_TOOLS):
+            # File tools (reads, searches, edits; not commands) run as local activities: in this worker, which
+            # holds the sandbox (agents run on the host queue), with no round trip through the server. The result
+            # is recorded as a marker when the workflow task completes; a call cut off before that runs again,
+            # which the tool-call ledger makes harmless (agents/tools/once.py). Commands stay activities: they
+            # can run for minutes and heartbeat.
+            return workflow.execute_local_activity_method(
+                Activities.tool_call, tool_input, start_to_close_timeout=LOCAL_TOOL_TIMEOUT, retry_policy=TOOL_RETRY,
+                summary=f"{call.name} {call.arguments_preview[:80]}")
         return workflow.execute_activity_method(
-            Activities.tool_call,
-            ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
+            Activities.tool_call, tool_input, task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
             heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
             summary=f"{call.name} {call.arguments_preview[:80]}")
 

@@ -1,0 +1,120 @@
+"""Tool calls with one effect each, however often their activity runs.
+
+Temporal runs an activity at least once. A worker that dies after a tool call changed a file, but before the
+server recorded the result, runs the call again; a local activity (read-only and file-editing calls run as
+such) runs again when the workflow task that ran it did not complete. Running ``str_replace`` a second time on
+the already edited file would apply it twice or fail. So every tool call goes through a :class:`CallLedger`:
+
+1. a call that already completed returns its recorded result (``<call>.json``) and runs nothing;
+2. a call whose earlier attempt began writing files (``<call>.intent.json`` names each file it touched and its
+   content before) first puts those files back, then runs from scratch, so it sees what the first attempt saw;
+3. before a call's first write or delete of a path, the path's previous content (in the artifact store) or its
+   absence is recorded; when the call is done, its result is recorded.
+
+What a command changes (``run_command``) cannot be put back: a command that is cut off and re-run runs again.
+The records of an agent are dropped when its sandbox is released.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from infra.artifacts import ArtifactStore
+from infra.errors import ToolFailed
+
+ABSENT = None
+"""Intent value: the path did not exist before the call."""
+UNKNOWN = "?"
+"""Intent value: the previous content could not be kept (not UTF-8 text, a directory): not put back."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _write_atomically(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _RecordingSandbox:
+    """The agent's sandbox as the tool sees it: every ``write``/``delete`` request first records the path's
+    previous content in the call's intent."""
+
+    def __init__(self, sandbox: Any, intent: dict[str, Any], save: Callable[[], None], store: ArtifactStore):
+        self._sandbox = sandbox
+        self._intent = intent
+        self._save = save
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sandbox, name)
+
+    async def request(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        path = args.get("path") if isinstance(args, dict) else None
+        if op in ("write", "delete") and isinstance(path, str) and path not in self._intent["files"]:
+            self._intent["files"][path] = await self._previous(path)
+            self._save()
+        return await self._sandbox.request(op, args, **kw)
+
+    async def _previous(self, path: str) -> str | None:
+        try:
+            text = (await self._sandbox.request("read", {"path": path}))["text"]
+        except ToolFailed as e:
+            return ABSENT if "no such file" in str(e) else UNKNOWN
+        return self._store.put_text(text)
+
+
+class CallLedger:
+    """Results and write intents of tool calls, one directory per agent under ``root``."""
+
+    def __init__(self, root: Path, store: ArtifactStore) -> None:
+        self.root = root
+        self.store = store
+
+    def _dir(self, agent_id: str) -> Path:
+        return self.root / _digest(agent_id)
+
+    async def run(self, agent_id: str, call_key: str, sandbox: Any,
+                  execute: Callable[[Any], Awaitable[dict[str, Any]]]) -> tuple[dict[str, Any], bool]:
+        """Run ``execute(sandbox)`` once for ``call_key`` (unique within the agent, e.g. run id + call id).
+
+        Returns the JSON result and whether it was replayed from the record (the call had already completed).
+        """
+        d = self._dir(agent_id)
+        d.mkdir(parents=True, exist_ok=True)
+        done, intent_path = d / f"{_digest(call_key)}.json", d / f"{_digest(call_key)}.intent.json"
+        if done.exists():
+            return json.loads(done.read_text(encoding="utf-8")), True
+        if intent_path.exists():
+            await self._put_back(sandbox, json.loads(intent_path.read_text(encoding="utf-8")))
+        intent: dict[str, Any] = {"call": call_key, "files": {}}
+        result = await execute(_RecordingSandbox(sandbox, intent, lambda: _write_atomically(intent_path, intent),
+                                                 self.store))
+        _write_atomically(done, result)
+        intent_path.unlink(missing_ok=True)
+        return result, False
+
+    async def _put_back(self, sandbox: Any, intent: dict[str, Any]) -> None:
+        for path, before in intent.get("files", {}).items():
+            if before == UNKNOWN:
+                continue
+            if before is ABSENT:
+                try:
+                    await sandbox.request("delete", {"path": path})
+                except ToolFailed:
+                    pass  # never written, or already gone
+            else:
+                await sandbox.request("write", {"path": path, "text": self.store.get_text(before),
+                                                "create_dirs": True})
+
+    def forget(self, agent_id: str) -> None:
+        """Drop an agent's records (its run is over)."""
+        shutil.rmtree(self._dir(agent_id), ignore_errors=True)

@@ -1,0 +1,95 @@
+"""The tool-call ledger: a call that runs again (activity retry, replayed local activity) has one effect."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.tools.once import CallLedger
+from agents.tools.registry import ToolContext
+from infra.artifacts import ArtifactStore
+
+# old text that is still in the file after the edit: applying the edit twice would corrupt the file
+GROW = {"path": "pkg/core.py", "old_str": "return value.upper()", "new_str": "return value.upper().strip()"}
+
+
+class WorkerDied(Exception):
+    """Stands for the worker process dying right after the tool's effect (the attempt never reports back)."""
+
+
+@pytest.fixture
+def ledger(tmp_path) -> CallLedger:
+    return CallLedger(tmp_path / "calls", ArtifactStore(tmp_path / "artifacts"))
+
+
+def runner(reg, ctx: ToolContext, name: str, args: dict, *, die_after: bool = False, counter: list | None = None):
+    async def execute(sandbox) -> dict:
+        if counter is not None:
+            counter.append(1)
+        out = await reg.execute(name, args, ToolContext(sandbox=sandbox))
+        if die_after:
+            raise WorkerDied()
+        return {"text": out.text, "is_error": out.is_error}
+    return execute
+
+
+async def test_the_hazard_is_real_without_the_ledger(reg, ctx, repo):
+    for _ in range(2):
+        await reg.execute("str_replace", GROW, ctx)
+    assert "value.upper().strip().strip()" in (repo / "pkg/core.py").read_text()
+
+
+async def test_a_completed_call_returns_its_record_and_runs_nothing(reg, ctx, repo, ledger):
+    runs: list = []
+    first, replayed1 = await ledger.run("agent-1", "run:c1", ctx.sandbox,
+                                        runner(reg, ctx, "str_replace", GROW, counter=runs))
+    second, replayed2 = await ledger.run("agent-1", "run:c1", ctx.sandbox,
+                                         runner(reg, ctx, "str_replace", GROW, counter=runs))
+    assert (replayed1, replayed2) == (False, True) and first == second and len(runs) == 1
+    text = (repo / "pkg/core.py").read_text()
+    assert text.count("value.upper().strip()") == 1 and ".strip().strip()" not in text
+    # another call id is another call
+    _, replayed3 = await ledger.run("agent-1", "run:c2", ctx.sandbox, runner(reg, ctx, "read_file",
+                                                                              {"path": "README.md"}, counter=runs))
+    assert not replayed3 and len(runs) == 2
+
+
+async def test_a_cut_off_edit_is_put_back_before_it_runs_again(reg, ctx, repo, ledger):
+    before = (repo / "pkg/core.py").read_text()
+    with pytest.raises(WorkerDied):
+        await ledger.run("agent-1", "run:c1", ctx.sandbox, runner(reg, ctx, "str_replace", GROW, die_after=True))
+    assert (repo / "pkg/core.py").read_text() != before  # the first attempt's edit landed
+    result, replayed = await ledger.run("agent-1", "run:c1", ctx.sandbox, runner(reg, ctx, "str_replace", GROW))
+    assert not replayed and not result["is_error"], result
+    assert (repo / "pkg/core.py").read_text() == before.replace("return value.upper()", "return value.upper().strip()")
+
+
+async def test_a_file_created_by_a_cut_off_call_is_removed_first(reg, ctx, repo, ledger):
+    patch = ("*** Begin Patch\n*** Add File: pkg/new.py\n+X = 1\n*** Update File: pkg/util.py\n@@\n"
+             "-def run(text: str) -> dict[str, str]:\n+def run(text: str) -> dict[str, str]:  # edited\n"
+             "*** End Patch\n")
+    util_before = (repo / "pkg/util.py").read_text()
+    with pytest.raises(WorkerDied):
+        await ledger.run("a", "r:p1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
+    assert (repo / "pkg/new.py").exists()
+    # a different second attempt would see the state before the call: put back, then run
+    seen: dict = {}
+
+    async def look(sandbox) -> dict:
+        seen["new_exists"] = (repo / "pkg/new.py").exists()
+        seen["util"] = (repo / "pkg/util.py").read_text()
+        return {}
+
+    await ledger.run("a", "r:p1", ctx.sandbox, look)
+    assert seen == {"new_exists": False, "util": util_before}
+
+
+async def test_deleted_files_come_back_and_forget_drops_the_records(reg, ctx, repo, ledger, tmp_path):
+    patch = "*** Begin Patch\n*** Delete File: README.md\n*** End Patch\n"
+    with pytest.raises(WorkerDied):
+        await ledger.run("a", "r:d1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
+    assert not (repo / "README.md").exists()
+    result, _ = await ledger.run("a", "r:d1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}))
+    assert not result["is_error"] and not (repo / "README.md").exists()
+    assert any((tmp_path / "calls").rglob("*.json"))
+    ledger.forget("a")
+    assert not any((tmp_path / "calls").rglob("*.json"))
