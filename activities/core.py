@@ -180,7 +180,7 @@ class Activities:
         self.registry = default_registry()
         self.todos: dict[str, list] = {}
         self.calls = CallLedger(settings.data_dir / "tool-calls", self.store)
-        """Each agent's checklist (the todo tool). In memory: a worker restart starts it afresh."""
+        """Each agent's checklist (the todo tool); kept in the tool-call ledger too, so a worker restart keeps it."""
 
     def all(self) -> list:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
@@ -351,12 +351,16 @@ class Activities:
         args = self.store.get_json(inp.call.arguments_ref)
 
         async def execute(sandbox) -> dict:
+            if inp.agent_id not in self.todos:  # after a worker restart: the checklist kept in the ledger
+                self.todos[inp.agent_id] = self.calls.load_state(inp.agent_id, "todo", [])
             ctx = ToolContext(sandbox=sandbox, command_timeout_s=self.settings.tool_timeout_s,
-                              output_cap=self.settings.tool_output_cap,
-                              todo=self.todos.setdefault(inp.agent_id, []))
+                              output_cap=self.settings.tool_output_cap, todo=self.todos[inp.agent_id],
+                              artifacts=self.store.get_text)
             role = load_role_or_none(inp.role)
             registry = role.registry(self.registry) if role else self.registry
             out = await registry.execute(inp.call.name, args, ctx)
+            if inp.call.name == "todo" and not out.is_error:
+                self.calls.save_state(inp.agent_id, "todo", ctx.todo)
             return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
                                  summary=preview(out.summary or out.text, 200), is_error=out.is_error,
                                  error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),

@@ -55,12 +55,15 @@ from agents.tools.files import (
     ListDirResult,
     ReadFileArgs,
     ReadFileResult,
+    ReadOutputArgs,
+    ReadOutputResult,
     WriteFileArgs,
     WriteResult,
     glob,
     grep,
     list_dir,
     read_file,
+    read_output,
     write_file,
 )
 from agents.tools.registry import Registry, Tool
@@ -79,6 +82,9 @@ def _todo_key(arguments: dict) -> str:
 BUILTIN_TOOLS = [
     Tool("read_file", "Read a text file with line numbers (optionally a line range).", ReadFileArgs, read_file,
          result=ReadFileResult),
+    Tool("read_output", "Read the full text of an earlier tool output that was replaced by a summary to save context "
+         "(the summary names its sha256 ref), optionally a line range.", ReadOutputArgs, read_output,
+         result=ReadOutputResult),
     Tool("list_dir", "List a directory of the repository ('/' marks directories, '@' symlinks).", ListDirArgs,
          list_dir, result=ListDirResult),
     Tool("glob", "Find files by name pattern ('**/*.py').", GlobArgs, glob, result=GlobResult),
@@ -110,11 +116,12 @@ BUILTIN_TOOLS = [
          RunTestsArgs, run_tests, read_only=False, result=TestRunResult),
 ]
 
-_COMMON = ["read_file", "list_dir", "glob", "grep", "search_code", "find_symbol", "repo_map", "git_status",
-           "git_diff", "check", "todo", "run_command", "run_tests"]
+_LOOK = ["read_file", "read_output", "list_dir", "glob", "grep", "search_code", "find_symbol", "repo_map",
+         "git_status", "git_diff", "check", "todo"]
+_RUN = ["run_command", "run_tests"]
 TOOL_SETS: dict[str, list[str]] = {
-    "apply_patch": [*_COMMON[:11], "apply_patch", *_COMMON[11:]],
-    "str_replace": [*_COMMON[:11], "str_replace", "write_file", *_COMMON[11:]],
+    "apply_patch": [*_LOOK, "apply_patch", *_RUN],
+    "str_replace": [*_LOOK, "str_replace", "write_file", *_RUN],
 }
 
 

@@ -1,4 +1,5 @@
-"""File tools: read_file, list_dir, glob, grep, write_file. Every operation goes through the sandbox's tool server."""
+"""File tools: read_file, list_dir, glob, grep, write_file (every operation goes through the sandbox's tool server)
+and read_output (a raw tool output that compaction stored, from the artifact store)."""
 
 from __future__ import annotations
 
@@ -52,29 +53,66 @@ class ReadFileResult(BaseModel):
     truncated: bool
 
 
-async def read_file(ctx: ToolContext, a: ReadFileArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("read", {"path": a.path})
-    lines = res["text"].splitlines()
+def numbered_lines(text: str, start_line: int, end_line: int | None, what: str, more: str) -> tuple[str, int, int]:
+    """Lines ``start_line..end_line`` of ``text`` with line numbers, within READ_LINE_CAP lines and READ_CHAR_CAP
+    characters; a hint names ``more`` (how to ask for the rest). Returns (text, last line shown, total lines)."""
+    lines = text.splitlines()
     total = len(lines)
-    if total and a.start_line > total:
-        raise ToolFailed(f"{a.path} has {total} lines; start_line={a.start_line} is past the end")
-    end = min(a.end_line or total, total, a.start_line + READ_LINE_CAP - 1)
-    shown = lines[a.start_line - 1:end]
+    if total and start_line > total:
+        raise ToolFailed(f"{what} has {total} lines; start_line={start_line} is past the end")
+    end = min(end_line or total, total, start_line + READ_LINE_CAP - 1)
     out, size = [], 0
-    for i, line in enumerate(shown, a.start_line):
+    for i, line in enumerate(lines[start_line - 1:end], start_line):
         row = f"{i:6d}\t{line}"
         size += len(row) + 1
         if size > READ_CHAR_CAP:
             end = i - 1
             break
         out.append(row)
-    text = "\n".join(out)
+    shown = "\n".join(out)
     if end < total:
-        text += (f"\n[showing lines {a.start_line}-{end} of {total}; "
-                 f"call read_file with start_line={end + 1} for more]")
+        shown += f"\n[showing lines {start_line}-{end} of {total}; call {more} with start_line={end + 1} for more]"
+    return shown, end, total
+
+
+async def read_file(ctx: ToolContext, a: ReadFileArgs) -> ToolOutput:
+    res = await ctx.sandbox.request("read", {"path": a.path})
+    text, end, total = numbered_lines(res["text"], a.start_line, a.end_line, a.path, "read_file")
     result = ReadFileResult(path=a.path, start_line=a.start_line, end_line=end, total_lines=total,
                             truncated=end < total)
     return ToolOutput.of(text or "(empty file)", result, f"{a.path}: lines {a.start_line}-{end} of {total}")
+
+
+# ---- read_output ------------------------------------------------------------------------------------------------
+
+
+class ReadOutputArgs(Args):
+    ref: str = Field(description="The sha256:... ref a compacted summary names ('full text: sha256:...').")
+    start_line: int = Field(1, ge=1, description="First line to show (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive); default: to the end.")
+
+
+class ReadOutputResult(BaseModel):
+    ref: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    truncated: bool
+
+
+async def read_output(ctx: ToolContext, a: ReadOutputArgs) -> ToolOutput:
+    from infra.artifacts import ArtifactMissing
+
+    if ctx.artifacts is None:
+        raise ToolFailed("stored outputs are not available in this run")
+    try:
+        raw = ctx.artifacts(a.ref.strip())
+    except ArtifactMissing as e:
+        raise ToolFailed(f"{e}; use a ref exactly as a compacted summary names it") from None
+    text, end, total = numbered_lines(raw, a.start_line, a.end_line, a.ref, "read_output")
+    result = ReadOutputResult(ref=a.ref, start_line=a.start_line, end_line=end, total_lines=total,
+                              truncated=end < total)
+    return ToolOutput.of(text or "(empty output)", result, f"{a.ref[:19]}: lines {a.start_line}-{end} of {total}")
 
 
 # ---- list_dir ---------------------------------------------------------------------------------------------------

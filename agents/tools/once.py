@@ -12,7 +12,8 @@ the already edited file would apply it twice or fail. So every tool call goes th
    absence is recorded; when the call is done, its result is recorded.
 
 What a command changes (``run_command``) cannot be put back: a command that is cut off and re-run runs again.
-The records of an agent are dropped when its sandbox is released.
+The records of an agent, and its state kept here (its checklist, so a worker restart does not lose it), are
+dropped when its sandbox is released.
 """
 
 from __future__ import annotations
@@ -114,6 +115,18 @@ class CallLedger:
             else:
                 await sandbox.request("write", {"path": path, "text": self.store.get_text(before),
                                                 "create_dirs": True})
+
+    def load_state(self, agent_id: str, name: str, default: Any) -> Any:
+        """An agent's own state kept next to its records (e.g. its checklist), or ``default``."""
+        try:
+            return json.loads((self._dir(agent_id) / f"{name}.state").read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return default
+
+    def save_state(self, agent_id: str, name: str, value: Any) -> None:
+        d = self._dir(agent_id)
+        d.mkdir(parents=True, exist_ok=True)
+        _write_atomically(d / f"{name}.state", value)
 
     def forget(self, agent_id: str) -> None:
         """Drop an agent's records (its run is over)."""

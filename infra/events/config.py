@@ -1,13 +1,15 @@
 """Configuration of the events subsystem: webhook secrets, API tokens, trigger rules, repository mapping, stream
 and consumer tuning.
 
-Where values come from, strongest first:
+Secrets, API URLs and the ingress port are bosun :class:`infra.settings.Settings` (``BOSUN_GITHUB_TOKEN`` ...,
+see :data:`SHARED`); an EventsConfig carries the Settings it was built with (``cfg.settings``). Where the other
+values come from, strongest first:
 
-1. fields of the same name that were set on the :class:`infra.settings.Settings` object passed in (once the lead
-   adds e.g. ``github_webhook_secret`` there, a value given programmatically wins);
-2. environment variables (``BOSUN_GITHUB_WEBHOOK_SECRET`` ... for the shared ones, ``BOSUN_EVENTS_<FIELD>`` for
-   the rest; dicts and lists as JSON, e.g. ``BOSUN_EVENTS_REPOS='{"acme/api": "/srv/api"}'``);
-3. a JSON file named by ``BOSUN_EVENTS_CONFIG`` (an object with the field names as keys);
+1. keyword overrides of :func:`load_events_config`;
+2. environment variables ``BOSUN_EVENTS_<FIELD>`` (dicts and lists as JSON, e.g.
+   ``BOSUN_EVENTS_REPOS='{"acme/api": "/srv/api"}'``);
+3. a JSON file named by ``BOSUN_EVENTS_CONFIG`` (an object with the field names as keys; it may also hold the
+   shared Settings fields, which the environment then overrides);
 4. the defaults below.
 
 ``docs/EVENTS.md`` lists every field.
@@ -20,10 +22,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from infra.errors import ConfigError
-from infra.settings import Settings
+from infra.settings import Settings, load_settings
 
 CONFIG_FILE_ENV = "BOSUN_EVENTS_CONFIG"
 
@@ -49,36 +51,22 @@ class TriggerRules(BaseModel):
     """Ignore comments written by bots and comments carrying a bosun marker (no loops on our own comments)."""
 
 
-SHARED_ENV = {name: f"BOSUN_{name.upper()}" for name in (
-    "github_webhook_secret", "linear_webhook_secret", "github_token", "linear_api_key", "github_api_url",
-    "linear_api_url", "ingress_port")}
-"""Fields read from ``BOSUN_<FIELD>`` (the names Settings will use); every other field is ``BOSUN_EVENTS_<FIELD>``."""
+SHARED = ("github_webhook_secret", "linear_webhook_secret", "github_token", "linear_api_key", "github_api_url",
+          "linear_api_url", "ingress_port")
+"""Settings fields the events subsystem uses (read from ``BOSUN_<FIELD>`` by Settings)."""
 
 
 def env_name(field: str) -> str:
-    return SHARED_ENV.get(field, f"BOSUN_EVENTS_{field.upper()}")
+    return f"BOSUN_{field.upper()}" if field in SHARED else f"BOSUN_EVENTS_{field.upper()}"
 
 
 class EventsConfig(BaseModel):
     """Everything the ingress and the starter need beyond :class:`Settings`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    # ---------------------------------------------------------------- secrets and endpoints (shared names)
-    github_webhook_secret: SecretStr | None = None
-    """Secret of the GitHub webhook (X-Hub-Signature-256). Unset: /webhooks/github answers 503."""
-    linear_webhook_secret: SecretStr | None = None
-    """Signing secret of the Linear webhook (Linear-Signature). Unset: /webhooks/linear answers 503."""
-    github_token: SecretStr | None = None
-    """Token for GitHub's REST API and for pushing branches (contents, issues, pull requests: write)."""
-    linear_api_key: SecretStr | None = None
-    """Linear API key (``lin_api_...``) or OAuth access token of the agent app."""
-    github_api_url: str = "https://api.github.com"
-    """Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3; tests: a local fixture server)."""
-    linear_api_url: str = "https://api.linear.app/graphql"
-    """Linear's GraphQL endpoint."""
-    ingress_port: int = 8787
-    """Port of the webhook ingress (it listens on Settings.host)."""
+    settings: Settings = Field(default_factory=load_settings, exclude=True, repr=False)
+    """bosun's settings: webhook secrets, API tokens and URLs, the ingress port (see :data:`SHARED`)."""
 
     # ---------------------------------------------------------------- ingress
     max_body_bytes: int = 25 * 1024 * 1024
@@ -147,7 +135,7 @@ class EventsConfig(BaseModel):
 
     def secret(self, name: Literal["github_webhook_secret", "linear_webhook_secret", "github_token",
                                    "linear_api_key"]) -> str | None:
-        value = getattr(self, name)
+        value = getattr(self.settings, name)
         return value.get_secret_value() or None if value is not None else None
 
 
@@ -164,16 +152,16 @@ def _file_values() -> dict[str, Any]:
         raise ConfigError(f"{CONFIG_FILE_ENV}={path} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{CONFIG_FILE_ENV}={path} must hold a JSON object (field name -> value)")
-    unknown = sorted(set(data) - set(EventsConfig.model_fields))
+    known = [*_own_fields(), *SHARED]
+    unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{CONFIG_FILE_ENV}={path}: unknown field(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(EventsConfig.model_fields)}")
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return data
 
 
 def _env_values() -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for name, field in EventsConfig.model_fields.items():
+    for name, field in _own_fields().items():
         raw = os.environ.get(env_name(name))
         if raw is None:
             continue
@@ -189,20 +177,41 @@ def _env_values() -> dict[str, Any]:
     return values
 
 
+def _own_fields() -> dict[str, Any]:
+    return {k: f for k, f in EventsConfig.model_fields.items() if k != "settings"}
+
+
+def _with_shared(settings: Settings, values: dict[str, Any], where: str) -> Settings:
+    """``settings`` with some SHARED fields replaced (validated like Settings validates them)."""
+    update = {}
+    for name, raw in values.items():
+        try:
+            update[name] = TypeAdapter(Settings.model_fields[name].annotation).validate_python(raw)
+        except ValidationError as e:
+            raise ConfigError(f"{name}={raw!r} is invalid: {e.errors()[0]['msg']} ({where})") from None
+    return settings.model_copy(update=update)
+
+
 def load_events_config(settings: Settings | None = None, **overrides: Any) -> EventsConfig:
-    """Build the EventsConfig (see the module docstring for precedence). ``overrides`` win over everything.
+    """Build the EventsConfig (see the module docstring for precedence). ``overrides`` win over everything and may
+    name SHARED Settings fields too (e.g. ``github_token=...``).
 
     A bad value raises ConfigError naming the variable, the value and what is expected.
     """
+    settings = settings if settings is not None else load_settings()
     merged: dict[str, Any] = dict(_file_values())
+    shared = {k: merged.pop(k) for k in SHARED if k in merged and k not in settings.model_fields_set}
+    if shared:
+        settings = _with_shared(settings, shared, f"the file named by {CONFIG_FILE_ENV}")
+    shared = {k: overrides.pop(k) for k in SHARED if k in overrides}
+    if shared:
+        settings = _with_shared(settings, shared, "load_events_config")
+    for k in SHARED:
+        merged.pop(k, None)  # set in the environment or by the caller: the file's value does not count
     merged.update(_env_values())
-    if settings is not None:
-        for name in EventsConfig.model_fields:
-            if name in type(settings).model_fields and name in settings.model_fields_set:
-                merged[name] = getattr(settings, name)
     merged.update(overrides)
     try:
-        return EventsConfig.model_validate(merged)
+        return EventsConfig.model_validate({**merged, "settings": settings})
     except ValidationError as e:
         err = e.errors()[0]
         loc = [str(p) for p in err["loc"]]

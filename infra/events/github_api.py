@@ -97,8 +97,8 @@ class GitHubClient:
 
     @classmethod
     def from_config(cls, cfg: Any, **kw: Any) -> GitHubClient:
-        """From an EventsConfig (token BOSUN_GITHUB_TOKEN, base URL BOSUN_GITHUB_API_URL)."""
-        return cls(cfg.secret("github_token"), cfg.github_api_url, **kw)
+        """From an EventsConfig (its settings: token BOSUN_GITHUB_TOKEN, base URL BOSUN_GITHUB_API_URL)."""
+        return cls(cfg.secret("github_token"), cfg.settings.github_api_url, **kw)
 
     async def __aenter__(self) -> GitHubClient:
         return self

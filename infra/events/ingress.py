@@ -232,7 +232,8 @@ async def run_ingress(settings: Settings, host: str | None = None, port: int | N
     Settings.host and EventsConfig.ingress_port."""
     cfg = cfg or load_events_config(settings)
     server = uvicorn.Server(uvicorn.Config(
-        create_app(settings, cfg), host=host or settings.host, port=port if port is not None else cfg.ingress_port,
+        create_app(settings, cfg), host=host or settings.host,
+        port=port if port is not None else cfg.settings.ingress_port,
         log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5,
         server_header=False))
     watcher: asyncio.Task[None] | None = None

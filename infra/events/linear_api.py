@@ -67,8 +67,8 @@ class LinearClient:
 
     @classmethod
     def from_config(cls, cfg: Any, **kw: Any) -> LinearClient:
-        """From an EventsConfig (key BOSUN_LINEAR_API_KEY, endpoint BOSUN_LINEAR_API_URL)."""
-        return cls(cfg.secret("linear_api_key"), cfg.linear_api_url, **kw)
+        """From an EventsConfig (its settings: key BOSUN_LINEAR_API_KEY, endpoint BOSUN_LINEAR_API_URL)."""
+        return cls(cfg.secret("linear_api_key"), cfg.settings.linear_api_url, **kw)
 
     async def __aenter__(self) -> LinearClient:
         return self

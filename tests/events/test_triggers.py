@@ -157,7 +157,7 @@ def test_config_precedence_env_over_file(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "must-not-be-read")
     cfg = load_events_config()
     assert cfg.repos == {"a/b": "/from/file"} and cfg.poison_after == 9 and cfg.model == "scripted:/x.jsonl"
-    assert cfg.secret("github_webhook_secret") == "from-env" and cfg.github_token is None
+    assert cfg.secret("github_webhook_secret") == "from-env" and cfg.settings.github_token is None
     assert load_events_config(repos={}).repos == {}  # explicit overrides win, dicts are not merged
 
 
@@ -173,4 +173,25 @@ def test_config_errors_name_the_variable(tmp_path, monkeypatch):
     (tmp_path / "c.json").write_text('{"repoz": {}}')
     monkeypatch.setenv("BOSUN_EVENTS_CONFIG", str(tmp_path / "c.json"))
     with pytest.raises(ConfigError, match="unknown field"):
+        load_events_config()
+
+
+def test_shared_settings_come_from_settings_then_the_file(tmp_path, monkeypatch):
+    """Secrets and API URLs are bosun Settings; the events file may set them below the environment."""
+    from infra.settings import load_settings
+
+    f = tmp_path / "events.json"
+    f.write_text(json.dumps({"github_token": "from-file", "github_api_url": "http://file.example",
+                             "ingress_port": 9001}))
+    monkeypatch.setenv("BOSUN_EVENTS_CONFIG", str(f))
+    monkeypatch.setenv("BOSUN_GITHUB_API_URL", "http://env.example")
+    cfg = load_events_config()
+    assert cfg.secret("github_token") == "from-file" and cfg.settings.github_api_url == "http://env.example"
+    assert cfg.settings.ingress_port == 9001
+    explicit = load_settings().model_copy(update={"ingress_port": 9100})
+    assert load_events_config(explicit).settings.ingress_port == 9100  # set by the caller: the file does not win
+    assert load_events_config(explicit, ingress_port=9200).settings.ingress_port == 9200
+    assert "settings" not in load_events_config(repos={}).model_dump()  # never serialized (secrets live there)
+    f.write_text(json.dumps({"ingress_port": "eighty"}))
+    with pytest.raises(ConfigError, match="ingress_port='eighty' is invalid"):
         load_events_config()

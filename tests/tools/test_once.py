@@ -93,3 +93,37 @@ async def test_deleted_files_come_back_and_forget_drops_the_records(reg, ctx, re
     assert any((tmp_path / "calls").rglob("*.json"))
     ledger.forget("a")
     assert not any((tmp_path / "calls").rglob("*.json"))
+
+
+async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
+    """The todo tool's list is kept in the ledger: a new Activities (a restarted worker) still has it."""
+    from temporalio.testing import ActivityEnvironment
+
+    from activities.core import Activities
+    from activities.models import ToolCallInput, ToolCallRef
+    from infra.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", sandbox_backend="bwrap")
+
+    def call(acts: Activities, cid: str, args: dict) -> ToolCallInput:
+        ref = acts.store.put_json(args)
+        return ToolCallInput(agent_id="t/agent-1", workspace=str(repo), call=ToolCallRef(
+            id=cid, name="todo", arguments_ref=ref, arguments_preview="", write_key=":todo"))
+
+    first = Activities(settings)
+    try:
+        out = await ActivityEnvironment().run(first.tool_call, call(first, "c1", {"action": "add",
+                                                                                  "texts": ["fix median"]}))
+        assert not out.is_error and not out.replayed
+    finally:
+        await first.sandboxes.close_all()
+    restarted = Activities(settings)
+    try:
+        listed = await ActivityEnvironment().run(restarted.tool_call, call(restarted, "c2", {"action": "list"}))
+        assert "fix median" in restarted.store.get_text(listed.result_ref)
+        again = await ActivityEnvironment().run(restarted.tool_call, call(restarted, "c1", {"action": "add",
+                                                                                           "texts": ["fix median"]}))
+        assert again.replayed and again.result_ref == out.result_ref  # a repeated call: its recorded result
+        assert len(restarted.todos["t/agent-1"]) == 1
+    finally:
+        await restarted.sandboxes.close_all()
