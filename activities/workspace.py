@@ -60,7 +60,7 @@ def prepare(root: Path, workflow_id: str, repo: str, ref: str) -> tuple[Path, st
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".clone-"))
     try:
         git(root, "clone", "--quiet", "--no-hardlinks", "--no-checkout", repo, str(tmp))
-        base = git(tmp, "rev-parse", "--verify", f"{ref}^{{commit}}").stdout.strip()
+        base = _resolve(tmp, ref)
         git(tmp, "checkout", "--quiet", "--detach", base)
         (tmp / ".git" / "bosun-base").write_text(base + "\n")
         if dest.exists():  # a half-made workspace from a crash before the marker was written
@@ -70,6 +70,22 @@ def prepare(root: Path, workflow_id: str, repo: str, ref: str) -> tuple[Path, st
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return dest, base
+
+
+def _resolve(clone: Path, ref: str) -> str:
+    """The commit ``ref`` names in a fresh clone. A ref the clone did not bring along (a pull request's head
+    commit, ``refs/pull/N/head``) is fetched from the origin by name first."""
+    found = git(clone, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    if found.returncode == 0:
+        return found.stdout.strip()
+    fetched = git(clone, "fetch", "--quiet", "origin", ref, check=False)
+    if fetched.returncode == 0:
+        head = git(clone, "rev-parse", "--verify", "FETCH_HEAD^{commit}").stdout.strip()
+        if not re.fullmatch(r"[0-9a-f]{7,40}", ref) or head.startswith(ref):
+            return head
+    raise ConfigError(f"ref {ref!r} is not in the repository (not a branch, tag or commit there, and the origin "
+                      f"would not send it: {fetched.stderr.strip()[:300] or 'no such ref'}); "
+                      "pass a ref the repository has")
 
 
 def commit_changes(workspace: Path, base: str, branch: str, message: str) -> tuple[str, list[str], str | None]:

@@ -314,6 +314,7 @@ class Starter:
             await self.ledger.put(env.source, env.delivery, bus.LedgerEntry(d.workflow_id, None, outcome))
             return await self._ack(msg, env, outcome)
 
+        d = await self._pull_request_head(d)
         with tracing.span(f"start {d.workflow_id}", env.headers, **{"bosun.workflow_id": d.workflow_id}) as carrier:
             task_input = self._task_input(repo=d.repo or "", task=d.task or "", ref=d.ref,
                                           trajectory_ref=await self._trajectory_ref())
@@ -342,6 +343,33 @@ class Starter:
         await self._report(env, d, outcome)
         await self.ledger.put(env.source, env.delivery, bus.LedgerEntry(d.workflow_id, result.run_id, outcome))
         return await self._ack(msg, env, outcome)
+
+    async def _pull_request_head(self, d: Decision) -> Decision:
+        """A task a pull request comment starts works on the pull request's head (looked up through GitHub's API).
+
+        A refusal (no such pull request, no access) keeps the default branch and says so in the log; a transient
+        failure (5xx, rate limit, network) retries the message later."""
+        from infra.events.github_api import ExternalServiceError, GitHubClient
+
+        if d.pull_request is None or d.origin is None or not d.origin.repo or d.ref != "HEAD":
+            return d
+        try:
+            async with GitHubClient.from_config(self.cfg) as gh:
+                pr = await gh.get_pull_request(d.origin.repo, d.pull_request)
+            sha, branch = pr["head"]["sha"], pr["head"]["ref"]
+        except ExternalServiceError as e:
+            if e.retryable:
+                raise TransientError(f"looking up pull request {d.origin.repo}#{d.pull_request}: {e}") from None
+            log.warning("pull request %s#%s: %s; the task starts from the default branch", d.origin.repo,
+                        d.pull_request, e)
+            return d
+        except (KeyError, TypeError, ValueError) as e:
+            log.warning("pull request %s#%s: unexpected answer (%s); the task starts from the default branch",
+                        d.origin.repo, d.pull_request, e)
+            return d
+        task = f"{d.task or ''}\n\nWork on the pull request's branch {branch} (head {sha[:12]})."
+        return d.model_copy(update={"ref": sha, "task": task,
+                                    "origin": d.origin.model_copy(update={"head_branch": branch})})
 
     async def _trajectory_ref(self) -> str | None:
         """scripted: (the test double) needs its trajectory in the artifact store, as `bosun run` does it."""

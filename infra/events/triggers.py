@@ -64,6 +64,9 @@ class Decision(BaseModel):
     repo: str | None = None
     """Repository path or clone URL (already mapped through the configuration)."""
     ref: str = "HEAD"
+    pull_request: int | None = None
+    """A pull request whose head the task starts from, to be looked up by the starter (a comment event does not
+    carry the head)."""
     origin: Origin | None = None
     summary: str = ""
 
@@ -198,8 +201,8 @@ def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Dec
             kind="follow_up", reason=f"{comment.user.login} ({comment.author_association}) mentioned "
                                      f"{rules.github_mention}",
             workflow_id=github_id(repo, kind, issue.number), task=task, follow_up=(comment.body or "").strip(),
-            repo=mapped, origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url,
-                                        comment_id=comment.id),
+            repo=mapped, pull_request=issue.number if kind == "pr" else None,
+            origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url, comment_id=comment.id),
             summary=f"{repo}#{issue.number}: {issue.title}"[:200])
     if event in ("check_run", "workflow_run"):
         if event == "check_run":

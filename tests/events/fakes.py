@@ -64,6 +64,7 @@ class FakeGitHub:
             Route(r + "/issues/{number:int}/labels/{name}", self.remove_label, methods=["DELETE"]),
             Route(r + "/pulls", self.list_pulls, methods=["GET"]),
             Route(r + "/pulls", self.create_pull, methods=["POST"]),
+            Route(r + "/pulls/{number:int}", self.get_pull, methods=["GET"]),
         ])
 
     def _check(self, request: Request) -> Response | None:
@@ -185,6 +186,17 @@ class FakeGitHub:
             owner, _, branch = head.partition(":")
             items = [pr for pr in items if pr["head"]["ref"] == branch and owner == p["owner"]]
         return JSONResponse(items)
+
+    async def get_pull(self, request: Request) -> Response:
+        if err := self._check(request):
+            return err
+        repo, number = self._key(request)
+        for pr in self.pulls.get(repo, []):
+            if pr["number"] == number:
+                return JSONResponse(pr)
+        return JSONResponse({"message": "Not Found",
+                             "documentation_url": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
+                             "status": "404"}, 404)
 
     async def create_pull(self, request: Request) -> Response:
         if err := self._check(request):

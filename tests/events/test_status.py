@@ -13,9 +13,16 @@ import pytest
 from infra.events.github_api import ExternalServiceError, GitHubClient, marker, push_branch
 from infra.events.linear_api import LinearClient, activity_id
 from tests.conftest import make_example_repo
-from tests.events.conftest import make_cfg, running_ingress, running_starter, wait_until
+from tests.events.conftest import make_cfg, running_ingress, running_starter, settled_runs, wait_until
 from tests.events.fakes import FakeGitHub, FakeLinear, serve
-from tests.events.samples import REPO, github_request, issues_labeled, linear_agent_session, linear_request
+from tests.events.samples import (
+    REPO,
+    github_request,
+    issue_comment,
+    issues_labeled,
+    linear_agent_session,
+    linear_request,
+)
 
 
 @pytest.fixture
@@ -189,3 +196,36 @@ async def _is(starter, key: str, outcome: str) -> bool:
 
 async def _activities(fake: FakeLinear, sid: str, n: int) -> bool:
     return len(fake.for_session(sid)) >= n
+
+
+async def test_a_pull_request_comment_starts_the_task_at_the_pull_request_head(tsettings, github, temporal_client):
+    """The comment event does not carry the pull request's head: the starter looks it up (GET /pulls/N); a pull
+    request GitHub does not know (404) starts from the default branch."""
+    import json
+
+    fake, url = github
+    n, unknown = uuid.uuid4().int % 10_000_000, uuid.uuid4().int % 10_000_000 + 10_000_000
+    sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+    fake.pulls[REPO] = [{"number": n, "html_url": f"https://github.com/{REPO}/pull/{n}", "state": "open",
+                         "head": {"ref": "fix-median", "sha": sha, "label": "octo-org:fix-median"},
+                         "base": {"ref": "main", "sha": "7638417db6d59f3c431d3e1f261cc637155684cd"}}]
+    cfg = make_cfg(github_token="ghs_test", github_api_url=url)
+    async with running_ingress(tsettings, cfg) as ing, running_starter(tsettings, cfg):
+        for number, delivery in ((n, f"pr-{n}"), (unknown, f"pr-{unknown}")):
+            body, headers = github_request("issue_comment", issue_comment("@bosun please fix", number=number,
+                                                                          on_pr=True), delivery=delivery)
+            assert (await ing.github(body, headers)).status_code == 200
+        for number in (n, unknown):
+            await settled_runs(temporal_client, f"gh:{REPO}:pr:{number}", settle_s=0.2)
+
+    async def started(number: int) -> tuple[dict, dict]:
+        handle = temporal_client.get_workflow_handle(f"gh:{REPO}:pr:{number}")
+        first = [e async for e in handle.fetch_history_events()][0].workflow_execution_started_event_attributes
+        return json.loads(first.input.payloads[0].data), await (await handle.describe()).memo()
+
+    inp, memo = await started(n)
+    assert inp["ref"] == sha and "pull request's branch fix-median" in inp["task"]
+    assert memo["origin"]["head_branch"] == "fix-median"
+    assert ("GET", f"/repos/{REPO}/pulls/{n}") in fake.requests
+    inp2, memo2 = await started(unknown)
+    assert inp2["ref"] == "HEAD" and "head_branch" not in memo2["origin"]

@@ -76,6 +76,9 @@ def test_bots_and_our_own_comments_are_ignored(cfg):
 def test_comment_on_a_pull_request_targets_the_pr(cfg):
     d = decide("github", "issue_comment", issue_comment("@Bosun rebase this", on_pr=True, number=12), cfg)
     assert d.kind == "follow_up" and d.workflow_id == f"gh:{REPO}:pr:12"
+    assert d.pull_request == 12 and d.ref == "HEAD"  # the starter looks the head up
+    on_issue = decide("github", "issue_comment", issue_comment("@bosun go", number=12), cfg)
+    assert on_issue.pull_request is None
 
 
 def test_failed_check_on_a_bosun_branch_starts_a_debugger(cfg):

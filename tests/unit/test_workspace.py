@@ -50,6 +50,29 @@ def test_prepare_and_commit_are_idempotent(tmp_path):
 
 def test_prepare_bad_ref(tmp_path):
     repo = make_repo(tmp_path / "r")
-    with pytest.raises(ConfigError, match="rev-parse"):
+    with pytest.raises(ConfigError, match="ref .no-such-branch. is not in the repository"):
         prepare(tmp_path / "ws", "t", str(repo), "no-such-branch")
     assert not (tmp_path / "ws" / "t").exists()
+
+
+def test_prepare_fetches_a_pull_request_head_the_clone_did_not_bring(tmp_path):
+    """A pull request's head lives under refs/pull/N/head (fork pull requests: nowhere else): a plain clone does
+    not have it, so prepare fetches it by name or by commit."""
+    repo = make_repo(tmp_path / "r")
+    g = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*g, "checkout", "-q", "-b", "tmp"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("pr\n")
+    subprocess.run([*g, "commit", "-qam", "pr"], cwd=repo, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    subprocess.run([*g, "update-ref", "refs/pull/7/head", sha], cwd=repo, check=True)
+    subprocess.run([*g, "checkout", "-q", "-"], cwd=repo, check=True)
+    subprocess.run([*g, "branch", "-qD", "tmp"], cwd=repo, check=True)
+    ws, base = prepare(tmp_path / "ws", "by-name", str(repo), "refs/pull/7/head")
+    assert base == sha and (ws / "a.txt").read_text() == "pr\n"
+    ws2, base2 = prepare(tmp_path / "ws", "by-sha", str(repo), sha)
+    assert base2 == sha and (ws2 / "a.txt").read_text() == "pr\n"
+    with pytest.raises(ConfigError, match="'refs/pull/8/head' is not in the repository"):
+        prepare(tmp_path / "ws", "missing", str(repo), "refs/pull/8/head")
+    with pytest.raises(ConfigError, match="is not in the repository"):
+        prepare(tmp_path / "ws", "missing-sha", str(repo), "0" * 40)
+    assert not (tmp_path / "ws" / "missing").exists()
