@@ -28,9 +28,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio import activity, workflow
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Worker
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).parent.parent  # no resolve(): the workflow sandbox re-imports this module and forbids it
 sys.path.insert(0, str(ROOT))
 
 with workflow.unsafe.imports_passed_through():
@@ -226,9 +226,9 @@ async def main() -> None:
         client = await connect(settings)
         bench_queue = settings.model_copy(update={"worker_id": f"bench-inproc-{os.getpid()}"})
         acts = Activities(settings)
+        # the default (sandboxed) workflow runner, as the bosun worker uses
         async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
-                          workflows=[SequentialToolsWorkflow, ParallelTurnWorkflow], max_concurrent_activities=64,
-                          workflow_runner=UnsandboxedWorkflowRunner()):  # bench workflows live in this script
+                          workflows=[SequentialToolsWorkflow, ParallelTurnWorkflow], max_concurrent_activities=64):
             overhead = await bench_overhead(client, bench_queue, work)
             parallel = await bench_parallel(client, bench_queue)
         await acts.sandboxes.close_all()
