@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import workspace as ws
 from activities.models import (
+    DATA_INLINE_MAX,
     AgentWorkspaceInput,
     BranchInput,
     ChecksInput,
@@ -361,10 +362,12 @@ class Activities:
             out = await registry.execute(inp.call.name, args, ctx)
             if inp.call.name == "todo" and not out.is_error:
                 self.calls.save_state(inp.agent_id, "todo", ctx.todo)
+            small = len(json.dumps(out.data, default=str)) <= DATA_INLINE_MAX
             return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
                                  summary=preview(out.summary or out.text, 200), is_error=out.is_error,
                                  error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
-                                 data=out.data).model_dump(mode="json")
+                                 data=out.data if small else {},
+                                 data_ref=None if small else self.store.put_json(out.data)).model_dump(mode="json")
 
         try:
             async with heartbeating():

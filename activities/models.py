@@ -145,6 +145,10 @@ class ToolCallRef(BaseModel):
     """None for read-only calls; the file path (or '*') for writing ones."""
 
 
+DATA_INLINE_MAX = 1024
+"""Largest structured tool result (JSON bytes) kept in history; larger ones go to the artifact store."""
+
+
 class ToolResultRef(BaseModel):
     call_id: str
     name: str
@@ -154,6 +158,9 @@ class ToolResultRef(BaseModel):
     error_kind: str | None = None
     duration_s: float = 0.0
     data: dict[str, Any] = {}
+    """The tool's structured result when it is small (<= DATA_INLINE_MAX bytes as JSON); else empty, and the
+    result is in the artifact store at ``data_ref``. History stays small either way."""
+    data_ref: str | None = None
     replayed: bool = False
     """The call had already run (an earlier attempt finished it): this is its recorded result, nothing re-ran."""
 

@@ -127,3 +127,28 @@ async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
         assert len(restarted.todos["t/agent-1"]) == 1
     finally:
         await restarted.sandboxes.close_all()
+
+
+async def test_large_structured_results_go_to_the_store_not_to_history(repo, tmp_path):
+    from temporalio.testing import ActivityEnvironment
+
+    from activities.core import Activities
+    from activities.models import DATA_INLINE_MAX, ToolCallInput, ToolCallRef
+    from infra.settings import Settings
+
+    (repo / "many.py").write_text("".join(f"value_{i} = {i}\n" for i in range(300)))
+    acts = Activities(Settings(data_dir=tmp_path / "data", sandbox_backend="bwrap"))
+
+    def call(cid: str, args: dict) -> ToolCallInput:
+        return ToolCallInput(agent_id="t/agent-2", workspace=str(repo), call=ToolCallRef(
+            id=cid, name="grep", arguments_ref=acts.store.put_json(args), arguments_preview=""))
+
+    try:
+        big = await ActivityEnvironment().run(acts.tool_call, call("g1", {"pattern": "value_"}))
+        small = await ActivityEnvironment().run(acts.tool_call, call("g2", {"pattern": "value_7 "}))
+    finally:
+        await acts.sandboxes.close_all()
+    assert big.data == {} and big.data_ref is not None
+    assert len(acts.store.get_json(big.data_ref)["matches"]) == 200  # the tool's cap, all kept in the store
+    assert len(big.model_dump_json()) < DATA_INLINE_MAX + 600
+    assert small.data_ref is None and small.data["matches"][0]["line"] == 8
