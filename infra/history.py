@@ -149,7 +149,8 @@ def _describe(step: Step) -> str:
                 f"{u.get('output_tokens', 0)}: {text[:100]!r}" + (f" -> {calls}" if calls else " (final)") + note)
     if n == "tool_call" and isinstance(r, dict):
         c = i.get("call", {})
-        flag = f" [{r.get('error_kind')}]" if r.get("is_error") else ""
+        flag = (f" [{r.get('error_kind')}]" if r.get("is_error") else "") + \
+            (" (recorded result of an earlier attempt)" if r.get("replayed") else "")
         return f"  tool {c.get('name')} {c.get('arguments_preview', '')[:100]} -> {r.get('summary', '')[:120]}{flag}"
     if n == "run_checks" and isinstance(r, dict):
         return f"tests {i.get('label')}: {r.get('summary')}"
