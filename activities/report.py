@@ -48,8 +48,13 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
                 await push_branch(inp.workspace, inp.branch, inp.remote, commit=inp.commit,
                                   token=cfg.secret("github_token"))
                 done.append(f"pushed {inp.branch}")
-                pr = await gh.open_pull_request(origin.repo, inp.branch, f"bosun: fix #{origin.number}",
-                                                f"Closes #{origin.number}.\n\n{inp.summary}", key=inp.workflow_id)
+                if origin.head_branch:  # a pull request's task: the changes go into that pull request's branch
+                    title, intro = f"bosun: changes for #{origin.number}", \
+                        f"Changes for #{origin.number}, into its branch `{origin.head_branch}`."
+                else:
+                    title, intro = f"bosun: fix #{origin.number}", f"Closes #{origin.number}."
+                pr = await gh.open_pull_request(origin.repo, inp.branch, title, f"{intro}\n\n{inp.summary}",
+                                                base=origin.head_branch, key=inp.workflow_id)
                 done.append(f"pull request #{pr.number}")
                 body = f"Opened pull request #{pr.number}.\n\n{inp.summary}"
             await gh.upsert_comment(origin.repo, origin.number, f"{inp.workflow_id}:result", body)

@@ -229,3 +229,28 @@ async def test_a_pull_request_comment_starts_the_task_at_the_pull_request_head(t
     assert ("GET", f"/repos/{REPO}/pulls/{n}") in fake.requests
     inp2, memo2 = await started(unknown)
     assert inp2["ref"] == "HEAD" and "head_branch" not in memo2["origin"]
+
+
+async def test_a_pull_request_task_opens_its_pull_request_into_that_branch(github, tmp_path):
+    from activities.report import ReportInput, report_status
+    from infra.settings import Settings
+
+    fake, url = github
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    ws = make_example_repo(tmp_path / "ws")
+    g = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*g, "checkout", "-q", "-b", "bosun/gh-pr-9"], cwd=ws, check=True)
+    (ws / "NOTE.md").write_text("fixed\n")
+    subprocess.run([*g, "add", "-A"], cwd=ws, check=True)
+    subprocess.run([*g, "commit", "-qm", "fix"], cwd=ws, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    settings = Settings(data_dir=tmp_path / "data", github_token="ghs_test", github_api_url=url)
+    origin = {"source": "github", "repo": REPO, "number": 9, "head_branch": "fix-median"}
+    out = await report_status(settings, ReportInput(workflow_id=f"gh:{REPO}:pr:9", origin=origin, status="succeeded",
+                                                    summary="tests green", workspace=str(ws),
+                                                    branch="bosun/gh-pr-9", commit=commit, remote=str(remote)))
+    assert out.actions[0] == "pushed bosun/gh-pr-9"
+    [pr] = fake.pulls[REPO]
+    assert pr["base"]["ref"] == "fix-median" and pr["head"]["ref"] == "bosun/gh-pr-9"
+    assert pr["title"] == "bosun: changes for #9" and "into its branch `fix-median`" in pr["body"]
