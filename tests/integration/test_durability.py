@@ -146,3 +146,54 @@ def test_temporal_server_restart_mid_run(stack, example_repo, tmp_path):
     assert result["status"] == "succeeded" and result["tests_after"]["green"]
     journal = [e for e in stack.journal() if e["workflow_id"] in (wf, f"{wf}/agent-1")]
     assert assert_no_completed_activity_ran_twice(journal, killed_at) >= 8
+
+
+def _tool_server_of(pid: int) -> int | None:
+    """The sandbox's tool server among the ancestors of ``pid`` (host pids; docker's and bwrap's alike)."""
+    while pid > 1:
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            return None
+        if "toolserver" in cmdline:
+            return pid
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # ppid
+    return None
+
+
+@pytest.mark.slow
+def test_a_sandbox_that_dies_mid_call_is_replaced_and_the_call_retried(stack, example_repo, tmp_path):
+    """UnexpectedEnvironment (the sandbox's tool server died under a command) re-provisions the sandbox: the
+    activity is retried on a fresh one and the run carries on."""
+    wf = f"it-sandbox-dies-{int(time.time())}"
+    turns = [{"content": "waiting", "tool_calls": [{"name": "run_command",
+                                                    "arguments": {"command": "sleep 4.321 && echo survived"}}]},
+             {"content": "reading", "expect": [{"tool": "run_command", "contains": "survived"}],
+              "tool_calls": [{"name": "read_file", "arguments": {"path": "calc/stats.py"}}]},
+             {"content": "done"}]
+    traj = tmp_path / "dies.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    run = subprocess.Popen([BOSUN, "run", "--repo", str(example_repo), "--model", f"scripted:{traj}", "--id", wf,
+                            "--mode", "solo", "--wait", "--json", "look around"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sleeping() -> int | None:
+        out = subprocess.run(["pgrep", "-f", "^sleep 4.321"], capture_output=True, text=True).stdout.split()
+        return int(out[0]) if out else None
+
+    first = wait_for(sleeping, 120, interval=0.1, what="the command to run in the sandbox")
+    server = _tool_server_of(first)
+    assert server is not None, "the command runs under a sandbox tool server"
+    os.kill(server, signal.SIGKILL)
+    second = wait_for(lambda: (p := sleeping()) and p != first and p, 60, what="the command to run again")
+    assert _tool_server_of(second) not in (None, server), "the retry ran in a new sandbox"
+    out, err = run.communicate(timeout=180)
+    assert run.returncode == 1 and json.loads(out)["status"] == "no_changes", err + out
+    attempts = [e["attempt"] for e in stack.journal() if e["workflow_id"] == f"{wf}/agent-1"
+                and e["type"] == "tool_call" and e["event"] == "start" and not e.get("local")]
+    assert attempts == [1, 2]
+    steps = json.loads(stack.bosun("history", wf, "--json").stdout)
+    agent = next(c for c in steps["children"] if c["kind"] == "child")
+    reads = [c for c in agent["children"] if c["name"] == "tool_call" and c["input"]["call"]["name"] == "read_file"]
+    assert len(reads) == 1 and not reads[0]["result"]["is_error"]
