@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,28 @@ def test_agents_start_with_static_context_and_pinned_instructions(stack, fixed_r
     assert "calc/stats.py" in first  # the repo map
     assert "Keep the functions in `calc/` pure" in first  # AGENTS.md, pinned
     assert first.index("# Task") > first.index("# Environment")
+
+
+async def test_runs_recorded_before_file_tools_became_local_activities_still_replay():
+    """A worker upgraded mid-run must replay what the old code recorded: workflow.patched() keeps the old path
+    (file tool calls as activities) for histories without the patch marker. The histories are a team run recorded
+    with the code of commit 2c3e496 (planner, two fast-edit agents, debugger)."""
+    import gzip
+
+    from temporalio.client import WorkflowHistory
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workflows.agent import AgentWorkflow
+    from workflows.task import TaskWorkflow
+
+    recorded = json.loads(gzip.decompress((Path(__file__).parent / "data" /
+                                           "team-run-before-local-activities.json.gz").read_bytes()))
+    assert len(recorded) == 5
+    replayer = Replayer(workflows=[TaskWorkflow, AgentWorkflow], data_converter=pydantic_data_converter)
+    for wf_id, history in recorded.items():
+        types = {e["eventType"] for e in history["events"]}
+        assert "EVENT_TYPE_MARKER_RECORDED" not in types  # recorded before: no local activities, no patch marker
+        result = await replayer.replay_workflow(WorkflowHistory.from_json(wf_id, history),
+                                                raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{wf_id}: {result.replay_failure}"
