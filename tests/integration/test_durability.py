@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import BOSUN, EXAMPLE, wait_for
+from tests.conftest import BOSUN, EXAMPLE, make_example_repo, wait_for
 
 
 def slow_trajectory(tmp_path):
@@ -197,3 +197,53 @@ def test_a_sandbox_that_dies_mid_call_is_replaced_and_the_call_retried(stack, ex
     agent = next(c for c in steps["children"] if c["kind"] == "child")
     reads = [c for c in agent["children"] if c["name"] == "tool_call" and c["input"]["call"]["name"] == "read_file"]
     assert len(reads) == 1 and not reads[0]["result"]["is_error"]
+
+
+@pytest.mark.slow
+def test_worker_killed_inside_a_batch_of_file_tools_applies_the_edit_once(stack, tmp_path):
+    """File tools are local activities: their results reach history only when the workflow task completes. The
+    worker is killed after an edit finished but while a slow search in the same workflow task still runs, so the
+    restarted worker runs the edit again; the tool-call ledger answers with the recorded result and the file is
+    edited once (a second application would write '# checked  # checked')."""
+    repo = make_example_repo(tmp_path / "calc")
+    salt = os.urandom(4).hex()  # new content: the code search cannot reuse a cached index, so it takes seconds
+    for d in range(24):
+        (repo / f"gen{d}").mkdir()
+        for f in range(50):
+            (repo / f"gen{d}" / f"mod{f}.py").write_text("".join(
+                f"def func_{salt}_{d}_{f}_{i}(value):\n    return value * {i}\n\n" for i in range(30)))
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "gen"], cwd=repo, check=True)
+    edit = {"path": "calc/stats.py", "old_str": "    return ordered[middle]\n",
+            "new_str": "    return ordered[middle]  # checked\n"}
+    turns = [{"content": "editing, then searching", "tool_calls": [
+                {"name": "str_replace", "arguments": edit},
+                {"name": "search_code", "arguments": {"query": "median of ordered values"}}]},
+             {"content": "done", "expect": [{"tool": "str_replace", "contains": "edited calc/stats.py"}]}]
+    traj = tmp_path / "batch.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    wf = f"it-kill-batch-{int(time.time())}"
+    run = subprocess.Popen([BOSUN, "run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--mode",
+                            "solo", "--wait", "--json", "mark the median"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def local(event: str) -> list[dict]:
+        return [e for e in stack.journal() if e["workflow_id"] == f"{wf}/agent-1" and e["type"] == "tool_call"
+                and e.get("local") and e["event"] == event]
+
+    wait_for(lambda: len(local("start")) == 2 and len(local("complete")) == 1, 120,
+             what="the edit to finish and the search to start")
+    time.sleep(0.3)
+    assert len(local("complete")) == 1, "the kill must land while the search still runs"
+    victim = stack.state()["components"]["worker"]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.time()
+
+    out, err = run.communicate(timeout=240)
+    result = json.loads(out) if out.strip() else {}
+    assert result.get("diff", "").count("# checked") == 1, err + out
+    journal = [e for e in stack.journal() if e["workflow_id"] in (wf, f"{wf}/agent-1")]
+    assert_no_completed_activity_ran_twice(journal, killed_at)
+    edit_id = local("complete")[0]["activity_id"]
+    replays = [e for e in local("complete") if e["activity_id"] == edit_id and e.get("replayed")]
+    assert len(replays) == 1, "the restarted worker ran the edit again and got the recorded result"
