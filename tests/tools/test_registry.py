@@ -131,3 +131,15 @@ async def test_strict_mode_nulls_mean_defaults(reg, ctx):
                                      "items": [{"id": 1, "text": "a", "status": None}]}, ctx)
     assert not out.is_error, out.text
     assert ctx.todo == [{"id": 1, "text": "a", "status": "pending"}]
+
+
+def test_every_tool_is_documented(reg):
+    """docs/ARCHITECTURE.md's tool table names every built-in and role-defined tool."""
+    from pathlib import Path
+
+    from agents.roles import ROLE_TOOLS
+
+    doc = (Path(__file__).parents[2] / "docs" / "ARCHITECTURE.md").read_text()
+    table = doc[doc.index("## Agent tools"):doc.index("## Durability")]
+    missing = [name for name in [*reg.tools, *ROLE_TOOLS] if f"`{name}`" not in table]
+    assert missing == []
