@@ -371,9 +371,9 @@ class Activities:
 
         try:
             async with heartbeating():
-                box = await self.sandboxes.get(inp.agent_id, inp.workspace)
                 result, replayed = await self.calls.run(
-                    inp.agent_id, f"{activity.info().workflow_run_id}:{inp.call.id}", box, execute)
+                    inp.agent_id, f"{activity.info().workflow_run_id}:{inp.call.id}",
+                    lambda: self.sandboxes.get(inp.agent_id, inp.workspace), execute)
         except UnexpectedEnvironment as e:
             await self.sandboxes.release(inp.agent_id)
             raise _app_error(e) from None

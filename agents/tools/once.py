@@ -83,17 +83,19 @@ class CallLedger:
     def _dir(self, agent_id: str) -> Path:
         return self.root / _digest(agent_id)
 
-    async def run(self, agent_id: str, call_key: str, sandbox: Any,
+    async def run(self, agent_id: str, call_key: str, get_sandbox: Callable[[], Awaitable[Any]],
                   execute: Callable[[Any], Awaitable[dict[str, Any]]]) -> tuple[dict[str, Any], bool]:
         """Run ``execute(sandbox)`` once for ``call_key`` (unique within the agent, e.g. run id + call id).
 
-        Returns the JSON result and whether it was replayed from the record (the call had already completed).
+        ``get_sandbox()`` is awaited only when the call has to run (a replay needs no sandbox). Returns the JSON
+        result and whether it was replayed from the record (the call had already completed).
         """
         d = self._dir(agent_id)
         d.mkdir(parents=True, exist_ok=True)
         done, intent_path = d / f"{_digest(call_key)}.json", d / f"{_digest(call_key)}.intent.json"
         if done.exists():
             return json.loads(done.read_text(encoding="utf-8")), True
+        sandbox = await get_sandbox()
         if intent_path.exists():
             await self._put_back(sandbox, json.loads(intent_path.read_text(encoding="utf-8")))
         intent: dict[str, Any] = {"call": call_key, "files": {}}

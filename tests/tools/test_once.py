@@ -12,6 +12,12 @@ from infra.artifacts import ArtifactStore
 GROW = {"path": "pkg/core.py", "old_str": "return value.upper()", "new_str": "return value.upper().strip()"}
 
 
+def box(ctx: ToolContext):
+    async def get():
+        return ctx.sandbox
+    return get
+
+
 class WorkerDied(Exception):
     """Stands for the worker process dying right after the tool's effect (the attempt never reports back)."""
 
@@ -40,15 +46,20 @@ async def test_the_hazard_is_real_without_the_ledger(reg, ctx, repo):
 
 async def test_a_completed_call_returns_its_record_and_runs_nothing(reg, ctx, repo, ledger):
     runs: list = []
-    first, replayed1 = await ledger.run("agent-1", "run:c1", ctx.sandbox,
-                                        runner(reg, ctx, "str_replace", GROW, counter=runs))
-    second, replayed2 = await ledger.run("agent-1", "run:c1", ctx.sandbox,
-                                         runner(reg, ctx, "str_replace", GROW, counter=runs))
+    acquired: list = []
+
+    async def get():
+        acquired.append(1)
+        return ctx.sandbox
+
+    first, replayed1 = await ledger.run("agent-1", "run:c1", get, runner(reg, ctx, "str_replace", GROW, counter=runs))
+    second, replayed2 = await ledger.run("agent-1", "run:c1", get, runner(reg, ctx, "str_replace", GROW, counter=runs))
     assert (replayed1, replayed2) == (False, True) and first == second and len(runs) == 1
+    assert len(acquired) == 1  # a replay needs no sandbox
     text = (repo / "pkg/core.py").read_text()
     assert text.count("value.upper().strip()") == 1 and ".strip().strip()" not in text
     # another call id is another call
-    _, replayed3 = await ledger.run("agent-1", "run:c2", ctx.sandbox, runner(reg, ctx, "read_file",
+    _, replayed3 = await ledger.run("agent-1", "run:c2", box(ctx), runner(reg, ctx, "read_file",
                                                                               {"path": "README.md"}, counter=runs))
     assert not replayed3 and len(runs) == 2
 
@@ -56,9 +67,9 @@ async def test_a_completed_call_returns_its_record_and_runs_nothing(reg, ctx, re
 async def test_a_cut_off_edit_is_put_back_before_it_runs_again(reg, ctx, repo, ledger):
     before = (repo / "pkg/core.py").read_text()
     with pytest.raises(WorkerDied):
-        await ledger.run("agent-1", "run:c1", ctx.sandbox, runner(reg, ctx, "str_replace", GROW, die_after=True))
+        await ledger.run("agent-1", "run:c1", box(ctx), runner(reg, ctx, "str_replace", GROW, die_after=True))
     assert (repo / "pkg/core.py").read_text() != before  # the first attempt's edit landed
-    result, replayed = await ledger.run("agent-1", "run:c1", ctx.sandbox, runner(reg, ctx, "str_replace", GROW))
+    result, replayed = await ledger.run("agent-1", "run:c1", box(ctx), runner(reg, ctx, "str_replace", GROW))
     assert not replayed and not result["is_error"], result
     assert (repo / "pkg/core.py").read_text() == before.replace("return value.upper()", "return value.upper().strip()")
 
@@ -69,7 +80,7 @@ async def test_a_file_created_by_a_cut_off_call_is_removed_first(reg, ctx, repo,
              "*** End Patch\n")
     util_before = (repo / "pkg/util.py").read_text()
     with pytest.raises(WorkerDied):
-        await ledger.run("a", "r:p1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
+        await ledger.run("a", "r:p1", box(ctx), runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
     assert (repo / "pkg/new.py").exists()
     # a different second attempt would see the state before the call: put back, then run
     seen: dict = {}
@@ -79,16 +90,16 @@ async def test_a_file_created_by_a_cut_off_call_is_removed_first(reg, ctx, repo,
         seen["util"] = (repo / "pkg/util.py").read_text()
         return {}
 
-    await ledger.run("a", "r:p1", ctx.sandbox, look)
+    await ledger.run("a", "r:p1", box(ctx), look)
     assert seen == {"new_exists": False, "util": util_before}
 
 
 async def test_deleted_files_come_back_and_forget_drops_the_records(reg, ctx, repo, ledger, tmp_path):
     patch = "*** Begin Patch\n*** Delete File: README.md\n*** End Patch\n"
     with pytest.raises(WorkerDied):
-        await ledger.run("a", "r:d1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
+        await ledger.run("a", "r:d1", box(ctx), runner(reg, ctx, "apply_patch", {"input": patch}, die_after=True))
     assert not (repo / "README.md").exists()
-    result, _ = await ledger.run("a", "r:d1", ctx.sandbox, runner(reg, ctx, "apply_patch", {"input": patch}))
+    result, _ = await ledger.run("a", "r:d1", box(ctx), runner(reg, ctx, "apply_patch", {"input": patch}))
     assert not result["is_error"] and not (repo / "README.md").exists()
     assert any((tmp_path / "calls").rglob("*.json"))
     ledger.forget("a")
