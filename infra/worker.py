@@ -76,6 +76,10 @@ class JournalInterceptor(Interceptor):
         return _JournalInbound(next, self.journal)
 
 
+LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
+"""Tool-call records of an agent that wrote nothing for this long are dropped when a worker starts."""
+
+
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
     client = await connect(settings, timeout_s=30)
     acts = Activities(settings)
@@ -93,6 +97,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=acts.all(),
                    interceptors=[journal], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
+    if dropped := acts.calls.prune(LEDGER_MAX_AGE_S):
+        log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
     backend = acts.sandboxes.provider().backend
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)

@@ -133,3 +133,16 @@ class CallLedger:
     def forget(self, agent_id: str) -> None:
         """Drop an agent's records (its run is over)."""
         shutil.rmtree(self._dir(agent_id), ignore_errors=True)
+
+    def prune(self, max_age_s: float) -> int:
+        """Drop the records of agents that wrote nothing for ``max_age_s`` (runs that never released their
+        sandbox: terminated, or lost with their data). Returns how many agents' records were dropped."""
+        import time
+
+        dropped = 0
+        for d in self.root.glob("*") if self.root.is_dir() else []:
+            newest = max((p.stat().st_mtime for p in [d, *d.iterdir()]), default=0.0)
+            if time.time() - newest > max_age_s:
+                shutil.rmtree(d, ignore_errors=True)
+                dropped += 1
+        return dropped

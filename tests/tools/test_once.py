@@ -163,3 +163,18 @@ async def test_large_structured_results_go_to_the_store_not_to_history(repo, tmp
     assert len(acts.store.get_json(big.data_ref)["matches"]) == 200  # the tool's cap, all kept in the store
     assert len(big.model_dump_json()) < DATA_INLINE_MAX + 600
     assert small.data_ref is None and small.data["matches"][0]["line"] == 8
+
+
+def test_prune_drops_only_idle_agents(ledger, tmp_path):
+    import os
+    import time
+
+    ledger.save_state("idle-agent", "todo", [])
+    ledger.save_state("busy-agent", "todo", [{"id": 1, "text": "x", "status": "pending"}])
+    old = time.time() - 8 * 24 * 3600
+    idle = next(d for d in (tmp_path / "calls").iterdir() if (d / "todo.state").read_text() == "[]")
+    for p in [*idle.iterdir(), idle]:
+        os.utime(p, (old, old))
+    assert ledger.prune(7 * 24 * 3600) == 1
+    assert not idle.exists() and ledger.load_state("busy-agent", "todo", None) is not None
+    assert ledger.prune(7 * 24 * 3600) == 0
