@@ -47,7 +47,7 @@ LOCAL_ACTIVITY_MARKER = "core_local_activity"
 
 
 def _local_activity(workflow_id: str, ev, calls: dict[str, dict]) -> Step | None:
-    """A local activity (read-only tool calls run as such) from its marker: type, id, attempt, result or failure."""
+    """A local activity (file tool calls run as such) from its marker: type, id, attempt, result or failure."""
     a = ev.marker_recorded_event_attributes
     if a.marker_name != LOCAL_ACTIVITY_MARKER:
         return None

@@ -58,9 +58,9 @@ class ToolContext:
     command_timeout_s: float = 300.0
     output_cap: int = 200_000
     todo: list[dict[str, Any]] = field(default_factory=list)
+    """The agent's checklist (the ``todo`` tool): ``{"id", "text", "status"}`` items."""
     artifacts: Callable[[str], str] | None = None
     """Reads a ``sha256:`` ref from the artifact store (raw outputs that compaction replaced by summaries)."""
-    """The agent's checklist (the ``todo`` tool): ``{"id", "text", "status"}`` items."""
     workspace: Path | None = None
     """The workspace on the host (for code-search indexing only); default: the sandbox's."""
 
