@@ -183,6 +183,8 @@ def _own_fields() -> dict[str, Any]:
 
 def _with_shared(settings: Settings, values: dict[str, Any], where: str) -> Settings:
     """``settings`` with some SHARED fields replaced (validated like Settings validates them)."""
+    if not values:
+        return settings
     update = {}
     for name, raw in values.items():
         try:
@@ -200,14 +202,11 @@ def load_events_config(settings: Settings | None = None, **overrides: Any) -> Ev
     """
     settings = settings if settings is not None else load_settings()
     merged: dict[str, Any] = dict(_file_values())
-    shared = {k: merged.pop(k) for k in SHARED if k in merged and k not in settings.model_fields_set}
-    if shared:
-        settings = _with_shared(settings, shared, f"the file named by {CONFIG_FILE_ENV}")
-    shared = {k: overrides.pop(k) for k in SHARED if k in overrides}
-    if shared:
-        settings = _with_shared(settings, shared, "load_events_config")
-    for k in SHARED:
-        merged.pop(k, None)  # set in the environment or by the caller: the file's value does not count
+    from_file = {k: merged.pop(k) for k in SHARED if k in merged}
+    # a value set in the environment or by the caller beats the file's
+    settings = _with_shared(settings, {k: v for k, v in from_file.items() if k not in settings.model_fields_set},
+                            f"the file named by {CONFIG_FILE_ENV}")
+    settings = _with_shared(settings, {k: overrides.pop(k) for k in SHARED if k in overrides}, "load_events_config")
     merged.update(_env_values())
     merged.update(overrides)
     try:
