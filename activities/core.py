@@ -159,7 +159,7 @@ async def heartbeating(every_s: float = 2.0):
 
     async def beat() -> None:
         if activity.info().is_local:
-            return  # local activities (read-only tool calls) have no heartbeat; their timeout is short
+            return  # local activities (file tool calls) have no heartbeat; their timeout is short
         while True:  # the first beat after every_s: a quick step sends none
             await asyncio.sleep(every_s)
             activity.heartbeat()
@@ -179,9 +179,8 @@ class Activities:
         self.store = ArtifactStore(settings.artifacts_dir)
         self.sandboxes = SandboxManager(settings)
         self.registry = default_registry()
-        self.todos: dict[str, list] = {}
         self.calls = CallLedger(settings.data_dir / "tool-calls", self.store)
-        """Each agent's checklist (the todo tool); kept in the tool-call ledger too, so a worker restart keeps it."""
+        """Tool calls' records, and each agent's checklist (the todo tool), so a worker restart keeps it."""
 
     def all(self) -> list:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
@@ -352,15 +351,14 @@ class Activities:
         args = self.store.get_json(inp.call.arguments_ref)
 
         async def execute(sandbox) -> dict:
-            if inp.agent_id not in self.todos:  # after a worker restart: the checklist kept in the ledger
-                self.todos[inp.agent_id] = self.calls.load_state(inp.agent_id, "todo", [])
+            is_todo = inp.call.name == "todo"  # only the todo tool uses the checklist (its calls run one at a time)
             ctx = ToolContext(sandbox=sandbox, command_timeout_s=self.settings.tool_timeout_s,
-                              output_cap=self.settings.tool_output_cap, todo=self.todos[inp.agent_id],
-                              artifacts=self.store.get_text)
+                              output_cap=self.settings.tool_output_cap, artifacts=self.store.get_text,
+                              todo=self.calls.load_state(inp.agent_id, "todo", []) if is_todo else [])
             role = load_role_or_none(inp.role)
             registry = role.registry(self.registry) if role else self.registry
             out = await registry.execute(inp.call.name, args, ctx)
-            if inp.call.name == "todo" and not out.is_error:
+            if is_todo and not out.is_error:
                 self.calls.save_state(inp.agent_id, "todo", ctx.todo)
             small = len(json.dumps(out.data, default=str)) <= DATA_INLINE_MAX
             return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
@@ -424,7 +422,6 @@ class Activities:
         from agents.tools.hostview import drop_mirror
 
         await self.sandboxes.release(inp.agent_id)
-        self.todos.pop(inp.agent_id, None)
         self.calls.forget(inp.agent_id)
         if inp.workspace:
             drop_mirror(Path(inp.workspace))

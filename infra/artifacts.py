@@ -20,6 +20,13 @@ class ArtifactMissing(BosunError):
     kind = "UnexpectedEnvironment"
 
 
+def write_json_atomically(path: Path, value: Any, *, indent: int | None = None) -> None:
+    """Replace ``path`` with ``value`` as JSON in one step (a reader sees the old file or the new, never half)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value, indent=indent), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 class ArtifactStore:
     """A directory of blobs named by their SHA-256."""
 

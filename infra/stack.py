@@ -22,6 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError
 from infra.settings import Settings, load_settings
 
@@ -151,9 +152,7 @@ def read_state(s: Settings) -> dict | None:
 
 
 def _write_state(s: Settings, state: dict) -> None:
-    tmp = state_path(s).with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    os.replace(tmp, state_path(s))
+    write_json_atomically(state_path(s), state, indent=2)
 
 
 def pid_matches(pid: int | None, marker: str) -> bool:

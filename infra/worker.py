@@ -25,6 +25,7 @@ from temporalio.worker import (
 )
 
 from activities.core import Activities
+from infra.artifacts import write_json_atomically
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from workflows.agent import AgentWorkflow
@@ -106,11 +107,9 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
 
     async def beat() -> None:
         while True:
-            tmp = health.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
-                                       "queues": [settings.task_queue, settings.worker_queue],
-                                       "sandbox_backend": backend}))
-            os.replace(tmp, health)
+            write_json_atomically(health, {"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
+                                           "queues": [settings.task_queue, settings.worker_queue],
+                                           "sandbox_backend": backend})
             await asyncio.sleep(2)
 
     try:

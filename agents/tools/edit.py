@@ -128,7 +128,7 @@ async def apply_patch(ctx: ToolContext, a: ApplyPatchArgs) -> ToolOutput:
             paths.append(op.move_to)  # type: ignore[arg-type]
     originals: dict[str, str | None] = {}
     for path in dict.fromkeys(paths):
-        originals[path] = await read_text_or_none(ctx, path)
+        originals[path] = await read_text_or_none(ctx.sandbox, path)
     try:
         result = apply_patch_detailed(a.input, lambda p: originals.get(p))
     except EditRefused as e:

@@ -3,6 +3,8 @@ and read_output (a raw tool output that compaction stored, from the artifact sto
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from agents.tools.registry import Args, ToolContext, ToolOutput
@@ -13,10 +15,10 @@ READ_CHAR_CAP = 100_000
 _MISSING = ("no such file or directory", "a component of the path is not a directory")
 
 
-async def read_text_or_none(ctx: ToolContext, path: str) -> str | None:
+async def read_text_or_none(sandbox: Any, path: str) -> str | None:
     """The file's text through the sandbox, or None when it does not exist (other errors propagate)."""
     try:
-        return (await ctx.sandbox.request("read", {"path": path}))["text"]
+        return (await sandbox.request("read", {"path": path}))["text"]
     except ToolFailed as e:
         if any(m in str(e) for m in _MISSING):
             return None
@@ -215,7 +217,7 @@ class WriteResult(BaseModel):
 
 
 async def write_file(ctx: ToolContext, a: WriteFileArgs) -> ToolOutput:
-    before = await read_text_or_none(ctx, a.path)
+    before = await read_text_or_none(ctx.sandbox, a.path)
     note = refuse_syntax(a.path, before or "", a.content)
     res = await ctx.sandbox.request("write", {"path": a.path, "text": a.content, "create_dirs": True})
     size = res.get("size", len(a.content.encode()))

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from infra.artifacts import ArtifactStore
+from agents.tools.files import read_text_or_none
+from infra.artifacts import ArtifactStore, write_json_atomically
 from infra.errors import ToolFailed
 
 ABSENT = None
@@ -37,12 +38,6 @@ UNKNOWN = "?"
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _write_atomically(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class _RecordingSandbox:
@@ -67,10 +62,10 @@ class _RecordingSandbox:
 
     async def _previous(self, path: str) -> str | None:
         try:
-            text = (await self._sandbox.request("read", {"path": path}))["text"]
-        except ToolFailed as e:
-            return ABSENT if "no such file" in str(e) else UNKNOWN
-        return self._store.put_text(text)
+            text = await read_text_or_none(self._sandbox, path)
+        except ToolFailed:
+            return UNKNOWN
+        return ABSENT if text is None else self._store.put_text(text)
 
 
 class CallLedger:
@@ -92,16 +87,17 @@ class CallLedger:
         """
         d = self._dir(agent_id)
         d.mkdir(parents=True, exist_ok=True)
-        done, intent_path = d / f"{_digest(call_key)}.json", d / f"{_digest(call_key)}.intent.json"
+        key = _digest(call_key)
+        done, intent_path = d / f"{key}.json", d / f"{key}.intent.json"
         if done.exists():
             return json.loads(done.read_text(encoding="utf-8")), True
         sandbox = await get_sandbox()
         if intent_path.exists():
             await self._put_back(sandbox, json.loads(intent_path.read_text(encoding="utf-8")))
         intent: dict[str, Any] = {"call": call_key, "files": {}}
-        result = await execute(_RecordingSandbox(sandbox, intent, lambda: _write_atomically(intent_path, intent),
+        result = await execute(_RecordingSandbox(sandbox, intent, lambda: write_json_atomically(intent_path, intent),
                                                  self.store))
-        _write_atomically(done, result)
+        write_json_atomically(done, result)
         intent_path.unlink(missing_ok=True)
         return result, False
 
@@ -128,7 +124,7 @@ class CallLedger:
     def save_state(self, agent_id: str, name: str, value: Any) -> None:
         d = self._dir(agent_id)
         d.mkdir(parents=True, exist_ok=True)
-        _write_atomically(d / f"{name}.state", value)
+        write_json_atomically(d / f"{name}.state", value)
 
     def forget(self, agent_id: str) -> None:
         """Drop an agent's records (its run is over)."""
@@ -137,8 +133,6 @@ class CallLedger:
     def prune(self, max_age_s: float) -> int:
         """Drop the records of agents that wrote nothing for ``max_age_s`` (runs that never released their
         sandbox: terminated, or lost with their data). Returns how many agents' records were dropped."""
-        import time
-
         dropped = 0
         for d in self.root.glob("*") if self.root.is_dir() else []:
             newest = max((p.stat().st_mtime for p in [d, *d.iterdir()]), default=0.0)

@@ -33,7 +33,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from infra.artifacts import ArtifactMissing, ArtifactStore
+from infra.artifacts import ArtifactMissing, ArtifactStore, write_json_atomically
 from infra.errors import ConfigError
 from infra.events import bus, tracing
 from infra.events.config import EventsConfig, load_events_config, run_url
@@ -466,9 +466,7 @@ class Starter:
                     "retried": self.stats.retried, "deadlettered": self.stats.deadlettered}
             with contextlib.suppress(OSError):
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(info))
-                os.replace(tmp, path)
+                write_json_atomically(path, info)
             await _sleep(stop, 2.0)
 
 

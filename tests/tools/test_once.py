@@ -135,7 +135,7 @@ async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
         again = await ActivityEnvironment().run(restarted.tool_call, call(restarted, "c1", {"action": "add",
                                                                                            "texts": ["fix median"]}))
         assert again.replayed and again.result_ref == out.result_ref  # a repeated call: its recorded result
-        assert len(restarted.todos["t/agent-1"]) == 1
+        assert len(restarted.calls.load_state("t/agent-1", "todo", [])) == 1
     finally:
         await restarted.sandboxes.close_all()
 
