@@ -12,23 +12,22 @@ import asyncio
 import contextlib
 import json
 import time
-from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities import workspace as ws
 from activities.models import (
     DATA_INLINE_MAX,
     AgentWorkspaceInput,
     BranchInput,
     ChecksInput,
     ChecksResult,
+    CleanupInput,
     CollectInput,
     CollectResult,
     Compaction,
+    DiffInput,
     EscalationInput,
     FinalizeInput,
     FinalizeResult,
@@ -61,22 +60,14 @@ from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import ToolContext
 from infra.artifacts import ArtifactStore
 from infra.errors import (
-    BosunError,
     ConfigError,
-    ProviderError,
-    ScriptDiverged,
     UnexpectedEnvironment,
     describe_validation,
 )
 from infra.settings import Settings
 from sandbox.base import Sandbox
-
-
-def _app_error(e: BosunError, *, retryable: bool | None = None, delay: float | None = None) -> ApplicationError:
-    return ApplicationError(str(e), type=e.kind,
-                            non_retryable=not (e.retryable if retryable is None else retryable),
-                            next_retry_delay=timedelta(seconds=delay) if delay else None)
-
+from sandbox.hostrepo import TaskRepo
+from sandbox.snapshot import SnapshotRefused
 
 PINNED_FILES = ("AGENTS.md", "CLAUDE.md", "CONTRIBUTING.md", ".bosun/instructions.md")
 """Project instruction files pinned into every agent's context (and re-injected after compaction)."""
@@ -138,7 +129,9 @@ class SandboxManager:
                 return box
             if box is not None:
                 await box.close()
-            box = await self.provider().acquire(Path(workspace))
+            # A run workspace's scratch .git borrows the task repository's objects (read-only in the sandbox);
+            # which store is derived from the path bosun chose, never from the workspace's content.
+            box = await self.provider().acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
             self._boxes[key] = box
             return box
 
@@ -147,6 +140,16 @@ class SandboxManager:
         self._locks.pop(key, None)
         if box is not None:
             await box.close()
+
+    async def release_prefix(self, prefix: str) -> list[str]:
+        """Release every sandbox whose key starts with ``prefix``; returns their keys."""
+        keys = [k for k in list(self._boxes) if k.startswith(prefix)]
+        for key in keys:
+            await self.release(key)
+        return keys
+
+    def keys(self) -> list[str]:
+        return list(self._boxes)
 
     async def close_all(self) -> None:
         for key in list(self._boxes):
@@ -186,20 +189,17 @@ class Activities:
         return [self.route_model, self.prepare_workspace, self.run_checks, self.init_agent, self.model_call,
                 self.tool_call, self.run_escalated, self.release_sandbox, self.finalize, self.read_plan,
                 self.prepare_agent_workspace, self.collect_agent_work, self.merge_agent_work, self.start_branch,
-                self.diff_since, self.report_status]
+                self.diff_since, self.report_status, self.cleanup_task]
 
     @activity.defn
     async def route_model(self, inp: RouteInput) -> RouteResult:
         """`--model auto`: the router's pick for one agent, with its score and reason (recorded in history)."""
         from agents.router import RouteRequest, fallbacks, route
 
-        try:
-            config = load_router_config(self.settings)
-            decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
-                                                    files_in_scope=inp.files_in_scope,
-                                                    failures_so_far=inp.failures_so_far), config)
-        except ConfigError as e:
-            raise _app_error(e) from None
+        config = load_router_config(self.settings)
+        decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
+                                                files_in_scope=inp.files_in_scope,
+                                                failures_so_far=inp.failures_so_far), config)
         return RouteResult(model=decision.model, score=decision.score, tier=decision.tier, reason=decision.reason,
                            fallbacks=[m for m in fallbacks(inp.role, config) if m != decision.model])
 
@@ -208,28 +208,43 @@ class Activities:
         """Runs on the shared queue; answers with this host's own queue, where the task's activities go."""
         return self.settings.worker_queue
 
+    def repo(self, workflow_id: str) -> TaskRepo:
+        """The task's authoritative repository and run workspaces on this host (sandbox/hostrepo.py)."""
+        return TaskRepo(self.settings.workspaces_dir, workflow_id)
+
+    def _run_owner(self) -> tuple[int, int] | None:
+        """Who owns run workspaces: the sandbox uid when the worker is root (else the worker itself)."""
+        import os
+
+        return (self.settings.sandbox_uid, self.settings.sandbox_uid) if os.geteuid() == 0 else None
+
+    async def _materialize(self, workflow_id: str, name: str, commit: str) -> Path:
+        return await asyncio.to_thread(self.repo(workflow_id).materialize, name, commit, owner=self._run_owner(),
+                                       quota_mb=self.settings.sandbox_disk_mb)
+
     @activity.defn
     async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
-        try:
-            path, base = await asyncio.to_thread(ws.prepare, self.settings.workspaces_dir, inp.workflow_id,
-                                                 inp.repo, inp.ref)
-        except ConfigError as e:
-            raise _app_error(e) from None
-        return PrepareResult(workspace=str(path), base_commit=base)
+        repo = self.repo(inp.workflow_id)
+        base = await asyncio.to_thread(repo.prepare, inp.repo, inp.ref)
+        return PrepareResult(repository=str(repo.git_dir), base_commit=base)
 
     @activity.defn
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
-        key = f"checks:{activity.info().workflow_id}:{activity.info().activity_id}"
-        try:
-            async with heartbeating():
-                box = await self.sandboxes.get(key, inp.workspace)
+        """The tests on a fresh checkout of ``inp.commit``, in a sandbox (the checkout is dropped afterwards)."""
+        info = activity.info()
+        key = f"checks:{info.workflow_id}:{info.activity_id}"
+        name = f"checks-{info.activity_id}"
+        async with heartbeating():
+            workspace = await self._materialize(inp.workflow_id, name, inp.commit)
+            try:
+                box = await self.sandboxes.get(key, str(workspace))
                 try:
                     res = await box.exec(PYTEST, timeout_s=self.settings.tool_timeout_s,
                                          output_cap=self.settings.tool_output_cap, env=TEST_ENV)
                 finally:
                     await self.sandboxes.release(key)
-        except UnexpectedEnvironment as e:
-            raise _app_error(e) from None
+            finally:
+                await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
         return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(),
@@ -238,14 +253,11 @@ class Activities:
 
     @activity.defn
     async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:
-        try:
-            role = load_role_or_none(inp.role)
-            if role is None:
-                system = resources.files("agents").joinpath("prompts", "solo.md").read_text(encoding="utf-8")
-            else:
-                system = role.system_prompt(_profile(inp.model), role.registry(self.registry).tools)
-        except ConfigError as e:
-            raise _app_error(e) from None
+        role = load_role_or_none(inp.role)
+        if role is None:
+            system = resources.files("agents").joinpath("prompts", "solo.md").read_text(encoding="utf-8")
+        else:
+            system = role.system_prompt(_profile(inp.model), role.registry(self.registry).tools)
         static, pinned = await self._static_context(inp)
         task = f"{static}\n\n# Task\n\n{inp.task}" if static else inp.task
         for att in inp.attachments:
@@ -264,10 +276,7 @@ class Activities:
         from agents.context.static import build_static_context
         from infra.errors import ToolFailed
 
-        try:
-            box = await self.sandboxes.get(inp.agent_id, inp.workspace)
-        except UnexpectedEnvironment as e:
-            raise _app_error(e) from None
+        box = await self.sandboxes.get(inp.agent_id, inp.workspace)
         status = await box.exec(["git", "status", "--short"], timeout_s=60, output_cap=20_000)
         branch = await box.exec(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=30, output_cap=1000)
         ctx = ToolContext(sandbox=box)
@@ -293,30 +302,23 @@ class Activities:
                                     name=r.name, is_error=r.is_error))
         for text in inp.user_messages:
             messages.append(Message(role="user", content=text))
-        compaction = None
+        spec = parse_spec(inp.model)
+        pinned = self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None
+        messages, compaction = self._compact(messages, spec, pinned)
+        trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
+        provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings, agent_keys=inp.agent_keys)
+        role = load_role_or_none(inp.role)
+        registry = role.registry(self.registry) if role else self.registry
+        if inp.tools:
+            specs = registry.specs(inp.tools)
+        elif role:
+            specs = role.tool_specs(self.registry, _profile(inp.model))
+        else:
+            specs = registry.specs()
         try:
-            spec = parse_spec(inp.model)
-            pinned = self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None
-            messages, compaction = self._compact(messages, spec, pinned)
-            trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
-            provider = make_provider(spec, trajectory_text=trajectory, settings=self.settings,
-                                     agent_keys=inp.agent_keys)
-            role = load_role_or_none(inp.role)
-            registry = role.registry(self.registry) if role else self.registry
-            if inp.tools:
-                specs = registry.specs(inp.tools)
-            elif role:
-                specs = role.tool_specs(self.registry, _profile(inp.model))
-            else:
-                specs = registry.specs()
-            try:
-                resp = await provider.complete(messages, specs)
-            finally:
-                await provider.aclose()
-        except ProviderError as e:
-            raise _app_error(e, delay=e.retry_after) from None
-        except (ScriptDiverged, ConfigError) as e:
-            raise _app_error(e, retryable=False) from None
+            resp = await provider.complete(messages, specs)
+        finally:
+            await provider.aclose()
         messages.append(resp.message)
         transcript_ref = self.store.put_json([m.model_dump(mode="json") for m in messages])
         calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
@@ -372,9 +374,9 @@ class Activities:
                 result, replayed = await self.calls.run(
                     inp.agent_id, f"{activity.info().workflow_run_id}:{inp.call.id}",
                     lambda: self.sandboxes.get(inp.agent_id, inp.workspace), execute)
-        except UnexpectedEnvironment as e:
-            await self.sandboxes.release(inp.agent_id)
-            raise _app_error(e) from None
+        except UnexpectedEnvironment:
+            await self.sandboxes.release(inp.agent_id)  # the next attempt starts a fresh sandbox
+            raise
         return ToolResultRef.model_validate({**result, "replayed": replayed})
 
     @activity.defn
@@ -395,8 +397,9 @@ class Activities:
             try:
                 res = await run_escalated(args.command, args.justification, lambda *_: inp.approved,
                                           cwd=inp.workspace, timeout_s=self.settings.tool_timeout_s,
-                                          output_cap=self.settings.tool_output_cap)
-                text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox.\n"
+                                          output_cap=self.settings.tool_output_cap, user=self._run_owner())
+                text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox (as the sandbox's "
+                        f"user, with network, none of the worker's environment).\n"
                         f"exit code: {res.exit_code}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}")
                 kind = None
             except EscalationRefused as e:
@@ -410,30 +413,47 @@ class Activities:
     async def report_status(self, inp: ReportInput) -> ReportResult:
         """Comment, labels, branch and pull request on GitHub; the final response or error on Linear."""
         from activities.report import report_status
-        from infra.events.github_api import ExternalServiceError
 
-        try:
-            return await report_status(self.settings, inp)
-        except ExternalServiceError as e:
-            raise _app_error(e, delay=e.retry_after) from None
+        return await report_status(self.settings, inp)
 
     @activity.defn
-    async def release_sandbox(self, inp: ReleaseInput) -> None:
+    async def release_sandbox(self, inp: ReleaseInput) -> list[str]:
+        """Destroy an agent's sandbox (or, with ``every_agent_of_task``, those of all agents of a task) and drop its
+        tool-call records and search mirror. Idempotent; returns the sandboxes released."""
         from agents.tools.hostview import drop_mirror
 
+        if inp.every_agent_of_task:
+            return await self.sandboxes.release_prefix(f"{inp.agent_id}/")
+        released = [inp.agent_id] if inp.agent_id in self.sandboxes.keys() else []
         await self.sandboxes.release(inp.agent_id)
         self.calls.forget(inp.agent_id)
         if inp.workspace:
             drop_mirror(Path(inp.workspace))
+        return released
 
     @activity.defn
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
-        diff, files, commit = await asyncio.to_thread(ws.commit_changes, Path(inp.workspace), inp.base_commit,
-                                                      inp.branch, inp.message)
+        """The task's result: the diff from the base to the branch head, and a checkout of the branch for people."""
+        repo = self.repo(inp.workflow_id)
+
+        def work() -> tuple[str, list[str], str | None, str]:
+            head = repo.head(inp.branch) or inp.base_commit
+            diff, files = repo.diff(inp.base_commit, head)
+            view = repo.deliver_view(inp.branch)
+            return diff, files, (head if head != inp.base_commit else None), str(view)
+
+        diff, files, commit, view = await asyncio.to_thread(work)
         limit = 32_000
-        return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit,
+        return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit, workspace=view,
                               diff=diff if len(diff) <= limit else diff[:limit] + "\n[... diff truncated ...]\n")
 
+    @activity.defn
+    async def cleanup_task(self, inp: CleanupInput) -> None:
+        """At the end of a task, whatever its outcome: release every sandbox of its agents and remove its run
+        workspaces (their work is in the task repository as commits)."""
+        await self.sandboxes.release_prefix(f"{inp.workflow_id}/")
+        await self.sandboxes.release_prefix(f"checks:{inp.workflow_id}:")
+        await asyncio.to_thread(self.repo(inp.workflow_id).drop_runs)
 
     # ------------------------------------------------------------------ team mode: plan, clones, stitching
 
@@ -451,30 +471,45 @@ class Activities:
 
     @activity.defn
     async def prepare_agent_workspace(self, inp: AgentWorkspaceInput) -> str:
-        dest = Path(inp.workspace).with_name(Path(inp.workspace).name + ".agents") / inp.name
-        path = await asyncio.to_thread(ws.clone_for_agent, Path(inp.workspace), dest, inp.commit)
-        return str(path)
+        """A fresh workspace for one agent run: a checkout of ``inp.commit`` made by the host before any sandbox
+        sees it, owned by the sandbox user, on its own size-capped file system where the host allows it."""
+        return str(await self._materialize(inp.workflow_id, inp.name, inp.commit))
 
     @activity.defn
     async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
-        commit, files = await asyncio.to_thread(ws.commit_agent_work, Path(inp.agent_workspace), inp.branch,
-                                                inp.message)
-        return CollectResult(commit=commit, files=files)
+        """Import what an agent left in its run workspace as a commit, reading the files as data (no git runs
+        there; sandbox/snapshot.py)."""
+        try:
+            imported = await asyncio.to_thread(self.repo(inp.workflow_id).import_run, inp.name, inp.parent,
+                                               inp.message)
+        except SnapshotRefused as e:
+            return CollectResult(commit=None, files=[], notes=[f"the work could not be imported: {e}"])
+        return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50])
 
     @activity.defn
     async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
-        merged, conflicts, head = await asyncio.to_thread(ws.merge_agent_work, Path(inp.workspace),
-                                                          Path(inp.agent_workspace), inp.branch, inp.message)
-        return MergeResult(merged=merged, conflicts=conflicts, head=head)
+        """3-way merge of a run's commit into the task branch, inside the task repository (no work tree)."""
+        repo = self.repo(inp.workflow_id)
+
+        def work():
+            head = repo.head(inp.branch)
+            if inp.fast_forward and head is not None and repo.is_ancestor(head, inp.commit):
+                repo.set_branch(inp.branch, inp.commit, expect=head if head != inp.commit else None)
+                return MergeResult(merged=True, head=inp.commit)
+            m = repo.merge(inp.branch, inp.commit, inp.message)
+            return MergeResult(merged=m.merged, conflicts=m.conflicts, head=m.head)
+
+        return await asyncio.to_thread(work)
 
     @activity.defn
     async def start_branch(self, inp: BranchInput) -> str:
-        return await asyncio.to_thread(ws.start_branch, Path(inp.workspace), inp.branch)
+        """The task branch at ``inp.commit`` unless it exists; returns its head."""
+        return await asyncio.to_thread(self.repo(inp.workflow_id).start_branch, inp.branch, inp.commit)
 
     @activity.defn
-    async def diff_since(self, inp: FinalizeInput) -> str:
-        """The workspace's changes since base (committed or not) as an artifact ref."""
-        diff = await asyncio.to_thread(ws.diff_since, Path(inp.workspace), inp.base_commit)
+    async def diff_since(self, inp: DiffInput) -> str:
+        """The changes from the base to ``inp.head`` as an artifact ref (for the debugger)."""
+        diff, _ = await asyncio.to_thread(self.repo(inp.workflow_id).diff, inp.base_commit, inp.head)
         return self.store.put_text(diff or "(no changes yet)")
 
 

@@ -38,13 +38,15 @@ class PrepareInput(BaseModel):
 
 
 class PrepareResult(BaseModel):
-    workspace: str
-    """Host path of the workspace (a clone of the repository at ref)."""
+    repository: str
+    """Host path of the task's authoritative repository (host-owned, bare; sandbox/hostrepo.py)."""
     base_commit: str
 
 
 class ChecksInput(BaseModel):
-    workspace: str
+    workflow_id: str
+    commit: str
+    """The tests run on a fresh checkout of this commit."""
     label: str = "tests"
 
 
@@ -234,6 +236,9 @@ class EscalationInput(BaseModel):
 class ReleaseInput(BaseModel):
     agent_id: str
     workspace: str = ""
+    every_agent_of_task: bool = False
+    """Release every sandbox whose agent id starts with ``agent_id + "/"`` (a task's agents), whatever state their
+    workflows ended in."""
 
 
 class AgentResult(BaseModel):
@@ -254,10 +259,9 @@ class AgentResult(BaseModel):
 
 
 class FinalizeInput(BaseModel):
-    workspace: str
+    workflow_id: str
     base_commit: str
     branch: str
-    message: str
 
 
 class FinalizeResult(BaseModel):
@@ -265,7 +269,16 @@ class FinalizeResult(BaseModel):
     diff: str
     """The diff itself when small (<= 32 KB), else its head; the whole diff is at diff_ref."""
     files_changed: list[str]
-    commit: str | None = None
+    commit: str | None
+    """The head of the task branch, or None when nothing changed."""
+    workspace: str
+    """A plain checkout of the branch for people to look at (made by the host; no sandbox ever saw it)."""
+
+
+class DiffInput(BaseModel):
+    workflow_id: str
+    base_commit: str
+    head: str
 
 
 class SubtaskInfo(BaseModel):
@@ -293,29 +306,39 @@ class ReadPlanInput(BaseModel):
 
 
 class AgentWorkspaceInput(BaseModel):
-    workspace: str
-    """The task's main workspace."""
+    workflow_id: str
     name: str
-    """Agent name, unique in the task (e.g. fast_edit-s1-1)."""
+    """The run's name (a directory name: letters, digits, '_', '.', '-')."""
     commit: str
+    """The workspace is a fresh checkout of this commit."""
 
 
 class CollectInput(BaseModel):
-    agent_workspace: str
-    branch: str
+    workflow_id: str
+    name: str
+    """The run workspace whose files are imported."""
+    parent: str
+    """The commit the run started from (the new commit's parent)."""
     message: str
 
 
 class CollectResult(BaseModel):
     commit: str | None
     files: list[str]
+    notes: list[str] = []
+    """What was left out of the import and why (special files, too-large files, nested repositories)."""
 
 
 class MergeInput(BaseModel):
-    workspace: str
-    agent_workspace: str
+    workflow_id: str
     branch: str
+    commit: str
     message: str
+    label: str = ""
+    """What is merged, for people (e.g. "subtask parse-args")."""
+    fast_forward: bool = False
+    """Move the branch to ``commit`` when it descends from the branch head (a debugger's or a solo agent's run);
+    otherwise a merge commit."""
 
 
 class MergeResult(BaseModel):
@@ -325,8 +348,13 @@ class MergeResult(BaseModel):
 
 
 class BranchInput(BaseModel):
-    workspace: str
+    workflow_id: str
     branch: str
+    commit: str
+
+
+class CleanupInput(BaseModel):
+    workflow_id: str
 
 
 class SubtaskOutcome(BaseModel):

@@ -20,9 +20,9 @@ class ReportInput(BaseModel):
     """TaskResult.status: succeeded, failed, no_changes."""
     summary: str
     """A few lines for people: tests before/after, files changed, how to inspect the run."""
-    workspace: str
     branch: str
     commit: str | None = None
+    """The commit to push (from the task's authoritative repository on this host, sandbox/hostrepo.py)."""
     remote: str
     """Where to push the branch: the task's repository (URL or path)."""
 
@@ -33,7 +33,7 @@ class ReportResult(BaseModel):
 
 async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
     from infra.events.config import load_events_config
-    from infra.events.github_api import GitHubClient, push_branch
+    from infra.events.github_api import GitHubClient
     from infra.events.linear_api import LinearClient
     from infra.events.triggers import Origin
 
@@ -45,8 +45,7 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
         async with GitHubClient.from_config(cfg) as gh:
             body = inp.summary
             if ok and inp.commit:
-                await push_branch(inp.workspace, inp.branch, inp.remote, commit=inp.commit,
-                                  token=cfg.secret("github_token"))
+                await push(settings, inp, cfg.secret("github_token"))
                 done.append(f"pushed {inp.branch}")
                 if origin.head_branch:  # a pull request's task: the changes go into that pull request's branch
                     title, intro = f"bosun: changes for #{origin.number}", \
@@ -70,3 +69,22 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
                 await lin.error(origin.agent_session_id, inp.summary, key=key)
             done.append(f"linear {'response' if ok else 'error'}")
     return ReportResult(actions=done)
+
+
+async def push(settings: Any, inp: ReportInput, token: str | None) -> None:
+    """Push the task's commit to ``inp.branch`` of the remote, from the task repository (host git, hardened).
+    A network failure is an ExternalServiceError that is retried; a refusal is final."""
+    import asyncio
+
+    from infra.events.github_api import ExternalServiceError
+    from sandbox.hostgit import GitError
+    from sandbox.hostrepo import TaskRepo
+
+    repo = TaskRepo(settings.workspaces_dir, inp.workflow_id)
+    try:
+        await asyncio.to_thread(repo.push, inp.branch, inp.remote, inp.commit, token=token)
+    except GitError as e:
+        text = str(e)
+        transient = any(s in text for s in ("Could not resolve host", "timed out", "Connection refused",
+                                            "Connection reset", "Failed to connect", "502", "503", "504"))
+        raise ExternalServiceError(f"pushing {inp.branch}: {text}", retryable=transient) from None

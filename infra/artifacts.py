@@ -9,15 +9,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from infra.errors import BosunError
 
+REF = re.compile(r"sha256:[0-9a-f]{64}")
+"""An artifact ref: exactly ``sha256:`` and 64 lowercase hex digits (nothing else names a file in the store)."""
+
 
 class ArtifactMissing(BosunError):
     kind = "UnexpectedEnvironment"
+
+
+class BadRef(BosunError):
+    """A string that is not an artifact ref (e.g. a model passed something else): refused, nothing is read."""
+
+    kind = "InvalidArguments"
+
+
+def check_ref(ref: object) -> str:
+    """``ref`` if it is exactly ``sha256:<64 lowercase hex>``; BadRef otherwise."""
+    if not isinstance(ref, str) or not REF.fullmatch(ref):
+        shown = repr(ref)[:80]
+        raise BadRef(f"not an artifact ref: {shown} (expected 'sha256:' followed by 64 lowercase hex digits)")
+    return ref
 
 
 def write_json_atomically(path: Path, value: Any, *, indent: int | None = None) -> None:
@@ -58,9 +76,7 @@ class ArtifactStore:
         return self.put_bytes(json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
     def get_bytes(self, ref: str) -> bytes:
-        if not ref.startswith("sha256:") or len(ref) != 71:
-            raise ArtifactMissing(f"not an artifact ref: {ref!r} (expected 'sha256:<64 hex digits>')")
-        path = self._path(ref[7:])
+        path = self._path(check_ref(ref)[7:])
         try:
             return path.read_bytes()
         except FileNotFoundError:

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _validate_run(args: argparse.Namespace, s: Settings):
-    from activities.workspace import check_repo
+    from sandbox.hostrepo import check_source_repo as check_repo
     from agents.providers import parse_spec
 
     if not args.task.strip():

@@ -155,7 +155,7 @@ def _describe(step: Step) -> str:
     if n == "run_checks" and isinstance(r, dict):
         return f"tests {i.get('label')}: {r.get('summary')}"
     if n == "prepare_workspace" and isinstance(r, dict):
-        return f"workspace {r.get('workspace')} at {str(r.get('base_commit'))[:10]}"
+        return f"repository {r.get('repository')} at {str(r.get('base_commit'))[:10]}"
     if n == "finalize" and isinstance(r, dict):
         return f"commit {str(r.get('commit'))[:10]} on {i.get('branch')}: {len(r.get('files_changed', []))} files"
     if n == "bind_worker":
@@ -166,12 +166,13 @@ def _describe(step: Step) -> str:
         return f"plan ({r.get('source')}): {len(r.get('subtasks', []))} subtasks in {len(r.get('waves', []))} " \
                f"wave(s): {subs}{note}"
     if n == "prepare_agent_workspace":
-        return f"clone for {i.get('name')} at {str(i.get('commit'))[:10]}"
+        return f"workspace for {i.get('name')} at {str(i.get('commit'))[:10]}"
     if n == "collect_agent_work" and isinstance(r, dict):
-        return f"{i.get('branch')}: " + (f"commit {str(r.get('commit'))[:10]}, files {', '.join(r.get('files', []))}"
-                                         if r.get("commit") else "no changes")
+        notes = f" (left out: {'; '.join(r['notes'][:3])})" if r.get("notes") else ""
+        return f"{i.get('name')}: " + (f"commit {str(r.get('commit'))[:10]}, files {', '.join(r.get('files', []))}"
+                                       if r.get("commit") else "no changes") + notes
     if n == "merge_agent_work" and isinstance(r, dict):
-        what = i.get("branch")
+        what = i.get("label") or str(i.get("commit"))[:10]
         return f"merged {what} -> {str(r.get('head'))[:10]}" if r.get("merged") else \
             f"CONFLICT merging {what} in {', '.join(r.get('conflicts', []))}"
     if n == "route_model" and isinstance(r, dict):

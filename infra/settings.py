@@ -58,6 +58,13 @@ class Settings(BaseSettings):
     (the worker decides once at start; `bosun status` shows its choice)."""
     sandbox_image: str = "bosun-sandbox:latest"
     """The locally built sandbox image (docker backend). `make bootstrap` builds it."""
+    sandbox_uid: int = Field(default=64000, ge=1, le=2**31 - 2)
+    """The unprivileged uid (and gid) sandboxes run as when the worker is root: their workspaces are owned by it,
+    and the host reads them as data. A worker that is not root runs sandboxes as its own uid."""
+    sandbox_disk_mb: int = Field(default=4096, ge=0)
+    """Disk a sandbox may write in its workspace beyond the checkout (MB): each workspace is a loop-mounted ext4
+    file system of its own, which caps bytes and files (needs root; `bosun status` says whether it is enforced).
+    0 turns the quota off."""
 
     default_model: str = ""
     """Model spec used when `bosun run` has no --model, e.g. `anthropic:claude-sonnet-4-5`,

@@ -25,6 +25,7 @@ from temporalio.worker import (
 )
 
 from activities.core import Activities
+from activities.errors import ErrorInterceptor
 from infra.artifacts import write_json_atomically
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
@@ -77,6 +78,39 @@ class JournalInterceptor(Interceptor):
         return _JournalInbound(next, self.journal)
 
 
+REAP_EVERY_S = 30.0
+"""How often the worker looks for sandboxes whose run is over (see ``reap``)."""
+
+
+async def reap(client, acts: Activities) -> list[str]:
+    """Release the sandboxes of this worker whose workflow is no longer running (an agent or task that failed,
+    was cancelled, timed out or was terminated without releasing them), and remove containers of dead workers.
+    Returns the released keys."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError
+
+    released = []
+    for key in acts.sandboxes.keys():
+        wf_id = key.split(":")[1] if key.startswith("checks:") else key
+        try:
+            desc = await client.get_workflow_handle(wf_id).describe()
+            running = desc.status == WorkflowExecutionStatus.RUNNING
+        except RPCError as e:
+            running = "not found" not in str(e).lower()  # unsure (server unreachable): keep it
+        if not running:
+            await acts.sandboxes.release(key)
+            released.append(key)
+    try:
+        from sandbox import reap_orphans
+
+        await asyncio.to_thread(reap_orphans)
+    except ImportError:
+        pass
+    if released:
+        log.info("released %d sandboxes whose runs are over: %s", len(released), ", ".join(released))
+    return released
+
+
 LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 """Tool-call records of an agent that wrote nothing for this long are dropped when a worker starts."""
 
@@ -91,12 +125,13 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         reap_orphans()
     except ImportError:
         pass
+    errors = ErrorInterceptor()
     shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
-                    activities=[acts.bind_worker], interceptors=[journal])
+                    activities=[acts.bind_worker], interceptors=[journal, errors])
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=acts.all(),
-                   interceptors=[journal], max_concurrent_activities=64)
+                   interceptors=[journal, errors], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
     if dropped := acts.calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
@@ -112,11 +147,21 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
                                            "sandbox_backend": backend})
             await asyncio.sleep(2)
 
+    async def reaper() -> None:
+        while True:
+            await asyncio.sleep(REAP_EVERY_S)
+            try:
+                await reap(client, acts)
+            except Exception:  # noqa: BLE001 - the reaper must never take the worker down
+                log.exception("sandbox reaper failed; trying again in %.0f s", REAP_EVERY_S)
+
     try:
         async with shared, local:
             beater = asyncio.create_task(beat())
+            reaping = asyncio.create_task(reaper())
             await stop.wait()
             beater.cancel()
+            reaping.cancel()
     finally:
         health.unlink(missing_ok=True)
         await acts.sandboxes.close_all()

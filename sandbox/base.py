@@ -15,6 +15,9 @@ from pydantic import BaseModel, Field
 
 WORKSPACE_PATH = "/workspace"
 """Where the workspace appears inside every sandbox."""
+OBJECTS_IN_SANDBOX = "/run/bosun/objects"
+"""Where a sandbox sees the task repository's object store, read-only (sandbox/hostrepo.py): a workspace's scratch
+``.git`` borrows its objects from there."""
 
 
 class Limits(BaseModel):
@@ -85,8 +88,9 @@ class SandboxProvider(abc.ABC):
     backend: str
 
     @abc.abstractmethod
-    async def acquire(self, workspace: Path) -> Sandbox:
-        """Start (or take from the warm pool) a sandbox bound to ``workspace``.
+    async def acquire(self, workspace: Path, *, objects: Path | None = None) -> Sandbox:
+        """Start (or take from the warm pool) a sandbox bound to ``workspace``; ``objects``: a repository object
+        store to bind read-only at OBJECTS_IN_SANDBOX.
 
         Fails closed: raises UnexpectedEnvironment if it cannot start; never falls back to running unsandboxed.
         """

@@ -45,7 +45,7 @@ from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import cgroups, seccomp
-from sandbox.base import WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.base import OBJECTS_IN_SANDBOX, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
 
@@ -269,27 +269,42 @@ class BwrapProvider(SandboxProvider):
         return SERVER_IN_SANDBOX if self.server_file.suffix == ".py" else SERVER_IN_SANDBOX + "c"
 
     def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True,
-                   info_fd: int | None = None, block_fd: int | None = None) -> list[str]:
-        """The full bwrap argument list for ``workspace`` (absolute, resolved). Order matters: later mounts win."""
+                   info_fd: int | None = None, block_fd: int | None = None, objects: Path | None = None,
+                   drop_to: str | None = None) -> list[str]:
+        """The full bwrap argument list for ``workspace`` (absolute, resolved). Order matters: later mounts win.
+
+        ``objects``: a repository object store bound read-only at /run/bosun/objects. ``drop_to``: "uid:gid" the
+        tool server switches to before it serves anything (bwrap started by root without a user namespace, so
+        that uid is the host's; only CAP_SETUID/CAP_SETGID are kept for that switch, and it clears them).
+        """
         ro_args, _masked = _host_layout()
         lim = self.limits
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--clearenv", "--hostname", "sandbox"]
+        if drop_to:
+            args = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                    "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                    "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += ["--clearenv", "--hostname", "sandbox"]
         args += ro_args
         for extra in self.extra_ro_binds:
             args += ["--ro-bind", extra, extra]
+        # World-writable scratch space (sticky): a sandbox that switches to an unprivileged uid must write there.
+        # HOME (/tmp/home) is made by the tool server, as that uid.
         args += ["--dev", "/dev", "--proc", "/proc", *_proc_covers(),
-                 "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp",
-                 "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+                 "--perms", "1777", "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp",
+                 "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
                  "--size", str(16 << 20), "--tmpfs", "/run",
-                 "--size", str(lim.tmp_mb << 20), "--tmpfs", "/var/tmp",
+                 "--perms", "1777", "--size", str(lim.tmp_mb << 20), "--tmpfs", "/var/tmp",
                  "--symlink", "../run", "/var/run",
-                 "--dir", SANDBOX_HOME,
+                 "--perms", "0755", "--dir", "/run/bosun",  # bwrap would make it 0700: the tool server is in it
                  ]
         # The workspace comes after the tmpfs mounts: a workspace under the host's /tmp must not be hidden.
         args += ["--bind", str(workspace), WORKSPACE_PATH]
         if git_binds:
             args += _git_binds(workspace)
+        if objects is not None:
+            args += ["--ro-bind", str(objects), OBJECTS_IN_SANDBOX]
         args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
@@ -303,16 +318,18 @@ class BwrapProvider(SandboxProvider):
         if block_fd is not None:
             args += ["--block-fd", str(block_fd)]
         args += ["--", self.python, "-I", "-S", self.server_in_sandbox, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
+        if drop_to:
+            args += ["--user", drop_to]
         return args
 
     # -- acquire ---------------------------------------------------------------------------------------------
 
-    async def acquire(self, workspace: Path) -> BwrapSandbox:
+    async def acquire(self, workspace: Path, *, objects: Path | None = None) -> BwrapSandbox:
         ws = Path(workspace).resolve()
         if not ws.is_dir():
             raise UnexpectedEnvironment(f"workspace {workspace} is not a directory on this host; "
                                         f"create it (or clone the repository) before acquiring a sandbox")
-        return await self._launch(ws, self.user_for(ws), git_binds=True)
+        return await self._launch(ws, self.user_for(ws), git_binds=True, objects=objects)
 
     async def start_unbound(self, slot: Path, key: str = "") -> BwrapSandbox:
         """Start a sandbox whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py), as ``key``
@@ -323,21 +340,16 @@ class BwrapProvider(SandboxProvider):
         """uid:gid the sandbox for ``workspace`` runs as (see the class docstring)."""
         if self.user:
             return self.user
-        me = f"{os.geteuid()}:{os.getegid()}"
         if os.geteuid() == 0:
             st = workspace.stat()
-            if st.st_uid != 0 and not reachable_by(workspace, st.st_uid, st.st_gid):
-                return me  # the owner could not even reach it (e.g. under /root): stay uid 0 without capabilities
-            if st.st_uid != 0 and not reachable_by(self.server_file, st.st_uid, st.st_gid):
-                return me
             return f"{st.st_uid}:{st.st_gid}"
-        return me
+        return f"{os.geteuid()}:{os.getegid()}"
 
     def pool_key(self, workspace: Path) -> str:
         """Warm sandboxes are interchangeable only for the same user."""
         return self.user_for(Path(workspace).resolve())
 
-    async def _launch(self, ws: Path, user: str, *, git_binds: bool) -> BwrapSandbox:
+    async def _launch(self, ws: Path, user: str, *, git_binds: bool, objects: Path | None = None) -> BwrapSandbox:
         if not os.access(self.bwrap, os.X_OK):
             raise UnexpectedEnvironment(f"bubblewrap not found at {self.bwrap}; install the 'bubblewrap' package "
                                         f"or use the docker backend")
@@ -353,17 +365,21 @@ class BwrapProvider(SandboxProvider):
         # mounts; meanwhile both processes are moved into the cgroup. Nothing of the sandbox runs before that.
         info_r, info_w = os.pipe() if cg else (None, None)
         block_r, block_w = os.pipe() if cg else (None, None)
-        args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r)
-        child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
         uid, _, gid = user.partition(":")
-        as_user: dict[str, Any] = {}
-        if int(uid) != os.geteuid():  # root starting the sandbox as the workspace owner: bwrap runs unprivileged
-            as_user = {"user": int(uid), "group": int(gid or uid), "extra_groups": []}
+        drop_to = None
+        if os.geteuid() == 0 and int(uid) != 0:  # root starts it; the tool server switches to that uid first
+            drop_to = f"{int(uid)}:{int(gid or uid)}"
+        elif int(uid) != os.geteuid():
+            raise UnexpectedEnvironment(f"a bwrap sandbox can run as uid {uid} only when the worker is root "
+                                        f"(the worker runs as uid {os.geteuid()})")
+        args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r,
+                               objects=objects, drop_to=drop_to)
+        child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=child_fds,
-                limit=STREAM_LIMIT, start_new_session=True, cwd="/", **as_user)
+                limit=STREAM_LIMIT, start_new_session=True, cwd="/")
         except OSError as exc:
             for fd in (info_r, block_w):
                 if fd is not None:

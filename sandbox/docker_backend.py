@@ -27,7 +27,7 @@ from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import seccomp
-from sandbox.base import WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.base import OBJECTS_IN_SANDBOX, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ToolClient, pid_alive
 from sandbox.gitguard import git_mounts
 
@@ -218,10 +218,11 @@ class DockerProvider(SandboxProvider):
             opts.append("seccomp=" + json.dumps(seccomp.docker_profile(), separators=(",", ":")))
         return opts
 
-    def container_config(self, workspace: Path, sandbox_id: str, user: str, *, slot: bool = False
-                         ) -> dict[str, Any]:
+    def container_config(self, workspace: Path, sandbox_id: str, user: str, *, slot: bool = False,
+                         objects: Path | None = None) -> dict[str, Any]:
         """Arguments of ``api.create_container`` (host config included). ``slot``: ``workspace`` is a workspace
-        slot, bound with slave propagation so the real workspace can be mounted into it later."""
+        slot, bound with slave propagation so the real workspace can be mounted into it later. ``objects``: a
+        repository object store bound read-only at OBJECTS_IN_SANDBOX."""
         from docker.types import Mount, Ulimit  # noqa: PLC0415
 
         lim = self.limits
@@ -231,6 +232,8 @@ class DockerProvider(SandboxProvider):
         if not slot:
             for src, dst, ro in git_mounts(workspace):
                 mounts.append(Mount(dst, src, type="bind", read_only=ro))
+        if objects is not None:
+            mounts.append(Mount(OBJECTS_IN_SANDBOX, str(objects), type="bind", read_only=True))
         host_config = self.api.create_host_config(
             network_mode="none",
             cap_drop=["ALL"],
@@ -265,12 +268,12 @@ class DockerProvider(SandboxProvider):
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
-    async def acquire(self, workspace: Path) -> DockerSandbox:
+    async def acquire(self, workspace: Path, *, objects: Path | None = None) -> DockerSandbox:
         ws = Path(workspace).resolve()
         if not ws.is_dir():
             raise UnexpectedEnvironment(f"workspace {workspace} is not a directory on this host; "
                                         f"create it (or clone the repository) before acquiring a sandbox")
-        return await self._launch(ws, self.user_for(ws), slot=False)
+        return await self._launch(ws, self.user_for(ws), slot=False, objects=objects)
 
     async def start_unbound(self, slot: Path, user: str) -> DockerSandbox:
         """Start a container whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py)."""
@@ -280,9 +283,10 @@ class DockerProvider(SandboxProvider):
         """Warm sandboxes are interchangeable only for the same user."""
         return self.user_for(Path(workspace).resolve())
 
-    async def _launch(self, ws: Path, user: str, *, slot: bool) -> DockerSandbox:
+    async def _launch(self, ws: Path, user: str, *, slot: bool, objects: Path | None = None) -> DockerSandbox:
         sandbox_id = f"dk-{secrets.token_hex(6)}"
-        creating = asyncio.ensure_future(asyncio.to_thread(self._create_and_start, ws, sandbox_id, user, slot))
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create_and_start, ws, sandbox_id, user, slot,
+                                                           objects))
         try:
             container_id, sock = await asyncio.shield(creating)
         except asyncio.CancelledError:
@@ -305,11 +309,13 @@ class DockerProvider(SandboxProvider):
         await sandbox.wait_ready(f"docker sandbox for {ws}", self.start_timeout_s)
         return sandbox
 
-    def _create_and_start(self, ws: Path, sandbox_id: str, user: str, slot: bool) -> tuple[str, Any]:
+    def _create_and_start(self, ws: Path, sandbox_id: str, user: str, slot: bool, objects: Path | None = None
+                          ) -> tuple[str, Any]:
         from docker.errors import ImageNotFound, NotFound  # noqa: PLC0415
 
         try:
-            created = self.api.create_container(**self.container_config(ws, sandbox_id, user, slot=slot))
+            created = self.api.create_container(**self.container_config(ws, sandbox_id, user, slot=slot,
+                                                                        objects=objects))
         except ImageNotFound:
             raise UnexpectedEnvironment(f"the sandbox image {self.image} is not present on the docker engine; "
                                         f"build it with sandbox/image/build.sh (or `make bootstrap`)") from None

@@ -3,6 +3,11 @@
 ``run_escalated(cmd, justification, approver)`` shows the approver the exact command and the reason; anything but
 an explicit ``True`` refuses (EscalationRefused), and so does an approver that fails. The approved command runs
 once, as given, with a timeout; the decision is logged.
+
+What a person approves is the command, not the workspace it runs in (which the model wrote). So even an approved
+command runs with none of the worker's environment (no model keys, no tokens: only a plain PATH, HOME and git's
+safe defaults: no system or global config, hooks and fsmonitor off), and as ``user`` (the sandbox's uid) when the
+worker is root - never as the worker itself unless no other uid is given.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ Approver = Callable[[list[str] | str, str], bool | Awaitable[bool]]
 
 async def run_escalated(cmd: list[str] | str, justification: str, approver: Approver, *,
                         cwd: str | Path | None = None, timeout_s: float = 300.0,
-                        output_cap: int = 1_000_000) -> ExecResult:
+                        output_cap: int = 1_000_000, user: tuple[int, int] | None = None) -> ExecResult:
     """Run ``cmd`` on the host, unsandboxed, if and only if ``approver`` approves this exact command.
 
     Raises EscalationRefused when the approver declines, raises, or returns anything but True; when the
@@ -51,19 +56,40 @@ async def run_escalated(cmd: list[str] | str, justification: str, approver: Appr
                                 f"this inside the sandbox, or ask a person to run it")
     log.warning("running APPROVED unsandboxed command %r (justification: %s)", shown, justification)
     argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-    return await asyncio.to_thread(_run, argv, cwd, timeout_s, output_cap)
+    return await asyncio.to_thread(_run, argv, cwd, timeout_s, output_cap, user)
 
 
-def _run(argv: list[str], cwd: str | Path | None, timeout_s: float, cap: int) -> ExecResult:
+ESCALATED_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": "/tmp",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_KEY_0": "core.hooksPath",
+    "GIT_CONFIG_VALUE_0": "/dev/null",
+    "GIT_CONFIG_KEY_1": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_1": "false",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+"""The whole environment of an escalated command (see the module docstring)."""
+
+
+def _run(argv: list[str], cwd: str | Path | None, timeout_s: float, cap: int,
+         user: tuple[int, int] | None = None) -> ExecResult:
+    import os  # noqa: PLC0415
+
     start = time.monotonic()
+    as_user: dict = {}
+    if user is not None and os.geteuid() == 0:
+        as_user = {"user": user[0], "group": user[1], "extra_groups": []}
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, env=dict(ESCALATED_ENV), **as_user)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        import os  # noqa: PLC0415
         import signal  # noqa: PLC0415
 
         try:

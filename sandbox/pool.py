@@ -86,7 +86,7 @@ class PooledProvider(SandboxProvider):
             await asyncio.sleep(0.01)
         return len(self._ready.get(key, ()))
 
-    async def acquire(self, workspace: Path) -> Sandbox:
+    async def acquire(self, workspace: Path, *, objects: Path | None = None) -> Sandbox:
         t0 = time.monotonic()
         ws = Path(workspace).resolve()
         if not ws.is_dir():
@@ -95,12 +95,12 @@ class PooledProvider(SandboxProvider):
         key = self._key(ws)
         usable, _why = self.slots.usable()
         sandbox = None
-        if usable and self.size > 0 and self.slots.supports(ws):
+        if usable and self.size > 0 and objects is None and self.slots.supports(ws):
             self._ensure_refill(key)
             sandbox = await self._take_warm(key, ws)
         if sandbox is None:
             self.misses += 1
-            sandbox = await self.provider.acquire(ws)
+            sandbox = await self.provider.acquire(ws, objects=objects)
             self.cold_start_times.append(time.monotonic() - t0)
         else:
             self.hits += 1

@@ -914,12 +914,32 @@ def _limit_fds(nofile: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(new_hard, nofile), new_hard))
 
 
+def _drop_to(user: str) -> None:
+    """Become ``uid:gid`` for good (bwrap started by root keeps only CAP_SETUID/CAP_SETGID for this): no
+    supplementary groups, every uid and gid set, and no capability left afterwards - checked, or exit."""
+    uid_s, _, gid_s = user.partition(":")
+    uid, gid = int(uid_s), int(gid_s or uid_s)
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    with open("/proc/self/status", encoding="ascii") as f:
+        caps = {k: v.strip() for k, _, v in (line.partition(":") for line in f) if k.startswith("Cap")}
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or \
+            any(int(caps.get(k, "1"), 16) for k in ("CapEff", "CapPrm", "CapAmb")):
+        sys.stderr.write(f"toolserver: could not drop to {user} without capabilities ({caps})\n")
+        sys.exit(2)
+
+
 def main(argv: list[str]) -> int:
-    """``toolserver.py [WORKSPACE] [--nofile N]``"""
+    """``toolserver.py [WORKSPACE] [--nofile N] [--user UID:GID]``"""
     rest = list(argv[1:])
     if "--nofile" in rest:
         i = rest.index("--nofile")
         _limit_fds(int(rest[i + 1]))
+        del rest[i:i + 2]
+    if "--user" in rest:
+        i = rest.index("--user")
+        _drop_to(rest[i + 1])
         del rest[i:i + 2]
     root = rest[0] if rest else "/workspace"
     if not os.path.isdir(root):

@@ -1,10 +1,14 @@
 """TaskWorkflow: the coordinator of one task. Deterministic orchestration only.
 
-team mode: bind to a worker host -> prepare the workspace -> tests before -> planner agent -> a typed plan ->
-fast-edit agents in parallel (bounded), each on its own clone -> stitch their commits with real 3-way merges (a
-conflicting subtask is re-run once on the merged tree) -> verify (tests in a sandbox) -> debugger agent until green
-or out of rounds -> commit on branch ``bosun/<workflow id>``.
-solo mode: one agent on the workspace, then verify and deliver.
+team mode: bind to a worker host -> prepare the task repository -> tests before -> planner agent -> a typed plan ->
+fast-edit agents in parallel (bounded), each on a fresh workspace of its own -> their work imported as commits and
+stitched with real 3-way merges (a conflicting subtask is re-run once on the merged tree) -> verify (tests in a
+sandbox, on a fresh checkout of the branch) -> debugger agent until green or out of rounds -> the branch
+``bosun/<workflow id>`` holds the result.
+solo mode: one agent on a fresh workspace, its work imported onto the branch, then verify and deliver.
+
+Every workspace an agent touches is read back by the host as data (sandbox/hostrepo.py); the task ends by releasing
+every sandbox of its agents and removing the run workspaces, whatever its outcome.
 
 Each phase shows as the workflow's current details (Web UI) and through the ``status`` query; ``plan`` and
 ``agents`` queries show the plan and each agent's progress; ``steer`` forwards a person's message to the agents
@@ -29,12 +33,15 @@ with workflow.unsafe.imports_passed_through():
         BranchInput,
         ChecksInput,
         ChecksResult,
+        CleanupInput,
         CollectInput,
+        DiffInput,
         FinalizeInput,
         MergeInput,
         PlanInfo,
         PrepareInput,
         ReadPlanInput,
+        ReleaseInput,
         RouteInput,
         SubtaskInfo,
         SubtaskOutcome,
@@ -128,6 +135,10 @@ class TaskWorkflow:
         except Exception:
             self.agent_status[name] = "failed"
             self.failures += 1
+            # A child that failed, timed out or was terminated never ran its own release: do it here.
+            await workflow.execute_activity_method(
+                Activities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
+                summary=f"release sandbox of {name}", **_activity_opts(queue, 1))
             raise
         finally:
             self.running_agents.discard(wf_id)
@@ -152,10 +163,32 @@ class TaskWorkflow:
             workflow.set_current_details(note)
         return fits
 
-    async def _checks(self, queue: str, workspace: str, label: str) -> ChecksResult:
+    async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
         return await workflow.execute_activity_method(
-            Activities.run_checks, ChecksInput(workspace=workspace, label=label),
+            Activities.run_checks, ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
             summary=f"tests {label}", **_activity_opts(queue, 70, heartbeat=True))
+
+    async def _workspace(self, queue: str, name: str, commit: str) -> str:
+        """A fresh workspace for one agent run, checked out by the host at ``commit``."""
+        return await workflow.execute_activity_method(
+            Activities.prepare_agent_workspace,
+            AgentWorkspaceInput(workflow_id=workflow.info().workflow_id, name=name, commit=commit),
+            summary=f"workspace for {name} at {commit[:10]}", **_activity_opts(queue))
+
+    async def _collect(self, queue: str, name: str, parent: str, message: str):
+        """The run's work, read by the host as data, as a commit on top of ``parent``."""
+        return await workflow.execute_activity_method(
+            Activities.collect_agent_work,
+            CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent, message=message),
+            summary=f"collect {name}", **_activity_opts(queue))
+
+    async def _onto_branch(self, queue: str, branch: str, commit: str, label: str):
+        """A run that started at the branch head: the branch moves to its commit (merged if the head moved)."""
+        return await workflow.execute_activity_method(
+            Activities.merge_agent_work,
+            MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
+                       message=f"bosun: {label}", fast_forward=True),
+            summary=f"onto {branch}: {label}", **_activity_opts(queue))
 
     @workflow.run
     async def run(self, inp: TaskInput) -> TaskResult:
@@ -167,24 +200,37 @@ class TaskWorkflow:
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
             Activities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
+        try:
+            return await self._run(inp, queue, wf_id, branch)
+        finally:
+            # Whatever happened: no sandbox of this task outlives it, and its run workspaces go (their work is in
+            # the task repository as commits).
+            await workflow.execute_activity_method(
+                Activities.cleanup_task, CleanupInput(workflow_id=wf_id), summary="release sandboxes, clean up",
+                **_activity_opts(queue, 5))
 
+    async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
         prep = await workflow.execute_activity_method(
             Activities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
             summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
+        base = prep.base_commit
+        head = await workflow.execute_activity_method(
+            Activities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
+            summary=f"branch {branch}", **_activity_opts(queue))
         self._enter("tests before")
-        before = await self._checks(queue, prep.workspace, "before")
+        before = await self._checks(queue, base, "before")
 
         solo: AgentResult | None = None
         outcomes: list[SubtaskOutcome] = []
         if inp.mode == "solo":
             self._enter("agent working")
-            solo = await self._agent(inp, "agent-1", "solo", inp.task, prep.workspace, queue, ["solo"])
+            solo, head = await self._run_on_branch(inp, queue, branch, head, "agent-1", "solo", inp.task, ["solo"])
         else:
-            outcomes = await self._team(inp, queue, prep.workspace, prep.base_commit, branch, before)
+            outcomes, head = await self._team(inp, queue, base, head, branch, before)
 
         self._enter("verifying")
-        after = await self._checks(queue, prep.workspace, "after")
+        after = await self._checks(queue, head, "after")
         rounds: list[AgentResult] = []
         while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
             if not self._fits(1, "debugger rounds"):
@@ -193,25 +239,23 @@ class TaskWorkflow:
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
             diff_ref = await workflow.execute_activity_method(
-                Activities.diff_since, FinalizeInput(workspace=prep.workspace, base_commit=prep.base_commit,
-                                                     branch=branch, message=""),
+                Activities.diff_since, DiffInput(workflow_id=wf_id, base_commit=base, head=head),
                 summary="current diff", **_activity_opts(queue))
             failing = ", ".join(after.failed[:30]) or after.summary
             task = (f"The task was: {inp.task}\n\nAfter the changes, these tests fail: {failing}\n"
                     f"({after.summary}). Make them pass without weakening the tests.")
             attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
             attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
-            rounds.append(await self._agent(inp, f"debugger-{n}", "debugger", task, prep.workspace, queue,
-                                            [f"debugger#{n}", "debugger"], attachments=attach))
+            result, head = await self._run_on_branch(inp, queue, branch, head, f"debugger-{n}", "debugger", task,
+                                                     [f"debugger#{n}", "debugger"], attachments=attach)
+            rounds.append(result)
             self._enter(f"verifying (after debug round {n})")
-            after = await self._checks(queue, prep.workspace, f"after debug round {n}")
+            after = await self._checks(queue, head, f"after debug round {n}")
 
         self._enter("delivering")
         fin = await workflow.execute_activity_method(
-            Activities.finalize,
-            FinalizeInput(workspace=prep.workspace, base_commit=prep.base_commit, branch=branch,
-                          message=f"bosun: {inp.task[:60]}\n\nworkflow {wf_id}"),
-            summary=f"commit on {branch}", **_activity_opts(queue, 5))
+            Activities.finalize, FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
+            summary=f"deliver {branch}", **_activity_opts(queue, 5))
 
         status = "no_changes" if not fin.files_changed else ("succeeded" if after.green else "failed")
         origin = workflow.memo_value("origin", None)
@@ -222,29 +266,40 @@ class TaskWorkflow:
                        f"- every step: `bosun history {wf_id}`")
             await workflow.execute_activity_method(
                 Activities.report_status,
-                ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary,
-                            workspace=prep.workspace, branch=branch, commit=fin.commit, remote=inp.repo),
+                ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
+                            commit=fin.commit, remote=inp.repo),
                 summary="status back to the issue / session", **_activity_opts(queue, 5))
         self._enter(f"done: {status}")
-        return TaskResult(status=status, workspace=prep.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
+        return TaskResult(status=status, workspace=fin.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
                           debug_rounds=rounds, budget_note=self.budget_note,
                           spent=self.budget.spent.model_dump() if self.budget else {})
 
-    async def _team(self, inp: TaskInput, queue: str, workspace: str, base: str, branch: str,
-                    before: ChecksResult) -> list[SubtaskOutcome]:
+    async def _run_on_branch(self, inp: TaskInput, queue: str, branch: str, head: str, name: str, role: str,
+                             task: str, keys: list[str], attachments: list[Attachment] | None = None
+                             ) -> tuple[AgentResult, str]:
+        """One agent on a fresh workspace at the branch head; its work goes onto the branch. Returns the agent's
+        result and the new head."""
+        workspace = await self._workspace(queue, name, head)
+        result = await self._agent(inp, name, role, task, workspace, queue, keys, attachments=attachments)
+        collect = await self._collect(queue, name, head, f"bosun {role} ({name}): {inp.task[:60]}")
+        if collect.commit:
+            moved = await self._onto_branch(queue, branch, collect.commit, f"{role} run {name}")
+            head = moved.head
+        return result, head
+
+    async def _team(self, inp: TaskInput, queue: str, base: str, head: str, branch: str,
+                    before: ChecksResult) -> tuple[list[SubtaskOutcome], str]:
         self._enter("planning")
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
+        workspace = await self._workspace(queue, "planner", base)
         planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
                                     attachments=attach)
         self.plan_info = await workflow.execute_activity_method(
             Activities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
             summary="read the plan", **_activity_opts(queue))
-        head = await workflow.execute_activity_method(
-            Activities.start_branch, BranchInput(workspace=workspace, branch=branch),
-            summary=f"branch {branch}", **_activity_opts(queue))
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
@@ -254,7 +309,7 @@ class TaskWorkflow:
 
             async def bounded(sid: str, start: str = wave_base) -> tuple:
                 async with limit:
-                    return await self._subtask(inp, queue, workspace, by_id[sid], start, 1, "")
+                    return await self._subtask(inp, queue, by_id[sid], start, 1, "")
 
             fits = self._fits(len(wave), "fast-edit agents")
             for sid in wave[fits:]:
@@ -262,12 +317,13 @@ class TaskWorkflow:
             wave = wave[:fits]
             done = await asyncio.gather(*[bounded(sid) for sid in wave])
             self._enter(f"stitching: wave {w}")
-            for sid, (agent_ws, agent_branch, collect, result) in zip(wave, done, strict=True):
+            for sid, (collect, result) in zip(wave, done, strict=True):
                 sub = by_id[sid]
                 if not collect.commit:
-                    outcomes[sid] = SubtaskOutcome(id=sid, status="no_changes", attempts=1, agent=result)
+                    outcomes[sid] = SubtaskOutcome(id=sid, status="no_changes", attempts=1, agent=result,
+                                                   note="; ".join(collect.notes[:5]))
                     continue
-                merged = await self._merge(queue, workspace, agent_ws, agent_branch, sub, 1)
+                merged = await self._merge(queue, branch, collect.commit, sub, 1)
                 if merged.merged:
                     head = merged.head
                     outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=1, files=collect.files,
@@ -275,10 +331,8 @@ class TaskWorkflow:
                     continue
                 note = (f"Your earlier attempt at this subtask conflicted with other agents' changes in "
                         f"{', '.join(merged.conflicts)}. The tree now holds their changes; redo the subtask on it.")
-                agent_ws, agent_branch, collect, result = await self._subtask(inp, queue, workspace, sub, head, 2,
-                                                                              note)
-                again = await self._merge(queue, workspace, agent_ws, agent_branch, sub, 2) if collect.commit \
-                    else None
+                collect, result = await self._subtask(inp, queue, sub, head, 2, note)
+                again = await self._merge(queue, branch, collect.commit, sub, 2) if collect.commit else None
                 if again is not None and again.merged:
                     head = again.head
                     outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=2, files=collect.files,
@@ -287,14 +341,12 @@ class TaskWorkflow:
                 else:
                     outcomes[sid] = SubtaskOutcome(id=sid, status="conflict", attempts=2, agent=result,
                                                    note=f"conflicts in {', '.join(merged.conflicts)}")
-        return [outcomes[s.id] for s in self.plan_info.subtasks if s.id in outcomes]
+        return [outcomes[s.id] for s in self.plan_info.subtasks if s.id in outcomes], head
 
-    async def _subtask(self, inp: TaskInput, queue: str, workspace: str, sub: SubtaskInfo, start: str,
-                       attempt: int, note: str) -> tuple:
+    async def _subtask(self, inp: TaskInput, queue: str, sub: SubtaskInfo, start: str, attempt: int,
+                       note: str) -> tuple:
         name = f"fast_edit-{sub.id}-{attempt}"
-        agent_ws = await workflow.execute_activity_method(
-            Activities.prepare_agent_workspace, AgentWorkspaceInput(workspace=workspace, name=name, commit=start),
-            summary=f"clone for {name}", **_activity_opts(queue))
+        workspace = await self._workspace(queue, name, start)
         task = f"Overall task: {inp.task}\n\nYour subtask ({sub.id}): {sub.goal}"
         if sub.files:
             task += f"\nFiles in scope: {', '.join(sub.files)}"
@@ -303,18 +355,15 @@ class TaskWorkflow:
         if note:
             task += f"\n\n{note}"
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
-        result = await self._agent(inp, name, "fast_edit", task, agent_ws, queue, keys, files_in_scope=len(sub.files))
-        agent_branch = f"agent/{sub.id}-{attempt}"
-        collect = await workflow.execute_activity_method(
-            Activities.collect_agent_work, CollectInput(agent_workspace=agent_ws, branch=agent_branch,
-                                                        message=f"bosun subtask {sub.id}: {sub.goal[:60]}"),
-            summary=f"collect {name}", **_activity_opts(queue))
-        return agent_ws, agent_branch, collect, result
+        result = await self._agent(inp, name, "fast_edit", task, workspace, queue, keys,
+                                   files_in_scope=len(sub.files))
+        collect = await self._collect(queue, name, start, f"bosun subtask {sub.id}: {sub.goal[:60]}")
+        return collect, result
 
-    async def _merge(self, queue: str, workspace: str, agent_ws: str, agent_branch: str, sub: SubtaskInfo,
-                     attempt: int):
+    async def _merge(self, queue: str, branch: str, commit: str, sub: SubtaskInfo, attempt: int):
         return await workflow.execute_activity_method(
             Activities.merge_agent_work,
-            MergeInput(workspace=workspace, agent_workspace=agent_ws, branch=agent_branch,
+            MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
+                       label=f"subtask {sub.id} (attempt {attempt})",
                        message=f"bosun: merge subtask {sub.id} (attempt {attempt}): {sub.goal[:60]}"),
             summary=f"merge {sub.id}", **_activity_opts(queue))

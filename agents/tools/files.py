@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from agents.tools.registry import Args, ToolContext, ToolOutput
-from infra.errors import ToolFailed
+from infra.errors import InvalidArguments, ToolFailed
 
 READ_LINE_CAP = 2000
 READ_CHAR_CAP = 100_000
@@ -94,6 +94,17 @@ class ReadOutputArgs(Args):
     end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive); default: to the end.")
 
 
+    @field_validator("ref")
+    @classmethod
+    def _exact_ref(cls, v: str) -> str:
+        from infra.artifacts import BadRef, check_ref
+
+        try:
+            return check_ref(v.strip())
+        except BadRef as e:
+            raise ValueError(str(e)) from None
+
+
 class ReadOutputResult(BaseModel):
     ref: str
     start_line: int
@@ -103,12 +114,14 @@ class ReadOutputResult(BaseModel):
 
 
 async def read_output(ctx: ToolContext, a: ReadOutputArgs) -> ToolOutput:
-    from infra.artifacts import ArtifactMissing
+    from infra.artifacts import ArtifactMissing, BadRef
 
     if ctx.artifacts is None:
         raise ToolFailed("stored outputs are not available in this run")
     try:
         raw = ctx.artifacts(a.ref.strip())
+    except BadRef as e:
+        raise InvalidArguments(f"{e}; use a ref exactly as a compacted summary names it") from None
     except ArtifactMissing as e:
         raise ToolFailed(f"{e}; use a ref exactly as a compacted summary names it") from None
     text, end, total = numbered_lines(raw, a.start_line, a.end_line, a.ref, "read_output")

@@ -6,7 +6,6 @@ Every side effect is idempotent, so an activity retry never posts twice:
   looks for it first and edits that comment instead of posting another one;
 * state labels (``bosun:working``, ``bosun:blocked``, ``bosun:done``) are set by replacing the other state labels;
 * ``open_pull_request`` returns the existing pull request for the head branch if there is one;
-* ``push_branch`` pushes a commit to a named branch (pushing the same commit again changes nothing).
 
 Usage from an activity::
 
@@ -17,12 +16,8 @@ Usage from an activity::
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -218,43 +213,3 @@ class GitHubClient:
             raise
         pr = r.json()
         return PullRequest(pr["number"], pr.get("html_url"), pr["head"]["ref"], pr["base"]["ref"], True)
-
-
-# ---------------------------------------------------------------- git push
-
-async def push_branch(workspace: str | Path, branch: str, remote: str, *, commit: str = "HEAD",
-                      token: str | None = None, force: bool = False, timeout_s: float = 300.0) -> str:
-    """Push ``commit`` of the git repository at ``workspace`` to ``refs/heads/<branch>`` of ``remote`` (a URL or a
-    path). With ``token`` an https remote is authenticated by header (the token never appears in a URL or argv
-    visible in error messages). Returns the pushed commit id. Idempotent: the same commit again is a no-op."""
-    ws = str(workspace)
-    sha = (await _git(ws, "rev-parse", "--verify", f"{commit}^{{commit}}", timeout_s=30)).strip()
-    args = []
-    if token and remote.startswith("https://"):
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        args += ["-c", f"http.extraHeader=Authorization: Basic {basic}"]
-    refspec = f"{'+' if force else ''}{sha}:refs/heads/{branch}"
-    await _git(ws, *args, "push", "--porcelain", remote, refspec, timeout_s=timeout_s, secret=token)
-    return sha
-
-
-async def _git(cwd: str, *args: str, timeout_s: float, secret: str | None = None) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
-    proc = await asyncio.create_subprocess_exec("git", "-c", "core.hooksPath=/dev/null", *args, cwd=cwd, env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise ExternalServiceError(f"git {args[-3] if len(args) >= 3 else args[0]} timed out after {timeout_s:.0f}s",
-                                   retryable=True) from None
-    if proc.returncode != 0:
-        text = (err or out).decode(errors="replace").strip()
-        if secret:
-            text = text.replace(secret, "***")
-        text = re.sub(r"Authorization: Basic \S+", "Authorization: ***", text)
-        shown = " ".join(a for a in args if not a.startswith("http.extraHeader"))
-        raise ExternalServiceError(f"git {shown} failed ({proc.returncode}): {text[-500:]}",
-                                   retryable="Could not resolve host" in text or "timed out" in text)
-    return out.decode(errors="replace")

@@ -10,8 +10,11 @@ import uuid
 
 import pytest
 
-from infra.events.github_api import ExternalServiceError, GitHubClient, marker, push_branch
+from infra.errors import ConfigError
+from infra.events.github_api import ExternalServiceError, GitHubClient, marker
 from infra.events.linear_api import LinearClient, activity_id
+from sandbox.hostgit import GitError
+from sandbox.hostrepo import TaskRepo
 from tests.conftest import make_example_repo
 from tests.events.conftest import make_cfg, running_ingress, running_starter, settled_runs, wait_until
 from tests.events.fakes import FakeGitHub, FakeLinear, serve
@@ -99,23 +102,37 @@ async def test_bad_token_is_a_clear_non_retryable_error(github):
     assert e.value.retryable is False and e.value.status == 401
 
 
-async def test_push_branch_is_idempotent(tmp_path):
+def test_push_from_the_task_repository_is_idempotent(tmp_path):
     work = make_example_repo(tmp_path / "work")
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    sha = await push_branch(work, "bosun/gh-x-issue-7", str(remote))
-    assert await push_branch(work, "bosun/gh-x-issue-7", str(remote)) == sha
+    repo = TaskRepo(tmp_path / "ws", "gh:x:issue:7")
+    sha = repo.prepare(str(work), "HEAD")
+    assert repo.push("bosun/gh-x-issue-7", str(remote), sha) == sha
+    assert repo.push("bosun/gh-x-issue-7", str(remote), sha) == sha
     out = subprocess.run(["git", "-C", str(remote), "rev-parse", "refs/heads/bosun/gh-x-issue-7"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == sha
 
 
-async def test_push_errors_never_show_the_token(tmp_path):
+def test_push_errors_never_show_the_token(tmp_path):
     work = make_example_repo(tmp_path / "work")
-    with pytest.raises(ExternalServiceError) as e:
-        await push_branch(work, "bosun/x", "https://127.0.0.1:9/acme/api.git", token="ghs_SECRET123",
-                          timeout_s=30)
+    repo = TaskRepo(tmp_path / "ws", "t")
+    sha = repo.prepare(str(work), "HEAD")
+    with pytest.raises(GitError) as e:
+        repo.push("bosun/x", "https://127.0.0.1:9/acme/api.git", sha, token="ghs_SECRET123", timeout_s=30)
     assert "ghs_SECRET123" not in str(e.value) and "failed" in str(e.value)
+    assert "Basic" not in str(e.value)
+
+
+def test_push_refuses_option_like_names(tmp_path):
+    work = make_example_repo(tmp_path / "work")
+    repo = TaskRepo(tmp_path / "ws", "t")
+    sha = repo.prepare(str(work), "HEAD")
+    for branch, remote in (("--upload-pack=touch /tmp/x", str(tmp_path)), ("ok", "--receive-pack=id"),
+                           ("a\nb", str(tmp_path)), ("x..y", str(tmp_path))):
+        with pytest.raises(ConfigError):
+            repo.push(branch, remote, sha)
 
 
 async def test_linear_activity_is_created_once_per_key(linear):
@@ -239,17 +256,13 @@ async def test_a_pull_request_task_opens_its_pull_request_into_that_branch(githu
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     ws = make_example_repo(tmp_path / "ws")
-    g = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*g, "checkout", "-q", "-b", "bosun/gh-pr-9"], cwd=ws, check=True)
-    (ws / "NOTE.md").write_text("fixed\n")
-    subprocess.run([*g, "add", "-A"], cwd=ws, check=True)
-    subprocess.run([*g, "commit", "-qm", "fix"], cwd=ws, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
     settings = Settings(data_dir=tmp_path / "data", github_token="ghs_test", github_api_url=url)
+    wf_id = f"gh:{REPO}:pr:9"
+    commit = TaskRepo(settings.workspaces_dir, wf_id).prepare(str(ws), "HEAD")  # the task's own repository
     origin = {"source": "github", "repo": REPO, "number": 9, "head_branch": "fix-median"}
-    out = await report_status(settings, ReportInput(workflow_id=f"gh:{REPO}:pr:9", origin=origin, status="succeeded",
-                                                    summary="tests green", workspace=str(ws),
-                                                    branch="bosun/gh-pr-9", commit=commit, remote=str(remote)))
+    out = await report_status(settings, ReportInput(workflow_id=wf_id, origin=origin, status="succeeded",
+                                                    summary="tests green", branch="bosun/gh-pr-9", commit=commit,
+                                                    remote=str(remote)))
     assert out.actions[0] == "pushed bosun/gh-pr-9"
     [pr] = fake.pulls[REPO]
     assert pr["base"]["ref"] == "fix-median" and pr["head"]["ref"] == "bosun/gh-pr-9"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
+from infra.settings import Settings
 from tests.conftest import wait_for
 
 
@@ -94,9 +97,12 @@ def pending_request(stack, agent):
 
 
 def test_escalation_runs_only_after_approval(stack, example_repo, tmp_path):
+    # An approved command runs on the host as the sandbox's uid (not as the worker): a directory that uid may write.
+    outside = Path(tempfile.mkdtemp(prefix="bosun-escalation-"))
+    outside.chmod(0o777)
     for denied in (False, True):
         wf = f"it-escalate-{'deny' if denied else 'approve'}"
-        marker = tmp_path / f"{wf}.txt"
+        marker = outside / f"{wf}.txt"
         start(stack, example_repo, wf, escalation_trajectory(tmp_path, marker, denied))
         request = wait_for(lambda wf=wf: pending_request(stack, f"{wf}/agent-1"), 120, interval=0.5,
                            what="the escalation request")
@@ -110,4 +116,6 @@ def test_escalation_runs_only_after_approval(stack, example_repo, tmp_path):
                         interval=1, what="the run to finish")
         assert done["agent"]["status"] == "done"  # the trajectory's expectation on the decision held
         assert marker.exists() != denied
+        if not denied:
+            assert marker.stat().st_uid == Settings().sandbox_uid  # not the worker's uid (root)
         assert stack.bosun("approve", request).returncode == 2  # decided once; the agent is gone

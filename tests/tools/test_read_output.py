@@ -42,8 +42,11 @@ async def test_bad_refs_are_clear_errors(reg, ctx, tmp_path):
     tctx = ToolContext(sandbox=ctx.sandbox, artifacts=store.get_text)
     missing = await reg.execute("read_output", {"ref": "sha256:" + "0" * 64}, tctx)
     assert missing.is_error and "is not in the store" in missing.text and "as a compacted summary names" in missing.text
-    malformed = await reg.execute("read_output", {"ref": "../../etc/passwd"}, tctx)
-    assert malformed.is_error and "not an artifact ref" in malformed.text
+    for bad in ("../../etc/passwd", "sha256:" + "/" * 55 + "etc/shadow", "sha256:" + "/" * 47 + "proc/self/environ",
+                "sha256:" + "F" * 64):
+        malformed = await reg.execute("read_output", {"ref": bad}, tctx)
+        assert malformed.is_error and malformed.error_kind == "InvalidArguments", bad
+        assert "not an artifact ref" in malformed.text and "root:" not in malformed.text
     past = await reg.execute("read_output", {"ref": store.put_text("one\ntwo\n"), "start_line": 9}, tctx)
     assert past.is_error and "has 2 lines; start_line=9 is past the end" in past.text
     none = await reg.execute("read_output", {"ref": "sha256:" + "0" * 64}, ToolContext(sandbox=ctx.sandbox))

@@ -1,6 +1,6 @@
 import pytest
 
-from infra.artifacts import ArtifactMissing, ArtifactStore
+from infra.artifacts import ArtifactMissing, ArtifactStore, BadRef
 from infra.errors import ConfigError
 from infra.settings import Settings, load_settings
 
@@ -36,6 +36,11 @@ def test_artifacts_are_content_addressed(tmp_path):
     assert store.get_text(store.put_text("héllo")) == "héllo"
     with pytest.raises(ArtifactMissing, match="not in the store"):
         store.get_bytes("sha256:" + "0" * 64)
-    with pytest.raises(ArtifactMissing, match="not an artifact ref"):
-        store.get_bytes("../../etc/passwd")
+    outside = tmp_path.parent / "secret.txt"
+    outside.write_text("host secret")
+    for bad in ("../../etc/passwd", "sha256:" + "/" * 55 + "etc/shadow", "sha256:" + "/" * 56 + "proc/self/environ",
+                "sha256:" + "A" * 64, "sha256:" + "0" * 63 + "/", "sha256:../" + "0" * 61, "sha256:" + "0" * 64 + "\n",
+                "sha256:" + str(outside).rjust(64, "/"), "", None, 7):
+        with pytest.raises(BadRef, match="not an artifact ref"):
+            store.get_bytes(bad)  # type: ignore[arg-type]
     assert not list(tmp_path.rglob(".tmp-*"))

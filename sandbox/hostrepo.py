@@ -1,0 +1,424 @@
+"""A task's repository on the worker host: the authoritative one, host-owned, never writable from a sandbox.
+
+Layout under the workspaces directory, for a task with key ``K`` (its workflow id made file-safe)::
+
+    K.git/            the authoritative repository (bare). No sandbox ever sees it, except its ``objects``
+                      directory, bound read-only into a sandbox so git works in there
+    K.runs/NAME/      one fresh workspace per agent run and per test run, checked out by the host from a commit
+                      (optionally its own loop-mounted file system: sandbox/diskquota.py)
+    K.runs/.state/    which commit each run workspace was made from (host-only bookkeeping)
+    K/                a plain checkout of the result branch, made at delivery for people to look at
+
+The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
+
+- Host git runs only on ``K.git`` and on directories the host just made, never in a directory a sandbox has
+  written: a run workspace is checked out before its sandbox starts and never touched by host git again.
+- A run workspace gets its own scratch ``.git`` (a ``--shared`` clone whose object store is the read-only
+  ``/run/bosun/objects`` inside the sandbox): the agent may do anything with it; the host never reads it.
+- An agent's work comes back as data: :mod:`sandbox.snapshot` reads the files (no links followed, bounded), and
+  ``git fast-import`` writes them into ``K.git`` as a commit on ``refs/bosun/runs/NAME``. Merges are
+  ``git merge-tree --write-tree`` in ``K.git`` (no work tree at all).
+- Nothing is hard-linked between workspaces, the authoritative repository, or the user's repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infra.errors import ConfigError, UnexpectedEnvironment
+from sandbox import diskquota, snapshot
+from sandbox.base import OBJECTS_IN_SANDBOX
+from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
+from sandbox.hostgit import clean_env as git_env
+
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$")
+TRANSPORTS = ("file", "https", "ssh", "git")
+"""Protocols a clone or fetch of the task's repository may use (never ``ext``)."""
+
+
+def check_source_repo(repo: str) -> Path:
+    """Validate a --repo argument: an existing directory at the top of a git work tree with at least one commit.
+    (The user's own repository: the only one whose config git reads here.)"""
+    path = Path(repo).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--repo {repo}: no such directory")
+    if not path.is_dir():
+        raise ConfigError(f"--repo {repo}: not a directory")
+    path = path.resolve()
+    proc = git(None, "-C", str(path), "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode != 0:
+        raise ConfigError(f"--repo {repo}: not a git repository (run `git init && git add -A && git commit -m init` "
+                          "there first)")
+    top = Path(os.fsdecode(proc.stdout.strip())).resolve()
+    if top != path:
+        raise ConfigError(f"--repo {repo}: is inside the git repository {top}; pass the repository's top folder")
+    if git(None, "-C", str(path), "rev-parse", "--verify", "-q", "HEAD", check=False).returncode != 0:
+        raise ConfigError(f"--repo {repo}: the repository has no commits yet; commit something first")
+    return path
+
+
+def task_key(workflow_id: str) -> str:
+    """A workflow id made safe as one file name."""
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", workflow_id).lstrip(".-") or "task"
+    if key != workflow_id:  # keep distinct ids distinct after the substitution
+        key = f"{key[:80]}-{hashlib.sha256(workflow_id.encode()).hexdigest()[:10]}"
+    return key[:120]
+
+
+@dataclass
+class Imported:
+    """What importing a run workspace gave."""
+
+    commit: str | None
+    """The new commit (parent: the commit the run started from), or None when nothing changed."""
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was left out and why (special files, too-large files, nested repositories)."""
+
+
+@dataclass
+class Merged:
+    merged: bool
+    conflicts: list[str]
+    head: str
+
+
+class TaskRepo:
+    """The authoritative repository of one task and its run workspaces (see the module docstring)."""
+
+    def __init__(self, root: Path, workflow_id: str) -> None:
+        self.root = Path(root)
+        self.key = task_key(workflow_id)
+        self.git_dir = self.root / f"{self.key}.git"
+        self.runs = self.root / f"{self.key}.runs"
+        self.view = self.root / self.key
+
+    # -- the authoritative repository ----------------------------------------------------------------------
+
+    def _meta(self) -> dict | None:
+        try:
+            return json.loads((self.git_dir / "bosun.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def prepare(self, source: str, ref: str) -> str:
+        """Clone ``source`` (a path or URL) into the authoritative repository and resolve ``ref``; returns the
+        base commit. Idempotent: a prepared repository is kept."""
+        meta = self._meta()
+        if meta is not None:
+            return meta["base"]
+        check_revision(ref, "ref")
+        if source.startswith("-"):
+            raise ConfigError(f"repository {source!r}: a path or URL may not start with '-'")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".clone-"))
+        try:
+            git(None, "clone", "--bare", "--no-hardlinks", "--quiet", "--", source, str(tmp), protocols=TRANSPORTS)
+            base = self._resolve(tmp, ref)
+            (tmp / "bosun.json").write_text(json.dumps({"base": base, "source": source, "ref": ref}))
+            if self.git_dir.exists():  # half-made by a crash before the marker was written
+                shutil.rmtree(self.git_dir)
+            tmp.rename(self.git_dir)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        os.chmod(self.git_dir, 0o700)
+        return base
+
+    @staticmethod
+    def _resolve(git_dir: Path, ref: str) -> str:
+        """The commit ``ref`` names; a ref the clone did not bring (a pull request's head, a commit only the origin
+        has) is fetched from the origin by name first."""
+        for cand in (ref, ref.removeprefix("origin/")):
+            found = git(git_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{cand}^{{commit}}",
+                        check=False)
+            if found.returncode == 0:
+                return found.stdout.decode().strip()
+        fetched = git(git_dir, "fetch", "--quiet", "--no-tags", "origin", "--end-of-options", ref, check=False,
+                      protocols=TRANSPORTS)
+        if fetched.returncode == 0:
+            head = out(git_dir, "rev-parse", "--verify", "FETCH_HEAD^{commit}")
+            if not re.fullmatch(r"[0-9a-f]{7,64}", ref) or head.startswith(ref):
+                return head
+        why = fetched.stderr.decode("utf-8", "replace").strip()[:300] or "no such ref"
+        raise ConfigError(f"ref {ref!r} is not in the repository (not a branch, tag or commit there, and the origin "
+                          f"would not send it: {why}); pass a ref the repository has")
+
+    def head(self, branch: str) -> str | None:
+        found = git(self.git_dir, "rev-parse", "--verify", "--quiet", f"refs/heads/{check_ref(branch, 'branch')}",
+                    check=False)
+        return found.stdout.decode().strip() if found.returncode == 0 else None
+
+    def set_branch(self, branch: str, commit: str, *, expect: str | None = None) -> None:
+        """Point ``branch`` at ``commit`` (only if it is still at ``expect``, when given)."""
+        args = ["update-ref", f"refs/heads/{check_ref(branch, 'branch')}", check_object_id(commit)]
+        if expect is not None:
+            args.append(check_object_id(expect))
+        git(self.git_dir, *args)
+
+    def start_branch(self, branch: str, commit: str) -> str:
+        """``branch`` at ``commit`` unless it exists already; returns its head."""
+        current = self.head(branch)
+        if current is None:
+            self.set_branch(branch, commit)
+            return commit
+        return current
+
+    # -- run workspaces ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def objects_for(workspace: Path | str) -> Path | None:
+        """The object store a run workspace borrows from (``K.runs/NAME`` -> ``K.git/objects``), derived from the
+        path bosun chose, never from anything inside the workspace; None for other workspaces."""
+        ws = Path(workspace)
+        if not ws.parent.name.endswith(".runs"):
+            return None
+        objects = ws.parent.with_name(ws.parent.name.removesuffix(".runs") + ".git") / "objects"
+        return objects if objects.is_dir() else None
+
+    def run_dir(self, name: str) -> Path:
+        if not RUN_NAME.match(name):
+            raise ConfigError(f"run name {name!r} is not usable as a directory name")
+        return self.runs / name
+
+    def materialize(self, name: str, commit: str, *, owner: tuple[int, int] | None = None,
+                    quota_mb: int = 0, quota_inodes: int = 200_000) -> Path:
+        """A fresh workspace ``K.runs/NAME`` holding ``commit``, with a scratch ``.git`` for the sandbox.
+
+        ``owner``: uid/gid the files belong to (the sandbox's user). ``quota_mb`` > 0: the workspace is its own
+        file system with room for the checkout plus that much (sandbox/diskquota.py), where the host allows it.
+        Idempotent: a workspace already made from ``commit`` is kept (and remounted after a reboot).
+        """
+        check_object_id(commit)
+        dest = self.run_dir(name)
+        state = self.runs / ".state" / name
+        if state.is_file() and state.read_text().strip() == commit and dest.is_dir():
+            diskquota.ensure_mounted(dest)
+            return dest
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.unlink(missing_ok=True)
+        diskquota.remove(dest)
+        if quota_mb > 0 and diskquota.support()[0]:
+            size, files = self.checkout_size(commit)
+            diskquota.create(dest, size_mb=(size >> 20) * 2 + quota_mb + 16, inodes=files * 2 + quota_inodes,
+                             owner=owner)
+        else:
+            dest.mkdir(parents=True)
+        git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
+            protocols=("file",))
+        scratch = dest / ".git"
+        git(scratch, "checkout", "--quiet", "--detach", commit, work_tree=dest)
+        (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
+        with open(scratch / "config", "a", encoding="utf-8") as f:
+            f.write("[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n")
+        if owner is not None and os.geteuid() == 0:
+            _chown_tree(dest, *owner)
+        state.write_text(commit + "\n")
+        return dest
+
+    def checkout_size(self, commit: str) -> tuple[int, int]:
+        """(bytes, files) of the checkout of ``commit``."""
+        listing = git(self.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", check_object_id(commit)).stdout
+        total = files = 0
+        for rec in listing.split(b"\0"):
+            if not rec:
+                continue
+            fields = rec.split(b"\t", 1)[0].split()
+            files += 1
+            if len(fields) == 4 and fields[3].isdigit():
+                total += int(fields[3])
+        return total, files
+
+    def drop_run(self, name: str) -> None:
+        diskquota.remove(self.run_dir(name))
+        (self.runs / ".state" / name).unlink(missing_ok=True)
+
+    def drop_runs(self) -> None:
+        """Remove every run workspace of the task (their work is in the repository as commits)."""
+        if not self.runs.is_dir():
+            return
+        for child in self.runs.iterdir():
+            if RUN_NAME.match(child.name):
+                diskquota.remove(child)
+        shutil.rmtree(self.runs, ignore_errors=True)
+
+    # -- importing an agent's work as data -----------------------------------------------------------------
+
+    def _tracked(self, commit: str) -> dict[str, tuple[str, str]]:
+        listing = git(self.git_dir, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+        tracked: dict[str, tuple[str, str]] = {}
+        for rec in listing.split(b"\0"):
+            if not rec:
+                continue
+            meta, _, path = rec.partition(b"\t")
+            mode, _kind, oid = meta.decode().split()
+            tracked[os.fsdecode(path)] = (mode, oid)
+        return tracked
+
+    def _ignored(self, staging: Path, paths: list[str]) -> set[str]:
+        data = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        proc = git(self.git_dir, "check-ignore", "--no-index", "-z", "--stdin", work_tree=staging, input=data,
+                   check=False)
+        if proc.returncode not in (0, 1):
+            raise UnexpectedEnvironment(f"git check-ignore failed: {proc.stderr.decode(errors='replace')[:300]}")
+        return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+
+    def import_run(self, name: str, parent: str, message: str, bounds: snapshot.Bounds = snapshot.Bounds()
+                   ) -> Imported:
+        """Commit what the run workspace ``NAME`` holds, read as data, on ``refs/bosun/runs/NAME`` (parent:
+        ``parent``). Returns the commit (None when nothing changed), the changed files and notes."""
+        check_object_id(parent)
+        ws = self.run_dir(name)
+        if not ws.is_dir():
+            raise UnexpectedEnvironment(f"run workspace {ws} is gone; its work cannot be imported")
+        tracked = self._tracked(parent)
+        keep = {p for p, (mode, _) in tracked.items() if mode == "160000"}
+        snap = snapshot.scan(ws, set(tracked), self._ignored, bounds, keep=keep)
+        left_out = {n.split(": ", 1)[0] for n in snap.notes}
+        algo = hashlib.sha256 if len(parent) == 64 else hashlib.sha1
+        root_fd = os.open(os.path.realpath(ws), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        changed: list[tuple[str, str, bytes]] = []
+        try:
+            for rel, entry in sorted(snap.entries.items()):
+                data = snapshot.read_entry(root_fd, entry, bounds.max_file_bytes)
+                oid = algo(b"blob %d\0" % len(data) + data).hexdigest()
+                if tracked.get(rel) != (entry.mode, oid):
+                    changed.append((rel, entry.mode, data))
+        finally:
+            os.close(root_fd)
+        deleted = sorted(p for p, (mode, _) in tracked.items()
+                         if mode != "160000" and p not in snap.entries and p not in left_out)
+        if not changed and not deleted:
+            return Imported(commit=None, notes=snap.notes)
+        ref = f"refs/bosun/runs/{name}"
+        self._fast_import(ref, parent, message, deleted, changed)
+        commit = out(self.git_dir, "rev-parse", "--verify", f"{ref}^{{commit}}")
+        return Imported(commit=commit, files=sorted({r for r, _, _ in changed} | set(deleted)), notes=snap.notes)
+
+    def _fast_import(self, ref: str, parent: str, message: str, deleted: list[str],
+                     changed: list[tuple[str, str, bytes]]) -> None:
+        """One commit on ``ref``: ``parent``'s tree with ``deleted`` removed and ``changed`` written."""
+        msg = message.encode("utf-8", "replace")
+        argv = ["git", f"--git-dir={self.git_dir}", "fast-import", "--quiet", "--force", "--done", "--date-format=now"]
+        with tempfile.TemporaryFile() as errf:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errf,
+                                    env=git_env(), cwd="/")
+            try:
+                w = proc.stdin
+                assert w is not None
+                w.write(b"commit %s\ncommitter bosun <bosun@localhost> now\ndata %d\n%s\nfrom %s\n"
+                        % (ref.encode(), len(msg), msg, parent.encode()))
+                for rel in deleted:
+                    w.write(b"D " + quote_path(rel) + b"\n")
+                for rel, mode, data in changed:
+                    w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_path(rel), len(data)))
+                    w.write(data)
+                    w.write(b"\n")
+                w.write(b"done\n")
+                w.close()
+                proc.wait(timeout=600)
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            errf.seek(0)
+            err = errf.read()
+        if proc.returncode != 0:
+            raise UnexpectedEnvironment(f"git fast-import failed: {err.decode(errors='replace').strip()[-500:]}")
+
+    # -- merging, diffs, delivery --------------------------------------------------------------------------
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return git(self.git_dir, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def merge(self, branch: str, theirs: str, message: str) -> Merged:
+        """3-way merge of ``theirs`` into ``branch``, in the repository (no work tree). On a conflict the branch
+        stays where it was. Idempotent: a commit already merged is not merged again."""
+        check_object_id(theirs)
+        head = self.head(branch)
+        if head is None:
+            raise ConfigError(f"branch {branch} does not exist in the task's repository")
+        if self.is_ancestor(theirs, head):
+            return Merged(True, [], head)
+        proc = git(self.git_dir, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, theirs,
+                   check=False)
+        fields = proc.stdout.split(b"\0")
+        if proc.returncode == 1:
+            conflicts = sorted({os.fsdecode(f) for f in fields[1:] if f})
+            return Merged(False, conflicts, head)
+        if proc.returncode != 0:
+            raise UnexpectedEnvironment(f"git merge-tree failed: {proc.stderr.decode(errors='replace')[:300]}")
+        tree = fields[0].decode().strip()
+        commit = out(self.git_dir, "commit-tree", tree, "-p", head, "-p", theirs, "-F", "-", input=message)
+        self.set_branch(branch, commit, expect=head)
+        return Merged(True, [], commit)
+
+    def commit_onto(self, branch: str, commit: str) -> str:
+        """Move ``branch`` to ``commit`` when ``commit`` descends from its head (a run that started there)."""
+        head = self.head(branch)
+        if head is not None and head != commit and not self.is_ancestor(head, commit):
+            return self.merge(branch, commit, f"bosun: merge {commit[:12]}").head
+        self.set_branch(branch, commit)
+        return commit
+
+    def diff(self, base: str, head: str) -> tuple[str, list[str]]:
+        """(the diff from ``base`` to ``head``, the changed files)."""
+        check_object_id(base)
+        check_object_id(head)
+        text = git(self.git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, head).stdout
+        names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
+        return text.decode("utf-8", "replace"), [os.fsdecode(n) for n in names.split(b"\0") if n]
+
+    def deliver_view(self, branch: str) -> Path:
+        """A plain checkout of ``branch`` at ``K/`` for people to look at (made by the host; no sandbox ever sees
+        it). Its ``origin`` is the task's repository."""
+        check_ref(branch, "branch")
+        meta = self._meta() or {}
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".view-"))
+        try:
+            git(None, "clone", "--no-hardlinks", "--quiet", "--branch", branch, "--", str(self.git_dir), str(tmp),
+                protocols=("file",))
+            if meta.get("source"):
+                git(tmp / ".git", "remote", "set-url", "origin", "--", meta["source"])
+            if self.view.is_symlink() or self.view.is_file():
+                self.view.unlink()
+            elif self.view.exists():
+                shutil.rmtree(self.view)
+            tmp.rename(self.view)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return self.view
+
+    def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0
+             ) -> str:
+        """Push ``commit`` to ``refs/heads/<branch>`` of ``remote`` (a URL or path). With ``token`` an https remote
+        is authenticated by header (never in a URL or an error message). Idempotent."""
+        check_ref(branch, "branch")
+        check_object_id(commit)
+        if remote.startswith("-"):
+            raise ConfigError(f"remote {remote!r} may not start with '-'")
+        config = []
+        if token and remote.startswith("https://"):
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            config.append(f"http.extraHeader=Authorization: Basic {basic}")
+        git(self.git_dir, "push", "--porcelain", "--", remote, f"{commit}:refs/heads/{branch}", config=config,
+            protocols=TRANSPORTS, timeout_s=timeout_s, secret=token)
+        return commit
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    """chown a tree the host just made (no symlink is followed)."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
