@@ -72,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _validate_run(args: argparse.Namespace, s: Settings):
-    from sandbox.hostrepo import check_source_repo as check_repo
     from agents.providers import parse_spec
+    from sandbox.hostrepo import check_source_repo as check_repo
 
     if not args.task.strip():
         raise ConfigError("the task is empty; say what bosun should do, e.g. bosun run --repo . \"fix the test\"")

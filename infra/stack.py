@@ -388,7 +388,9 @@ def status(s: Settings | None = None, *, out=print) -> int:
         restarts = f"  (restarted {info['restarts']} times)" if info.get("restarts") else ""
         extra = ""
         if name == "worker" and health:
-            extra = f"; sandbox backend {(worker_health(s) or {}).get('sandbox_backend', '?')}"
+            wh = worker_health(s) or {}
+            extra = (f"; sandbox backend {wh.get('sandbox_backend', '?')}, runs as {wh.get('sandbox_user', '?')}, "
+                     f"disk quota {wh.get('disk_quota', '?')}")
         out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{extra}{restarts}")
     if s.temporal_address:
         out(f"  temporal  external  {s.temporal_address}")

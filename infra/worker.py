@@ -139,12 +139,22 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
     health = settings.data_dir / "worker-health.json"
+    from sandbox import diskquota
+
+    quota_ok, quota_why = diskquota.support()
+    user = f"uid {settings.sandbox_uid}" if os.geteuid() == 0 else f"the worker's uid {os.geteuid()} (not root)"
+    if not settings.sandbox_disk_mb:
+        quota = "off (BOSUN_SANDBOX_DISK_MB=0)"
+    else:
+        quota = (f"{settings.sandbox_disk_mb} MB per workspace ({quota_why})" if quota_ok
+                 else f"not enforced: {quota_why}")
 
     async def beat() -> None:
         while True:
             write_json_atomically(health, {"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
                                            "queues": [settings.task_queue, settings.worker_queue],
-                                           "sandbox_backend": backend})
+                                           "sandbox_backend": backend, "sandbox_user": user,
+                                           "disk_quota": quota})
             await asyncio.sleep(2)
 
     async def reaper() -> None:

@@ -1,0 +1,223 @@
+"""The task repository on the host (sandbox/hostrepo.py) and reading a workspace as data (sandbox/snapshot.py).
+
+The first test reproduces the host-git defect class with the way bosun used to commit an agent's work (git run in
+the workspace, hooks and fsmonitor off) and shows that the import does not run anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from infra.errors import ConfigError
+from sandbox import diskquota
+from sandbox.hostgit import check_ref, check_revision, quote_path
+from sandbox.hostrepo import TaskRepo, task_key
+from sandbox.snapshot import Bounds, SnapshotRefused
+from tests.conftest import make_example_repo
+
+G = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+
+
+@pytest.fixture
+def task(tmp_path) -> tuple[TaskRepo, str]:
+    src = make_example_repo(tmp_path / "src")
+    (src / ".gitignore").write_text("build/\n*.pyc\n!keep.pyc\n")
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "ignore"], cwd=src, check=True)
+    repo = TaskRepo(tmp_path / "workspaces", "task-1")
+    base = repo.prepare(str(src), "HEAD")
+    repo.start_branch("bosun/task-1", base)
+    return repo, base
+
+
+def plant_git_attack(ws: Path, canary: Path) -> None:
+    """What a prompt-injected model writes with run_command (the issue's reproduction)."""
+    subprocess.run(["git", "init", "-q", "--bare", str(ws / "evil")], check=True, capture_output=True)
+    run = f'sh -c "id > {canary}; cat"'
+    (ws / "evil" / "config").write_text(
+        f'[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = sh -c "id > {canary}"\n'
+        f'[filter "x"]\n\tclean = {run}\n\tsmudge = {run}\n[diff]\n\texternal = {run}\n')
+    (ws / ".git" / "commondir").write_text("../evil\n")
+    (ws / ".gitattributes").write_text("*.py filter=x\n")
+    (ws / "calc" / "stats.py").write_text((ws / "calc" / "stats.py").read_text() + "\nx = 1\n")
+
+
+def test_host_git_in_an_agent_workspace_runs_its_config_and_the_import_does_not(task, tmp_path):
+    repo, base = task
+    # The old way: git in the workspace, with the old SAFE_GIT overrides. The attack runs (the defect).
+    old = repo.materialize("old-way", base)
+    canary = tmp_path / "canary-old"
+    plant_git_attack(old, canary)
+    safe_git_before = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                       "-c", "protocol.ext.allow=never", "-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run([*safe_git_before, "add", "-A"], cwd=old, capture_output=True)
+    assert canary.exists(), "the reproduction no longer reproduces: check the attack files"
+    # The import: reads the same kind of workspace as data.
+    ws = repo.materialize("new-way", base)
+    canary2 = tmp_path / "canary-new"
+    plant_git_attack(ws, canary2)
+    imported = repo.import_run("new-way", base, "agent work")
+    assert not canary2.exists()
+    assert {".gitattributes", "calc/stats.py", "evil/config"} <= set(imported.files)  # plain files, as data
+    merged = repo.merge("bosun/task-1", imported.commit, "merge")
+    view = repo.deliver_view("bosun/task-1")  # a checkout of that tree on the host: still nothing runs
+    assert merged.merged and (view / "calc" / "stats.py").read_text().endswith("x = 1\n")
+    assert not canary2.exists()
+
+
+def test_run_workspaces_share_nothing_writable(task):
+    repo, base = task
+    a, b = repo.materialize("a", base), repo.materialize("b", base)
+    objects = {p.stat().st_ino for p in (repo.git_dir / "objects").rglob("*") if p.is_file()}
+    for ws in (a, b):
+        for p in ws.rglob("*"):
+            if p.is_file() and not p.is_symlink():
+                assert p.stat().st_nlink == 1, p
+                assert p.stat().st_ino not in objects
+        # the scratch .git borrows objects from the read-only mount inside the sandbox, not from a host path
+        assert (ws / ".git" / "objects" / "info" / "alternates").read_text() == "/run/bosun/objects\n"
+    assert TaskRepo.objects_for(a) == repo.git_dir / "objects"
+    assert TaskRepo.objects_for(repo.git_dir.parent / "elsewhere" / "x") is None
+
+
+def test_materialize_is_idempotent_and_fresh_for_another_commit(task):
+    repo, base = task
+    ws = repo.materialize("a", base)
+    (ws / "build").mkdir()
+    (ws / "build" / "scratch.o").write_text("agent wrote this (ignored)")
+    assert repo.materialize("a", base) == ws and (ws / "build" / "scratch.o").exists()  # a retry keeps it
+    (ws / "calc" / "stats.py").write_text("changed\n")
+    imported = repo.import_run("a", base, "m")
+    ws2 = repo.materialize("a", imported.commit)  # another commit: a fresh checkout, nothing left over
+    assert not (ws2 / "build").exists() and (ws2 / "calc" / "stats.py").read_text() == "changed\n"
+
+
+def test_import_reads_links_and_names_as_data(task):
+    repo, base = task
+    ws = repo.materialize("a", base)
+    os.symlink("/etc/shadow", ws / "shadow.py")
+    os.symlink("/", ws / "root")
+    os.mkfifo(ws / "fifo.py")
+    for name in ("-rf", "--upload-pack=touch x", "a\nb.py", "tab\t.py", "quote\".py", "back\\slash.py"):
+        (ws / name).write_text(name)
+    (ws / os.fsdecode(b"latin-\xe9.py")).write_text("non-utf8 name")
+    (ws / "tool.sh").write_text("#!/bin/sh\n")
+    (ws / "tool.sh").chmod(0o755)
+    for nested in ("vendor/.git", "vendor2/.GIT", "vendor3/git~1", "vendor4/.git."):
+        (ws / nested).mkdir(parents=True)
+        (ws / nested / "config").write_text("[core]\n\tfsmonitor = id\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.o").write_text("ignored")
+    (ws / "keep.pyc").write_text("negated ignore")
+    (ws / "x.pyc").write_text("ignored")
+    (ws / "calc" / "report.py").unlink()
+
+    done = threading.Event()
+    result = {}
+
+    def work():
+        result["imported"] = repo.import_run("a", base, "agent")
+        done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    assert done.wait(30), "the import blocked (a FIFO must never be opened for reading)"
+    imported = result["imported"]
+    files = set(imported.files)
+    assert {"shadow.py", "root", "-rf", "--upload-pack=touch x", "a\nb.py", "tab\t.py", "quote\".py",
+            "back\\slash.py", "tool.sh", "keep.pyc", "calc/report.py", os.fsdecode(b"latin-\xe9.py")} == files
+    assert any("fifo.py" in n and "FIFO" in n for n in imported.notes)
+    assert sum("nested git directory" in n for n in imported.notes) == 4
+    tree = subprocess.run(["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", imported.commit],
+                          capture_output=True, text=True, check=True).stdout
+    assert "120000 blob" in tree and "100755 blob" in tree
+    shown = subprocess.run(["git", f"--git-dir={repo.git_dir}", "show", f"{imported.commit}:shadow.py"],
+                           capture_output=True, text=True, check=True).stdout
+    assert shown == "/etc/shadow"  # the link's target, never the file it points to
+
+
+def test_import_is_bounded(task):
+    repo, base = task
+    ws = repo.materialize("a", base)
+    junk = ws / "node_modules"
+    junk.mkdir()
+    for i in range(300):
+        (junk / f"f{i}.js").write_text("x")
+    (ws / ".gitignore").write_text("build/\n*.pyc\nnode_modules/\n")
+    small = Bounds(max_entries=200, max_depth=8, max_file_bytes=1000, max_total_bytes=100_000)
+    # an ignored directory is never walked, so its 300 files do not count
+    assert repo.import_run("a", base, "m", small).commit is not None
+    (ws / ".gitignore").write_text("build/\n")
+    with pytest.raises(SnapshotRefused, match="more than 200 files"):
+        repo.import_run("a", base, "m", small)
+    (ws / ".gitignore").write_text("node_modules/\n")
+    deep = ws
+    for _ in range(12):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    with pytest.raises(SnapshotRefused, match="deeper than 8"):
+        repo.import_run("a", base, "m", small)
+    import shutil
+
+    shutil.rmtree(ws / "d")
+    (ws / "big.bin").write_bytes(b"\0" * 5000)
+    (ws / "calc" / "stats.py").write_bytes(b"#" * 5000)  # a tracked file grown past the bound: kept as it was
+    imported = repo.import_run("a", base, "m", small)
+    assert "big.bin" not in imported.files and "calc/stats.py" not in imported.files
+    assert any(n.startswith("big.bin:") for n in imported.notes)
+    for i in range(120):
+        (ws / f"part{i}.txt").write_bytes(b"y" * 900)
+    with pytest.raises(SnapshotRefused, match="add up to more than"):
+        repo.import_run("a", base, "m", small)
+
+
+def test_merges_happen_in_the_repository(task):
+    repo, base = task
+    one, two, three = (repo.materialize(n, base) for n in ("s1", "s2", "s3"))
+    (one / "calc" / "stats.py").write_text((one / "calc" / "stats.py").read_text() + "\n# one\n")
+    (two / "calc" / "report.py").write_text((two / "calc" / "report.py").read_text() + "\n# two\n")
+    (three / "calc" / "stats.py").write_text((three / "calc" / "stats.py").read_text() + "\n# three\n")
+    c1, c2, c3 = (repo.import_run(n, base, n).commit for n in ("s1", "s2", "s3"))
+    assert repo.merge("bosun/task-1", c1, "m1").merged
+    m2 = repo.merge("bosun/task-1", c2, "m2")
+    assert m2.merged and repo.merge("bosun/task-1", c2, "m2") == m2  # idempotent
+    m3 = repo.merge("bosun/task-1", c3, "m3")
+    assert not m3.merged and m3.conflicts == ["calc/stats.py"] and repo.head("bosun/task-1") == m2.head
+    diff, files = repo.diff(base, m2.head)
+    assert files == ["calc/report.py", "calc/stats.py"] and "+# one" in diff and "+# two" in diff
+
+
+def test_names_from_outside_never_become_options(task, tmp_path):
+    repo, base = task
+    for bad in ("--upload-pack=touch /tmp/x", "-b", "a b", "a\nb", "a..b", "a//b", "x.lock", "@{-1}", "", "é"):
+        with pytest.raises(ConfigError):
+            check_ref(bad)
+    assert check_revision("0123abc") == "0123abc"
+    assert check_ref("bosun/gh-acme-api-issue-7") == "bosun/gh-acme-api-issue-7"
+    other = TaskRepo(tmp_path / "ws2", "t2")
+    with pytest.raises(ConfigError):
+        other.prepare(str(tmp_path / "src"), "--upload-pack=touch /tmp/pwned")
+    with pytest.raises(ConfigError):
+        other.prepare("--upload-pack=touch /tmp/pwned", "HEAD")
+    with pytest.raises(ConfigError):
+        repo.run_dir("../escape")
+    assert task_key("a/b") != task_key("a_b") and "/" not in task_key("../../x") and task_key("ok-1") == "ok-1"
+    assert quote_path("a\n\"b\\") == b'"a\\012\\"b\\\\"'
+
+
+def test_a_workspace_with_a_quota_fills_up_alone(task):
+    repo, base = task
+    assert diskquota.support()[0], diskquota.support()[1]  # the suite runs as root, with loop devices
+    ws = repo.materialize("q", base, owner=(64000, 64000), quota_mb=8)
+    assert diskquota.is_mount(ws) and ws.stat().st_uid == 64000 and (ws / "calc").stat().st_uid == 64000
+    with pytest.raises(OSError, match="No space left"):
+        with open(ws / "fill", "wb") as f:
+            for _ in range(64):
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+                os.fsync(f.fileno())
+    repo.drop_run("q")
+    assert not ws.exists() and not diskquota.image_of(ws).exists()
