@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+
+CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def safe_call_id(value: str) -> str:
+    """A provider's tool-call id if it is plain (letters, digits, ``_ . : -``, at most 128), else a stable stand-in
+    derived from it. The transcript keeps the stand-in on both sides (the call and its result), so providers still
+    pair them; nothing hostile in an id reaches a terminal, a signal name or a file name."""
+    if isinstance(value, str) and CALL_ID.fullmatch(value):
+        return value
+    return "call_" + hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 class ToolCall(BaseModel):
     """One tool call requested by the model in an assistant turn."""
 
     id: str
-    """Provider-assigned id, echoed back in the matching tool result."""
+    """Provider-assigned id, echoed back in the matching tool result (see ``safe_call_id``)."""
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _plain_id(cls, v: object) -> str:
+        return safe_call_id(v)  # type: ignore[arg-type]
+
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Parsed JSON arguments. Unparseable arguments from a provider arrive as ``{"__raw__": text}``."""
@@ -30,6 +50,11 @@ class Message(BaseModel):
     """Tool results only: the tool's name."""
     is_error: bool = False
     """Tool results only: the call failed (the content says why)."""
+
+    @field_validator("tool_call_id", mode="before")
+    @classmethod
+    def _plain_call_id(cls, v: object) -> str | None:
+        return None if v is None else safe_call_id(v)  # type: ignore[arg-type]
 
 
 class Usage(BaseModel):

@@ -344,6 +344,9 @@ def entry() -> None:
     crash the interpreter's finalisation (a known SDK issue), which must not turn a clean result into a signal."""
     import os
 
+    from infra.safetext import SafeStream
+
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)  # type: ignore[assignment]
     try:
         rc = main()
     except SystemExit as e:  # argparse errors and --help
