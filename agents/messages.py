@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-
 CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 

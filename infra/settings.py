@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     sandbox_uid: int = Field(default=64000, ge=1, le=2**31 - 2)
     """The unprivileged uid (and gid) sandboxes run as when the worker is root: their workspaces are owned by it,
     and the host reads them as data. A worker that is not root runs sandboxes as its own uid."""
+    sandbox_reap_s: float = Field(default=30.0, gt=0)
+    """How often the worker releases sandboxes whose run is over without having released them (a terminated task,
+    a child that timed out), and removes containers of workers that died."""
     sandbox_disk_mb: int = Field(default=4096, ge=0)
     """Disk a sandbox may write in its workspace beyond the checkout (MB): each workspace is a loop-mounted ext4
     file system of its own, which caps bytes and files (needs root; `bosun status` says whether it is enforced).

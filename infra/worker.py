@@ -78,10 +78,6 @@ class JournalInterceptor(Interceptor):
         return _JournalInbound(next, self.journal)
 
 
-REAP_EVERY_S = 30.0
-"""How often the worker looks for sandboxes whose run is over (see ``reap``)."""
-
-
 async def reap(client, acts: Activities) -> list[str]:
     """Release the sandboxes of this worker whose workflow is no longer running (an agent or task that failed,
     was cancelled, timed out or was terminated without releasing them), and remove containers of dead workers.
@@ -159,11 +155,11 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
 
     async def reaper() -> None:
         while True:
-            await asyncio.sleep(REAP_EVERY_S)
+            await asyncio.sleep(settings.sandbox_reap_s)
             try:
                 await reap(client, acts)
             except Exception:  # noqa: BLE001 - the reaper must never take the worker down
-                log.exception("sandbox reaper failed; trying again in %.0f s", REAP_EVERY_S)
+                log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
 
     try:
         async with shared, local:

@@ -22,7 +22,8 @@ QUOTA_MB = 48
 def backend_stack(request, tmp_path_factory):
     """A stack per backend, with a small disk quota so that filling it is quick."""
     st = Stack(tmp_path_factory.mktemp(f"boundary-{request.param}"))
-    st.env.update({"BOSUN_SANDBOX_BACKEND": request.param, "BOSUN_SANDBOX_DISK_MB": str(QUOTA_MB)})
+    st.env.update({"BOSUN_SANDBOX_BACKEND": request.param, "BOSUN_SANDBOX_DISK_MB": str(QUOTA_MB),
+                   "BOSUN_SANDBOX_REAP_S": "2"})
     try:
         st.up()
         yield request.param, st
@@ -249,3 +250,33 @@ def test_disk_quota_caps_what_a_sandbox_writes(backend_stack, tmp_path):
                  expect=None), {"expect": [{"tool": "run_command", "contains": "No space left"}], "content": "done"}]
     result = finished(run(st, repo, f"hb-quota-{backend}", trajectory(tmp_path, "quota", turns)))
     assert result["files_changed"] == []
+
+
+def test_a_terminated_task_leaves_no_sandbox_running(backend_stack, tmp_path):
+    """Termination runs no workflow code at all: the worker's reaper releases the sandboxes of runs that are over."""
+    import asyncio
+
+    from tests.conftest import wait_for
+
+    backend, st = backend_stack
+    repo = make_example_repo(tmp_path / "calc")
+    marker = f"bosun-term-{backend}-{os.getpid()}"
+    traj = trajectory(tmp_path, "term", [cmd(f"(exec -a {marker} sleep 600) >/dev/null 2>&1 & sleep 300"),
+                                         {"content": "done"}])
+    wf = f"hb-term-{backend}"
+    proc = st.bosun("run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--mode", "solo", "go")
+    assert proc.returncode == 0, proc.stderr
+    wait_for(lambda: marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout, 120,
+             interval=0.5, what="the sandboxed command to start")
+    assert leftovers(st, wf), "the check must see the live sandbox, or it proves nothing"
+
+    async def terminate() -> None:
+        from temporalio.client import Client
+
+        client = await Client.connect(f"127.0.0.1:{st.env['BOSUN_TEMPORAL_PORT']}")
+        await client.get_workflow_handle(wf).terminate("test: terminated")
+
+    asyncio.run(terminate())
+    wait_for(lambda: leftovers(st, wf) == [], 60, interval=0.5, what="the reaper to release the sandbox")
+    wait_for(lambda: marker not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout, 30,
+             interval=0.5, what="the sandboxed process to be gone")
