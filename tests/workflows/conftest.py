@@ -1,0 +1,59 @@
+"""A Temporal dev server for the workflow tests (the same binary the stack runs, started offline by temporalio's
+test environment) and a helper that runs TaskWorkflow on stub activities (tests/workflows/harness.py)."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities.models import TaskInput
+from tests.conftest import free_port
+from tests.workflows.harness import Stubs, World
+from workflows.agent import AgentWorkflow
+from workflows.task import TaskWorkflow
+
+TEMPORAL = str(Path(sys.executable).parent / "temporal")
+SUGGEST_CONTINUE_AS_NEW_AT = 40
+"""History events after which the server suggests continue-as-new (the default is 4,096): low, so that an agent
+of a few dozen turns continues as new in these tests."""
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    e = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=TEMPORAL, port=free_port(),
+        dev_server_extra_args=[
+            "--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_CONTINUE_AS_NEW_AT}",
+            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=2000",
+            "--dynamic-config-value", "history.timerProcessorMaxPollRPS=2000"])
+    try:
+        yield e
+    finally:
+        await e.shutdown()
+
+
+def task_input(**kw) -> TaskInput:
+    base = {"repo": "/nonexistent/repo", "task": "fix the tests", "model": "stub:model", "mode": "team"}
+    return TaskInput(**{**base, **kw})
+
+
+async def run_task(env: WorkflowEnvironment, world: World, inp: TaskInput, *, wf_id: str | None = None,
+                   during=None):
+    """Run TaskWorkflow with ``world``'s stubs; returns its result (raises what the workflow raised).
+    ``during(handle)`` runs while the workflow runs (to send signals)."""
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    stubs = Stubs(world)
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=stubs.all(), max_concurrent_activities=64):
+        handle = await env.client.start_workflow(TaskWorkflow.run, inp, id=wf_id or f"t-{uuid.uuid4().hex[:8]}",
+                                                 task_queue=world.queue)
+        if during is not None:
+            await during(handle)
+        return await handle.result()

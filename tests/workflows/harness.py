@@ -1,0 +1,250 @@
+"""Stub activities for running the real TaskWorkflow and AgentWorkflow on a real Temporal dev server, in seconds.
+
+Each stub is registered under the activity's name and takes and returns the real input and output types. A
+:class:`World` says what the outside world does (the plan, what each agent does turn by turn, which merges conflict,
+which test runs are green, which activity fails how) and records every call, so a test asserts on what the
+workflows asked for, in which order and with what overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.models import (
+    AgentWorkspaceInput,
+    BranchInput,
+    ChecksInput,
+    ChecksResult,
+    CleanupInput,
+    CollectInput,
+    CollectResult,
+    DiffInput,
+    EscalationInput,
+    FinalizeInput,
+    FinalizeResult,
+    InitAgentInput,
+    InitAgentResult,
+    MergeInput,
+    MergeResult,
+    ModelCallInput,
+    ModelCallResult,
+    PlanInfo,
+    PrepareInput,
+    PrepareResult,
+    ReadPlanInput,
+    ReleaseInput,
+    RouteInput,
+    RouteResult,
+    SubtaskInfo,
+    ToolCallInput,
+    ToolCallRef,
+    ToolResultRef,
+    Usage,
+)
+from activities.report import ReportInput, ReportResult
+
+REF = "sha256:" + "0" * 64
+
+
+def ref(n: int | str) -> str:
+    """A well-formed artifact ref (the stubs keep no store)."""
+    return "sha256:" + f"{n}".encode().hex().rjust(64, "0")[-64:]
+
+
+@dataclass
+class Turn:
+    """One model turn of a stub agent: its tool calls (names) or, with none, its final answer."""
+
+    tools: list[str] = field(default_factory=list)
+    tool_seconds: float = 0.0
+    """How long each of its tool calls takes."""
+    tokens: int = 100
+    cost_usd: float = 0.0
+    fail: str | None = None
+    """Raise an ApplicationError of this type from the model call (e.g. ProviderError, ScriptDiverged)."""
+    retryable: bool = False
+
+
+@dataclass
+class AgentScript:
+    turns: list[Turn] = field(default_factory=lambda: [Turn()])
+    changes: bool = True
+    """Whether collecting the agent's work gives a commit."""
+
+
+@dataclass
+class Call:
+    name: str
+    input: Any
+    started: float
+    ended: float = 0.0
+    run_id: str = ""
+    """The workflow run that called (a continued-as-new agent has several)."""
+    result: Any = None
+
+
+@dataclass
+class World:
+    """What the stubs answer (configure before starting the workflow) and what they saw (assert after)."""
+
+    queue: str = "stub-queue"
+    plan: PlanInfo = field(default_factory=lambda: PlanInfo(subtasks=[SubtaskInfo(id="task", goal="g")],
+                                                            waves=[["task"]]))
+    agents: dict[str, AgentScript] = field(default_factory=dict)
+    """By agent name (``planner``, ``fast_edit-<id>-<attempt>``, ``debugger-<n>``, ``agent-1``)."""
+    checks: Callable[[str], bool] = lambda label: label != "before"
+    """Green or red, by the label of the test run (``before``, ``after``, ``after debug round 1``...)."""
+    conflicts: Callable[[str], list[str]] = lambda label: []
+    """Conflicting files when merging, by merge label (``subtask a (attempt 1)``)."""
+    model_gate: asyncio.Event | None = None
+    """When set, model calls wait for it (to send signals while an agent runs)."""
+    calls: list[Call] = field(default_factory=list)
+    commits: int = 0
+
+    def named(self, name: str) -> list[Call]:
+        return [c for c in self.calls if c.name == name]
+
+    def script(self, agent_id: str) -> AgentScript:
+        return self.agents.get(agent_id.split("/")[-1], AgentScript())
+
+    def _commit(self) -> str:
+        self.commits += 1
+        return f"{self.commits:040x}"
+
+
+class Stubs:
+    """The activities, answering from a World."""
+
+    def __init__(self, world: World) -> None:
+        self.w = world
+
+    def all(self) -> list:
+        return [getattr(self, n) for n in dir(self) if hasattr(getattr(self, n), "__temporal_activity_definition")]
+
+    async def _record(self, name: str, inp: Any, seconds: float = 0.0) -> Call:
+        call = Call(name, inp, time.monotonic(), run_id=activity.info().workflow_run_id or "")
+        self.w.calls.append(call)
+        if seconds:
+            await asyncio.sleep(seconds)
+        call.ended = time.monotonic()
+        return call
+
+    @activity.defn(name="bind_worker")
+    async def bind_worker(self) -> str:
+        await self._record("bind_worker", None)
+        return self.w.queue
+
+    @activity.defn(name="route_model")
+    async def route_model(self, inp: RouteInput) -> RouteResult:
+        await self._record("route_model", inp)
+        return RouteResult(model=f"stub:{inp.role}", score=0.5, reason="stub")
+
+    @activity.defn(name="prepare_workspace")
+    async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
+        await self._record("prepare_workspace", inp)
+        return PrepareResult(repository="/nonexistent/repo.git", base_commit="b" * 40)
+
+    @activity.defn(name="start_branch")
+    async def start_branch(self, inp: BranchInput) -> str:
+        await self._record("start_branch", inp)
+        return inp.commit
+
+    @activity.defn(name="run_checks")
+    async def run_checks(self, inp: ChecksInput) -> ChecksResult:
+        await self._record("run_checks", inp)
+        green = self.w.checks(inp.label)
+        return ChecksResult(green=green, exit_code=0 if green else 1, summary="7 passed" if green else "1 failed",
+                            failed=[] if green else ["tests/test_x.py::test_y"], output_ref=REF)
+
+    @activity.defn(name="prepare_agent_workspace")
+    async def prepare_agent_workspace(self, inp: AgentWorkspaceInput) -> str:
+        await self._record("prepare_agent_workspace", inp)
+        return f"/nonexistent/runs/{inp.name}"
+
+    @activity.defn(name="init_agent")
+    async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:
+        await self._record("init_agent", inp)
+        return InitAgentResult(transcript_ref=REF)
+
+    @activity.defn(name="model_call")
+    async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
+        await self._record("model_call", inp)
+        if self.w.model_gate is not None:
+            await self.w.model_gate.wait()
+        turns = self.w.script(inp.agent_id).turns
+        turn = turns[min(inp.turn, len(turns)) - 1]
+        if turn.fail:
+            raise ApplicationError(f"stub {turn.fail}", type=turn.fail, non_retryable=not turn.retryable)
+        calls = [ToolCallRef(id=f"c{inp.turn}_{i}", name=t, arguments_ref=REF, arguments_preview="{}",
+                             write_key=None if t.startswith("read") else "*")
+                 for i, t in enumerate(turn.tools)]
+        return ModelCallResult(transcript_ref=ref(f"{inp.agent_id}#{inp.turn}"), text_preview=f"turn {inp.turn}",
+                               tool_calls=calls, usage=Usage(input_tokens=turn.tokens, output_tokens=turn.tokens // 10),
+                               cost_usd=turn.cost_usd, model=inp.model)
+
+    @activity.defn(name="tool_call")
+    async def tool_call(self, inp: ToolCallInput) -> ToolResultRef:
+        turns = self.w.script(inp.agent_id).turns
+        n = int(inp.call.id[1:].split("_")[0])
+        await self._record("tool_call", inp, turns[min(n, len(turns)) - 1].tool_seconds)
+        return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=REF, summary="ok")
+
+    @activity.defn(name="run_escalated")
+    async def run_escalated(self, inp: EscalationInput) -> ToolResultRef:
+        await self._record("run_escalated", inp)
+        return ToolResultRef(call_id=inp.call_id, name="request_escalation", result_ref=REF, summary="ran")
+
+    @activity.defn(name="release_sandbox")
+    async def release_sandbox(self, inp: ReleaseInput) -> list[str]:
+        await self._record("release_sandbox", inp)
+        return [inp.agent_id]
+
+    @activity.defn(name="read_plan")
+    async def read_plan(self, inp: ReadPlanInput) -> PlanInfo:
+        await self._record("read_plan", inp)
+        return self.w.plan
+
+    @activity.defn(name="collect_agent_work")
+    async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
+        await self._record("collect_agent_work", inp)
+        if not self.w.agents.get(inp.name, AgentScript()).changes:
+            return CollectResult(commit=None, files=[])
+        return CollectResult(commit=self.w._commit(), files=[f"{inp.name}.py"])
+
+    @activity.defn(name="merge_agent_work")
+    async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
+        call = await self._record("merge_agent_work", inp)
+        conflicts = self.w.conflicts(inp.label)
+        if conflicts:
+            call.result = MergeResult(merged=False, conflicts=conflicts, head="h" * 40)
+        else:
+            call.result = MergeResult(merged=True, head=self.w._commit())
+        return call.result
+
+    @activity.defn(name="diff_since")
+    async def diff_since(self, inp: DiffInput) -> str:
+        await self._record("diff_since", inp)
+        return REF
+
+    @activity.defn(name="finalize")
+    async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
+        await self._record("finalize", inp)
+        changed = [c.input.name for c in self.w.named("collect_agent_work")]
+        return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
+                              commit="c" * 40 if changed else None, workspace="/nonexistent/view")
+
+    @activity.defn(name="report_status")
+    async def report_status(self, inp: ReportInput) -> ReportResult:
+        await self._record("report_status", inp)
+        return ReportResult(actions=["stub"])
+
+    @activity.defn(name="cleanup_task")
+    async def cleanup_task(self, inp: CleanupInput) -> None:
+        await self._record("cleanup_task", inp)
