@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
+from temporalio import activity
 
 
 class ReportInput(BaseModel):
@@ -88,3 +89,18 @@ async def push(settings: Any, inp: ReportInput, token: str | None) -> None:
         transient = any(s in text for s in ("Could not resolve host", "timed out", "Connection refused",
                                             "Connection reset", "Failed to connect", "502", "503", "504"))
         raise ExternalServiceError(f"pushing {inp.branch}: {text}", retryable=transient) from None
+
+
+class ReportActivities:
+    """Given: the settings (API URLs, tokens, where the task repositories live)."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def all(self) -> list:
+        return [self.report_status]
+
+    @activity.defn
+    async def report_status(self, inp: ReportInput) -> ReportResult:
+        """Comment, labels, branch and pull request on GitHub; the final response or error on Linear."""
+        return await report_status(self.settings, inp)

@@ -284,3 +284,13 @@ def plan_from_data(data: Any) -> Plan:
 def parse_plan(text: str) -> Plan:
     """Parse and validate the plan in a model's message; PlanError carries feedback for the model."""
     return plan_from_data(extract_json(text))
+
+
+def plan_from_transcript(messages: list) -> Plan:
+    """The plan a planner submitted: the arguments of its last accepted ``submit_plan`` call, else the JSON of its
+    final message. PlanError (with every problem) when there is no usable plan."""
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+    for m in reversed(messages):
+        if m.role == "tool" and m.name == "submit_plan" and not m.is_error and m.tool_call_id in calls:
+            return parse_plan(json.dumps(calls[m.tool_call_id].arguments))
+    return parse_plan(next((m.content for m in reversed(messages) if m.role == "assistant"), ""))

@@ -15,12 +15,13 @@ factors and a sentence saying why, for the history.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agents.providers import parse_spec
-from infra.errors import ConfigError
+from infra.errors import ConfigError, describe_validation
 
 Tier = Literal["small", "medium", "large"]
 TIERS: tuple[Tier, ...] = ("small", "medium", "large")
@@ -201,3 +202,17 @@ def next_model(role: str, current: str, config: RouterConfig, failed: list[str] 
     """The model after ``current`` in the role's fallback chain, skipping ``failed``; None at the end."""
     chain = [m for m in fallbacks(role, config) if m != current and m not in (failed or [])]
     return chain[0] if chain else None
+
+
+def load_config(path: Path | None) -> RouterConfig:
+    """The router configuration from a JSON file (``BOSUN_ROUTER_CONFIG``), or the defaults when there is none;
+    ConfigError naming the setting, the file and the problem."""
+    if path is None:
+        return RouterConfig()
+    try:
+        return RouterConfig.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"BOSUN_ROUTER_CONFIG={path}: cannot read it ({e.strerror})") from None
+    except ValidationError as e:
+        raise ConfigError(f"BOSUN_ROUTER_CONFIG={path}: "
+                          f"{describe_validation(e, where='(file)', first_only=True)}") from None

@@ -36,7 +36,7 @@ ROOT = Path(__file__).parent.parent  # no resolve(): the workflow sandbox re-imp
 sys.path.insert(0, str(ROOT))
 
 with workflow.unsafe.imports_passed_through():
-    from activities.core import Activities
+    from activities.agent import AgentActivities as Activities
     from activities.models import ToolCallInput, ToolCallRef
     from agents.tools.scheduling import plan_batches
 
@@ -275,7 +275,7 @@ async def main() -> None:
         settings = load_settings()
         client = await connect(settings)
         bench_queue = settings.model_copy(update={"worker_id": f"bench-inproc-{os.getpid()}"})
-        acts = Activities(settings)
+        acts = Activities.standalone(settings)
         # the default (sandboxed) workflow runner, as the bosun worker uses
         async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
                           workflows=[SequentialToolsWorkflow, SequentialNoopWorkflow, ParallelTurnWorkflow],

@@ -82,9 +82,9 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     if not spec_text:
         raise ConfigError("no model: pass --model SPEC or set BOSUN_DEFAULT_MODEL")
     if spec_text == "auto":
-        from activities.core import load_router_config
+        from agents.router import load_config
 
-        load_router_config(s)  # a bad router configuration is refused here, before anything starts
+        load_config(s.router_config)  # a bad router configuration is refused here, before anything starts
         return repo, "auto", None
     spec = parse_spec(spec_text)
     trajectory = None
@@ -129,9 +129,9 @@ def _env(name: str) -> str | None:
 
 
 async def _run(args: argparse.Namespace, s: Settings) -> int:
-    from activities.models import TaskInput, TaskResult
     from infra.artifacts import ArtifactStore
     from infra.temporal import connect
+    from workflows.models import TaskInput, TaskResult
     from workflows.task import TaskWorkflow
 
     repo, spec, trajectory = _validate_run(args, s)

@@ -24,11 +24,18 @@ from temporalio.worker import (
     Worker,
 )
 
-from activities.core import Activities
+from activities.agent import AgentActivities
 from activities.errors import ErrorInterceptor
-from infra.artifacts import write_json_atomically
+from activities.report import ReportActivities
+from activities.workspace import WorkspaceActivities
+from agents.tools.builtin import default_registry
+from agents.tools.once import CallLedger
+from infra.artifacts import ArtifactStore, write_json_atomically
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
+from sandbox import diskquota
+from sandbox.hostrepo import TaskRepo
+from sandbox.manager import SandboxManager
 from workflows.agent import AgentWorkflow
 from workflows.task import TaskWorkflow
 
@@ -78,24 +85,30 @@ class JournalInterceptor(Interceptor):
         return _JournalInbound(next, self.journal)
 
 
-async def reap(client, acts: Activities) -> list[str]:
+async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None) -> list[str]:
     """Release the sandboxes of this worker whose workflow is no longer running (an agent or task that failed,
-    was cancelled, timed out or was terminated without releasing them), and remove containers of dead workers.
-    Returns the released keys."""
+    was cancelled, timed out or was terminated without releasing them), remove the run workspaces of tasks that are
+    over, and remove containers of dead workers. Returns the released keys and tasks."""
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError
 
     released = []
-    for key in acts.sandboxes.keys():
-        wf_id = key.split(":")[1] if key.startswith("checks:") else key
+    async def running(wf_id: str) -> bool:
         try:
             desc = await client.get_workflow_handle(wf_id).describe()
-            running = desc.status == WorkflowExecutionStatus.RUNNING
+            return desc.status == WorkflowExecutionStatus.RUNNING
         except RPCError as e:
-            running = "not found" not in str(e).lower()  # unsure (server unreachable): keep it
-        if not running:
-            await acts.sandboxes.release(key)
+            return "not found" not in str(e).lower()  # unsure (server unreachable): keep it
+
+    for key in sandboxes.keys():
+        if not await running(key.split(":")[1] if key.startswith("checks:") else key):
+            await sandboxes.release(key)
             released.append(key)
+    for task in TaskRepo.open_runs(workspaces) if workspaces else []:
+        if not await running(task.workflow_id):
+            await sandboxes.release_prefix(f"{task.workflow_id}/")
+            await asyncio.to_thread(task.drop_runs)
+            released.append(f"{task.workflow_id} (run workspaces)")
     try:
         from sandbox import reap_orphans
 
@@ -113,7 +126,12 @@ LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
     client = await connect(settings, timeout_s=30)
-    acts = Activities(settings)
+    store = ArtifactStore(settings.artifacts_dir)
+    sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image)
+    calls = CallLedger(settings.data_dir / "tool-calls", store)
+    agent = AgentActivities(settings, store, sandboxes, default_registry(), calls)
+    workspace = WorkspaceActivities(settings, store, sandboxes)
+    report = ReportActivities(settings)
     journal = JournalInterceptor(Journal(settings.logs_dir / "activity-journal.jsonl"))
     try:
         from sandbox import reap_orphans
@@ -123,20 +141,19 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         pass
     errors = ErrorInterceptor()
     shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
-                    activities=[acts.bind_worker], interceptors=[journal, errors])
+                    activities=[workspace.bind_worker], interceptors=[journal, errors])
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
-    local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=acts.all(),
+    local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
+                   activities=[*agent.all(), *workspace.all(), *report.all()],
                    interceptors=[journal, errors], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
-    if dropped := acts.calls.prune(LEDGER_MAX_AGE_S):
+    if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
-    backend = acts.sandboxes.provider().backend
+    backend = sandboxes.provider().backend
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
     health = settings.data_dir / "worker-health.json"
-    from sandbox import diskquota
-
     quota_ok, quota_why = diskquota.support()
     user = f"uid {settings.sandbox_uid}" if os.geteuid() == 0 else f"the worker's uid {os.geteuid()} (not root)"
     if not settings.sandbox_disk_mb:
@@ -157,7 +174,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         while True:
             await asyncio.sleep(settings.sandbox_reap_s)
             try:
-                await reap(client, acts)
+                await reap(client, sandboxes, settings.workspaces_dir)
             except Exception:  # noqa: BLE001 - the reaper must never take the worker down
                 log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
 
@@ -170,7 +187,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
             reaping.cancel()
     finally:
         health.unlink(missing_ok=True)
-        await acts.sandboxes.close_all()
+        await sandboxes.close_all()
+        await asyncio.to_thread(diskquota.unmount_under, settings.workspaces_dir)
 
 
 def main() -> None:

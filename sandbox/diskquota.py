@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from infra.errors import UnexpectedEnvironment
-from sandbox.slots import is_mount
+from sandbox.slots import is_mount, mount_points
 
 MKFS = "mkfs.ext4"
 
@@ -95,3 +95,17 @@ def remove(mount_point: Path) -> None:
     elif mount_point.exists():
         shutil.rmtree(mount_point, ignore_errors=True)
     image_of(mount_point).unlink(missing_ok=True)
+
+
+def unmount_under(root: Path) -> int:
+    """Unmount every workspace file system below ``root`` (their images stay: ``ensure_mounted`` mounts them again).
+    For a worker that stops: no loop mount outlives it. Returns how many were unmounted."""
+    prefix = str(Path(root).resolve()) + "/"
+    done = 0
+    for point in sorted(mount_points(), key=len, reverse=True):
+        if point.startswith(prefix) and image_of(Path(point)).exists():
+            proc = subprocess.run(["umount", point], capture_output=True)
+            if proc.returncode != 0:
+                subprocess.run(["umount", "-l", point], capture_output=True)
+            done += 1
+    return done

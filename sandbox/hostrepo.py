@@ -97,6 +97,7 @@ class TaskRepo:
 
     def __init__(self, root: Path, workflow_id: str) -> None:
         self.root = Path(root)
+        self.workflow_id = workflow_id
         self.key = task_key(workflow_id)
         self.git_dir = self.root / f"{self.key}.git"
         self.runs = self.root / f"{self.key}.runs"
@@ -201,6 +202,8 @@ class TaskRepo:
         check_object_id(commit)
         dest = self.run_dir(name)
         state = self.runs / ".state" / name
+        (self.runs / ".state").mkdir(parents=True, exist_ok=True)
+        (self.runs / ".state" / "workflow-id").write_text(self.workflow_id)
         if state.is_file() and state.read_text().strip() == commit and dest.is_dir():
             diskquota.ensure_mounted(dest)
             return dest
@@ -241,6 +244,17 @@ class TaskRepo:
     def drop_run(self, name: str) -> None:
         diskquota.remove(self.run_dir(name))
         (self.runs / ".state" / name).unlink(missing_ok=True)
+
+    @staticmethod
+    def open_runs(root: Path) -> list[TaskRepo]:
+        """The tasks under ``root`` that have run workspaces (for a reaper: their workflow ids are recorded)."""
+        found = []
+        for runs in Path(root).glob("*.runs"):
+            try:
+                found.append(TaskRepo(root, (runs / ".state" / "workflow-id").read_text()))
+            except OSError:
+                continue
+        return found
 
     def drop_runs(self) -> None:
         """Remove every run workspace of the task (their work is in the repository as commits)."""

@@ -19,11 +19,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.core import Activities
+    from activities.agent import AgentActivities
     from activities.models import (
-        AgentInput,
-        AgentResult,
-        AgentResume,
         EscalationInput,
         InitAgentInput,
         ModelCallInput,
@@ -36,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from agents.budget import Budget, BudgetTracker, Spent
     from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import ANY_FILE, plan_batches
+    from workflows.models import AgentInput, AgentResult, AgentResume
 
 MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
                           maximum_interval=timedelta(seconds=60), maximum_attempts=6,
@@ -92,7 +90,7 @@ class AgentWorkflow:
         r = inp.resume
         if r is None:
             init = await workflow.execute_activity_method(
-                Activities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
+                AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
                                                       workspace=inp.workspace, attachments=inp.attachments,
                                                       model=inp.model),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
@@ -104,11 +102,9 @@ class AgentWorkflow:
         transcript, results, n_calls = r.transcript_ref, list(r.results), r.tool_calls
         fallbacks = [m for m in inp.fallback_models if m != r.model]
         final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
-        continuing = False
         try:
             while self.turn < inp.max_turns:
-                if workflow.info().is_continue_as_new_suggested():
-                    continuing = True
+                if workflow.info().is_continue_as_new_suggested():  # the sandbox lives on across it
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
                         errors=self.errors, model=self.model, budget=r.budget,
@@ -118,7 +114,7 @@ class AgentWorkflow:
                 user, self.pending_user = self.pending_user, []
                 try:
                     resp = await workflow.execute_activity_method(
-                        Activities.model_call,
+                        AgentActivities.model_call,
                         ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
                                        trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
                                        tool_results=results, user_messages=user, tools=inp.tools,
@@ -150,21 +146,26 @@ class AgentWorkflow:
                 results = await self._run_tools(inp, resp.tool_calls)
                 n_calls += len(resp.tool_calls)
         except asyncio.CancelledError:
-            status = "cancelled"
+            self.status = "cancelled"
+            await self._release(inp)
             raise
-        finally:
-            self.status = status
-            if not continuing:
-                await workflow.execute_activity_method(
-                    Activities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
-                    task_queue=queue,
-                    start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
+        except Exception:  # not continue-as-new, nor a worker evicting this run from its cache: no release then
+            self.status = "failed"
+            await self._release(inp)
+            raise
+        self.status = status
+        await self._release(inp)
         spent = tracker.spent
         usage = Usage(input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
                       cached_input_tokens=spent.cached_input_tokens)
         return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
                            final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
                            model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped)
+
+    async def _release(self, inp: AgentInput) -> None:
+        await workflow.execute_activity_method(
+            AgentActivities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
 
     async def _escalate(self, inp: AgentInput, call) -> ToolResultRef:
         """Wait for a person to approve or deny running this command outside the sandbox (at most an hour)."""
@@ -181,7 +182,7 @@ class AgentWorkflow:
         approved, who = self.decisions[request_id]
         self.steps.append(f"  escalation {request_id}: {'approved' if approved else 'denied'} {who}".rstrip())
         return await workflow.execute_activity_method(
-            Activities.run_escalated,
+            AgentActivities.run_escalated,
             EscalationInput(agent_id=inp.agent_id, workspace=inp.workspace, call_id=call.id,
                             arguments_ref=call.arguments_ref, approved=approved, decided_by=who),
             task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
@@ -199,12 +200,12 @@ class AgentWorkflow:
             # which the tool-call ledger makes harmless (agents/tools/once.py). Commands stay activities: they
             # can run for minutes and heartbeat.
             return workflow.execute_local_activity_method(
-                Activities.tool_call, tool_input, start_to_close_timeout=LOCAL_TOOL_TIMEOUT, retry_policy=TOOL_RETRY,
-                summary=f"{call.name} {call.arguments_preview[:80]}")
+                AgentActivities.tool_call, tool_input, start_to_close_timeout=LOCAL_TOOL_TIMEOUT,
+                retry_policy=TOOL_RETRY, summary=f"{call.name} {call.arguments_preview[:80]}")
         return workflow.execute_activity_method(
-            Activities.tool_call, tool_input, task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
-            heartbeat_timeout=timedelta(seconds=10), retry_policy=TOOL_RETRY,
-            summary=f"{call.name} {call.arguments_preview[:80]}")
+            AgentActivities.tool_call, tool_input, task_queue=inp.worker_queue,
+            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=TOOL_RETRY, summary=f"{call.name} {call.arguments_preview[:80]}")
 
     async def _run_tools(self, inp: AgentInput, calls) -> list[ResultPointer]:
         results: list[ToolResultRef | None] = [None] * len(calls)

@@ -24,10 +24,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.core import Activities
+    from activities.agent import AgentActivities
     from activities.models import (
-        AgentInput,
-        AgentResult,
         AgentWorkspaceInput,
         Attachment,
         BranchInput,
@@ -44,14 +42,12 @@ with workflow.unsafe.imports_passed_through():
         ReleaseInput,
         RouteInput,
         SubtaskInfo,
-        SubtaskOutcome,
-        TaskInput,
-        TaskResult,
-        branch_name,
     )
-    from activities.report import ReportInput
+    from activities.report import ReportActivities, ReportInput
+    from activities.workspace import WorkspaceActivities
     from agents.budget import Budget, BudgetTracker
     from workflows.agent import AgentWorkflow
+    from workflows.models import AgentInput, AgentResult, SubtaskOutcome, TaskInput, TaskResult, branch_name
 
 SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
 
@@ -115,7 +111,7 @@ class TaskWorkflow:
         if inp.model == "auto":
             plan = len(self.plan_info.subtasks) if self.plan_info else 0
             decision = await workflow.execute_activity_method(
-                Activities.route_model,
+                AgentActivities.route_model,
                 RouteInput(role=role, task_chars=len(task), plan_subtasks=plan, files_in_scope=files_in_scope,
                            failures_so_far=self.failures),
                 summary=f"route {name}", **_activity_opts(queue))
@@ -137,7 +133,7 @@ class TaskWorkflow:
             self.failures += 1
             # A child that failed, timed out or was terminated never ran its own release: do it here.
             await workflow.execute_activity_method(
-                Activities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
+                AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
                 summary=f"release sandbox of {name}", **_activity_opts(queue, 1))
             raise
         finally:
@@ -165,27 +161,28 @@ class TaskWorkflow:
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
         return await workflow.execute_activity_method(
-            Activities.run_checks, ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
+            WorkspaceActivities.run_checks,
+            ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
             summary=f"tests {label}", **_activity_opts(queue, 70, heartbeat=True))
 
     async def _workspace(self, queue: str, name: str, commit: str) -> str:
         """A fresh workspace for one agent run, checked out by the host at ``commit``."""
         return await workflow.execute_activity_method(
-            Activities.prepare_agent_workspace,
+            WorkspaceActivities.prepare_agent_workspace,
             AgentWorkspaceInput(workflow_id=workflow.info().workflow_id, name=name, commit=commit),
             summary=f"workspace for {name} at {commit[:10]}", **_activity_opts(queue))
 
     async def _collect(self, queue: str, name: str, parent: str, message: str):
         """The run's work, read by the host as data, as a commit on top of ``parent``."""
         return await workflow.execute_activity_method(
-            Activities.collect_agent_work,
+            WorkspaceActivities.collect_agent_work,
             CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent, message=message),
             summary=f"collect {name}", **_activity_opts(queue))
 
     async def _onto_branch(self, queue: str, branch: str, commit: str, label: str):
         """A run that started at the branch head: the branch moves to its commit (merged if the head moved)."""
         return await workflow.execute_activity_method(
-            Activities.merge_agent_work,
+            WorkspaceActivities.merge_agent_work,
             MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
                        message=f"bosun: {label}", fast_forward=True),
             summary=f"onto {branch}: {label}", **_activity_opts(queue))
@@ -199,24 +196,30 @@ class TaskWorkflow:
                                         scope="task")
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
-            Activities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
+            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
+        # Whatever happens (not when a worker merely evicts this run from its cache): no sandbox of this task
+        # outlives it, and its run workspaces go (their work is in the task repository as commits).
         try:
-            return await self._run(inp, queue, wf_id, branch)
-        finally:
-            # Whatever happened: no sandbox of this task outlives it, and its run workspaces go (their work is in
-            # the task repository as commits).
-            await workflow.execute_activity_method(
-                Activities.cleanup_task, CleanupInput(workflow_id=wf_id), summary="release sandboxes, clean up",
-                **_activity_opts(queue, 5))
+            result = await self._run(inp, queue, wf_id, branch)
+        except (Exception, asyncio.CancelledError):
+            await self._cleanup(queue, wf_id)
+            raise
+        await self._cleanup(queue, wf_id)
+        return result
+
+    async def _cleanup(self, queue: str, wf_id: str) -> None:
+        await workflow.execute_activity_method(
+            WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
+            summary="release sandboxes, clean up", **_activity_opts(queue, 5))
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
         prep = await workflow.execute_activity_method(
-            Activities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
+            WorkspaceActivities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
             summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
         base = prep.base_commit
         head = await workflow.execute_activity_method(
-            Activities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
+            WorkspaceActivities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
             summary=f"branch {branch}", **_activity_opts(queue))
         self._enter("tests before")
         before = await self._checks(queue, base, "before")
@@ -239,7 +242,7 @@ class TaskWorkflow:
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
             diff_ref = await workflow.execute_activity_method(
-                Activities.diff_since, DiffInput(workflow_id=wf_id, base_commit=base, head=head),
+                WorkspaceActivities.diff_since, DiffInput(workflow_id=wf_id, base_commit=base, head=head),
                 summary="current diff", **_activity_opts(queue))
             failing = ", ".join(after.failed[:30]) or after.summary
             task = (f"The task was: {inp.task}\n\nAfter the changes, these tests fail: {failing}\n"
@@ -254,7 +257,7 @@ class TaskWorkflow:
 
         self._enter("delivering")
         fin = await workflow.execute_activity_method(
-            Activities.finalize, FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
+            WorkspaceActivities.finalize, FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
             summary=f"deliver {branch}", **_activity_opts(queue, 5))
 
         status = "no_changes" if not fin.files_changed else ("succeeded" if after.green else "failed")
@@ -265,7 +268,7 @@ class TaskWorkflow:
                        f"- tests after: {after.summary}\n- files changed: {', '.join(fin.files_changed) or 'none'}\n"
                        f"- every step: `bosun history {wf_id}`")
             await workflow.execute_activity_method(
-                Activities.report_status,
+                ReportActivities.report_status,
                 ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
                             commit=fin.commit, remote=inp.repo),
                 summary="status back to the issue / session", **_activity_opts(queue, 5))
@@ -298,7 +301,7 @@ class TaskWorkflow:
         planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
                                     attachments=attach)
         self.plan_info = await workflow.execute_activity_method(
-            Activities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+            AgentActivities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
             summary="read the plan", **_activity_opts(queue))
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}
@@ -362,7 +365,7 @@ class TaskWorkflow:
 
     async def _merge(self, queue: str, branch: str, commit: str, sub: SubtaskInfo, attempt: int):
         return await workflow.execute_activity_method(
-            Activities.merge_agent_work,
+            WorkspaceActivities.merge_agent_work,
             MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
                        label=f"subtask {sub.id} (attempt {attempt})",
                        message=f"bosun: merge subtask {sub.id} (attempt {attempt}): {sub.goal[:60]}"),

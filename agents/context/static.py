@@ -12,8 +12,10 @@ from pydantic import BaseModel, Field
 
 from agents.context.tokens import CHARS_PER_TOKEN, estimate_tokens
 
-PINNED_FILES = ("AGENTS.md", "CLAUDE.md", "CONTRIBUTING.md", ".github/copilot-instructions.md", ".cursorrules")
-"""Instruction files, in the order they are pinned (others passed in follow, sorted by name)."""
+PINNED_FILES = ("AGENTS.md", "CLAUDE.md", "CONTRIBUTING.md", ".bosun/instructions.md",
+                ".github/copilot-instructions.md", ".cursorrules")
+"""The repository's instruction files pinned into every agent's context (re-injected after compaction), in this
+order (others passed in follow, sorted by name)."""
 PINNED_OPEN = "<pinned-instructions>"
 PINNED_CLOSE = "</pinned-instructions>"
 

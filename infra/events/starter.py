@@ -123,7 +123,7 @@ class Starter:
         """TaskInput for a start: the decision's fields, the model, and EventsConfig.task_defaults."""
         from pydantic import ValidationError
 
-        from activities.models import TaskInput
+        from workflows.models import TaskInput
 
         try:
             return TaskInput(**{"model": self.model, "max_turns": self.max_turns, **self.cfg.task_defaults, **fields})

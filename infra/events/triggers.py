@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from activities.models import branch_name  # noqa: F401 - re-exported: the one git-safe name for a workflow id
 from infra.events import payloads as p
 from infra.events.config import EventsConfig
 

@@ -9,10 +9,10 @@ import uuid
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from infra.events.triggers import branch_name
 from tests.conftest import make_example_repo
 from tests.events.conftest import TRAJECTORY, make_cfg, running_ingress, running_starter
 from tests.events.samples import REPO, github_request, issues_labeled
+from workflows.models import branch_name
 
 
 @pytest.mark.slow

@@ -142,7 +142,7 @@ async def test_follow_up_signals_the_running_workflow_once(tsettings, cfg, tempo
 
 async def test_repeated_signal_with_start_of_one_delivery_is_dropped_by_temporal(tsettings, temporal_client):
     """The crash window between signal and ack: the request id (from the delivery) makes the repeat a no-op."""
-    from activities.models import TaskInput
+    from workflows.models import TaskInput
 
     gw = WorkflowGateway(temporal_client, task_queue=tsettings.task_queue)
     wf_id = f"gh:{REPO}:issue:{unique_issue()}"

@@ -9,7 +9,7 @@ import pytest
 
 from infra.errors import ConfigError
 from infra.events.config import load_events_config
-from infra.events.triggers import UnknownShape, branch_name, decide, parse_workflow_id
+from infra.events.triggers import UnknownShape, decide, parse_workflow_id
 from tests.events.conftest import make_cfg
 from tests.events.samples import (
     REPO,
@@ -20,6 +20,7 @@ from tests.events.samples import (
     linear_issue_labelled,
     workflow_run_completed,
 )
+from workflows.models import branch_name
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from infra.settings import Settings
+from sandbox.slots import mount_points
 from tests.conftest import Stack, make_example_repo
 
 QUOTA_MB = 48
@@ -280,3 +281,6 @@ def test_a_terminated_task_leaves_no_sandbox_running(backend_stack, tmp_path):
     wait_for(lambda: leftovers(st, wf) == [], 60, interval=0.5, what="the reaper to release the sandbox")
     wait_for(lambda: marker not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout, 30,
              interval=0.5, what="the sandboxed process to be gone")
+    runs = Settings(data_dir=st.data_dir).workspaces_dir / f"{wf}.runs"
+    wait_for(lambda: not runs.exists(), 30, interval=0.5, what="the reaper to remove the task's run workspaces")
+    assert not [m for m in mount_points() if m.startswith(str(st.data_dir))]

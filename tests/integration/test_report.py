@@ -9,9 +9,9 @@ import time
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.models import TaskInput
 from tests.conftest import EXAMPLE, Stack, make_example_repo
 from tests.events.fakes import FakeGitHub, FakeLinear, serve
+from workflows.models import TaskInput
 
 
 async def test_a_finished_run_reports_back_to_github_and_linear(tmp_path):

@@ -110,7 +110,7 @@ async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
     """The todo tool's list is kept in the ledger: a new Activities (a restarted worker) still has it."""
     from temporalio.testing import ActivityEnvironment
 
-    from activities.core import Activities
+    from activities.agent import AgentActivities as Activities
     from activities.models import ToolCallInput, ToolCallRef
     from infra.settings import Settings
 
@@ -121,14 +121,14 @@ async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
         return ToolCallInput(agent_id="t/agent-1", workspace=str(repo), call=ToolCallRef(
             id=cid, name="todo", arguments_ref=ref, arguments_preview="", write_key=":todo"))
 
-    first = Activities(settings)
+    first = Activities.standalone(settings)
     try:
         out = await ActivityEnvironment().run(first.tool_call, call(first, "c1", {"action": "add",
                                                                                   "texts": ["fix median"]}))
         assert not out.is_error and not out.replayed
     finally:
         await first.sandboxes.close_all()
-    restarted = Activities(settings)
+    restarted = Activities.standalone(settings)
     try:
         listed = await ActivityEnvironment().run(restarted.tool_call, call(restarted, "c2", {"action": "list"}))
         assert "fix median" in restarted.store.get_text(listed.result_ref)
@@ -143,12 +143,12 @@ async def test_the_checklist_survives_a_worker_restart(repo, tmp_path):
 async def test_large_structured_results_go_to_the_store_not_to_history(repo, tmp_path):
     from temporalio.testing import ActivityEnvironment
 
-    from activities.core import Activities
+    from activities.agent import AgentActivities as Activities
     from activities.models import DATA_INLINE_MAX, ToolCallInput, ToolCallRef
     from infra.settings import Settings
 
     (repo / "many.py").write_text("".join(f"value_{i} = {i}\n" for i in range(300)))
-    acts = Activities(Settings(data_dir=tmp_path / "data", sandbox_backend="bwrap"))
+    acts = Activities.standalone(Settings(data_dir=tmp_path / "data", sandbox_backend="bwrap"))
 
     def call(cid: str, args: dict) -> ToolCallInput:
         return ToolCallInput(agent_id="t/agent-2", workspace=str(repo), call=ToolCallRef(

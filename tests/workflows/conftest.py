@@ -13,10 +13,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.models import TaskInput
 from tests.conftest import free_port
 from tests.workflows.harness import Stubs, World
 from workflows.agent import AgentWorkflow
+from workflows.models import TaskInput
 from workflows.task import TaskWorkflow
 
 TEMPORAL = str(Path(sys.executable).parent / "temporal")

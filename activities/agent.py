@@ -1,0 +1,241 @@
+"""The agent's activities: thin adapters from Temporal to the agent turn (agents/turn.py), the tools and the
+sandbox of each agent run.
+
+``model_call`` is load -> prepare -> complete -> settle -> store; ``tool_call`` runs one call in the agent's
+sandbox through the tool-call ledger (one effect per call). Errors are raised as bosun's classes and mapped to
+Temporal failures by the worker's interceptor (activities/errors.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from activities.heartbeat import heartbeating
+from activities.models import (
+    DATA_INLINE_MAX,
+    EscalationInput,
+    InitAgentInput,
+    InitAgentResult,
+    ModelCallInput,
+    ModelCallResult,
+    PlanInfo,
+    ReadPlanInput,
+    ReleaseInput,
+    RouteInput,
+    RouteResult,
+    SubtaskInfo,
+    ToolCallInput,
+    ToolCallRef,
+    ToolResultRef,
+    preview,
+)
+from agents.context.compaction import compaction_summary
+from agents.context.static import PINNED_FILES, build_static_context
+from agents.messages import Message
+from agents.plan import PlanError, plan_from_transcript, topological_waves
+from agents.providers import make_provider, parse_spec
+from agents.router import RouteRequest, fallbacks, load_config, route
+from agents.tools.escalation import NAME as ESCALATION
+from agents.tools.escalation import EscalationArgs
+from agents.tools.hostview import drop_mirror
+from agents.tools.once import CallLedger
+from agents.tools.registry import Registry, ToolContext
+from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
+from infra.artifacts import ArtifactStore
+from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment
+from infra.settings import Settings
+from sandbox.escalation import run_escalated
+from sandbox.manager import SandboxManager
+
+
+def sandbox_user(settings: Settings) -> tuple[int, int] | None:
+    """Who sandboxes (and approved escalations) run as: the sandbox uid when the worker is root."""
+    return (settings.sandbox_uid, settings.sandbox_uid) if os.geteuid() == 0 else None
+
+
+class AgentActivities:
+    """Given: the settings, the artifact store, this worker's sandboxes, the tool registry and the ledger."""
+
+    def __init__(self, settings: Settings, store: ArtifactStore, sandboxes: SandboxManager, registry: Registry,
+                 calls: CallLedger) -> None:
+        self.settings = settings
+        self.store = store
+        self.sandboxes = sandboxes
+        self.registry = registry
+        self.calls = calls
+        """Tool calls' records, and each agent's checklist (the todo tool), so a worker restart keeps it."""
+
+    @classmethod
+    def standalone(cls, settings: Settings) -> AgentActivities:
+        """With a store, sandboxes, registry and ledger of its own (tests, benchmarks); the worker shares them."""
+        from agents.tools.builtin import default_registry
+
+        store = ArtifactStore(settings.artifacts_dir)
+        return cls(settings, store, SandboxManager(settings.sandbox_backend, settings.sandbox_image),
+                   default_registry(), CallLedger(settings.data_dir / "tool-calls", store))
+
+    def all(self) -> list:
+        return [self.route_model, self.init_agent, self.model_call, self.tool_call, self.run_escalated,
+                self.release_sandbox, self.read_plan]
+
+    @activity.defn
+    async def route_model(self, inp: RouteInput) -> RouteResult:
+        """`--model auto`: the router's pick for one agent, with its score and reason (recorded in history)."""
+        config = load_config(self.settings.router_config)
+        decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
+                                                files_in_scope=inp.files_in_scope,
+                                                failures_so_far=inp.failures_so_far), config)
+        return RouteResult(model=decision.model, score=decision.score, tier=decision.tier, reason=decision.reason,
+                           fallbacks=[m for m in fallbacks(inp.role, config) if m != decision.model])
+
+    @activity.defn
+    async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:
+        """The agent's first messages (role prompt, static context gathered in its sandbox, task, attachments)."""
+        role = load_role_or_none(inp.role)
+        static, pinned = await self._static_context(inp)
+        attached = [Attached(a.title, self.store.get_text(a.ref), a.max_chars) for a in inp.attachments]
+        messages = first_messages(inp.role, inp.model, inp.task, self.registry, static_context=static,
+                                  attachments=attached)
+        budget = role.budget.model_dump(exclude_none=True) if role is not None else {}
+        return InitAgentResult(transcript_ref=self.store.put_json([m.model_dump(mode="json") for m in messages]),
+                               budget=budget, pinned_ref=self.store.put_text(pinned) if pinned else None)
+
+    async def _static_context(self, inp: InitAgentInput) -> tuple[str, str]:
+        """What the agent should know before its first turn, gathered inside its sandbox: environment, git status,
+        a repo map ranked for the task, and the project's pinned instructions (AGENTS.md, CONTRIBUTING.md...)."""
+        box = await self.sandboxes.get(inp.agent_id, inp.workspace)
+        status = await box.exec(["git", "status", "--short"], timeout_s=60, output_cap=20_000)
+        branch = await box.exec(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=30, output_cap=1000)
+        repo_map = await self.registry.execute("repo_map", {"query": inp.task[:4000]}, ToolContext(sandbox=box))
+        instructions: dict[str, str] = {}
+        for name in PINNED_FILES:
+            try:
+                instructions[name] = (await box.request("read", {"path": name}))["text"]
+            except ToolFailed:
+                continue
+        ctx = build_static_context(
+            os_name="Linux, inside bosun's sandbox (no network; writes only in the repository and /tmp)",
+            branch=branch.stdout.strip() if branch.exit_code == 0 else None,
+            git_status=status.stdout if status.exit_code == 0 else "",
+            repo_map="" if repo_map.is_error else repo_map.text, instructions=instructions)
+        return ctx.text, ctx.pinned
+
+    @activity.defn
+    async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
+        """One model turn: load the transcript, prepare the request, call the provider, settle and store."""
+        transcript = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
+        results = [ToolResultText(r.call_id, r.name, self.store.get_text(r.result_ref), r.is_error)
+                   for r in inp.tool_results]
+        request = prepare(transcript, results, inp.user_messages, role_name=inp.role, model=inp.model,
+                          base=self.registry, store_put=self.store.put_text,
+                          pinned=self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None,
+                          explicit_tools=inp.tools)
+        trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
+        provider = make_provider(parse_spec(inp.model), trajectory_text=trajectory, settings=self.settings,
+                                 agent_keys=inp.agent_keys)
+        try:
+            response = await provider.complete(request.messages, request.tools)
+        finally:
+            await provider.aclose()
+        out = settle(request, response, inp.model)
+        compaction = None
+        if request.compaction is not None:
+            ev = request.compaction
+            compaction = {"summary": compaction_summary(ev), "event_ref": self.store.put_text(ev.model_dump_json()),
+                          "before_tokens": ev.before_tokens, "after_tokens": ev.after_tokens}
+        calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
+                             arguments_preview=preview(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)),
+                             write_key=key) for c, key in out.calls]
+        return ModelCallResult(cost_usd=out.cost_usd, transcript_ref=self.store.put_json(
+            [m.model_dump(mode="json") for m in out.transcript]), text_preview=preview(out.text), tool_calls=calls,
+            stop_reason=out.stop_reason, model=out.model, compaction=compaction, usage=out.usage)
+
+    @activity.defn
+    async def tool_call(self, inp: ToolCallInput) -> ToolResultRef:
+        """Run one tool call in the agent's sandbox, once: a repeated attempt returns the recorded result, or puts
+        back the files a cut-off attempt had begun to change before running again (agents/tools/once.py)."""
+        started = time.monotonic()
+        args = self.store.get_json(inp.call.arguments_ref)
+        role = load_role_or_none(inp.role)
+        registry = role.registry(self.registry) if role else self.registry
+
+        async def execute(sandbox) -> dict:
+            is_todo = inp.call.name == "todo"  # only the todo tool uses the checklist (its calls run one at a time)
+            ctx = ToolContext(sandbox=sandbox, command_timeout_s=self.settings.tool_timeout_s,
+                              output_cap=self.settings.tool_output_cap, artifacts=self.store.get_text,
+                              todo=self.calls.load_state(inp.agent_id, "todo", []) if is_todo else [])
+            out = await registry.execute(inp.call.name, args, ctx)
+            if is_todo and not out.is_error:
+                self.calls.save_state(inp.agent_id, "todo", ctx.todo)
+            small = len(json.dumps(out.data, default=str)) <= DATA_INLINE_MAX
+            return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(out.text),
+                                 summary=preview(out.summary or out.text, 200), is_error=out.is_error,
+                                 error_kind=out.error_kind, duration_s=round(time.monotonic() - started, 4),
+                                 data=out.data if small else {},
+                                 data_ref=None if small else self.store.put_json(out.data)).model_dump(mode="json")
+
+        try:
+            async with heartbeating():
+                result, replayed = await self.calls.run(
+                    inp.agent_id, f"{activity.info().workflow_run_id}:{inp.call.id}",
+                    lambda: self.sandboxes.get(inp.agent_id, inp.workspace), execute)
+        except UnexpectedEnvironment:
+            await self.sandboxes.release(inp.agent_id)  # the next attempt starts a fresh sandbox
+            raise
+        return ToolResultRef.model_validate({**result, "replayed": replayed})
+
+    @activity.defn
+    async def run_escalated(self, inp: EscalationInput) -> ToolResultRef:
+        """A person decided on a request_escalation call: run the exact command on the host if approved."""
+        started = time.monotonic()
+        try:
+            args = EscalationArgs.model_validate(self.store.get_json(inp.arguments_ref))
+        except ValidationError as e:
+            text, kind = f"InvalidArguments: {e.errors()[0]['msg']}", "InvalidArguments"
+        else:
+            try:
+                res = await run_escalated(args.command, args.justification, lambda *_: inp.approved,
+                                          cwd=inp.workspace, timeout_s=self.settings.tool_timeout_s,
+                                          output_cap=self.settings.tool_output_cap, user=sandbox_user(self.settings))
+                text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox (as the sandbox's "
+                        f"user, with network, none of the worker's environment).\n"
+                        f"exit code: {res.exit_code}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}")
+                kind = None
+            except EscalationRefused as e:
+                text, kind = f"EscalationRefused: {e} (decided by {inp.decided_by or 'nobody in time'})", \
+                    "EscalationRefused"
+        return ToolResultRef(call_id=inp.call_id, name=ESCALATION, result_ref=self.store.put_text(text),
+                             summary=preview(text, 200), is_error=kind is not None, error_kind=kind,
+                             duration_s=round(time.monotonic() - started, 4))
+
+    @activity.defn
+    async def release_sandbox(self, inp: ReleaseInput) -> list[str]:
+        """Destroy an agent's sandbox (or, with ``every_agent_of_task``, those of all agents of a task) and drop its
+        tool-call records and search mirror. Idempotent; returns the sandboxes released."""
+        if inp.every_agent_of_task:
+            return await self.sandboxes.release_prefix(f"{inp.agent_id}/")
+        released = await self.sandboxes.release(inp.agent_id)
+        self.calls.forget(inp.agent_id)
+        if inp.workspace:
+            drop_mirror(inp.workspace)
+        return [inp.agent_id] if released else []
+
+    @activity.defn
+    async def read_plan(self, inp: ReadPlanInput) -> PlanInfo:
+        """The planner's plan; an unusable plan becomes one subtask holding the whole task (recorded, never lost)."""
+        messages = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
+        try:
+            plan = plan_from_transcript(messages)
+        except PlanError as e:
+            return PlanInfo(subtasks=[SubtaskInfo(id="task", goal=inp.task)], waves=[["task"]], source="fallback",
+                            note=f"the planner's plan was unusable ({str(e)[:300]}); running the whole task as one "
+                                 "subtask")
+        subs = [SubtaskInfo(id=s.id, goal=s.goal, files=list(s.files), depends_on=list(s.depends_on),
+                            acceptance=s.acceptance.command or "tests pass: " + " ".join(s.acceptance.tests))
+                for s in plan.subtasks]
+        return PlanInfo(subtasks=subs, waves=topological_waves(plan))

@@ -1,0 +1,165 @@
+"""The workspace activities: thin adapters from Temporal to the task's repository on this host
+(sandbox/hostrepo.py) and to the test runs in sandboxes.
+
+Every path is derived here from the workflow id and the host's settings; the workflow passes names and commits,
+never host paths of its own choosing. Errors are raised as bosun's classes (activities/errors.py maps them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from temporalio import activity
+
+from activities.agent import sandbox_user
+from activities.heartbeat import heartbeating
+from activities.models import (
+    AgentWorkspaceInput,
+    BranchInput,
+    ChecksInput,
+    ChecksResult,
+    CleanupInput,
+    CollectInput,
+    CollectResult,
+    DiffInput,
+    FinalizeInput,
+    FinalizeResult,
+    MergeInput,
+    MergeResult,
+    PrepareInput,
+    PrepareResult,
+)
+from agents.tools.builtin import PYTEST, TEST_ENV
+from agents.tools.pytest_report import parse_pytest_output
+from infra.artifacts import ArtifactStore
+from infra.settings import Settings
+from sandbox.hostrepo import TaskRepo
+from sandbox.manager import SandboxManager
+from sandbox.snapshot import SnapshotRefused
+
+DIFF_INLINE_MAX = 32_000
+"""A task's diff is returned whole up to this size (the whole diff is always in the artifact store)."""
+
+
+class WorkspaceActivities:
+    """Given: the settings (where workspaces live, the sandbox user and quota), the artifact store, this worker's
+    sandboxes (for test runs and clean-up)."""
+
+    def __init__(self, settings: Settings, store: ArtifactStore, sandboxes: SandboxManager) -> None:
+        self.settings = settings
+        self.store = store
+        self.sandboxes = sandboxes
+
+    def all(self) -> list:
+        return [self.prepare_workspace, self.run_checks, self.prepare_agent_workspace, self.collect_agent_work,
+                self.merge_agent_work, self.start_branch, self.diff_since, self.finalize, self.cleanup_task]
+
+    def repo(self, workflow_id: str) -> TaskRepo:
+        """The task's authoritative repository and run workspaces on this host."""
+        return TaskRepo(self.settings.workspaces_dir, workflow_id)
+
+    async def _materialize(self, workflow_id: str, name: str, commit: str) -> Path:
+        return await asyncio.to_thread(self.repo(workflow_id).materialize, name, commit,
+                                       owner=sandbox_user(self.settings), quota_mb=self.settings.sandbox_disk_mb)
+
+    @activity.defn
+    async def bind_worker(self) -> str:
+        """Runs on the shared queue; answers with this host's own queue, where the task's activities go."""
+        return self.settings.worker_queue
+
+    @activity.defn
+    async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
+        repo = self.repo(inp.workflow_id)
+        base = await asyncio.to_thread(repo.prepare, inp.repo, inp.ref)
+        return PrepareResult(repository=str(repo.git_dir), base_commit=base)
+
+    @activity.defn
+    async def run_checks(self, inp: ChecksInput) -> ChecksResult:
+        """The tests on a fresh checkout of ``inp.commit``, in a sandbox (the checkout is dropped afterwards)."""
+        info = activity.info()
+        key = f"checks:{info.workflow_id}:{info.activity_id}"
+        name = f"checks-{info.activity_id}"
+        async with heartbeating():
+            workspace = await self._materialize(inp.workflow_id, name, inp.commit)
+            try:
+                box = await self.sandboxes.get(key, str(workspace))
+                try:
+                    res = await box.exec(PYTEST, timeout_s=self.settings.tool_timeout_s,
+                                         output_cap=self.settings.tool_output_cap, env=TEST_ENV)
+                finally:
+                    await self.sandboxes.release(key)
+            finally:
+                await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
+        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(),
+                            failed=report.failed, passed_count=report.counts.get("passed", len(report.passed)),
+                            output_ref=self.store.put_text(output))
+
+    @activity.defn
+    async def prepare_agent_workspace(self, inp: AgentWorkspaceInput) -> str:
+        """A fresh workspace for one agent run: a checkout of ``inp.commit`` made by the host before any sandbox
+        sees it, owned by the sandbox user, on its own size-capped file system where the host allows it."""
+        return str(await self._materialize(inp.workflow_id, inp.name, inp.commit))
+
+    @activity.defn
+    async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
+        """Import what an agent left in its run workspace as a commit, reading the files as data (no git runs
+        there; sandbox/snapshot.py)."""
+        try:
+            imported = await asyncio.to_thread(self.repo(inp.workflow_id).import_run, inp.name, inp.parent,
+                                               inp.message)
+        except SnapshotRefused as e:
+            return CollectResult(commit=None, files=[], notes=[f"the work could not be imported: {e}"])
+        return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50])
+
+    @activity.defn
+    async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
+        """3-way merge of a run's commit into the task branch, inside the task repository (no work tree)."""
+        repo = self.repo(inp.workflow_id)
+
+        def work() -> MergeResult:
+            head = repo.head(inp.branch)
+            if inp.fast_forward and head is not None and repo.is_ancestor(head, inp.commit):
+                repo.set_branch(inp.branch, inp.commit, expect=head if head != inp.commit else None)
+                return MergeResult(merged=True, head=inp.commit)
+            m = repo.merge(inp.branch, inp.commit, inp.message)
+            return MergeResult(merged=m.merged, conflicts=m.conflicts, head=m.head)
+
+        return await asyncio.to_thread(work)
+
+    @activity.defn
+    async def start_branch(self, inp: BranchInput) -> str:
+        """The task branch at ``inp.commit`` unless it exists; returns its head."""
+        return await asyncio.to_thread(self.repo(inp.workflow_id).start_branch, inp.branch, inp.commit)
+
+    @activity.defn
+    async def diff_since(self, inp: DiffInput) -> str:
+        """The changes from the base to ``inp.head`` as an artifact ref (for the debugger)."""
+        diff, _ = await asyncio.to_thread(self.repo(inp.workflow_id).diff, inp.base_commit, inp.head)
+        return self.store.put_text(diff or "(no changes yet)")
+
+    @activity.defn
+    async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
+        """The task's result: the diff from the base to the branch head, and a checkout of the branch for people."""
+        repo = self.repo(inp.workflow_id)
+
+        def work() -> tuple[str, list[str], str | None, str]:
+            head = repo.head(inp.branch) or inp.base_commit
+            diff, files = repo.diff(inp.base_commit, head)
+            view = repo.deliver_view(inp.branch)
+            return diff, files, (head if head != inp.base_commit else None), str(view)
+
+        diff, files, commit, view = await asyncio.to_thread(work)
+        shown = diff if len(diff) <= DIFF_INLINE_MAX else diff[:DIFF_INLINE_MAX] + "\n[... diff truncated ...]\n"
+        return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit, workspace=view,
+                              diff=shown)
+
+    @activity.defn
+    async def cleanup_task(self, inp: CleanupInput) -> None:
+        """At the end of a task, whatever its outcome: release every sandbox of its agents and test runs and remove
+        its run workspaces (their work is in the task repository as commits)."""
+        await self.sandboxes.release_prefix(f"{inp.workflow_id}/")
+        await self.sandboxes.release_prefix(f"checks:{inp.workflow_id}:")
+        await asyncio.to_thread(self.repo(inp.workflow_id).drop_runs)
