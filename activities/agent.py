@@ -115,7 +115,7 @@ class AgentActivities:
         instructions: dict[str, str] = {}
         for name in PINNED_FILES:
             try:
-                instructions[name] = (await box.request("read", {"path": name}))["text"]
+                instructions[name] = (await box.read(name)).text
             except ToolFailed:
                 continue
         ctx = build_static_context(

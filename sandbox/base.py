@@ -48,8 +48,56 @@ class ExecResult(BaseModel):
     duration_s: float = 0.0
 
 
+class FileText(BaseModel):
+    """A text file read through the tool server (bytes kept exactly: CRLF, BOM)."""
+
+    text: str
+    size: int
+    mtime_ns: int = 0
+
+
+class DirEntry(BaseModel):
+    name: str
+    type: str
+    """file, dir, symlink or other."""
+    size: int = 0
+
+
+class Listing(BaseModel):
+    path: str
+    entries: list[DirEntry]
+
+
+class Deleted(BaseModel):
+    deleted: str
+    type: str
+
+
+class GlobResult(BaseModel):
+    paths: list[str]
+    truncated: bool = False
+
+
+class GrepMatch(BaseModel):
+    path: str
+    line: int | None
+    text: str
+
+
+class GrepResult(BaseModel):
+    matches: list[GrepMatch]
+    truncated: bool = False
+
+
 class Sandbox(abc.ABC):
-    """One isolated environment bound to one workspace. Release destroys it (never reused)."""
+    """One isolated environment bound to one workspace. Release destroys it (never reused).
+
+    The typed methods (``read``, ``write``, ``delete``, ``list``, ``glob``, ``grep``, ``exec``) are the API; each is
+    one round trip of the tool server's JSON protocol (``request``), which stays inside the sandbox package. Paths
+    are relative to the workspace; the tool server resolves them inside the sandbox and refuses any that leave it.
+    Errors: ToolFailed for what the operation reports (no such file, outside the workspace), InvalidArguments for
+    malformed arguments, UnexpectedEnvironment when the sandbox is gone.
+    """
 
     id: str
     backend: str
@@ -64,6 +112,34 @@ class Sandbox(abc.ABC):
         Raises ToolFailed for an error the op reported (path outside the workspace, file not found...),
         UnexpectedEnvironment when the sandbox or its tool server is gone.
         """
+
+    async def read(self, path: str) -> FileText:
+        """A UTF-8 text file of the workspace."""
+        return FileText.model_validate(await self.request("read", {"path": path}))
+
+    async def write(self, path: str, text: str, *, create_dirs: bool = False) -> int:
+        """Write a text file atomically (its mode kept); returns its size in bytes."""
+        return int((await self.request("write", {"path": path, "text": text, "create_dirs": create_dirs}))["size"])
+
+    async def delete(self, path: str, *, recursive: bool = False) -> Deleted:
+        """Delete a file or symlink (never its target); a directory only if empty unless ``recursive``."""
+        return Deleted.model_validate(await self.request("delete", {"path": path, "recursive": recursive}))
+
+    async def list(self, path: str = ".") -> Listing:
+        """One directory's entries, sorted by name."""
+        return Listing.model_validate(await self.request("list", {"path": path}))
+
+    async def glob(self, pattern: str, path: str = ".", *, max_results: int = 1000) -> GlobResult:
+        """Paths matching ``pattern`` below ``path`` (``**`` spans directories; .git is skipped), sorted."""
+        return GlobResult.model_validate(await self.request("glob", {"pattern": pattern, "path": path,
+                                                                     "max_results": max_results}))
+
+    async def grep(self, pattern: str, path: str = ".", *, glob: str | None = None, ignore_case: bool = False,
+                   fixed: bool = False, max_results: int = 200) -> GrepResult:
+        """Lines matching ``pattern`` (a regular expression, or a literal with ``fixed``)."""
+        return GrepResult.model_validate(await self.request("grep", {
+            "pattern": pattern, "path": path, "glob": glob, "ignore_case": ignore_case, "fixed": fixed,
+            "max_results": max_results}))
 
     async def exec(self, cmd: list[str] | str, *, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_s: float = 60.0, output_cap: int = 1_000_000) -> ExecResult:

@@ -48,11 +48,8 @@ from agents.tools.files import (
     READ_CHAR_CAP,
     READ_LINE_CAP,
     GlobArgs,
-    GlobResult,
     GrepArgs,
-    GrepResult,
     ListDirArgs,
-    ListDirResult,
     ReadFileArgs,
     ReadFileResult,
     ReadOutputArgs,
@@ -68,6 +65,8 @@ from agents.tools.files import (
 )
 from agents.tools.registry import Registry, Tool
 from agents.tools.todo import TodoArgs, TodoResult, todo
+from sandbox.base import GlobResult, GrepResult
+from sandbox.base import Listing as ListDirResult
 
 __all__ = ["BUILTIN_TOOLS", "PYTEST", "READ_CHAR_CAP", "READ_LINE_CAP", "TEST_ENV", "EditShape", "default_registry",
            "shape_for_model", "tools_for_shape"]

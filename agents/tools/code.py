@@ -130,12 +130,11 @@ async def _grep_search(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
     counts: dict[str, dict[str, int]] = {}
     lines: dict[str, list[tuple[int, str]]] = {}
     for w in words:
-        res = await ctx.sandbox.request("grep", {"pattern": w, "fixed": True, "ignore_case": True,
-                                                 "max_results": 2000})
-        for m in res["matches"]:
-            counts.setdefault(m["path"], {}).setdefault(w, 0)
-            counts[m["path"]][w] += 1
-            lines.setdefault(m["path"], []).append((m["line"] or 0, m["text"].strip()[:200]))
+        res = await ctx.sandbox.grep(w, fixed=True, ignore_case=True, max_results=2000)
+        for m in res.matches:
+            counts.setdefault(m.path, {}).setdefault(w, 0)
+            counts[m.path][w] += 1
+            lines.setdefault(m.path, []).append((m.line or 0, m.text.strip()[:200]))
     order = sorted(counts, key=lambda p: (-len(counts[p]), -sum(counts[p].values()), p))[: a.k]
     hits = [SearchHit(path=p, score=float(len(counts[p])), lines=sorted(set(lines[p]))[: a.lines_per_file])
             for p in order]

@@ -144,14 +144,14 @@ async def _expand(ctx: ToolContext, paths: list[str]) -> list[str]:
     files: list[str] = []
     for path in paths:
         try:
-            res = await ctx.sandbox.request("glob", {"pattern": "**/*", "path": path, "max_results": 5000})
+            res = await ctx.sandbox.glob("**/*", path, max_results=5000)
         except ToolFailed as e:
             if "not a directory" in str(e):
                 files.append(path)
                 continue
             raise
         base = path.rstrip("/")
-        files.extend(p for p in res["paths"] if not p.endswith("/") and p != base)
+        files.extend(p for p in res.paths if not p.endswith("/") and p != base)
     return list(dict.fromkeys(files))
 
 
@@ -171,7 +171,7 @@ async def check(ctx: ToolContext, a: CheckArgs) -> ToolOutput:
             not_checked.append(path)
             continue
         try:
-            text = (await ctx.sandbox.request("read", {"path": path}))["text"]
+            text = (await ctx.sandbox.read(path)).text
         except ToolFailed as e:
             if path in a.paths and "is a directory" not in str(e):
                 raise

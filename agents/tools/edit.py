@@ -63,7 +63,7 @@ class EditResult(BaseModel):
 async def str_replace(ctx: ToolContext, a: StrReplaceArgs) -> ToolOutput:
     from agents.edits import EditRefused, apply_str_replace
 
-    before = (await ctx.sandbox.request("read", {"path": a.path}))["text"]
+    before = (await ctx.sandbox.read(a.path)).text
     try:
         outcome = apply_str_replace(before, a.old_str, a.new_str, replace_all=a.replace_all)
     except EditRefused as e:
@@ -72,7 +72,7 @@ async def str_replace(ctx: ToolContext, a: StrReplaceArgs) -> ToolOutput:
     if outcome.status == "already_applied":
         return ToolOutput.of(f"{a.path}: {outcome.message}", result, f"{a.path}: already applied")
     note = refuse_syntax(a.path, before, outcome.text)
-    await ctx.sandbox.request("write", {"path": a.path, "text": outcome.text})
+    await ctx.sandbox.write(a.path, outcome.text)
     snippet = changed_snippet(before, outcome.text)
     text = f"edited {a.path} ({outcome.message}){note}"
     if snippet:
@@ -162,10 +162,10 @@ async def _write_all_or_nothing(ctx: ToolContext, writes: list[tuple[str, str]],
     done: list[str] = []
     try:
         for path, text in writes:
-            await ctx.sandbox.request("write", {"path": path, "text": text, "create_dirs": True})
+            await ctx.sandbox.write(path, text, create_dirs=True)
             done.append(path)
         for path in deletes:
-            await ctx.sandbox.request("delete", {"path": path})
+            await ctx.sandbox.delete(path)
             done.append(path)
     except ToolFailed as e:
         restored, lost = [], []
@@ -173,9 +173,9 @@ async def _write_all_or_nothing(ctx: ToolContext, writes: list[tuple[str, str]],
             try:
                 old = originals.get(path)
                 if old is None:
-                    await ctx.sandbox.request("delete", {"path": path})
+                    await ctx.sandbox.delete(path)
                 else:
-                    await ctx.sandbox.request("write", {"path": path, "text": old, "create_dirs": True})
+                    await ctx.sandbox.write(path, old, create_dirs=True)
                 restored.append(path)
             except ToolFailed:
                 lost.append(path)

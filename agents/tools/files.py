@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import InvalidArguments, ToolFailed
+from sandbox.base import Listing as ListDirResult
 
 READ_LINE_CAP = 2000
 READ_CHAR_CAP = 100_000
@@ -18,7 +19,7 @@ _MISSING = ("no such file or directory", "a component of the path is not a direc
 async def read_text_or_none(sandbox: Any, path: str) -> str | None:
     """The file's text through the sandbox, or None when it does not exist (other errors propagate)."""
     try:
-        return (await sandbox.request("read", {"path": path}))["text"]
+        return (await sandbox.read(path)).text
     except ToolFailed as e:
         if any(m in str(e) for m in _MISSING):
             return None
@@ -78,8 +79,8 @@ def numbered_lines(text: str, start_line: int, end_line: int | None, what: str, 
 
 
 async def read_file(ctx: ToolContext, a: ReadFileArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("read", {"path": a.path})
-    text, end, total = numbered_lines(res["text"], a.start_line, a.end_line, a.path, "read_file")
+    res = await ctx.sandbox.read(a.path)
+    text, end, total = numbered_lines(res.text, a.start_line, a.end_line, a.path, "read_file")
     result = ReadFileResult(path=a.path, start_line=a.start_line, end_line=end, total_lines=total,
                             truncated=end < total)
     return ToolOutput.of(text or "(empty file)", result, f"{a.path}: lines {a.start_line}-{end} of {total}")
@@ -137,22 +138,15 @@ class ListDirArgs(Args):
     path: str = Field(".", description="Directory, relative to the repository root.")
 
 
-class DirEntry(BaseModel):
-    name: str
-    type: str
-    size: int = 0
 
 
-class ListDirResult(BaseModel):
-    path: str
-    entries: list[DirEntry]
 
 
 async def list_dir(ctx: ToolContext, a: ListDirArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("list", {"path": a.path})
+    res = await ctx.sandbox.list(a.path)
     suffix = {"dir": "/", "symlink": "@"}
-    rows = [f"{e['name']}{suffix.get(e['type'], '')}" for e in res["entries"]]
-    result = ListDirResult(path=a.path, entries=[DirEntry.model_validate(e) for e in res["entries"]])
+    rows = [f"{e.name}{suffix.get(e.type, '')}" for e in res.entries]
+    result = ListDirResult(path=a.path, entries=res.entries)
     return ToolOutput.of("\n".join(rows) or "(empty directory)", result, f"{a.path}: {len(rows)} entries")
 
 
@@ -166,19 +160,14 @@ class GlobArgs(Args):
     max_results: int = Field(500, ge=1, le=5000)
 
 
-class GlobResult(BaseModel):
-    paths: list[str]
-    truncated: bool
 
 
 async def glob(ctx: ToolContext, a: GlobArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("glob", a.model_dump())
-    paths = res["paths"]
-    text = "\n".join(paths) or "(no matches)"
-    if res.get("truncated"):
+    res = await ctx.sandbox.glob(a.pattern, a.path, max_results=a.max_results)
+    text = "\n".join(res.paths) or "(no matches)"
+    if res.truncated:
         text += f"\n[stopped at {a.max_results} paths; narrow the pattern]"
-    return ToolOutput.of(text, GlobResult(paths=paths, truncated=bool(res.get("truncated"))),
-                         f"{len(paths)} paths for {a.pattern!r}")
+    return ToolOutput.of(text, res, f"{len(res.paths)} paths for {a.pattern!r}")
 
 
 # ---- grep -------------------------------------------------------------------------------------------------------
@@ -193,26 +182,18 @@ class GrepArgs(Args):
     max_results: int = Field(200, ge=1, le=2000)
 
 
-class GrepMatch(BaseModel):
-    path: str
-    line: int | None
-    text: str
 
 
-class GrepResult(BaseModel):
-    matches: list[GrepMatch]
-    truncated: bool
 
 
 async def grep(ctx: ToolContext, a: GrepArgs) -> ToolOutput:
-    res = await ctx.sandbox.request("grep", a.model_dump())
-    rows = [f"{m['path']}:{m['line']}:{m['text']}" for m in res["matches"]]
+    res = await ctx.sandbox.grep(a.pattern, a.path, glob=a.glob, ignore_case=a.ignore_case, fixed=a.fixed,
+                                 max_results=a.max_results)
+    rows = [f"{m.path}:{m.line}:{m.text}" for m in res.matches]
     text = "\n".join(rows) or "(no matches)"
-    if res.get("truncated"):
+    if res.truncated:
         text += f"\n[stopped at {a.max_results} matches; narrow the pattern or path]"
-    result = GrepResult(matches=[GrepMatch.model_validate(m) for m in res["matches"]],
-                        truncated=bool(res.get("truncated")))
-    return ToolOutput.of(text, result, f"{len(rows)} matches for {a.pattern!r}")
+    return ToolOutput.of(text, res, f"{len(rows)} matches for {a.pattern!r}")
 
 
 # ---- write_file -------------------------------------------------------------------------------------------------
@@ -232,7 +213,6 @@ class WriteResult(BaseModel):
 async def write_file(ctx: ToolContext, a: WriteFileArgs) -> ToolOutput:
     before = await read_text_or_none(ctx.sandbox, a.path)
     note = refuse_syntax(a.path, before or "", a.content)
-    res = await ctx.sandbox.request("write", {"path": a.path, "text": a.content, "create_dirs": True})
-    size = res.get("size", len(a.content.encode()))
+    size = await ctx.sandbox.write(a.path, a.content, create_dirs=True)
     return ToolOutput.of(f"wrote {a.path} ({size} bytes){note}",
                          WriteResult(path=a.path, created=before is None, size=size), f"wrote {a.path}")

@@ -29,6 +29,7 @@ from typing import Any
 from agents.tools.files import read_text_or_none
 from infra.artifacts import ArtifactStore, write_json_atomically
 from infra.errors import ToolFailed
+from sandbox.base import Sandbox
 
 ABSENT = None
 """Intent value: the path did not exist before the call."""
@@ -40,18 +41,16 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-class _RecordingSandbox:
-    """The agent's sandbox as the tool sees it: every ``write``/``delete`` request first records the path's
-    previous content in the call's intent."""
+class _RecordingSandbox(Sandbox):
+    """The agent's sandbox as the tool sees it: every ``write``/``delete`` (typed methods go through ``request``)
+    first records the path's previous content in the call's intent."""
 
-    def __init__(self, sandbox: Any, intent: dict[str, Any], save: Callable[[], None], store: ArtifactStore):
+    def __init__(self, sandbox: Sandbox, intent: dict[str, Any], save: Callable[[], None], store: ArtifactStore):
         self._sandbox = sandbox
         self._intent = intent
         self._save = save
         self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sandbox, name)
+        self.id, self.backend, self.workspace = sandbox.id, sandbox.backend, sandbox.workspace
 
     async def request(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         path = args.get("path") if isinstance(args, dict) else None
@@ -59,6 +58,13 @@ class _RecordingSandbox:
             self._intent["files"][path] = await self._previous(path)
             self._save()
         return await self._sandbox.request(op, args, **kw)
+
+    async def close(self) -> None:
+        await self._sandbox.close()
+
+    @property
+    def alive(self) -> bool:
+        return self._sandbox.alive
 
     async def _previous(self, path: str) -> str | None:
         try:
@@ -107,12 +113,11 @@ class CallLedger:
                 continue
             if before is ABSENT:
                 try:
-                    await sandbox.request("delete", {"path": path})
+                    await sandbox.delete(path)
                 except ToolFailed:
                     pass  # never written, or already gone
             else:
-                await sandbox.request("write", {"path": path, "text": self.store.get_text(before),
-                                                "create_dirs": True})
+                await sandbox.write(path, self.store.get_text(before), create_dirs=True)
 
     def load_state(self, agent_id: str, name: str, default: Any) -> Any:
         """An agent's own state kept next to its records (e.g. its checklist), or ``default``."""
