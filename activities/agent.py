@@ -39,7 +39,7 @@ from agents.context.static import PINNED_FILES, build_static_context
 from agents.messages import Message
 from agents.plan import PlanError, plan_from_transcript, topological_waves
 from agents.providers import make_provider, parse_spec
-from agents.router import RouteRequest, fallbacks, load_config, route
+from agents.router import RouteRequest, fallbacks, load_config, model_fallbacks, route
 from agents.tools.escalation import NAME as ESCALATION
 from agents.tools.escalation import EscalationArgs
 from agents.tools.hostview import drop_mirror
@@ -85,13 +85,20 @@ class AgentActivities:
 
     @activity.defn
     async def route_model(self, inp: RouteInput) -> RouteResult:
-        """`--model auto`: the router's pick for one agent, with its score and reason (recorded in history)."""
+        """The model for one agent and its fallback chain, with the reason (recorded in history): the router's
+        pick under ``auto``, else the given spec."""
         config = load_config(self.settings.router_config)
+        if inp.model != "auto":
+            chain = model_fallbacks(inp.model, config)
+            return RouteResult(model=inp.model, score=0.0, fallbacks=chain,
+                               reason=f"{inp.role}: {inp.model} as given; fallbacks: {', '.join(chain) or 'none'}")
         decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
                                                 files_in_scope=inp.files_in_scope,
                                                 failures_so_far=inp.failures_so_far), config)
+        chain = [m for m in dict.fromkeys(fallbacks(inp.role, config) + model_fallbacks(decision.model, config))
+                 if m != decision.model]
         return RouteResult(model=decision.model, score=decision.score, tier=decision.tier, reason=decision.reason,
-                           fallbacks=[m for m in fallbacks(inp.role, config) if m != decision.model])
+                           fallbacks=chain)
 
     @activity.defn
     async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:

@@ -56,9 +56,11 @@ class Attachment(BaseModel):
 
 
 class RouteInput(BaseModel):
-    """What the router knows when it picks a model for one agent (`--model auto`)."""
+    """What the router knows when it picks a model for one agent."""
 
     role: str
+    model: str = "auto"
+    """The task's model spec: ``auto`` lets the router pick; any other spec is used as is, with its fallbacks."""
     task_chars: int = 0
     plan_subtasks: int = 0
     files_in_scope: int = 0

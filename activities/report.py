@@ -18,7 +18,7 @@ class ReportInput(BaseModel):
     origin: dict[str, Any]
     """The workflow memo's ``origin`` (infra.events.triggers.Origin)."""
     status: str
-    """TaskResult.status: succeeded, failed, no_changes."""
+    """TaskResult.status: succeeded, partial, failed, no_changes, cancelled."""
     summary: str
     """A few lines for people: tests before/after, files changed, how to inspect the run."""
     branch: str
@@ -41,34 +41,40 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
     cfg = load_events_config(settings)
     origin = Origin.model_validate(inp.origin)
     done: list[str] = []
-    ok = inp.status == "succeeded"
+    deliver = inp.status in ("succeeded", "partial") and inp.commit  # a branch with work on it: push, PR
+    state = {"succeeded": "done", "partial": "partial"}.get(inp.status, "blocked")
     if origin.source == "github" and origin.repo and origin.number and cfg.secret("github_token"):
         async with GitHubClient.from_config(cfg) as gh:
             body = inp.summary
-            if ok and inp.commit:
+            if deliver:
                 await push(settings, inp, cfg.secret("github_token"))
                 done.append(f"pushed {inp.branch}")
+                what = "changes" if inp.status == "succeeded" else "part of the changes"
                 if origin.head_branch:  # a pull request's task: the changes go into that pull request's branch
-                    title, intro = f"bosun: changes for #{origin.number}", \
+                    title, intro = f"bosun: {what} for #{origin.number}", \
                         f"Changes for #{origin.number}, into its branch `{origin.head_branch}`."
                 else:
-                    title, intro = f"bosun: fix #{origin.number}", f"Closes #{origin.number}."
+                    title = f"bosun: fix #{origin.number}" if inp.status == "succeeded" else \
+                        f"bosun: partial fix for #{origin.number}"
+                    intro = f"Closes #{origin.number}." if inp.status == "succeeded" else \
+                        f"Part of #{origin.number}: what did not get done is listed below."
                 pr = await gh.open_pull_request(origin.repo, inp.branch, title, f"{intro}\n\n{inp.summary}",
                                                 base=origin.head_branch, key=inp.workflow_id)
                 done.append(f"pull request #{pr.number}")
                 body = f"Opened pull request #{pr.number}.\n\n{inp.summary}"
             await gh.upsert_comment(origin.repo, origin.number, f"{inp.workflow_id}:result", body)
             done.append("comment")
-            await gh.set_state(origin.repo, origin.number, "done" if ok else "blocked")
-            done.append(f"label bosun:{'done' if ok else 'blocked'}")
+            await gh.set_state(origin.repo, origin.number, state)
+            done.append(f"label bosun:{state}")
     if origin.source == "linear" and origin.agent_session_id and cfg.secret("linear_api_key"):
         async with LinearClient.from_config(cfg) as lin:
             key = f"{inp.workflow_id}:final"
-            if ok:
+            if inp.status in ("succeeded", "partial", "no_changes"):
                 await lin.response(origin.agent_session_id, inp.summary, key=key)
+                done.append("linear response")
             else:
                 await lin.error(origin.agent_session_id, inp.summary, key=key)
-            done.append(f"linear {'response' if ok else 'error'}")
+                done.append("linear error")
     return ReportResult(actions=done)
 
 

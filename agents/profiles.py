@@ -58,6 +58,9 @@ class ModelProfile(BaseModel):
     """USD per million output tokens (reasoning tokens included)."""
     price_source: str = ""
     """Where the prices come from and when they were checked."""
+    fallbacks: list[str] = Field(default_factory=list)
+    """Model specs tried in order when this model's provider keeps failing (whatever picked the model: a fixed
+    ``--model`` or the router). ``BOSUN_ROUTER_CONFIG``'s ``model_fallbacks`` overrides it."""
 
     @property
     def prompt_budget_tokens(self) -> int:
@@ -100,10 +103,14 @@ _ANTHROPIC_SRC = f"anthropic.com/pricing, checked {PRICES_AS_OF}"
 _SELF_HOSTED = "self-hosted: no per-token price (override for a paid endpoint)"
 
 
+SMALL_OPENAI = "openai:gpt-5-mini"
+SMALL_ANTHROPIC = "anthropic:claude-haiku-4-5"
+
+
 def _gpt(window: int, out: int, inp: float, cached: float, output: float, **extra: Any) -> dict[str, Any]:
     return {"edit_tool": "apply_patch", "prompt_variant": "gpt", "context_window": window,
             "max_output_tokens": out, "input_usd_per_mtok": inp, "cached_input_usd_per_mtok": cached,
-            "output_usd_per_mtok": output, "price_source": _OPENAI_SRC, **extra}
+            "output_usd_per_mtok": output, "price_source": _OPENAI_SRC, "fallbacks": [SMALL_OPENAI], **extra}
 
 
 def _claude(out: int, inp: float, output: float, window: int = 200_000) -> dict[str, Any]:
@@ -111,7 +118,7 @@ def _claude(out: int, inp: float, output: float, window: int = 200_000) -> dict[
     return {"edit_tool": "str_replace", "prompt_variant": "claude", "context_window": window,
             "max_output_tokens": out, "input_usd_per_mtok": inp, "cached_input_usd_per_mtok": round(inp * 0.1, 4),
             "cache_write_usd_per_mtok": round(inp * 1.25, 4), "output_usd_per_mtok": output,
-            "price_source": _ANTHROPIC_SRC}
+            "price_source": _ANTHROPIC_SRC, "fallbacks": [SMALL_ANTHROPIC]}
 
 
 def _open(window: int, out: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.budget import Budget
 from agents.messages import ToolSpec
-from agents.plan import Plan, Subtask, topological_waves
+from agents.plan import Plan, topological_waves
 from agents.profiles import ModelProfile
 from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
 from infra.errors import ConfigError, describe_validation
@@ -182,33 +182,36 @@ def load_role(name: str) -> Role:
     return role
 
 
-def subtask_brief(task: str, plan: Plan, subtask_id: str) -> str:
-    """The first user message of a fast-edit agent: its subtask, in the context of the whole task and plan."""
-    s: Subtask = plan.get(subtask_id)
-    others = [o for o in plan.subtasks if o.id != s.id]
-    check = []
-    if s.acceptance.tests:
-        check.append("tests that must pass: " + " ".join(s.acceptance.tests))
-    if s.acceptance.command:
-        check.append(f"command that must exit 0: {s.acceptance.command}")
-    lines = [f"Your subtask ({s.id}): {s.goal}", "",
-             "File scope (edit only these): " + ", ".join(s.files),
-             "Acceptance check: " + "; ".join(check)]
-    if s.depends_on:
-        lines.append("Already done and merged into your copy: " + ", ".join(s.depends_on))
+def subtask_brief(task: str, subtask_id: str, goal: str, files: list[str], acceptance: str = "", *,
+                  others: list[tuple[str, str]] = (), note: str = "") -> str:
+    """The task text of a fast-edit agent: its subtask, in the context of the whole task and the other subtasks;
+    ``note`` says what went wrong with an earlier attempt (a conflict, a failure)."""
+    lines = [f"Your subtask ({subtask_id}): {goal}"]
+    if files:
+        lines.append("Files in scope (edit only these): " + ", ".join(files))
+    if acceptance:
+        lines.append(f"Done when: {acceptance}")
     if others:
-        lines += ["", "Other agents are doing, at the same time or later (do not do their work):"]
-        lines += [f"- {o.id}: {o.goal.splitlines()[0][:200]} [files: {', '.join(o.files)}]" for o in others]
+        lines += ["", "Other agents do these subtasks (do not do their work):"]
+        lines += [f"- {oid}: {ogoal.splitlines()[0][:200] if ogoal else ''}" for oid, ogoal in others]
     lines += ["", "The whole task, for context:", task]
+    if note:
+        lines += ["", note]
     return "\n".join(lines)
 
 
-def debugger_brief(failing_tests: list[str], test_output: str, diff: str, *, task: str | None = None) -> str:
-    """The first user message of a debugger: what fails, the (summarised) output, and the merged diff."""
-    parts = []
-    if task:
-        parts += ["The task the changes were made for:", task, ""]
-    parts += [f"Failing tests ({len(failing_tests)}):", *[f"- {t}" for t in failing_tests], "",
-              "Test output:", test_output.strip(), "", "Current diff against the base commit:",
-              diff.strip() or "(no changes)"]
-    return "\n".join(parts)
+def debugger_brief(task: str, failing: list[str], summary: str, problems: list[str] = ()) -> str:
+    """The task text of a debugger: what fails after the changes (the test output and the diff are attached)."""
+    lines = [f"The task was: {task}", "",
+             f"After the changes, these tests fail: {', '.join(failing) or summary}", f"({summary}).",
+             "Make them pass without weakening the tests."]
+    if problems:
+        lines += ["", "What the other agents could not do:", *[f"- {p}" for p in problems]]
+    return "\n".join(lines)
+
+
+def follow_up_brief(task: str) -> str:
+    """The task text of an agent started for messages no agent has read yet (they follow as user messages)."""
+    return (f"The task was: {task}\n\nThe work so far is in the repository (see git log and git diff HEAD~). "
+            "People sent the messages below while no agent was working; do what they ask, on top of the work "
+            "so far, and keep the tests green.")

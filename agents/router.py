@@ -113,6 +113,9 @@ class RouterConfig(BaseModel):
         "debugger": RoleRouting(min_tier="medium"),
     })
     """Per-role routing; a role not listed uses ``RoleRouting()`` (auto, min tier small)."""
+    model_fallbacks: dict[str, list[str]] = Field(default_factory=dict)
+    """Fallback chains by model spec, for any task whatever picked the model (``"*"``: for every model without
+    its own entry); a model with neither uses its profile's chain (agents/profiles.py)."""
     small_below: float = 30.0
     """Scores below this pick the small tier."""
     large_from: float = 65.0
@@ -122,6 +125,16 @@ class RouterConfig(BaseModel):
     @classmethod
     def _all_tiers(cls, tiers: dict[Tier, str]) -> dict[Tier, str]:
         return _check_tiers(tiers) or tiers
+
+    @field_validator("model_fallbacks")
+    @classmethod
+    def _model_fallbacks(cls, chains: dict[str, list[str]]) -> dict[str, list[str]]:
+        for key, specs in chains.items():
+            if key != "*":
+                _check_spec(key)
+            for spec in specs:
+                _check_spec(spec)
+        return chains
 
     def role(self, role: str) -> RoleRouting:
         return self.roles.get(role, RoleRouting())
@@ -171,6 +184,17 @@ def fallbacks(role: str, config: RouterConfig) -> list[str]:
     if r.model != "auto":
         chain = [r.model] + chain
     return list(dict.fromkeys(chain))
+
+
+def model_fallbacks(model: str, config: RouterConfig) -> list[str]:
+    """The fallback chain of a model spec: the configuration's (its own entry, else ``"*"``), else its profile's;
+    never the model itself."""
+    from agents.profiles import profile_for
+
+    chain = config.model_fallbacks.get(model, config.model_fallbacks.get("*"))
+    if chain is None:
+        chain = profile_for(parse_spec(model)).fallbacks
+    return [m for m in dict.fromkeys(chain) if m != model]
 
 
 def route(role: str, request: RouteRequest, config: RouterConfig) -> RouteDecision:

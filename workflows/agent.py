@@ -15,7 +15,6 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -33,14 +32,10 @@ with workflow.unsafe.imports_passed_through():
     from agents.budget import Budget, BudgetTracker, Spent
     from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import ANY_FILE, plan_batches
-    from workflows.models import AgentInput, AgentResult, AgentResume
+    from workflows import policies
+    from workflows.models import AgentInput, AgentResult, AgentResume, ModelSwitch
 
-MODEL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
-                          maximum_interval=timedelta(seconds=60), maximum_attempts=6,
-                          non_retryable_error_types=["ScriptDiverged", "ConfigError", "InvalidArguments"])
 ESCALATION_WAIT = timedelta(hours=1)
-TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
-                         maximum_attempts=4, non_retryable_error_types=["ConfigError"])
 LOCAL_TOOLS = "file-tools-as-local-activities"
 """Patch id: runs recorded before file tool calls became local activities replay the old way."""
 LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
@@ -50,6 +45,13 @@ LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
 def _error_type(e: BaseException) -> str | None:
     cause = e.cause if isinstance(e, ActivityError) else None
     return cause.type if isinstance(cause, ApplicationError) else None
+
+
+def _error_message(e: BaseException) -> str:
+    """The innermost message of a failure chain (what the activity said)."""
+    while getattr(e, "cause", None) is not None:
+        e = e.cause  # type: ignore[assignment]
+    return str(getattr(e, "message", None) or e)
 
 
 @workflow.defn
@@ -64,11 +66,31 @@ class AgentWorkflow:
         self.escalations: dict[str, dict] = {}
         """request id -> {command, justification}: waiting for a person's decision."""
         self.decisions: dict[str, tuple[bool, str]] = {}
+        self.switch_to: ModelSwitch | None = None
+        """A model switch asked for, applied before the next model call."""
+        self.switches: list[ModelSwitch] = []
 
     @workflow.signal
     def steer(self, text: str) -> None:
         """A person's message to the agent; it reaches the model with its next call."""
         self.pending_user.append(text)
+
+    @workflow.signal
+    def switch_model(self, model: str, by: str = "", reason: str = "") -> None:
+        """Use ``model`` from the next turn on (``bosun model``); recorded with who asked and why."""
+        self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=model, by=by or "someone",
+                                     reason=reason)
+
+    def _apply_switch(self) -> None:
+        sw = self.switch_to
+        if sw is None or sw.model == self.model:
+            self.switch_to = None
+            return
+        sw = sw.model_copy(update={"turn": self.turn + 1, "previous": self.model})
+        self.switches.append(sw)
+        self.steps.append(f"turn {sw.turn}: model {sw.previous} -> {sw.model} (by {sw.by}"
+                          + (f": {sw.reason})" if sw.reason else ")"))
+        self.model, self.switch_to = sw.model, None
 
     @workflow.signal
     def approve(self, request_id: str, approved: bool, decided_by: str = "") -> None:
@@ -79,7 +101,8 @@ class AgentWorkflow:
     def progress(self) -> dict:
         """Turn, status, model, error counts, escalations waiting for a decision and the last steps."""
         return {"turn": self.turn, "status": self.status, "model": self.model, "errors": self.errors,
-                "pending_escalations": self.escalations, "recent": self.steps[-20:]}
+                "pending_escalations": self.escalations, "switches": [s.model_dump() for s in self.switches],
+                "recent": self.steps[-20:]}
 
     def _count(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
@@ -91,24 +114,28 @@ class AgentWorkflow:
         if r is None:
             init = await workflow.execute_activity_method(
                 AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
-                                                      workspace=inp.workspace, attachments=inp.attachments,
-                                                      model=inp.model),
-                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), summary=f"init {inp.role} agent")
+                                                           workspace=inp.workspace, attachments=inp.attachments,
+                                                           model=inp.model),
+                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.TOOL_CALL,
+                summary=f"init {inp.role} agent")
             r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
                             budget=init.budget, started_at=workflow.time(), pinned_ref=init.pinned_ref)
+            self.pending_user = list(inp.messages) + self.pending_user
         tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
                                 scope=inp.agent_id, spent=Spent.model_validate(r.spent))
-        self.turn, self.model, self.errors = r.turn, r.model, dict(r.errors)
+        self.turn, self.model, self.errors, self.switches = r.turn, r.model, dict(r.errors), list(r.switches)
         transcript, results, n_calls = r.transcript_ref, list(r.results), r.tool_calls
-        fallbacks = [m for m in inp.fallback_models if m != r.model]
+        fallbacks = [m for m in inp.fallback_models if m != r.model and m not in {s.model for s in self.switches}]
         final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
+        error_kind, reason = None, ""
         try:
             while self.turn < inp.max_turns:
                 if workflow.info().is_continue_as_new_suggested():  # the sandbox lives on across it
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
-                        errors=self.errors, model=self.model, budget=r.budget,
-                        spent=tracker.spent.model_dump(), started_at=r.started_at, pinned_ref=r.pinned_ref)}))
+                        errors=self.errors, model=self.model, budget=r.budget, spent=tracker.spent.model_dump(),
+                        started_at=r.started_at, pinned_ref=r.pinned_ref, switches=self.switches)}))
+                self._apply_switch()
                 self.turn += 1
                 self.status = "thinking"
                 user, self.pending_user = self.pending_user, []
@@ -120,21 +147,26 @@ class AgentWorkflow:
                                        tool_results=results, user_messages=user, tools=inp.tools,
                                        agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref),
                         task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
-                        retry_policy=MODEL_RETRY, summary=f"model turn {self.turn} ({self.model})")
+                        retry_policy=policies.MODEL_CALL, summary=f"model turn {self.turn} ({self.model})")
                 except ActivityError as e:
                     kind = _error_type(e) or "Unknown"
                     self._count(kind)
+                    self.pending_user = user + self.pending_user  # not seen by any model: keep them
+                    self.turn -= 1
                     if kind == "ProviderError" and fallbacks:
-                        previous, self.model = self.model, fallbacks.pop(0)
-                        self.steps.append(f"turn {self.turn}: {previous} kept failing; falling back to {self.model}")
-                        self.pending_user = user + self.pending_user
-                        self.turn -= 1
+                        self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=fallbacks.pop(0),
+                                                     by="router", reason=f"{self.model} kept failing: "
+                                                                         f"{_error_message(e)[:200]}")
                         continue
-                    raise
+                    status, error_kind, reason = "failed", kind, _error_message(e)
+                    self.steps.append(f"failed: {kind}: {reason[:200]}")
+                    break
                 transcript = resp.transcript_ref
                 self.steps.append(f"turn {self.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
                 tracker.charge(resp.usage, resp.cost_usd)
                 if not resp.tool_calls:
+                    if self.pending_user:  # a person wrote while this turn ran: answer them before finishing
+                        continue
                     final, status, stopped = resp.text_preview, "done", ""
                     break
                 over = tracker.exhausted(workflow.time())
@@ -160,7 +192,8 @@ class AgentWorkflow:
                       cached_input_tokens=spent.cached_input_tokens)
         return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
                            final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
-                           model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped)
+                           model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped,
+                           error_kind=error_kind, reason=reason, switches=self.switches)
 
     async def _release(self, inp: AgentInput) -> None:
         await workflow.execute_activity_method(
@@ -186,7 +219,7 @@ class AgentWorkflow:
             EscalationInput(agent_id=inp.agent_id, workspace=inp.workspace, call_id=call.id,
                             arguments_ref=call.arguments_ref, approved=approved, decided_by=who),
             task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
-            retry_policy=RetryPolicy(maximum_attempts=1),  # never run an approved host command twice
+            retry_policy=policies.ONCE,  # never run an approved host command twice
             summary=f"escalation ({'approved' if approved else 'denied'}) {call.arguments_preview[:80]}")
 
     def _tool(self, inp: AgentInput, call):
@@ -201,11 +234,11 @@ class AgentWorkflow:
             # can run for minutes and heartbeat.
             return workflow.execute_local_activity_method(
                 AgentActivities.tool_call, tool_input, start_to_close_timeout=LOCAL_TOOL_TIMEOUT,
-                retry_policy=TOOL_RETRY, summary=f"{call.name} {call.arguments_preview[:80]}")
+                retry_policy=policies.TOOL_CALL, summary=f"{call.name} {call.arguments_preview[:80]}")
         return workflow.execute_activity_method(
             AgentActivities.tool_call, tool_input, task_queue=inp.worker_queue,
             start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
-            retry_policy=TOOL_RETRY, summary=f"{call.name} {call.arguments_preview[:80]}")
+            retry_policy=policies.TOOL_CALL, summary=f"{call.name} {call.arguments_preview[:80]}")
 
     async def _run_tools(self, inp: AgentInput, calls) -> list[ResultPointer]:
         results: list[ToolResultRef | None] = [None] * len(calls)

@@ -24,6 +24,19 @@ def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
     return prefix + (name or "task")
 
 
+class Message(BaseModel):
+    """A message from a person to a running task (``bosun steer``, a follow-up comment), delivered exactly once."""
+
+    id: int
+    kind: Literal["steer", "follow_up"]
+    text: str
+    by: str = ""
+    received: str = ""
+    """When the task received it (ISO 8601, workflow time)."""
+    delivered_to: list[str] = []
+    """The agents it reached: every agent running when it arrived, else the next one that started."""
+
+
 class TaskInput(BaseModel):
     repo: str
     task: str
@@ -43,7 +56,10 @@ class TaskInput(BaseModel):
 
 
 class TaskResult(BaseModel):
-    status: Literal["succeeded", "failed", "no_changes", "cancelled"]
+    status: Literal["succeeded", "partial", "failed", "no_changes", "cancelled"]
+    """succeeded: every subtask merged and the tests pass; partial: some work merged, some did not (``problems``
+    says which and why); failed: nothing usable delivered, or every agent finished but the tests stay red;
+    no_changes: nothing to change; cancelled: a person cancelled it."""
     workspace: str
     branch: str
     commit: str | None
@@ -57,6 +73,12 @@ class TaskResult(BaseModel):
     plan: PlanInfo | None = None
     subtasks: list[SubtaskOutcome] = []
     debug_rounds: list[AgentResult] = []
+    follow_ups: list[AgentResult] = []
+    """Agents started for messages that no agent had read (nothing a person sends is lost)."""
+    problems: list[str] = []
+    """What was not done and why (failed, conflicting or skipped subtasks; a failed agent)."""
+    messages: list[Message] = []
+    """Every message people sent during the run, and which agents received it."""
     spent: dict[str, Any] = {}
     """What the whole task spent (tokens, turns, usd)."""
     budget_note: str = ""
@@ -72,6 +94,17 @@ class SubtaskOutcome(BaseModel):
     note: str = ""
 
 
+class ModelSwitch(BaseModel):
+    """One change of an agent's model: by a person (``bosun model``) or by the router after repeated failures."""
+
+    turn: int
+    """The first turn on the new model."""
+    previous: str
+    model: str
+    by: str
+    reason: str = ""
+
+
 class AgentResume(BaseModel):
     transcript_ref: str
     turn: int
@@ -83,6 +116,7 @@ class AgentResume(BaseModel):
     spent: dict[str, Any] = {}
     started_at: float = 0.0
     pinned_ref: str | None = None
+    switches: list[ModelSwitch] = []
 
 
 class AgentInput(BaseModel):
@@ -105,6 +139,10 @@ class AgentInput(BaseModel):
     """Next models for this role, tried in order when the provider keeps failing (ProviderError)."""
     attachments: list[Attachment] = []
     """Extra context for the first user message (test output, the current diff...), from the artifact store."""
+    messages: list[str] = []
+    """Messages from people queued for this agent (steering, follow-ups): they join its first model call."""
+    depth: int = 0
+    """How deep in a tree of subagents this agent is (0: started by the coordinator)."""
     resume: AgentResume | None = None
     """Set by continue-as-new: where the loop left off."""
 
@@ -124,6 +162,12 @@ class AgentResult(BaseModel):
     cost_usd: float = 0.0
     stopped: str = ""
     """Why the run stopped when not done: which budget ran out (tokens, turns, wall clock, money)."""
+    error_kind: str | None = None
+    """status ``failed``: the error class that ended the run (ProviderError, ScriptDiverged, Timeout...)."""
+    reason: str = ""
+    """status ``failed`` or ``cancelled``: what happened, for people and for the agent that retries the work."""
+    switches: list[ModelSwitch] = []
+    """Every change of model during the run, in order."""
 
 
 

@@ -2,17 +2,20 @@
 
 team mode: bind to a worker host -> prepare the task repository -> tests before -> planner agent -> a typed plan ->
 fast-edit agents in parallel (bounded), each on a fresh workspace of its own -> their work imported as commits and
-stitched with real 3-way merges (a conflicting subtask is re-run once on the merged tree) -> verify (tests in a
-sandbox, on a fresh checkout of the branch) -> debugger agent until green or out of rounds -> the branch
+stitched with real 3-way merges (a conflicting subtask is re-run once on the merged tree; a failed one is retried
+once on a fresh workspace with the failure in its prompt) -> verify (tests on a fresh checkout of the branch) ->
+debugger agent until green or out of rounds -> messages nobody has read yet get a follow-up agent -> the branch
 ``bosun/<workflow id>`` holds the result.
 solo mode: one agent on a fresh workspace, its work imported onto the branch, then verify and deliver.
 
-Every workspace an agent touches is read back by the host as data (sandbox/hostrepo.py); the task ends by releasing
-every sandbox of its agents and removing the run workspaces, whatever its outcome.
+A failing agent is a result, not a crash: the task ends ``succeeded``, ``partial`` (the branch holds what merged;
+the result says what did not and why), ``failed``, ``no_changes`` or ``cancelled``, and every end reports back to
+where the task came from (GitHub, Linear) and releases every sandbox of the task.
 
-Each phase shows as the workflow's current details (Web UI) and through the ``status`` query; ``plan`` and
-``agents`` queries show the plan and each agent's progress; ``steer`` forwards a person's message to the agents
-that are running.
+Messages from people (``steer``, ``follow_up``) are queued here and each is delivered exactly once: to every agent
+running when it arrives, else to the next agent that starts (``messages`` query). ``switch_model`` changes the
+model of the running agents and of every agent started afterwards. Queries: ``status``, ``plan``, ``agents``,
+``messages``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.exceptions import CancelledError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities
@@ -46,18 +49,35 @@ with workflow.unsafe.imports_passed_through():
     from activities.report import ReportActivities, ReportInput
     from activities.workspace import WorkspaceActivities
     from agents.budget import Budget, BudgetTracker
+    from agents.roles import debugger_brief, follow_up_brief, subtask_brief
+    from workflows import policies
     from workflows.agent import AgentWorkflow
-    from workflows.models import AgentInput, AgentResult, SubtaskOutcome, TaskInput, TaskResult, branch_name
+    from workflows.models import (
+        AgentInput,
+        AgentResult,
+        Message,
+        ModelSwitch,
+        SubtaskOutcome,
+        TaskInput,
+        TaskResult,
+        branch_name,
+    )
 
-SETUP_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["ConfigError"])
 
-
-def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False) -> dict:
-    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes),
-                  "retry_policy": SETUP_RETRY}
+def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False, policy=policies.WORKSPACE) -> dict:
+    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes), "retry_policy": policy}
     if heartbeat:
         opts["heartbeat_timeout"] = timedelta(seconds=10)
     return opts
+
+
+def _failure(e: BaseException) -> tuple[str, str]:
+    """(error class, message) of the innermost failure of a chain."""
+    kind = "Unknown"
+    while getattr(e, "cause", None) is not None:
+        e = e.cause  # type: ignore[assignment]
+        kind = getattr(e, "type", None) or type(e).__name__.removesuffix("Error") or kind
+    return kind, str(getattr(e, "message", None) or e)
 
 
 @workflow.defn
@@ -65,9 +85,12 @@ class TaskWorkflow:
     def __init__(self) -> None:
         self.phase = "starting"
         self.plan_info: PlanInfo | None = None
-        self.running_agents: set[str] = set()
+        self.running: dict[str, workflow.ChildWorkflowHandle] = {}
+        """Agent workflow id -> handle, for the agents running now."""
         self.agent_status: dict[str, str] = {}
-        self.follow_ups: list[str] = []
+        self.inbox: list[Message] = []
+        self.model_override: ModelSwitch | None = None
+        """Set by ``switch_model``: the model every agent uses from now on."""
         self.failures = 0
         """Red verifications and failed agent runs so far (a router signal)."""
         self.budget: BudgetTracker | None = None
@@ -77,6 +100,8 @@ class TaskWorkflow:
     def _enter(self, phase: str) -> None:
         self.phase = phase
         workflow.set_current_details(f"phase: {phase}")
+
+    # -- queries and signals ---------------------------------------------------------------------------------
 
     @workflow.query
     def status(self) -> str:
@@ -91,54 +116,94 @@ class TaskWorkflow:
         """Each agent of the task and where it stands (running, done, budget_exhausted, failed...)."""
         return self.agent_status
 
+    @workflow.query
+    def messages(self) -> list[Message]:
+        """Every message from people, with the agents it was delivered to (empty: still queued)."""
+        return self.inbox
+
     @workflow.signal
-    async def steer(self, text: str) -> None:
-        """Forward a person's message to every agent that is running now."""
-        for child in sorted(self.running_agents):
-            await workflow.get_external_workflow_handle(child).signal(AgentWorkflow.steer, text)
+    async def steer(self, text: str, by: str = "") -> None:
+        """A person's message: to every agent running now, else to the next agent that starts."""
+        await self._receive(text, "steer", by)
 
     @workflow.signal
     async def follow_up(self, text: str) -> None:
-        """A follow-up from the event source (a new comment, a Linear prompt): reaches the running agents."""
-        self.follow_ups.append(text)
-        await self.steer(text)
+        """A follow-up from the event source (a new comment, a Linear prompt): delivered like ``steer``."""
+        await self._receive(text, "follow_up", "")
+
+    @workflow.signal
+    async def switch_model(self, model: str, by: str = "", reason: str = "") -> None:
+        """Every running agent switches to ``model`` at its next turn, and every agent started later uses it."""
+        self.model_override = ModelSwitch(turn=0, previous="", model=model, by=by or "someone", reason=reason)
+        for handle in list(self.running.values()):
+            await handle.signal(AgentWorkflow.switch_model, args=[model, by, reason])
+
+    async def _receive(self, text: str, kind: str, by: str) -> None:
+        msg = Message(id=len(self.inbox) + 1, kind=kind, text=text, by=by, received=workflow.now().isoformat())
+        self.inbox.append(msg)
+        for agent_id, handle in list(self.running.items()):
+            try:
+                await handle.signal(AgentWorkflow.steer, text)
+            except Exception:  # noqa: BLE001 - the agent ended meanwhile: the message waits for the next one
+                continue
+            msg.delivered_to.append(agent_id)
+
+    def _take_queued(self, agent_id: str) -> list[str]:
+        """The messages nobody has received yet, now delivered to ``agent_id`` (as it starts)."""
+        out = []
+        for msg in self.inbox:
+            if not msg.delivered_to:
+                msg.delivered_to.append(agent_id)
+                out.append(msg.text)
+        return out
+
+    # -- agents ------------------------------------------------------------------------------------------------
 
     async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, queue: str,
                      keys: list[str], tools: list[str] | None = None,
                      attachments: list[Attachment] | None = None, files_in_scope: int = 0) -> AgentResult:
+        """Run one agent as a child workflow. Never raises for the agent's own failure: a failed, timed-out or
+        terminated agent is an AgentResult with status ``failed`` (its error class and reason) and its sandbox is
+        released here. Only the task's own cancellation propagates."""
         wf_id = f"{workflow.info().workflow_id}/{name}"
-        model, fallback_models = inp.model, []
-        if inp.model == "auto":
-            plan = len(self.plan_info.subtasks) if self.plan_info else 0
-            decision = await workflow.execute_activity_method(
-                AgentActivities.route_model,
-                RouteInput(role=role, task_chars=len(task), plan_subtasks=plan, files_in_scope=files_in_scope,
-                           failures_so_far=self.failures),
-                summary=f"route {name}", **_activity_opts(queue))
-            model, fallback_models = decision.model, decision.fallbacks
-        self.running_agents.add(wf_id)
+        plan = len(self.plan_info.subtasks) if self.plan_info else 0
+        wanted = self.model_override.model if self.model_override else inp.model
+        decision = await workflow.execute_activity_method(
+            AgentActivities.route_model,
+            RouteInput(role=role, model=wanted, task_chars=len(task), plan_subtasks=plan,
+                       files_in_scope=files_in_scope, failures_so_far=self.failures),
+            summary=f"model for {name}", **_activity_opts(queue, 1))
         self.agent_status[name] = "running"
         try:
-            result = await workflow.execute_child_workflow(
+            handle = await workflow.start_child_workflow(
                 AgentWorkflow.run,
-                AgentInput(agent_id=wf_id, role=role, task=task, model=model, trajectory_ref=inp.trajectory_ref,
-                           fallback_models=fallback_models,
+                AgentInput(agent_id=wf_id, role=role, task=task, model=decision.model,
+                           trajectory_ref=inp.trajectory_ref, fallback_models=decision.fallbacks,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
-                           tools=tools or [], attachments=attachments or []),
+                           tools=tools or [], attachments=attachments or [], messages=self._take_queued(wf_id)),
                 # On the host's own queue, like its activities: the server hands each activity to the worker in
                 # the same round trip that schedules it (eager execution) - several times less latency per step.
                 id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")
-        except Exception:
-            self.agent_status[name] = "failed"
-            self.failures += 1
+            self.running[wf_id] = handle
+            try:
+                result = await handle
+            finally:
+                self.running.pop(wf_id, None)
+        except ChildWorkflowError as e:
+            kind, why = _failure(e)
+            cancelled = isinstance(e.cause, CancelledError)
+            if cancelled and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise asyncio.CancelledError() from None  # the task itself is being cancelled, not just this agent
+            result = AgentResult(agent_id=wf_id, status="cancelled" if cancelled else "failed", turns=0,
+                                 tool_calls=0, final_message="", transcript_ref="", model=decision.model,
+                                 error_kind=None if cancelled else kind, reason=why[:2000])
             # A child that failed, timed out or was terminated never ran its own release: do it here.
             await workflow.execute_activity_method(
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
-                summary=f"release sandbox of {name}", **_activity_opts(queue, 1))
-            raise
-        finally:
-            self.running_agents.discard(wf_id)
+                summary=f"release sandbox of {name}", **_activity_opts(queue, 1, policy=policies.CLEANUP))
         self.agent_status[name] = result.status
+        if result.status == "failed":
+            self.failures += 1
         self.agents_run += 1
         if self.budget is not None:
             self.budget.charge(result.usage, result.cost_usd, turns=result.turns)
@@ -158,6 +223,8 @@ class TaskWorkflow:
             self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
             workflow.set_current_details(note)
         return fits
+
+    # -- workspace steps ---------------------------------------------------------------------------------------
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
         return await workflow.execute_activity_method(
@@ -179,13 +246,15 @@ class TaskWorkflow:
             CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent, message=message),
             summary=f"collect {name}", **_activity_opts(queue))
 
-    async def _onto_branch(self, queue: str, branch: str, commit: str, label: str):
-        """A run that started at the branch head: the branch moves to its commit (merged if the head moved)."""
+    async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
+                     fast_forward: bool = False):
         return await workflow.execute_activity_method(
             WorkspaceActivities.merge_agent_work,
             MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
-                       message=f"bosun: {label}", fast_forward=True),
-            summary=f"onto {branch}: {label}", **_activity_opts(queue))
+                       message=message, fast_forward=fast_forward),
+            summary=f"merge {label}", **_activity_opts(queue))
+
+    # -- the run -----------------------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: TaskInput) -> TaskResult:
@@ -197,11 +266,17 @@ class TaskWorkflow:
         self._enter("binding a worker host")
         queue = await workflow.execute_activity_method(
             WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
-        # Whatever happens (not when a worker merely evicts this run from its cache): no sandbox of this task
-        # outlives it, and its run workspaces go (their work is in the task repository as commits).
+        # Whatever happens (not when a worker merely evicts this run from its cache): every end reports back, no
+        # sandbox of this task outlives it, and its run workspaces go (their work is in the repository).
         try:
             result = await self._run(inp, queue, wf_id, branch)
-        except (Exception, asyncio.CancelledError):
+        except asyncio.CancelledError:
+            await self._report(inp, queue, wf_id, branch, "cancelled", "The run was cancelled.", None)
+            await self._cleanup(queue, wf_id)
+            raise
+        except Exception as e:
+            kind, why = _failure(e)
+            await self._report(inp, queue, wf_id, branch, "failed", f"The run failed: {kind}: {why[:1500]}", None)
             await self._cleanup(queue, wf_id)
             raise
         await self._cleanup(queue, wf_id)
@@ -210,7 +285,20 @@ class TaskWorkflow:
     async def _cleanup(self, queue: str, wf_id: str) -> None:
         await workflow.execute_activity_method(
             WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
-            summary="release sandboxes, clean up", **_activity_opts(queue, 5))
+            summary="release sandboxes, clean up", **_activity_opts(queue, 5, policy=policies.CLEANUP))
+
+    async def _report(self, inp: TaskInput, queue: str, wf_id: str, branch: str, status: str, summary: str,
+                      commit: str | None) -> None:
+        """Status back to where the task came from (nothing for a run started from the command line)."""
+        origin = workflow.memo_value("origin", None)
+        if not origin:
+            return
+        self._enter("reporting back")
+        await workflow.execute_activity_method(
+            ReportActivities.report_status,
+            ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
+                        commit=commit, remote=inp.repo),
+            summary=f"status back ({status})", **_activity_opts(queue, 5, policy=policies.REPORT))
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
@@ -222,15 +310,20 @@ class TaskWorkflow:
             WorkspaceActivities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
             summary=f"branch {branch}", **_activity_opts(queue))
         self._enter("tests before")
-        before = await self._checks(queue, base, "before")
+        before = await self._checks(queue, head, "before")
 
         solo: AgentResult | None = None
         outcomes: list[SubtaskOutcome] = []
+        problems: list[str] = []
         if inp.mode == "solo":
             self._enter("agent working")
             solo, head = await self._run_on_branch(inp, queue, branch, head, "agent-1", "solo", inp.task, ["solo"])
+            if solo.status == "failed":
+                problems.append(f"the agent failed: {solo.error_kind}: {solo.reason[:300]}")
         else:
             outcomes, head = await self._team(inp, queue, base, head, branch, before)
+            problems += [f"subtask {o.id}: {o.status}" + (f" ({o.note})" if o.note else "") for o in outcomes
+                         if o.status in ("failed", "conflict", "skipped")]
 
         self._enter("verifying")
         after = await self._checks(queue, head, "after")
@@ -244,9 +337,7 @@ class TaskWorkflow:
             diff_ref = await workflow.execute_activity_method(
                 WorkspaceActivities.diff_since, DiffInput(workflow_id=wf_id, base_commit=base, head=head),
                 summary="current diff", **_activity_opts(queue))
-            failing = ", ".join(after.failed[:30]) or after.summary
-            task = (f"The task was: {inp.task}\n\nAfter the changes, these tests fail: {failing}\n"
-                    f"({after.summary}). Make them pass without weakening the tests.")
+            task = debugger_brief(inp.task, after.failed[:30], after.summary, problems)
             attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
             attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
             result, head = await self._run_on_branch(inp, queue, branch, head, f"debugger-{n}", "debugger", task,
@@ -255,40 +346,55 @@ class TaskWorkflow:
             self._enter(f"verifying (after debug round {n})")
             after = await self._checks(queue, head, f"after debug round {n}")
 
+        follow_ups: list[AgentResult] = []
+        while any(not m.delivered_to for m in self.inbox) and len(follow_ups) < 3:
+            # Messages that arrived when no agent was running and none started afterwards: nobody read them
+            # yet. An agent on the branch gets them, so no message is ever lost.
+            n = len(follow_ups) + 1
+            self._enter(f"follow-up (round {n})")
+            result, head = await self._run_on_branch(inp, queue, branch, head, f"follow-up-{n}", "solo",
+                                                     follow_up_brief(inp.task), [f"follow_up#{n}", "follow_up"])
+            follow_ups.append(result)
+            after = await self._checks(queue, head, f"after follow-up {n}")
+
         self._enter("delivering")
         fin = await workflow.execute_activity_method(
             WorkspaceActivities.finalize, FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
             summary=f"deliver {branch}", **_activity_opts(queue, 5))
 
-        status = "no_changes" if not fin.files_changed else ("succeeded" if after.green else "failed")
-        origin = workflow.memo_value("origin", None)
-        if origin:
-            self._enter("reporting back")
-            summary = (f"bosun run `{wf_id}`: **{status}**\n\n- tests before: {before.summary}\n"
-                       f"- tests after: {after.summary}\n- files changed: {', '.join(fin.files_changed) or 'none'}\n"
-                       f"- every step: `bosun history {wf_id}`")
-            await workflow.execute_activity_method(
-                ReportActivities.report_status,
-                ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
-                            commit=fin.commit, remote=inp.repo),
-                summary="status back to the issue / session", **_activity_opts(queue, 5))
+        if not fin.files_changed:
+            status = "failed" if problems else "no_changes"
+        elif after.green and not problems:
+            status = "succeeded"
+        elif problems:
+            status = "partial"
+        else:
+            status = "failed"
+        lines = [f"bosun run `{wf_id}`: **{status}**", "", f"- tests before: {before.summary}",
+                 f"- tests after: {after.summary}", f"- files changed: {', '.join(fin.files_changed) or 'none'}"]
+        lines += [f"- not done: {p}" for p in problems]
+        lines.append(f"- every step: `bosun history {wf_id}`")
+        await self._report(inp, queue, wf_id, branch, status, "\n".join(lines), fin.commit)
         self._enter(f"done: {status}")
         return TaskResult(status=status, workspace=fin.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
-                          debug_rounds=rounds, budget_note=self.budget_note,
-                          spent=self.budget.spent.model_dump() if self.budget else {})
+                          debug_rounds=rounds, follow_ups=follow_ups, problems=problems, messages=self.inbox,
+                          budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {})
 
     async def _run_on_branch(self, inp: TaskInput, queue: str, branch: str, head: str, name: str, role: str,
                              task: str, keys: list[str], attachments: list[Attachment] | None = None
                              ) -> tuple[AgentResult, str]:
         """One agent on a fresh workspace at the branch head; its work goes onto the branch. Returns the agent's
-        result and the new head."""
+        result and the new head. The work of a failed agent is not kept."""
         workspace = await self._workspace(queue, name, head)
         result = await self._agent(inp, name, role, task, workspace, queue, keys, attachments=attachments)
+        if result.status in ("failed", "cancelled"):
+            return result, head
         collect = await self._collect(queue, name, head, f"bosun {role} ({name}): {inp.task[:60]}")
         if collect.commit:
-            moved = await self._onto_branch(queue, branch, collect.commit, f"{role} run {name}")
+            moved = await self._merge(queue, branch, collect.commit, f"{role} run {name}", f"bosun: {role} {name}",
+                                      fast_forward=True)
             head = moved.head
         return result, head
 
@@ -297,12 +403,18 @@ class TaskWorkflow:
         self._enter("planning")
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
-        workspace = await self._workspace(queue, "planner", base)
+        workspace = await self._workspace(queue, "planner", head)
         planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
                                     attachments=attach)
-        self.plan_info = await workflow.execute_activity_method(
-            AgentActivities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
-            summary="read the plan", **_activity_opts(queue))
+        if planner.status == "failed":
+            self.plan_info = PlanInfo(subtasks=[SubtaskInfo(id="task", goal=inp.task)], waves=[["task"]],
+                                      source="fallback", note=f"the planner failed ({planner.error_kind}: "
+                                                              f"{planner.reason[:300]}); running the whole task "
+                                                              "as one subtask")
+        else:
+            self.plan_info = await workflow.execute_activity_method(
+                AgentActivities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+                summary="read the plan", **_activity_opts(queue))
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
@@ -321,52 +433,64 @@ class TaskWorkflow:
             done = await asyncio.gather(*[bounded(sid) for sid in wave])
             self._enter(f"stitching: wave {w}")
             for sid, (collect, result) in zip(wave, done, strict=True):
-                sub = by_id[sid]
-                if not collect.commit:
-                    outcomes[sid] = SubtaskOutcome(id=sid, status="no_changes", attempts=1, agent=result,
-                                                   note="; ".join(collect.notes[:5]))
-                    continue
-                merged = await self._merge(queue, branch, collect.commit, sub, 1)
-                if merged.merged:
-                    head = merged.head
-                    outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=1, files=collect.files,
-                                                   agent=result)
-                    continue
-                note = (f"Your earlier attempt at this subtask conflicted with other agents' changes in "
-                        f"{', '.join(merged.conflicts)}. The tree now holds their changes; redo the subtask on it.")
-                collect, result = await self._subtask(inp, queue, sub, head, 2, note)
-                again = await self._merge(queue, branch, collect.commit, sub, 2) if collect.commit else None
-                if again is not None and again.merged:
-                    head = again.head
-                    outcomes[sid] = SubtaskOutcome(id=sid, status="merged", attempts=2, files=collect.files,
-                                                   agent=result, note=f"re-run after a conflict in "
-                                                                      f"{', '.join(merged.conflicts)}")
-                else:
-                    outcomes[sid] = SubtaskOutcome(id=sid, status="conflict", attempts=2, agent=result,
-                                                   note=f"conflicts in {', '.join(merged.conflicts)}")
+                outcomes[sid], head = await self._settle(inp, queue, branch, by_id[sid], head, collect, result)
         return [outcomes[s.id] for s in self.plan_info.subtasks if s.id in outcomes], head
+
+    async def _settle(self, inp: TaskInput, queue: str, branch: str, sub: SubtaskInfo, head: str, collect,
+                      result: AgentResult) -> tuple[SubtaskOutcome, str]:
+        """Merge a subtask's work; a failed agent or a conflict gets one more attempt on a fresh workspace at the
+        current head (with what went wrong in its prompt). Returns the outcome and the new head."""
+        note = ""
+        if result.status == "failed":
+            note = (f"An earlier attempt at this subtask failed ({result.error_kind}: {result.reason[:500]}). "
+                    "Start again from the current tree.")
+        elif result.status == "cancelled":
+            return SubtaskOutcome(id=sub.id, status="failed", attempts=1, agent=result, note="cancelled"), head
+        elif not collect.commit:
+            return SubtaskOutcome(id=sub.id, status="no_changes", attempts=1, agent=result,
+                                  note="; ".join(collect.notes[:5])), head
+        else:
+            merged = await self._merge(queue, branch, collect.commit, f"subtask {sub.id} (attempt 1)",
+                                       f"bosun: merge subtask {sub.id} (attempt 1): {sub.goal[:60]}")
+            if merged.merged:
+                return SubtaskOutcome(id=sub.id, status="merged", attempts=1, files=collect.files,
+                                      agent=result), merged.head
+            note = (f"Your earlier attempt at this subtask conflicted with other agents' changes in "
+                    f"{', '.join(merged.conflicts)}. The tree now holds their changes; redo the subtask on it.")
+        first = result
+        collect, result = await self._subtask(inp, queue, sub, head, 2, note)
+        why = (f"after a failure ({first.error_kind})" if first.status == "failed" else "after a conflict")
+        if result.status == "failed":
+            return SubtaskOutcome(id=sub.id, status="failed", attempts=2, agent=result,
+                                  note=f"failed twice: {result.error_kind}: {result.reason[:300]}"), head
+        if not collect.commit:
+            return SubtaskOutcome(id=sub.id, status="no_changes", attempts=2, agent=result, note=why), head
+        again = await self._merge(queue, branch, collect.commit, f"subtask {sub.id} (attempt 2)",
+                                  f"bosun: merge subtask {sub.id} (attempt 2): {sub.goal[:60]}")
+        if again.merged:
+            return SubtaskOutcome(id=sub.id, status="merged", attempts=2, files=collect.files, agent=result,
+                                  note=f"re-run {why}"), again.head
+        return SubtaskOutcome(id=sub.id, status="conflict", attempts=2, agent=result,
+                              note=f"conflicts in {', '.join(again.conflicts)}"), head
 
     async def _subtask(self, inp: TaskInput, queue: str, sub: SubtaskInfo, start: str, attempt: int,
                        note: str) -> tuple:
         name = f"fast_edit-{sub.id}-{attempt}"
         workspace = await self._workspace(queue, name, start)
-        task = f"Overall task: {inp.task}\n\nYour subtask ({sub.id}): {sub.goal}"
-        if sub.files:
-            task += f"\nFiles in scope: {', '.join(sub.files)}"
-        if sub.acceptance:
-            task += f"\nDone when: {sub.acceptance}"
-        if note:
-            task += f"\n\n{note}"
+        others = [(o.id, o.goal) for o in self.plan_info.subtasks if o.id != sub.id] if self.plan_info else []
+        task = subtask_brief(inp.task, sub.id, sub.goal, sub.files, sub.acceptance, others=others, note=note)
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
         result = await self._agent(inp, name, "fast_edit", task, workspace, queue, keys,
                                    files_in_scope=len(sub.files))
+        if result.status in ("failed", "cancelled"):
+            return _NoWork(), result
         collect = await self._collect(queue, name, start, f"bosun subtask {sub.id}: {sub.goal[:60]}")
         return collect, result
 
-    async def _merge(self, queue: str, branch: str, commit: str, sub: SubtaskInfo, attempt: int):
-        return await workflow.execute_activity_method(
-            WorkspaceActivities.merge_agent_work,
-            MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
-                       label=f"subtask {sub.id} (attempt {attempt})",
-                       message=f"bosun: merge subtask {sub.id} (attempt {attempt}): {sub.goal[:60]}"),
-            summary=f"merge {sub.id}", **_activity_opts(queue))
+
+class _NoWork:
+    """What collecting a failed agent's work gives: nothing (its workspace is not read)."""
+
+    commit = None
+    files: list[str] = []
+    notes: list[str] = []

@@ -25,7 +25,7 @@ import httpx
 
 from infra.errors import BosunError
 
-STATES = ("working", "blocked", "done")
+STATES = ("working", "blocked", "partial", "done")
 STATE_PREFIX = "bosun:"
 API_VERSION = "2022-11-28"
 
@@ -161,7 +161,8 @@ class GitHubClient:
 
     # ---------------------------------------------------------------- labels
 
-    async def set_state(self, repo: str, number: int, state: Literal["working", "blocked", "done"]) -> list[str]:
+    async def set_state(self, repo: str, number: int, state: Literal["working", "blocked", "partial", "done"]
+                        ) -> list[str]:
         """Make ``bosun:<state>`` the only bosun state label on the issue/PR. Returns the labels afterwards."""
         if state not in STATES:
             raise ValueError(f"state {state!r} is not one of {', '.join(STATES)}")

@@ -3,7 +3,16 @@ import pytest
 from agents.plan import Plan, plan_from_data
 from agents.profiles import profile_for
 from agents.providers import parse_spec
-from agents.roles import ROLE_TOOLS, builtin_tools, debugger_brief, load_role, parse_role, role_names, subtask_brief
+from agents.roles import (
+    ROLE_TOOLS,
+    builtin_tools,
+    debugger_brief,
+    follow_up_brief,
+    load_role,
+    parse_role,
+    role_names,
+    subtask_brief,
+)
 from agents.tools.builtin import BUILTIN_TOOLS, default_registry
 from agents.tools.registry import ToolContext
 from infra.errors import ConfigError
@@ -95,16 +104,14 @@ async def test_submit_plan_tool_validates_through_the_registry():
 
 
 def test_briefs():
-    plan = plan_from_data({"subtasks": [
-        {"id": "median", "goal": "Fix median for even lists.", "files": ["calc/stats.py"],
-         "acceptance": {"tests": ["tests/test_stats.py::test_median_even"]}},
-        {"id": "percent", "goal": "Fix percent factor.", "files": ["calc/report.py"], "depends_on": ["median"],
-         "acceptance": {"command": "pytest -q tests/test_report.py"}}]})
-    text = subtask_brief("Fix both bugs.", plan, "percent")
+    text = subtask_brief("Fix both bugs.", "percent", "Fix percent factor.", ["calc/report.py"],
+                         "pytest -q tests/test_report.py", others=[("median", "Fix median for even lists.")],
+                         note="An earlier attempt failed (ProviderError: 500).")
     assert text.startswith("Your subtask (percent): Fix percent factor.")
-    assert "edit only these): calc/report.py" in text and "command that must exit 0: pytest -q" in text
-    assert "Already done and merged into your copy: median" in text
-    assert "- median: Fix median for even lists. [files: calc/stats.py]" in text and text.endswith("Fix both bugs.")
-    dbg = debugger_brief(["tests/t.py::test_x"], "E   assert 1 == 2\n", "diff --git a/x b/x\n", task="T")
-    assert "Failing tests (1):\n- tests/t.py::test_x" in dbg and "E   assert 1 == 2" in dbg
-    assert dbg.startswith("The task")
+    assert "edit only these): calc/report.py" in text and "Done when: pytest -q tests/test_report.py" in text
+    assert "- median: Fix median for even lists." in text and "The whole task, for context:\nFix both bugs." in text
+    assert text.endswith("An earlier attempt failed (ProviderError: 500).")
+    dbg = debugger_brief("T", ["tests/t.py::test_x"], "1 failed", ["subtask b: failed (Timeout)"])
+    assert dbg.startswith("The task was: T") and "these tests fail: tests/t.py::test_x" in dbg
+    assert "- subtask b: failed (Timeout)" in dbg
+    assert "messages below" in follow_up_brief("T")

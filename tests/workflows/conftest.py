@@ -45,15 +45,16 @@ def task_input(**kw) -> TaskInput:
 
 
 async def run_task(env: WorkflowEnvironment, world: World, inp: TaskInput, *, wf_id: str | None = None,
-                   during=None):
+                   during=None, origin: dict | None = None):
     """Run TaskWorkflow with ``world``'s stubs; returns its result (raises what the workflow raised).
-    ``during(handle)`` runs while the workflow runs (to send signals)."""
+    ``during(handle)`` runs while the workflow runs (to send signals); ``origin``: the memo an event-started task
+    carries (status back)."""
     world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
     stubs = Stubs(world)
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
                       activities=stubs.all(), max_concurrent_activities=64):
         handle = await env.client.start_workflow(TaskWorkflow.run, inp, id=wf_id or f"t-{uuid.uuid4().hex[:8]}",
-                                                 task_queue=world.queue)
+                                                 task_queue=world.queue, memo={"origin": origin} if origin else None)
         if during is not None:
             await during(handle)
         return await handle.result()

@@ -101,8 +101,12 @@ class World:
     """By agent name (``planner``, ``fast_edit-<id>-<attempt>``, ``debugger-<n>``, ``agent-1``)."""
     checks: Callable[[str], bool] = lambda label: label != "before"
     """Green or red, by the label of the test run (``before``, ``after``, ``after debug round 1``...)."""
+    check_seconds: dict[str, float] = field(default_factory=dict)
+    """How long a test run takes, by label."""
     conflicts: Callable[[str], list[str]] = lambda label: []
     """Conflicting files when merging, by merge label (``subtask a (attempt 1)``)."""
+    fallbacks: dict[str, list[str]] = field(default_factory=dict)
+    """The fallback chain route_model answers, by model."""
     model_gate: asyncio.Event | None = None
     """When set, model calls wait for it (to send signals while an agent runs)."""
     calls: list[Call] = field(default_factory=list)
@@ -144,7 +148,8 @@ class Stubs:
     @activity.defn(name="route_model")
     async def route_model(self, inp: RouteInput) -> RouteResult:
         await self._record("route_model", inp)
-        return RouteResult(model=f"stub:{inp.role}", score=0.5, reason="stub")
+        model = f"stub:{inp.role}" if inp.model == "auto" else inp.model
+        return RouteResult(model=model, score=0.5, reason="stub", fallbacks=self.w.fallbacks.get(model, []))
 
     @activity.defn(name="prepare_workspace")
     async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
@@ -158,7 +163,7 @@ class Stubs:
 
     @activity.defn(name="run_checks")
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
-        await self._record("run_checks", inp)
+        await self._record("run_checks", inp, self.w.check_seconds.get(inp.label, 0.0))
         green = self.w.checks(inp.label)
         return ChecksResult(green=green, exit_code=0 if green else 1, summary="7 passed" if green else "1 failed",
                             failed=[] if green else ["tests/test_x.py::test_y"], output_ref=REF)

@@ -141,12 +141,155 @@ async def test_a_long_agent_continues_as_new_and_keeps_its_place(env):
     assert len([c for c in world.named("release_sandbox") if c.input.agent_id.endswith("agent-1")]) == 1
 
 
-async def test_a_failed_agent_fails_the_task_and_nothing_is_left_running(env):
+GITHUB = {"source": "github", "repo": "acme/api", "number": 7}
+
+
+async def test_a_failed_agent_is_retried_once_and_the_task_ends_partial(env):
     world = World(plan=plan(("a", []), ("b", [])),
                   agents={"fast_edit-b-1": AgentScript(turns=[Turn(fail="ScriptDiverged")]),
-                          "fast_edit-a-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=0.5), Turn()])})
-    with pytest.raises(WorkflowFailureError):
-        await run_task(env, world, task_input())
+                          "fast_edit-b-2": AgentScript(turns=[Turn(fail="ProviderError")]),
+                          "fast_edit-a-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=0.5), Turn()])},
+                  checks=lambda label: False)
+    result = await run_task(env, world, task_input(max_debug_rounds=1), origin=GITHUB)
+    assert result.status == "partial"
+    assert [(s.id, s.status, s.attempts) for s in result.subtasks] == [("a", "merged", 1), ("b", "failed", 2)]
+    assert "ProviderError" in result.subtasks[1].note and any("subtask b: failed" in p for p in result.problems)
+    # the sibling finished its work while b failed: nothing was cut off
+    assert result.subtasks[0].agent.status == "done"
+    retry = next(c.input for c in world.named("init_agent") if c.input.agent_id.endswith("fast_edit-b-2"))
+    assert "An earlier attempt at this subtask failed (ScriptDiverged" in retry.task
+    # the failed agents' work is not collected, their sandboxes are released, the task reports back and cleans up
+    assert {c.input.name for c in world.named("collect_agent_work")} >= {"fast_edit-a-1"}
+    assert not {"fast_edit-b-1", "fast_edit-b-2"} & {c.input.name for c in world.named("collect_agent_work")}
     released = {c.input.agent_id.split("/")[-1] for c in world.named("release_sandbox")}
-    assert "fast_edit-b-1" in released
+    assert {"fast_edit-b-1", "fast_edit-b-2", "fast_edit-a-1"} <= released
+    [report] = world.named("report_status")
+    assert report.input.status == "partial" and "not done: subtask b: failed" in report.input.summary
+    assert world.calls[-1].name == "cleanup_task"
+
+
+async def test_a_retry_that_works_makes_the_task_succeed(env):
+    world = World(plan=plan(("a", []),), agents={"fast_edit-a-1": AgentScript(turns=[Turn(fail="Timeout")])})
+    result = await run_task(env, world, task_input())
+    assert result.status == "succeeded" and result.subtasks[0].status == "merged"
+    assert result.subtasks[0].attempts == 2 and "after a failure (Timeout)" in result.subtasks[0].note
+
+
+async def test_a_failed_planner_falls_back_to_one_subtask(env):
+    world = World(agents={"planner": AgentScript(turns=[Turn(fail="ProviderError")])})
+    result = await run_task(env, world, task_input())
+    assert result.plan.source == "fallback" and "the planner failed (ProviderError" in result.plan.note
+    assert [s.id for s in result.subtasks] == ["task"] and result.status == "succeeded"
+
+
+async def test_a_failed_solo_agent_fails_the_task_and_reports_it(env):
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(fail="ScriptDiverged")])})
+    result = await run_task(env, world, task_input(mode="solo"), origin=GITHUB)
+    assert result.status == "failed" and result.agent.status == "failed"
+    assert result.agent.error_kind == "ScriptDiverged" and "stub ScriptDiverged" in result.agent.reason
+    assert world.named("report_status")[0].input.status == "failed"
+
+
+async def test_provider_failures_switch_to_the_fallback_model(env):
+    world = World(fallbacks={"stub:big": ["stub:small"]},
+                  agents={"agent-1": AgentScript(turns=[Turn(fail="ProviderError"), Turn()])})
+
+    # the first model call fails (non-retryable here), the fallback answers the same turn
+    class Flaky(AgentScript):
+        pass
+
+    result = await run_task(env, world, task_input(mode="solo", model="stub:big"))
+    models = [c.input.model for c in world.named("model_call")]
+    assert models[0] == "stub:big" and models[1] == "stub:small"
+    assert [(s.previous, s.model, s.by) for s in result.agent.switches] == [("stub:big", "stub:small", "router")]
+
+
+async def test_a_person_switches_the_model_mid_run(env):
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["read_file"]), Turn(tools=["read_file"]),
+                                                        Turn()])}, model_gate=asyncio.Event())
+
+    async def during(handle):
+        await _until(lambda: world.named("model_call"))
+        await handle.signal("switch_model", args=["stub:other", "ana", "too slow"])
+        await asyncio.sleep(0.3)
+        world.model_gate.set()
+
+    result = await run_task(env, world, task_input(mode="solo", model="stub:first"), during=during)
+    models = [c.input.model for c in world.named("model_call")]
+    assert models == ["stub:first", "stub:other", "stub:other"]
+    [sw] = result.agent.switches
+    assert (sw.turn, sw.previous, sw.model, sw.by, sw.reason) == (2, "stub:first", "stub:other", "ana", "too slow")
+
+
+async def _until(pred, timeout: float = 10.0):
+    for _ in range(int(timeout / 0.05)):
+        if pred():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+async def test_a_steer_in_each_phase_reaches_exactly_one_model_call(env):
+    """planning (planner running), a wave (one agent running), tests, merging and verifying (no agent running:
+    queued for the next agent that starts), debugging; and one sent when no agent is left (a follow-up agent)."""
+    world = World(plan=plan(("a", []), ("b", ["a"])), checks=lambda label: label not in ("before", "after"),
+                  agents={"planner": AgentScript(turns=[Turn(tools=["read_file"], tool_seconds=0.6), Turn()]),
+                          "fast_edit-a-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=0.6), Turn()]),
+                          "debugger-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=0.6), Turn()])})
+    sent = []
+
+    async def during(handle):
+        async def when(what, pred):
+            await _until(pred, 20)
+            await handle.signal("steer", args=[what, "tester"])
+            sent.append(what)
+
+        await when("during planning", lambda: any(c.input.agent_id.endswith("planner")
+                                                  for c in world.named("tool_call")))
+        await when("during wave 1", lambda: any(c.input.agent_id.endswith("fast_edit-a-1")
+                                                for c in world.named("tool_call")))
+        await when("before the debugger", lambda: any(c.input.label == "after" for c in world.named("run_checks")))
+        await when("during debugging", lambda: any(c.input.agent_id.endswith("debugger-1")
+                                                   for c in world.named("tool_call")))
+
+    result = await run_task(env, world, task_input(max_debug_rounds=1), during=during)
+    assert len(sent) == 4
+    seen: dict[str, list[str]] = {}
+    for c in world.named("model_call"):
+        for m in c.input.user_messages:
+            seen.setdefault(m, []).append(c.input.agent_id.split("/")[-1])
+    assert seen["during planning"] == ["planner"]
+    assert seen["during wave 1"] == ["fast_edit-a-1"]
+    assert len(seen["before the debugger"]) == 1  # queued, then given to the next agent that started
+    assert seen["during debugging"] == ["debugger-1"]
+    assert all(m.delivered_to for m in result.messages) and len(result.messages) == 4
+
+
+async def test_a_message_nobody_read_gets_a_follow_up_agent(env):
+    """A follow-up that arrives while the last tests run (no agent is running, none would start): an agent on the
+    branch gets it, then the tests run again; nothing a person sends is lost."""
+    world = World(agents={"agent-1": AgentScript(turns=[Turn()])}, check_seconds={"after": 1.0})
+
+    async def during(handle):
+        await _until(lambda: any(c.input.label == "after" for c in world.named("run_checks")), 20)
+        await handle.signal("follow_up", "also update the changelog")
+
+    result = await run_task(env, world, task_input(mode="solo"), during=during)
+    assert len(result.follow_ups) == 1 and result.follow_ups[0].status == "done"
+    got = [c.input.user_messages for c in world.named("model_call") if c.input.agent_id.endswith("follow-up-1")]
+    assert got[0] == ["also update the changelog"]
+    assert [m.delivered_to for m in result.messages] == [[f"{result.branch.removeprefix('bosun/')}/follow-up-1"]]
+    assert [c.input.label for c in world.named("run_checks")] == ["before", "after", "after follow-up 1"]
+
+
+async def test_cancelling_a_task_reports_it_and_cleans_up(env):
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=5), Turn()])})
+
+    async def during(handle):
+        await _until(lambda: world.named("tool_call"), 20)
+        await handle.cancel()
+
+    with pytest.raises(WorkflowFailureError):
+        await run_task(env, world, task_input(mode="solo"), during=during, origin=GITHUB)
+    assert [c.input.status for c in world.named("report_status")] == ["cancelled"]
     assert world.calls[-1].name == "cleanup_task"

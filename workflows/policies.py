@@ -1,0 +1,27 @@
+"""Retries by error class, in one place (the table in docs/ARCHITECTURE.md, "Retries", mirrors this module).
+
+Whether a failure is retried at all is decided by its class: activities raise bosun's error classes and the
+worker's interceptor marks each failure non-retryable unless the class (or a provider/service error instance)
+says ``retryable`` (activities/errors.py). These policies only say how often and how fast retryable failures are
+tried again. Agents (child workflows) have no retry policy: a failed agent is a result the coordinator acts on.
+
+Each policy below names what it is for; docs/ARCHITECTURE.md ("Retries") has the table of which classes retry,
+how often, and what is final.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+MODEL_CALL = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
+                         maximum_interval=timedelta(seconds=60), maximum_attempts=6)
+TOOL_CALL = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
+                        maximum_attempts=4)
+WORKSPACE = RetryPolicy(maximum_attempts=3)
+REPORT = RetryPolicy(initial_interval=timedelta(seconds=5), backoff_coefficient=2.0,
+                     maximum_interval=timedelta(minutes=5), maximum_attempts=8)
+CLEANUP = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                      maximum_attempts=5)
+ONCE = RetryPolicy(maximum_attempts=1)
