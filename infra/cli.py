@@ -81,10 +81,11 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     spec_text = args.model or s.default_model
     if not spec_text:
         raise ConfigError("no model: pass --model SPEC or set BOSUN_DEFAULT_MODEL")
-    if spec_text == "auto":
-        from agents.router import load_config
+    from agents.router import load_config
 
-        load_config(s.router_config)  # a bad router configuration is refused here, before anything starts
+    # Every agent reads it (fallback chains for any model): a bad one is refused here, before anything starts.
+    load_config(s.router_config)
+    if spec_text == "auto":
         return repo, "auto", None
     spec = parse_spec(spec_text)
     trajectory = None

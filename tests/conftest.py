@@ -41,7 +41,11 @@ def stack_env(data_dir: Path) -> dict[str, str]:
     env = {name: str(free_port()) for name in ports}
     env["BOSUN_DATA_DIR"] = str(data_dir)
     env["BOSUN_WORKER_ID"] = f"test-{os.getpid()}-{data_dir.name}"
-    env["BOSUN_ROUTER_CONFIG"] = str(data_dir / "router.json")  # written by the tests that use --model auto
+    # The worker reads the router configuration for every agent (fallback chains); tests that route with
+    # --model auto write their own and put this empty one back (router_config fixture).
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "router.json").write_text("{}")
+    env["BOSUN_ROUTER_CONFIG"] = str(data_dir / "router.json")
     return env
 
 

@@ -320,6 +320,8 @@ class TaskWorkflow:
             solo, head = await self._run_on_branch(inp, queue, branch, head, "agent-1", "solo", inp.task, ["solo"])
             if solo.status == "failed":
                 problems.append(f"the agent failed: {solo.error_kind}: {solo.reason[:300]}")
+            elif solo.status == "budget_exhausted":
+                problems.append(f"the agent ran out of budget before it finished ({solo.stopped or 'budget'})")
         else:
             outcomes, head = await self._team(inp, queue, base, head, branch, before)
             problems += [f"subtask {o.id}: {o.status}" + (f" ({o.note})" if o.note else "") for o in outcomes

@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,10 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from agents.languages import language_for as file_language
+
+PARSE_BUDGET_S = 2.0
+"""Longest a single file's parse may take; a file still unparsed then is indexed as far as it got."""
+_CHUNK = 1 << 16
 
 #: Bump when extraction output changes; old cache rows are then ignored.
 EXTRACTOR_VERSION = "1"
@@ -200,7 +205,17 @@ class _Extractor:
         self.refs = Query(lang, "\n".join(f"({t}) @ref" for t in ref_types))
 
     def extract(self, language: str, source: bytes) -> FileSymbols:
-        tree = self.parser.parse(source)
+        # Files come from hostile workspaces: the parse reads the source in chunks and stops at a deadline, so no
+        # file holds the indexer longer than PARSE_BUDGET_S (what was parsed by then is indexed).
+        deadline = time.monotonic() + PARSE_BUDGET_S
+
+        def chunk(offset: int, _point) -> bytes:
+            if time.monotonic() > deadline:
+                return b""
+            return source[offset:offset + _CHUNK]
+
+        self.parser.reset()
+        tree = self.parser.parse(chunk)
         root = tree.root_node
         lines = source.split(b"\n")
         # Keys are (start, end, node type): a body block can share its span with its only child.

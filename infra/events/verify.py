@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import time
 from typing import Any
@@ -108,20 +109,60 @@ def require_json_content_type(value: str | None) -> None:
                             "settings choose content type application/json)", field="Content-Type")
 
 
+MAX_NUMBER_CHARS = 100
+"""Longest number literal accepted in a webhook body (GitHub and Linear ids have at most ~20 digits)."""
+
+
+def _strict_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Unacceptable(f"a number of {len(text)} digits (at most {MAX_NUMBER_CHARS} are accepted)")
+    return int(text)
+
+
+def _strict_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Unacceptable(f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS} are accepted)")
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unacceptable(f"the number {text[:40]} overflows a double")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise _Unacceptable(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+class _Unacceptable(ValueError):
+    """A value the JSON grammar of RFC 8259 does not allow, or one beyond bosun's limits."""
+
+
 def parse_json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, strictly (RFC 8259): no NaN/Infinity, no number that overflows a double, number
+    literals of at most ``MAX_NUMBER_CHARS``, nesting as deep as the parser allows. Anything else is a 400."""
     if not body:
         raise Rejected(400, "the body is empty: expected a JSON object", field="body")
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_int=_strict_int, parse_float=_strict_float, parse_constant=_no_constant)
     except UnicodeDecodeError as e:
         raise Rejected(400, f"the body is not UTF-8 ({e.reason} at byte {e.start}): expected a JSON object",
                        field="body") from None
     except json.JSONDecodeError as e:
         raise Rejected(400, f"the body is not valid JSON: {e.msg} at line {e.lineno} column {e.colno} "
                             f"(byte {e.pos})", field="body") from None
+    except _Unacceptable as e:
+        raise Rejected(400, f"the body is not acceptable JSON: {e}", field="body") from None
+    except RecursionError:
+        raise Rejected(400, "the body is nested too deeply: expected a JSON object nested at most a few hundred "
+                            "levels (webhook payloads are far shallower)", field="body") from None
+    except ValueError as e:  # anything else the decoder refuses on a value (never a 500)
+        raise Rejected(400, f"the body is not acceptable JSON: {str(e)[:200]}", field="body") from None
     if not isinstance(value, dict):
         raise Rejected(400, f"the body is JSON {type(value).__name__}: expected a JSON object", field="body")
     return value
+
+
+MAX_TIMESTAMP_MS = 10**15
+"""Milliseconds since the epoch beyond this (the year 33658) are not a delivery time."""
 
 
 def check_linear_timestamp(payload: dict[str, Any], tolerance_s: float, now: float | None = None) -> int:
@@ -132,8 +173,11 @@ def check_linear_timestamp(payload: dict[str, Any], tolerance_s: float, now: flo
                             "since the epoch", field=field)
     ts = payload[field]
     if isinstance(ts, bool) or not isinstance(ts, int | float):
-        raise Rejected(400, f"field {field}={ts!r} is not a number: expected milliseconds since the epoch",
+        raise Rejected(400, f"field {field}={str(ts)[:40]!r} is not a number: expected milliseconds since the epoch",
                        field=field)
+    if not (isinstance(ts, int) or math.isfinite(ts)) or abs(ts) > MAX_TIMESTAMP_MS:
+        raise Rejected(400, f"field {field}={str(ts)[:40]} is not a time: expected milliseconds since the epoch "
+                            "(13 digits today)", field=field)
     now = time.time() if now is None else now
     skew = now - ts / 1000.0
     if skew > tolerance_s:

@@ -101,6 +101,19 @@ def github_cases():
         ("JSON array", b"[1, 2]", github_request("issues", b"[1, 2]")[1], 400, "the body is JSON list"),
         ("empty body", b"", github_request("issues", b"")[1], 400, "the body is empty"),
         ("not UTF-8", b'{"a": "\xff"}', github_request("issues", b'{"a": "\xff"}')[1], 400, "not UTF-8"),
+        *[(name, b, github_request("issues", b)[1], 400, msg) for name, b, msg in hostile_json()],
+    ]
+
+
+def hostile_json() -> list[tuple[str, bytes, str]]:
+    """Signed bodies that Python's json module would choke on or accept although they are not JSON."""
+    return [
+        ("nested 5,000 deep", b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+        ("objects nested 5,000 deep", b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nested too deeply"),
+        ("a 5,000-digit number", b'{"action": "labeled", "n": ' + b"9" * 5000 + b"}", "a number of 5000 digits"),
+        ("NaN", b'{"action": "labeled", "n": NaN}', "NaN is not JSON"),
+        ("Infinity", b'{"n": -Infinity}', "-Infinity is not JSON"),
+        ("a float that overflows", b'{"n": 1e999}', "overflows a double"),
     ]
 
 
@@ -143,6 +156,14 @@ def linear_cases():
         ("missing delivery id", body, without("Linear-Delivery"), 400, "missing header Linear-Delivery"),
         ("missing event header", body, without("Linear-Event"), 400, "missing header Linear-Event"),
         ("malformed JSON", *linear_request(b"{not json}", event="Issue"), 400, "the body is not valid JSON"),
+        ("timestamp NaN", *linear_request(json.dumps({**linear_agent_session(), "webhookTimestamp": "@"}).encode()
+                                          .replace(b'"@"', b"NaN")), 400, "NaN is not JSON"),
+        ("timestamp of 400 nines", *signed({**linear_agent_session(), "webhookTimestamp": int("9" * 400)}), 400,
+         "a number of 400 digits"),
+        ("timestamp of 99 nines", *signed({**linear_agent_session(), "webhookTimestamp": int("9" * 99)}), 400,
+         "is not a time"),
+        ("timestamp 1e308", *signed({**linear_agent_session(), "webhookTimestamp": 1e308}), 400, "is not a time"),
+        *[(f"linear {name}", *linear_request(b), 400, msg) for name, b, msg in hostile_json()],
     ]
 
 

@@ -71,9 +71,11 @@ async def test_state_labels_replace_each_other(github):
         await gh.set_state(REPO, 7, "working")
         await gh.set_state(REPO, 7, "blocked")
         assert sorted(fake.labels[(REPO, 7)]) == ["bosun", "bosun:blocked", "bug"]
+        await gh.set_state(REPO, 7, "partial")
+        assert sorted(fake.labels[(REPO, 7)]) == ["bosun", "bosun:partial", "bug"]
         await gh.set_state(REPO, 7, "done")
     assert sorted(fake.labels[(REPO, 7)]) == ["bosun", "bosun:done", "bug"]
-    with pytest.raises(ValueError, match="not one of working, blocked, done"):
+    with pytest.raises(ValueError, match="not one of working, blocked, partial, done"):
         await GitHubClient("t", url).set_state(REPO, 7, "finished")  # type: ignore[arg-type]
 
 

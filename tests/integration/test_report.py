@@ -55,9 +55,10 @@ async def test_a_finished_run_reports_back_to_github_and_linear(tmp_path):
                                               (EXAMPLE / "solo.jsonl").read_text())),
                 id=f"linear:session:sess-1-{int(time.time())}", task_queue="bosun", memo={"origin": origin_lin})
             result = await handle.result()
-            assert result["status"] == "no_changes"  # two turns are not enough to fix anything
+            # two turns are not enough to fix anything: the agent ran out of budget, the task failed
+            assert result["status"] == "failed" and "ran out of budget" in result["problems"][0]
             acts = lin.for_session("sess-1")
             assert [a["content"]["type"] for a in acts] == ["error"]
-            assert "no_changes" in acts[0]["content"]["body"]
+            assert "**failed**" in acts[0]["content"]["body"] and "ran out of budget" in acts[0]["content"]["body"]
         finally:
             st.down()

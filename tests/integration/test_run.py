@@ -153,9 +153,17 @@ def test_compaction_is_recorded_in_history(stack, example_repo, tmp_path):
     assert event["kept_counts"]["failing_tests"] >= 200  # every failing test id survived the compaction
 
 
-def test_model_auto_routes_each_role_and_history_shows_why(stack, example_repo):
+@pytest.fixture
+def router_config(stack):
+    """The stack's router configuration file; put back to the empty default after the test."""
+    path = stack.data_dir / "router.json"
+    yield path
+    path.write_text("{}")
+
+
+def test_model_auto_routes_each_role_and_history_shows_why(stack, example_repo, router_config):
     team = f"scripted:{EXAMPLE / 'team.jsonl'}"
-    (stack.data_dir / "router.json").write_text(json.dumps({
+    router_config.write_text(json.dumps({
         "tiers": {"small": team, "medium": team, "large": team},
         "roles": {"debugger": {"model": team, "fallbacks": []}}}))
     proc = stack.bosun("run", "--repo", str(example_repo), "--model", "auto", "--id", "it-auto", "--wait", "--json",
@@ -167,8 +175,8 @@ def test_model_auto_routes_each_role_and_history_shows_why(stack, example_repo):
     assert "route debugger: scripted:" in text and "model fixed to" in text
 
 
-def test_bad_router_config_is_refused_before_anything_starts(stack, example_repo):
-    (stack.data_dir / "router.json").write_text('{"tiers": {"small": "nope"}}')
+def test_bad_router_config_is_refused_before_anything_starts(stack, example_repo, router_config):
+    router_config.write_text('{"tiers": {"small": "nope"}}')
     proc = stack.bosun("run", "--repo", str(example_repo), "--model", "auto", "--id", "it-auto-bad", "fix")
     assert proc.returncode == 2
     assert proc.stderr.startswith("bosun: BOSUN_ROUTER_CONFIG=") and "tiers" in proc.stderr
@@ -183,7 +191,8 @@ def test_turn_budget_stops_an_agent_cleanly(stack, example_repo):
     result = json.loads(proc.stdout)
     assert result["agent"]["status"] == "budget_exhausted" and result["agent"]["turns"] == 2
     assert result["agent"]["stopped"] == "turn limit (2)"
-    assert result["status"] == "no_changes" and result["tests_after"]["failed"]
+    assert result["status"] == "failed" and result["tests_after"]["failed"]
+    assert result["problems"] == ["the agent ran out of budget before it finished (turn limit (2))"]
 
 
 def test_task_budget_is_checked_before_fan_out(stack, example_repo):
@@ -194,7 +203,9 @@ def test_task_budget_is_checked_before_fan_out(stack, example_repo):
     assert result["spent"]["tokens"] > 1000 and result["spent"]["turns"] == 3  # the planner alone spent it
     assert [(s["id"], s["status"]) for s in result["subtasks"]] == [("median", "skipped"), ("percent", "skipped")]
     assert result["budget_note"].startswith("task budget: 2 of 2 fast-edit agents not started")
-    assert result["status"] == "no_changes" and not result["debug_rounds"]
+    # nothing was done because the budget ran out: a failure, with the reason in the result
+    assert result["status"] == "failed" and not result["debug_rounds"] and proc.returncode == 1
+    assert any("skipped" in p for p in result["problems"])
     bad = stack.bosun("run", "--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'team.jsonl'}",
                       "--budget-usd", "0", "fix")
     assert bad.returncode == 2 and "must be positive" in bad.stderr

@@ -123,3 +123,23 @@ def test_many_with_worker_processes_matches_serial(tmp_path: Path) -> None:
     assert parallel[-1] is None and parallel[0] is not None and parallel[0].definitions[0].name == "f0"
     with SymbolCache(tmp_path / "a") as cache:
         assert cache.get_or_extract_many(items) == parallel and cache.hits == 5
+
+
+def test_a_parse_that_runs_past_its_budget_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile file cannot hold the indexer: the parse stops at the deadline and what was parsed is indexed."""
+    import agents.search.symbols as symbols
+
+    source = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(60_000)).encode()
+    monkeypatch.setattr(symbols, "PARSE_BUDGET_S", 0.02)
+    import time
+
+    t = time.perf_counter()
+    partial = extract_symbols(source, "python")
+    took = time.perf_counter() - t
+    monkeypatch.setattr(symbols, "PARSE_BUDGET_S", 60.0)
+    t = time.perf_counter()
+    full = extract_symbols(source, "python")
+    took_full = time.perf_counter() - t
+    assert len(full.definitions) == 60_000
+    assert 0 < len(partial.definitions) < len(full.definitions)
+    assert took < took_full / 2  # cut short, not the whole parse

@@ -241,7 +241,8 @@ class Stubs:
     @activity.defn(name="finalize")
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
         await self._record("finalize", inp)
-        changed = [c.input.name for c in self.w.named("collect_agent_work")]
+        changed = [c.input.name for c in self.w.named("collect_agent_work")
+                   if self.w.agents.get(c.input.name, AgentScript()).changes]
         return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
                               commit="c" * 40 if changed else None, workspace="/nonexistent/view")
 

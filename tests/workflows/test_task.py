@@ -190,6 +190,15 @@ async def test_a_failed_solo_agent_fails_the_task_and_reports_it(env):
     assert world.named("report_status")[0].input.status == "failed"
 
 
+async def test_a_solo_agent_out_of_turns_fails_the_task_and_says_why(env):
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["read_file"])] * 5, changes=False)})
+    result = await run_task(env, world, task_input(mode="solo", max_turns=2), origin=GITHUB)
+    assert result.agent.status == "budget_exhausted" and result.agent.turns == 2
+    assert result.status == "failed"
+    assert result.problems == ["the agent ran out of budget before it finished (turn limit (2))"]
+    assert world.named("report_status")[0].input.status == "failed"
+
+
 async def test_provider_failures_switch_to_the_fallback_model(env):
     world = World(fallbacks={"stub:big": ["stub:small"]},
                   agents={"agent-1": AgentScript(turns=[Turn(fail="ProviderError"), Turn()])})
