@@ -9,7 +9,7 @@ bootstrap:
 	@bash infra/bootstrap.sh
 
 demo: bootstrap
-	@$(PY) -m infra.demo
+	@$(PY) -m infra.entry.demo
 
 test: bootstrap
 	@bash .ci/pytest.sh $(PYTEST_ARGS)
@@ -20,6 +20,7 @@ test-fast: bootstrap
 
 lint: bootstrap
 	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/lint-imports
 
 bench: bootstrap
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

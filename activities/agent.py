@@ -40,9 +40,9 @@ from agents.messages import Message
 from agents.plan import PlanError, plan_from_transcript, topological_waves
 from agents.providers import make_provider, parse_spec
 from agents.router import RouteRequest, fallbacks, load_config, model_fallbacks, route
+from agents.tools.builtin import default_registry
 from agents.tools.escalation import NAME as ESCALATION
 from agents.tools.escalation import EscalationArgs
-from agents.tools.hostview import drop_mirror
 from agents.tools.once import CallLedger
 from agents.tools.registry import Registry, ToolContext
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
@@ -50,6 +50,7 @@ from infra.artifacts import ArtifactStore
 from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment
 from infra.settings import Settings
 from sandbox.escalation import run_escalated
+from sandbox.hostview import drop_mirror
 from sandbox.manager import SandboxManager
 
 
@@ -73,7 +74,6 @@ class AgentActivities:
     @classmethod
     def standalone(cls, settings: Settings) -> AgentActivities:
         """With a store, sandboxes, registry and ledger of its own (tests, benchmarks); the worker shares them."""
-        from agents.tools.builtin import default_registry
 
         store = ArtifactStore(settings.artifacts_dir)
         return cls(settings, store, SandboxManager(settings.sandbox_backend, settings.sandbox_image),

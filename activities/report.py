@@ -12,6 +12,13 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
+from infra.events.config import load_events_config
+from infra.events.github_api import ExternalServiceError, GitHubClient
+from infra.events.linear_api import LinearClient
+from infra.events.triggers import Origin
+from sandbox.hostgit import GitError
+from sandbox.hostrepo import TaskRepo
+
 
 class ReportInput(BaseModel):
     workflow_id: str
@@ -33,10 +40,6 @@ class ReportResult(BaseModel):
 
 
 async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
-    from infra.events.config import load_events_config
-    from infra.events.github_api import GitHubClient
-    from infra.events.linear_api import LinearClient
-    from infra.events.triggers import Origin
 
     cfg = load_events_config(settings)
     origin = Origin.model_validate(inp.origin)
@@ -83,9 +86,6 @@ async def push(settings: Any, inp: ReportInput, token: str | None) -> None:
     A network failure is an ExternalServiceError that is retried; a refusal is final."""
     import asyncio
 
-    from infra.events.github_api import ExternalServiceError
-    from sandbox.hostgit import GitError
-    from sandbox.hostrepo import TaskRepo
 
     repo = TaskRepo(settings.workspaces_dir, inp.workflow_id)
     try:

@@ -24,6 +24,7 @@ from agents.budget import Budget
 from agents.messages import ToolSpec
 from agents.plan import Plan, topological_waves
 from agents.profiles import ModelProfile
+from agents.tools.builtin import default_registry
 from agents.tools.registry import Registry, Tool, ToolContext, ToolOutput
 from infra.errors import ConfigError, describe_validation
 
@@ -59,7 +60,6 @@ ROLE_TOOLS: dict[str, Tool] = {
 @cache
 def builtin_tools() -> dict[str, bool]:
     """Built-in tool names -> read-only flag (imported on first use: the tools pull in code search)."""
-    from agents.tools.builtin import default_registry
 
     return {name: t.read_only for name, t in default_registry().tools.items()}
 

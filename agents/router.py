@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agents.profiles import profile_for
 from agents.providers import parse_spec
 from infra.errors import ConfigError, describe_validation
 
@@ -189,7 +190,6 @@ def fallbacks(role: str, config: RouterConfig) -> list[str]:
 def model_fallbacks(model: str, config: RouterConfig) -> list[str]:
     """The fallback chain of a model spec: the configuration's (its own entry, else ``"*"``), else its profile's;
     never the model itself."""
-    from agents.profiles import profile_for
 
     chain = config.model_fallbacks.get(model, config.model_fallbacks.get("*"))
     if chain is None:

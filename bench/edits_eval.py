@@ -1,7 +1,7 @@
 """Edit-engine accuracy on the real-change corpus, for bosun's cascade and the three baselines.
 
 Run: ``.venv/bin/python bench/edits_eval.py [--cache DIR] [--out CORPUS.jsonl.gz]``. On first run the sdists of the
-packages in ``agents.edits.corpus.DEFAULT_PACKAGES`` are downloaded with pip into the cache
+packages in ``bench.editcases.corpus.DEFAULT_PACKAGES`` are downloaded with pip into the cache
 (``~/.cache/bosun-bench/edits``). The corpus is written there (gzip JSONL, usable with ``bosun eval edits --cases``)
 and every strategy is scored in-process. Prints JSON: corpus size and make-up, one summary per strategy (correct apply
 and refusal rates, silent misapplies, latency, failing categories with example ids) and bosun's goals. The summary
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.edits.corpus import DEFAULT_CACHE, DEFAULT_PACKAGES, build, write_jsonl  # noqa: E402
-from agents.edits.eval import STRATEGIES, Case, evaluate, format_table  # noqa: E402
+from bench.editcases.corpus import DEFAULT_CACHE, DEFAULT_PACKAGES, build, write_jsonl  # noqa: E402
+from bench.editcases.eval import STRATEGIES, Case, evaluate, format_table  # noqa: E402
 
 GOALS = {"correct_apply_pct": 99.5, "correct_refusal_pct": 99.5, "silent_misapply": 0, "min_cases": 5000}
 

@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from infra.errors import ConfigError
+
 
 def _default_data_dir() -> Path:
     xdg = os.environ.get("XDG_DATA_HOME")
@@ -136,7 +138,6 @@ def load_settings() -> Settings:
     """
     from pydantic import ValidationError
 
-    from infra.errors import ConfigError
 
     try:
         return Settings()

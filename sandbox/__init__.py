@@ -12,8 +12,13 @@ import shutil
 from typing import Any, Literal
 
 from infra.errors import ConfigError, UnexpectedEnvironment
+from sandbox import cgroups
 from sandbox.base import WORKSPACE_PATH, ExecResult, Limits, Sandbox, SandboxProvider
+from sandbox.bwrap import BwrapProvider
+from sandbox.docker_backend import DEFAULT_IMAGE, DockerProvider
 from sandbox.escalation import run_escalated
+from sandbox.pool import PooledProvider
+from sandbox.slots import SLOTS_ROOT, SlotManager
 
 __all__ = ["WORKSPACE_PATH", "ExecResult", "Limits", "Sandbox", "SandboxProvider", "docker_available",
            "get_provider", "reap_orphans", "run_escalated"]
@@ -52,7 +57,6 @@ def reap_orphans() -> dict[str, Any]:
     try:
         import docker  # noqa: PLC0415
 
-        from sandbox.docker_backend import DockerProvider  # noqa: PLC0415
 
         client = docker.from_env(timeout=10)
         try:
@@ -63,7 +67,6 @@ def reap_orphans() -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - no engine is fine
         out["errors"].append(f"docker: {exc}")
     try:
-        from sandbox import cgroups  # noqa: PLC0415
 
         out["cgroups"] = cgroups.reap_stale(cgroups.detect())
     except Exception as exc:  # noqa: BLE001
@@ -71,7 +74,6 @@ def reap_orphans() -> dict[str, Any]:
     try:
         import os  # noqa: PLC0415
 
-        from sandbox.slots import SLOTS_ROOT, SlotManager  # noqa: PLC0415
 
         if os.geteuid() == 0 and SLOTS_ROOT.exists():
             mgr = SlotManager()
@@ -91,7 +93,6 @@ def get_provider(backend: Backend | str = "auto", *, image: str | None = None, l
     backend's constructor. Raises ConfigError for an unknown backend, UnexpectedEnvironment when the requested
     backend cannot work on this host.
     """
-    from sandbox.docker_backend import DEFAULT_IMAGE  # noqa: PLC0415
 
     image = image or DEFAULT_IMAGE
     if backend == "auto":
@@ -99,11 +100,9 @@ def get_provider(backend: Backend | str = "auto", *, image: str | None = None, l
         backend = "docker" if ok else "bwrap"
     provider: SandboxProvider
     if backend == "docker":
-        from sandbox.docker_backend import DockerProvider  # noqa: PLC0415
 
         provider = DockerProvider(limits, image=image, **kwargs)
     elif backend == "bwrap":
-        from sandbox.bwrap import BwrapProvider  # noqa: PLC0415
 
         if not shutil.which("bwrap") and "bwrap" not in kwargs:
             raise UnexpectedEnvironment("the bwrap backend needs bubblewrap (apt-get install bubblewrap); "
@@ -112,7 +111,6 @@ def get_provider(backend: Backend | str = "auto", *, image: str | None = None, l
     else:
         raise ConfigError(f"unknown sandbox backend {backend!r}; use auto, docker or bwrap")
     if pool_size > 0:
-        from sandbox.pool import PooledProvider  # noqa: PLC0415
 
         provider = PooledProvider(provider, size=pool_size)
     return provider

@@ -14,7 +14,10 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from agents.providers.anthropic import AnthropicProvider
 from agents.providers.base import Provider
+from agents.providers.openai_compat import OpenAICompatProvider
+from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
 from infra.errors import ConfigError
 
 KINDS = ("openai", "anthropic", "openai-compatible", "scripted")
@@ -72,7 +75,6 @@ def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settin
     """Build the provider a spec names. ``trajectory_text`` is the scripted trajectory's content; ``agent_keys``
     pick which agent's lines a scripted provider replays (first key with lines wins)."""
     if spec.kind == "scripted":
-        from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
 
         if trajectory_text is not None:
             turns = parse_trajectory(trajectory_text, spec.model)
@@ -80,11 +82,9 @@ def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settin
             _, turns = load_trajectory(spec.model)
         return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
     if spec.kind == "anthropic":
-        from agents.providers.anthropic import AnthropicProvider
 
         key = _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY")
         return AnthropicProvider(spec.model, key)
-    from agents.providers.openai_compat import OpenAICompatProvider
 
     if spec.kind == "openai":
         key = _key(getattr(settings, "openai_api_key", None), "OPENAI_API_KEY")

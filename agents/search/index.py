@@ -67,12 +67,6 @@ class RepoIndex:
         """``(relative path, text)`` of every indexed file."""
         yield from zip(self.files, self.texts, strict=True)
 
-    def search_files(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` files most likely relevant to ``query`` (see :mod:`agents.search.ranker`)."""
-        from agents.search.ranker import rank_files
-
-        return rank_files(self, query, k)
-
 
 def iter_code_files(root: Path) -> Iterator[str]:
     """Relative POSIX paths of code files under ``root``, skipping vendored and generated folders."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from agents.search.bm25 import query_weights, tokenize
+from agents.search.graph import propagate
 from agents.search.index import RepoIndex, build_index
 from agents.search.signals import Signals, extract_signals, strip_boilerplate
 
@@ -248,8 +249,6 @@ def combine(
         for idx, v in comps[name].items():
             total[idx] = total.get(idx, 0.0) + w * v
     if weights.graph:
-        from agents.search.repomap import propagate
-
         seeds = dict(heapq.nlargest(20, total.items(), key=lambda kv: kv[1]))
         for idx, v in propagate(index, seeds).items():
             total[idx] = total.get(idx, 0.0) + weights.graph * v

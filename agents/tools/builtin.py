@@ -44,6 +44,7 @@ from agents.tools.edit import (
     patch_write_key,
     str_replace,
 )
+from agents.tools.escalation import ESCALATION_TOOL
 from agents.tools.files import (
     READ_CHAR_CAP,
     READ_LINE_CAP,
@@ -146,6 +147,4 @@ def shape_for_model(model: str) -> EditShape:
 
 
 def default_registry() -> Registry:
-    from agents.tools.escalation import ESCALATION_TOOL
-
     return Registry([*BUILTIN_TOOLS, ESCALATION_TOOL])

@@ -16,9 +16,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agents.tools import hostview
+from agents.search.bm25 import tokenize
+from agents.search.index import CODE_EXTENSIONS, build_index
+from agents.search.ranker import rank_files
+from agents.search.repomap import render_repo_map
+from agents.search.symbols import language_for
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
+from sandbox import hostview
 
 MAX_INDEXES = 4
 """Repository indexes kept in memory per process (least recently used dropped first)."""
@@ -26,17 +31,8 @@ _index_cache: OrderedDict[str, tuple[int, Any]] = OrderedDict()
 _index_lock = threading.Lock()
 
 
-def _search_available() -> bool:
-    try:
-        import agents.search.index  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _index_sync(ctx: ToolContext) -> Any:
     """The ``agents.search`` RepoIndex of the workspace's safe mirror (rebuilt only when files changed)."""
-    from agents.search.index import CODE_EXTENSIONS, build_index
 
     workspace = ctx.host_workspace()
     mirror = hostview.mirror_for(workspace, frozenset(CODE_EXTENSIONS))
@@ -88,7 +84,6 @@ class SearchCodeResult(BaseModel):
 
 def _query_words(query: str) -> list[str]:
     try:
-        from agents.search.bm25 import tokenize
 
         words = tokenize(query)
     except ImportError:
@@ -110,9 +105,6 @@ def _best_lines(text: str, words: list[str], n: int) -> list[tuple[int, str]]:
 
 
 async def search_code(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
-    if not _search_available():
-        return await _grep_search(ctx, a)
-    from agents.search.ranker import rank_files
 
     index = await _index(ctx)
     words = _query_words(a.query)
@@ -125,23 +117,7 @@ async def search_code(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
     return _render_hits(a, hits, "ranker")
 
 
-async def _grep_search(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
-    words = [w for w in _query_words(a.query) if len(w) >= 3][:6]
-    counts: dict[str, dict[str, int]] = {}
-    lines: dict[str, list[tuple[int, str]]] = {}
-    for w in words:
-        res = await ctx.sandbox.grep(w, fixed=True, ignore_case=True, max_results=2000)
-        for m in res.matches:
-            counts.setdefault(m.path, {}).setdefault(w, 0)
-            counts[m.path][w] += 1
-            lines.setdefault(m.path, []).append((m.line or 0, m.text.strip()[:200]))
-    order = sorted(counts, key=lambda p: (-len(counts[p]), -sum(counts[p].values()), p))[: a.k]
-    hits = [SearchHit(path=p, score=float(len(counts[p])), lines=sorted(set(lines[p]))[: a.lines_per_file])
-            for p in order]
-    return _render_hits(a, hits, "grep")
-
-
-def _render_hits(a: SearchCodeArgs, hits: list[SearchHit], engine: Literal["ranker", "grep"]) -> ToolOutput:
+def _render_hits(a: SearchCodeArgs, hits: list[SearchHit], engine: Literal["ranker"]) -> ToolOutput:
     rows = []
     for n, hit in enumerate(hits, 1):
         rows.append(f"{n}. {hit.path}  (score {hit.score:g})")
@@ -185,7 +161,6 @@ def _references(index: Any, bare: str, scope: str | None, skip: set[tuple[str, i
                 ) -> tuple[list[SymbolHit], bool]:
     from tree_sitter_language_pack import get_parser
 
-    from agents.search.symbols import language_for
 
     word = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(bare.encode()) + rb"(?![A-Za-z0-9_$])")
     out: list[SymbolHit] = []
@@ -243,8 +218,6 @@ def _find_symbol_sync(index: Any, a: FindSymbolArgs) -> FindSymbolResult:
 
 
 async def find_symbol(ctx: ToolContext, a: FindSymbolArgs) -> ToolOutput:
-    if not _search_available():
-        raise ToolFailed("find_symbol is not available (agents.search is not installed); use grep instead")
     index = await _index(ctx)
     result = await asyncio.to_thread(_find_symbol_sync, index, a)
     rows = []
@@ -274,9 +247,6 @@ class RepoMapResult(BaseModel):
 
 
 async def repo_map(ctx: ToolContext, a: RepoMapArgs) -> ToolOutput:
-    if not _search_available():
-        raise ToolFailed("repo_map is not available (agents.search is not installed); use list_dir and glob")
-    from agents.search.repomap import render_repo_map
 
     index = await _index(ctx)
     if not index.files:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agents.edits import language_for, syntax_errors
 from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
@@ -156,7 +157,6 @@ async def _expand(ctx: ToolContext, paths: list[str]) -> list[str]:
 
 
 async def check(ctx: ToolContext, a: CheckArgs) -> ToolOutput:
-    from agents.edits import language_for, syntax_errors
 
     candidates = await _expand(ctx, a.paths) if a.paths else await _changed_files(ctx)
     checked: list[str] = []

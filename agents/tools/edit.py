@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agents.edits import EditRefused, apply_patch_detailed, apply_str_replace, parse_apply_patch
 from agents.tools.files import read_text_or_none, refuse_syntax
 from agents.tools.registry import ANY_FILE, Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
@@ -61,7 +62,6 @@ class EditResult(BaseModel):
 
 
 async def str_replace(ctx: ToolContext, a: StrReplaceArgs) -> ToolOutput:
-    from agents.edits import EditRefused, apply_str_replace
 
     before = (await ctx.sandbox.read(a.path)).text
     try:
@@ -115,7 +115,6 @@ class ApplyPatchResult(BaseModel):
 
 
 async def apply_patch(ctx: ToolContext, a: ApplyPatchArgs) -> ToolOutput:
-    from agents.edits import EditRefused, apply_patch_detailed, parse_apply_patch
 
     try:
         ops = parse_apply_patch(a.input)

@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from agents.edits import EditRefused, check_edit_syntax
 from agents.tools.registry import Args, ToolContext, ToolOutput
+from infra.artifacts import ArtifactMissing, BadRef, check_ref
 from infra.errors import InvalidArguments, ToolFailed
 from sandbox.base import Listing as ListDirResult
 
@@ -28,7 +30,6 @@ async def read_text_or_none(sandbox: Any, path: str) -> str | None:
 
 def refuse_syntax(path: str, before: str, after: str) -> str:
     """Raise ToolFailed when ``after`` adds syntax errors to ``before``; else a note on errors already there."""
-    from agents.edits import EditRefused, check_edit_syntax
 
     try:
         remaining = check_edit_syntax(path, before, after)
@@ -98,7 +99,6 @@ class ReadOutputArgs(Args):
     @field_validator("ref")
     @classmethod
     def _exact_ref(cls, v: str) -> str:
-        from infra.artifacts import BadRef, check_ref
 
         try:
             return check_ref(v.strip())
@@ -115,7 +115,6 @@ class ReadOutputResult(BaseModel):
 
 
 async def read_output(ctx: ToolContext, a: ReadOutputArgs) -> ToolOutput:
-    from infra.artifacts import ArtifactMissing, BadRef
 
     if ctx.artifacts is None:
         raise ToolFailed("stored outputs are not available in this run")

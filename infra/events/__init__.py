@@ -1,20 +1,13 @@
-"""bosun's events subsystem: GitHub/Linear webhooks -> JetStream -> TaskWorkflow starts, and status back.
+"""The events vocabulary, shared by the ingress, the starter and status back (the processes themselves are entry
+points: ``infra/entry/ingress.py``, ``infra/entry/starter.py``, run by ``python -m infra.entry.events``).
 
-* ``ingress``    - ASGI app (starlette): verify, publish to ``events.<source>.<event>``, 200 only after PubAck
-* ``starter``    - durable pull consumer: trigger rules -> start / signal-with-start / cancel, then ack
-* ``triggers``   - the rules and the workflow ids (business keys)
-* ``gateway``    - the Temporal calls (deterministic request ids, trace header)
-* ``bus``        - streams, headers, the delivery ledger
+* ``verify``     - signature, headers, timestamp and strict JSON checks on a webhook delivery
+* ``bus``        - JetStream streams, headers, the delivery ledger
+* ``triggers``   - the rules and the workflow ids (business keys); ``payloads`` the typed webhook bodies
+* ``gateway``    - the Temporal calls of the starter (deterministic request ids, trace header)
 * ``github_api`` / ``linear_api`` - status back (comments, labels, PRs, pushes; agent activities), idempotent
 * ``config``     - EventsConfig (env ``BOSUN_EVENTS_*`` and a JSON file)
+* ``tracing``    - W3C trace context carried from the webhook into the workflow
 
-Run: ``python -m infra.events ingress|starter``. See docs/EVENTS.md.
+See docs/EVENTS.md.
 """
-
-from infra.events.config import EventsConfig, TriggerRules, load_events_config
-from infra.events.gateway import FOLLOW_UP_SIGNAL
-from infra.events.ingress import create_app, run_ingress
-from infra.events.starter import Starter, run_starter, starter_health
-
-__all__ = ["FOLLOW_UP_SIGNAL", "EventsConfig", "Starter", "TriggerRules", "create_app", "load_events_config",
-           "run_ingress", "run_starter", "starter_health"]

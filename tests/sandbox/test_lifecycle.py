@@ -20,10 +20,9 @@ from sandbox.image import BUILD_SCRIPT, image_tag
 from sandbox.pool import PooledProvider
 from sandbox.seccomp import build_filter, docker_profile
 from sandbox.slots import SlotManager, mount_points
+from tests.conftest import ROOT  # noqa: E402
 
 from .conftest import SANDBOX_UID, TEST_LIMITS, chown_tree
-
-ROOT = Path(__file__).resolve().parents[2]
 
 OWNER_SCRIPT = """
 import asyncio, sys
@@ -177,7 +176,7 @@ async def test_pool_falls_back_to_cold_start_for_unsupported_workspaces(bwrap_pr
 
 
 def test_cli_exec_json(workspace: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "import sys; from sandbox.cli import exec_main; "
+    proc = subprocess.run([sys.executable, "-c", "import sys; from infra.entry.cli_sandbox import exec_main; "
                                                  "sys.exit(exec_main(sys.argv[1:]))",
                            "--backend", "bwrap", "--workspace", str(workspace), "--timeout", "10", "--json", "--",
                            "sh", "-c", "cat hello.txt; echo err >&2; exit 5"],
@@ -189,7 +188,7 @@ def test_cli_exec_json(workspace: Path) -> None:
 
 
 def test_cli_exec_reports_a_sandbox_that_cannot_start(workspace: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "import sys; from sandbox.cli import exec_main; "
+    proc = subprocess.run([sys.executable, "-c", "import sys; from infra.entry.cli_sandbox import exec_main; "
                                                  "sys.exit(exec_main(sys.argv[1:]))",
                            "--backend", "docker", "--image", "bosun-sandbox:nope", "--workspace", str(workspace),
                            "--json", "--", "true"], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -1,0 +1,103 @@
+"""``bosun sandbox exec``: run one command in a fresh sandbox, from the command line.
+
+    bosun sandbox exec [--backend auto|docker|bwrap] [--workspace DIR] [--timeout S] [--json] -- CMD [ARGS...]
+
+With ``--json`` it prints exactly one JSON object ``{"exit_code", "stdout", "stderr", "timed_out", "duration_s"}``
+and exits 0 whenever the sandbox ran the command (whatever the command's exit code). Without it, the command's
+output is passed through and its exit code returned (124 on timeout). When the sandbox cannot start: a one-line
+error on stderr and exit code 3. Bad usage: exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from infra.errors import BosunError
+from infra.settings import Settings
+from sandbox import get_provider
+
+EXIT_SANDBOX_FAILED = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bosun sandbox exec",
+                                description="Run one command in a fresh sandbox bound to a workspace.")
+    p.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None,
+                   help="sandbox backend (default: the sandbox_backend setting, BOSUN_SANDBOX_BACKEND)")
+    p.add_argument("--workspace", default=None, help="directory bound at /workspace (default: the current one)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds before the command's tree is killed")
+    p.add_argument("--image", default=None, help="docker image (default: the sandbox_image setting)")
+    p.add_argument("--output-cap", type=int, default=1_000_000, help="bytes kept per stream")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of passing output through")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    return p
+
+
+def _defaults() -> tuple[str, str | None]:
+    try:
+
+        s = Settings()
+        return s.sandbox_backend, s.sandbox_image
+    except Exception:  # noqa: BLE001 - settings are optional here
+        return os.environ.get("BOSUN_SANDBOX_BACKEND", "bwrap"), None
+
+
+async def _run(backend: str, image: str | None, workspace: Path, cmd: list[str], timeout: float, cap: int):
+    provider = get_provider(backend, image=image)
+    sb = await provider.acquire(workspace)
+    try:
+        return await sb.exec(cmd, timeout_s=timeout, output_cap=cap)
+    finally:
+        await sb.close()
+
+
+def exec_main(argv: list[str]) -> int:
+    """Entry point of ``bosun sandbox exec``; ``argv`` are the arguments after ``exec``."""
+    if argv and argv[0] == "exec":
+        argv = argv[1:]
+    args = _parser().parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        print("bosun sandbox exec: no command given (usage: bosun sandbox exec [options] -- CMD [ARGS...])",
+              file=sys.stderr)
+        return 2
+    if args.timeout <= 0:
+        print("bosun sandbox exec: --timeout must be positive", file=sys.stderr)
+        return 2
+    default_backend, default_image = _defaults()
+    backend = args.backend or default_backend
+    workspace = Path(args.workspace or os.getcwd()).resolve()
+    if not workspace.is_dir():
+        print(f"bosun sandbox exec: workspace {workspace} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        res = asyncio.run(_run(backend, args.image or default_image, workspace, cmd, args.timeout,
+                               args.output_cap))
+    except BosunError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"bosun sandbox exec: the {backend} sandbox could not run the command: {first}", file=sys.stderr)
+        return EXIT_SANDBOX_FAILED
+    if args.json:
+        print(json.dumps({"exit_code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr,
+                          "timed_out": res.timed_out, "duration_s": res.duration_s}))
+        return 0
+    sys.stdout.write(res.stdout)
+    sys.stderr.write(res.stderr)
+    if res.timed_out:
+        print(f"bosun sandbox exec: timed out after {args.timeout:g} s; the command's processes were killed",
+              file=sys.stderr)
+        return 124
+    return res.exit_code if res.exit_code is not None else 1
+
+
+def main() -> None:
+    sys.exit(exec_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""``bosun search`` subcommands.
+
+``bosun search files --repo DIR (--query TEXT | --query-file FILE) [--k N] [--json]`` prints the best
+files for a task, best first: with ``--json`` a JSON list of ``{"path": str, "score": float}``,
+otherwise one ``score  path`` line each.
+
+``bosun search map --repo DIR [--query TEXT | --query-file FILE] [--tokens N]`` prints the repo map.
+
+:func:`search_main` takes the arguments after ``search`` and returns the exit code: 0 on success,
+2 on bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agents.search.index import DEFAULT_CACHE, build_index
+from agents.search.ranker import rank_files
+from agents.search.repomap import render_repo_map
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="bosun search", description="Find the code relevant to a task.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    files = sub.add_parser("files", help="rank the repository's files for a task")
+    files.add_argument("--k", type=int, default=10, help="how many files (default 10)")
+    files.add_argument("--json", action="store_true", help="print a JSON list of {path, score}")
+    repomap = sub.add_parser("map", help="print a repo map ranked for a task")
+    repomap.add_argument("--tokens", type=int, default=1024, help="token budget (default 1024)")
+    for p in (files, repomap):
+        p.add_argument("--repo", required=True, help="repository directory")
+        p.add_argument("--query", help="task text")
+        p.add_argument("--query-file", help="file holding the task text ('-' for stdin)")
+        p.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="symbol cache directory")
+    return ap
+
+
+def _read_query(args: argparse.Namespace, required: bool) -> str:
+    if args.query is not None and args.query_file is not None:
+        raise _UsageError("give either --query or --query-file, not both")
+    if args.query is not None:
+        text = args.query
+    elif args.query_file is not None:
+        try:
+            text = sys.stdin.read() if args.query_file == "-" else Path(args.query_file).read_text(errors="replace")
+        except OSError as exc:
+            raise _UsageError(f"cannot read query file {args.query_file}: {exc.strerror or exc}") from exc
+    elif required:
+        raise _UsageError("one of --query or --query-file is required")
+    else:
+        text = ""
+    if required and not text.strip():
+        raise _UsageError("the query is empty")
+    return text
+
+
+def search_main(argv: list[str]) -> int:
+    """Run ``bosun search`` with ``argv`` (the words after ``search``); returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+        repo = Path(args.repo)
+        if not repo.is_dir():
+            raise _UsageError(f"repository directory not found: {args.repo}")
+        query = _read_query(args, required=args.command == "files")
+        if args.command == "files" and args.k < 1:
+            raise _UsageError(f"--k must be at least 1, got {args.k}")
+        if args.command == "map" and args.tokens < 1:
+            raise _UsageError(f"--tokens must be at least 1, got {args.tokens}")
+    except _UsageError as exc:
+        print(f"bosun search: {exc}", file=sys.stderr)
+        return 2
+
+
+    index = build_index(repo, cache_dir=Path(args.cache_dir))
+    if args.command == "map":
+        sys.stdout.write(render_repo_map(index, query, args.tokens))
+        return 0
+    results = rank_files(index, query, args.k)
+    if args.json:
+        print(json.dumps([{"path": p, "score": s} for p, s in results]))
+    else:
+        for path, score in results:
+            print(f"{score:8.3f}  {path}")
+    return 0
+
+
+def main() -> None:
+    """Console entry for ``python -m infra.entry.cli_search files ...``."""
+    raise SystemExit(search_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

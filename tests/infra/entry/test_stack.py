@@ -1,0 +1,102 @@
+"""`bosun up | down | status` on real processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from infra.entry.stack import pid_matches
+from tests.conftest import Stack, wait_for
+
+
+def _procs_mentioning(text: str) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                environ = (d / "environ").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd or text in environ:
+                pids.append(int(d.name))
+    return pids
+
+
+def test_up_twice_status_down(tmp_path):
+    st = Stack(tmp_path / "data")
+    st.up()
+    try:
+        first = st.state()
+        again = st.bosun("up")
+        assert again.returncode == 0 and "already running" in again.stdout
+        assert st.state()["components"] == first["components"], "a second `up` must not start anything"
+        status = st.bosun("status")
+        assert status.returncode == 0, status.stdout
+        for part in ("temporal", "nats", "worker"):
+            assert f"{part}" in status.stdout
+        assert f"127.0.0.1:{st.env['BOSUN_TEMPORAL_PORT']}" in status.stdout
+        assert f"nats://127.0.0.1:{st.env['BOSUN_NATS_PORT']}" in status.stdout
+        assert (st.data_dir / "temporal" / "temporal.db").exists()
+        assert (st.data_dir / "nats" / "jetstream").exists()
+    finally:
+        down = st.bosun("down")
+    assert down.returncode == 0 and "stopped" in down.stdout
+    pids = [first["supervisor"]["pid"]] + [c["pid"] for c in first["components"].values()]
+    assert not any(pid_matches(pid, "") for pid in pids)
+    assert _procs_mentioning(str(st.data_dir)) == [], "bosun down left processes behind"
+    assert not (st.data_dir / "stack.json").exists()
+    assert st.bosun("status").returncode == 3
+    assert "not running" in st.bosun("down").stdout
+
+
+def test_taken_port_gives_one_line_and_starts_nothing(tmp_path):
+    st = Stack(tmp_path / "data")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", int(st.env["BOSUN_NATS_PORT"])))
+        sock.listen()
+        proc = st.bosun("up")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [(f"bosun: port {st.env['BOSUN_NATS_PORT']} (NATS client) on 127.0.0.1 is already in use; "
+                     "set BOSUN_NATS_PORT to a free port")]
+    assert not (st.data_dir / "stack.json").exists()
+    assert _procs_mentioning(str(st.data_dir)) == []
+
+
+def test_supervisor_restarts_a_killed_worker(stack):
+    before = stack.state()["components"]["worker"]["pid"]
+    os.kill(before, 9)
+    wait_for(lambda: stack.state()["components"]["worker"]["pid"] != before, 30, what="worker restart")
+    wait_for(lambda: stack.bosun("status").returncode == 0, 60, interval=0.5, what="healthy stack")
+    assert stack.state()["components"]["worker"]["restarts"] >= 1
+
+
+def test_bad_setting_is_one_clear_line(tmp_path):
+    st = Stack(tmp_path / "data")
+    proc = st.bosun("up", env_extra={"BOSUN_TEMPORAL_PORT": "seventy"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "bosun: BOSUN_TEMPORAL_PORT='seventy' is invalid: " \
+                                  "Input should be a valid integer, unable to parse string as an integer"
+
+
+def test_event_components_join_the_stack_when_configured(tmp_path):
+    from tests.conftest import EXAMPLE, free_port
+
+    st = Stack(tmp_path / "data")
+    port = free_port()
+    extra = {"BOSUN_GITHUB_WEBHOOK_SECRET": "s3cret", "BOSUN_INGRESS_PORT": str(port),
+             "BOSUN_DEFAULT_MODEL": f"scripted:{EXAMPLE / 'solo.jsonl'}"}
+    st.env.update(extra)
+    st.up()
+    try:
+        status = st.bosun("status")
+        assert status.returncode == 0, status.stdout
+        assert f"http://127.0.0.1:{port}/webhooks/" in status.stdout
+        assert "starter" in status.stdout and "DOWN" not in status.stdout
+        shown = st.bosun("settings").stdout
+        assert "BOSUN_GITHUB_WEBHOOK_SECRET=***" in shown and "s3cret" not in shown
+    finally:
+        st.down()
+    assert _procs_mentioning(str(st.data_dir)) == []
