@@ -8,6 +8,7 @@ Temporal failures by the worker's interceptor (activities/errors.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -18,6 +19,8 @@ from temporalio import activity
 from activities.heartbeat import heartbeating
 from activities.models import (
     DATA_INLINE_MAX,
+    ApplyWorkInput,
+    ApplyWorkResult,
     EscalationInput,
     InitAgentInput,
     InitAgentResult,
@@ -28,6 +31,10 @@ from activities.models import (
     ReleaseInput,
     RouteInput,
     RouteResult,
+    SubagentResultsInput,
+    SubagentRun,
+    SubagentsInput,
+    SubagentsPlan,
     SubtaskInfo,
     ToolCallInput,
     ToolCallRef,
@@ -45,11 +52,18 @@ from agents.tools.escalation import NAME as ESCALATION
 from agents.tools.escalation import EscalationArgs
 from agents.tools.once import CallLedger
 from agents.tools.registry import Registry, ToolContext
+from agents.tools.subagents import NAME as SPAWN
+from agents.tools.subagents import ROLE_OF as SUBAGENT_ROLES
+from agents.tools.subagents import SpawnArgs, SubagentReport
+from agents.tools.subagents import brief as subagent_brief
+from agents.tools.subagents import refusal as subagent_refusal
+from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
 from infra.artifacts import ArtifactStore
-from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment
+from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
 from infra.settings import Settings
 from sandbox.escalation import run_escalated
+from sandbox.hostrepo import TaskRepo
 from sandbox.hostview import drop_mirror
 from sandbox.manager import SandboxManager
 
@@ -81,7 +95,7 @@ class AgentActivities:
 
     def all(self) -> list:
         return [self.route_model, self.init_agent, self.model_call, self.tool_call, self.run_escalated,
-                self.release_sandbox, self.read_plan]
+                self.release_sandbox, self.read_plan, self.plan_subagents, self.apply_work, self.subagent_results]
 
     @activity.defn
     async def route_model(self, inp: RouteInput) -> RouteResult:
@@ -219,6 +233,71 @@ class AgentActivities:
         return ToolResultRef(call_id=inp.call_id, name=ESCALATION, result_ref=self.store.put_text(text),
                              summary=preview(text, 200), is_error=kind is not None, error_kind=kind,
                              duration_s=round(time.monotonic() - started, 4))
+
+    @activity.defn
+    async def plan_subagents(self, inp: SubagentsInput) -> SubagentsPlan:
+        """A spawn_subagents call checked (arguments, depth, count, role): the subagents to run, or the refusal the
+        model gets as the tool's result."""
+
+        def refuse(kind: str, text: str) -> SubagentsPlan:
+            return SubagentsPlan(refused=ToolResultRef(
+                call_id=inp.call.id, name=SPAWN, result_ref=self.store.put_text(f"{kind}: {text}"),
+                summary=preview(f"{kind}: {text}", 200), is_error=True, error_kind=kind))
+        try:
+            args = SpawnArgs.model_validate(self.store.get_json(inp.call.arguments_ref))
+        except ValidationError as e:
+            return refuse("InvalidArguments", describe_validation(e, where="(arguments)"))
+        role = load_role_or_none(inp.role)
+        why = subagent_refusal(args, depth=inp.depth, spawned=inp.spawned,
+                               read_only_role=bool(role and role.read_only), editors_possible=inp.editors_possible)
+        if why:
+            return refuse("ToolFailed", why)
+        return SubagentsPlan(runs=[SubagentRun(kind=a.kind, role=SUBAGENT_ROLES[a.kind],
+                                               task=subagent_brief(a, inp.role), files=a.files)
+                                   for a in args.agents])
+
+    @activity.defn
+    async def apply_work(self, inp: ApplyWorkInput) -> ApplyWorkResult:
+        """A subagent's diff (from the task repository, read by the host) applied to its parent's workspace by
+        ``git apply`` inside the parent's sandbox; when it does not apply, nothing changes and the note says why."""
+        repo = TaskRepo(self.settings.workspaces_dir, inp.task_id)
+        patch, files = await asyncio.to_thread(repo.patch, inp.base, inp.commit)
+        if not files:
+            return ApplyWorkResult(applied=False, note="no changes")
+        try:
+            text = patch.decode("utf-8")
+        except UnicodeDecodeError:
+            return ApplyWorkResult(applied=False, files=files, note="its diff is not UTF-8 text; not applied")
+        ref = self.store.put_text(text)
+        box = await self.sandboxes.get(inp.agent_id, inp.workspace)
+        name = f".git/bosun-subagent-{inp.commit[:12]}.patch"
+        await box.write(name, text)
+        try:
+            res = await box.exec(["git", "apply", "--whitespace=nowarn", name], timeout_s=120, output_cap=20_000)
+        finally:
+            await box.delete(name)
+        if res.exit_code != 0:
+            return ApplyWorkResult(applied=False, files=files, patch_ref=ref,
+                                   note=f"it conflicts with your changes ({(res.stderr or res.stdout).strip()[:500]});"
+                                        f" read the diff with read_output('{ref}') and apply what you need")
+        return ApplyWorkResult(applied=True, files=files, patch_ref=ref)
+
+    @activity.defn
+    async def subagent_results(self, inp: SubagentResultsInput) -> ToolResultRef:
+        """The spawn_subagents result: each subagent's status and its final answer (from its transcript)."""
+        reports = []
+        for o in inp.outcomes:
+            answer = ""
+            if o.transcript_ref:
+                messages = [Message.model_validate(m) for m in self.store.get_json(o.transcript_ref)]
+                answer = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
+            reports.append(SubagentReport(name=o.name, kind=o.kind, status=o.status, turns=o.turns, answer=answer,
+                                          error=o.error, files=o.files, merged=o.merged, merge_note=o.merge_note))
+        text = render_subagents(reports)
+        ok = sum(1 for r in reports if r.status == "done")
+        return ToolResultRef(call_id=inp.call_id, name=SPAWN, result_ref=self.store.put_text(text),
+                             summary=f"{ok} of {len(reports)} subagents done", is_error=ok == 0,
+                             error_kind="ToolFailed" if ok == 0 else None)
 
     @activity.defn
     async def release_sandbox(self, inp: ReleaseInput) -> list[str]:

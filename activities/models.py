@@ -188,6 +188,71 @@ class EscalationInput(BaseModel):
     """Who approved or denied (from the `approve` signal), for the record."""
 
 
+class SubagentsInput(BaseModel):
+    """A spawn_subagents call to check and turn into subagent runs."""
+
+    agent_id: str
+    call: ToolCallRef
+    role: str
+    depth: int
+    spawned: int
+    """Subagents this agent already ran."""
+    editors_possible: bool
+    """The agent knows its task and starting commit (editors need a workspace of their own)."""
+
+
+class SubagentRun(BaseModel):
+    kind: str
+    """explorer | editor"""
+    role: str
+    task: str
+    files: list[str] = []
+
+
+class SubagentsPlan(BaseModel):
+    runs: list[SubagentRun] = []
+    refused: ToolResultRef | None = None
+    """Set when the call cannot run (bad arguments, a limit): the model gets this as the tool's result."""
+
+
+class SubagentOutcome(BaseModel):
+    """What came of one subagent, for the parent's tool result."""
+
+    name: str
+    kind: str
+    status: str
+    turns: int = 0
+    transcript_ref: str = ""
+    error: str = ""
+    files: list[str] = []
+    merged: bool | None = None
+    merge_note: str = ""
+
+
+class SubagentResultsInput(BaseModel):
+    agent_id: str
+    call_id: str
+    outcomes: list[SubagentOutcome]
+
+
+class ApplyWorkInput(BaseModel):
+    """Apply a subagent's commit (its diff from ``base``) to the parent's workspace, inside the parent's sandbox."""
+
+    agent_id: str
+    workspace: str
+    task_id: str
+    base: str
+    commit: str
+
+
+class ApplyWorkResult(BaseModel):
+    applied: bool
+    files: list[str] = []
+    note: str = ""
+    patch_ref: str | None = None
+    """The diff in the artifact store (read_output), also when it could not be applied."""
+
+
 class ReleaseInput(BaseModel):
     agent_id: str
     workspace: str = ""

@@ -190,7 +190,6 @@ def fallbacks(role: str, config: RouterConfig) -> list[str]:
 def model_fallbacks(model: str, config: RouterConfig) -> list[str]:
     """The fallback chain of a model spec: the configuration's (its own entry, else ``"*"``), else its profile's;
     never the model itself."""
-
     chain = config.model_fallbacks.get(model, config.model_fallbacks.get("*"))
     if chain is None:
         chain = profile_for(parse_spec(model)).fallbacks

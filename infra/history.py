@@ -26,6 +26,9 @@ class Step:
     attempt: int = 1
     started: float | None = None
     duration_s: float | None = None
+    status: str | None = None
+    """Workflows and child agents: how they ended (completed, failed, terminated, cancelled, timed out); None while
+    running."""
     children: list[Step] = field(default_factory=list)
 
 
@@ -37,6 +40,32 @@ def _decode(payloads) -> list[Any]:
         except ValueError:
             out.append(f"<{len(p.data)} bytes>")
     return out
+
+
+def _innermost(failure) -> str:
+    """The innermost message of a Temporal failure chain, with its type (what actually went wrong)."""
+    while failure.HasField("cause"):
+        failure = failure.cause
+    kind = failure.application_failure_info.type if failure.HasField("application_failure_info") else ""
+    return f"{kind}: {failure.message}" if kind and not failure.message.startswith(kind) else failure.message
+
+
+_CHILD_ENDS = {
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED: ("failed",
+                                                          "child_workflow_execution_failed_event_attributes"),
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT: ("timed out",
+                                                             "child_workflow_execution_timed_out_event_attributes"),
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED: ("terminated",
+                                                               "child_workflow_execution_terminated_event_attributes"),
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED: ("cancelled",
+                                                             "child_workflow_execution_canceled_event_attributes"),
+}
+_ENDS = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "cancelled",
+}
 
 
 def _ts(ev) -> float:
@@ -122,15 +151,27 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
             a = ev.child_workflow_execution_completed_event_attributes
             step = children[a.workflow_execution.workflow_id]
             step.result = (_decode(a.result.payloads) or [None])[0]
+            step.status = "completed"
             step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
-        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
-            a = ev.child_workflow_execution_failed_event_attributes
-            children[a.workflow_execution.workflow_id].error = a.failure.message
+        elif t in _CHILD_ENDS:
+            status, attr = _CHILD_ENDS[t]
+            a = getattr(ev, attr)
+            step = children[a.workflow_execution.workflow_id]
+            step.status = status
+            if status == "failed":
+                step.error = _innermost(a.failure)
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             root.result = (_decode(ev.workflow_execution_completed_event_attributes.result.payloads) or [None])[0]
+            root.status = "completed"
             root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
-        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-            root.error = ev.workflow_execution_failed_event_attributes.failure.message
+        elif t in _ENDS:
+            root.status = _ENDS[t]
+            if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+                root.error = _innermost(ev.workflow_execution_failed_event_attributes.failure)
+            elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+                reason = ev.workflow_execution_terminated_event_attributes.reason
+                root.error = f"terminated{': ' + reason if reason else ''}"
             root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
     return root
 
@@ -187,19 +228,37 @@ def _describe(step: Step) -> str:
     return n
 
 
+def _agent_line(c: Step) -> str:
+    """An agent's summary: its own result when it returned one, else what its history shows (a failed, terminated
+    or timed-out agent returns nothing): how it ended, why, and the turns and tool calls it made."""
+    res = c.result if isinstance(c.result, dict) else {}
+    turns = sum(1 for s in c.children if s.name == "model_call" and s.result is not None)
+    calls = sum(1 for s in c.children if s.name == "tool_call")
+    status = res.get("status") or c.status or "running"
+    line = (f"agent {c.workflow_id} ({c.name}): status {status}, {res.get('turns', turns)} turns, "
+            f"{res.get('tool_calls', calls)} tool calls")
+    why = res.get("reason") or c.error
+    if status != "done" and why:
+        kind = res.get("error_kind")
+        line += f" — {kind + ': ' if kind and not why.startswith(kind) else ''}{why[:200]}"
+    elif res.get("stopped"):
+        line += f" — stopped: {res['stopped']}"
+    return line
+
+
 def render(step: Step, indent: str = "") -> list[str]:
     lines = []
     if step.kind == "workflow":
-        state = "FAILED: " + step.error if step.error else ("completed" if step.result is not None else "running")
+        state = step.status or ("completed" if step.result is not None else "running")
+        if step.error:
+            state = f"{state.upper()}: {step.error}"
         dur = f" in {step.duration_s:.2f}s" if step.duration_s is not None else ""
         lines.append(f"{indent}{step.name} {step.workflow_id}: {state}{dur}")
     for c in step.children:
         dur = f"{c.duration_s:7.3f}s" if c.duration_s is not None else "   ...  "
         retry = f" (attempt {c.attempt})" if c.attempt > 1 else ""
         if c.kind == "child":
-            res = c.result if isinstance(c.result, dict) else {}
-            lines.append(f"{indent}  [{dur}] agent {c.workflow_id} ({c.name}): status {res.get('status', 'running')}, "
-                         f"{res.get('turns', '?')} turns, {res.get('tool_calls', '?')} tool calls")
+            lines.append(f"{indent}  [{dur}] {_agent_line(c)}")
             sub = Step(workflow_id=c.workflow_id, kind="child", name=c.name, children=c.children)
             lines += render(sub, indent + "    ")
         else:

@@ -5,12 +5,13 @@ The README lists them (``bosun settings`` prints the values in force).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from infra.errors import ConfigError
@@ -81,6 +82,18 @@ class Settings(BaseSettings):
     """Key for `openai:` specs (also read from OPENAI_API_KEY). Never logged."""
     anthropic_api_key: SecretStr | None = None
     """Key for `anthropic:` specs (also read from ANTHROPIC_API_KEY). Never logged."""
+    openai_base_url: str = "https://api.openai.com/v1"
+    """Base URL for `openai:` specs: a gateway or proxy that speaks the OpenAI API (Azure OpenAI's v1 API,
+    LiteLLM...)."""
+    anthropic_base_url: str = "https://api.anthropic.com"
+    """Base URL for `anthropic:` specs: a gateway or proxy that speaks the Anthropic Messages API."""
+    openai_compatible_api_key: SecretStr | None = None
+    """Key sent as `Authorization: Bearer` to every `openai-compatible:` endpoint without an entry of its own in
+    BOSUN_OPENAI_COMPATIBLE_ENDPOINTS (OpenRouter, a vLLM server started with --api-key...). Never logged."""
+    openai_compatible_endpoints: SecretStr | None = None
+    """JSON object from base URL to that endpoint's credentials, for several `openai-compatible:` endpoints:
+    `{"https://openrouter.ai/api/v1": {"api_key": "sk-or-...", "headers": {"HTTP-Referer": "https://example.org"}}}`.
+    An entry applies to its URL and every URL under it (the longest match wins). Never logged."""
 
     ingress_port: int = 8787
     """Port of the webhook ingress (POST /webhooks/github, /webhooks/linear; GET /healthz). The stack runs the
@@ -104,6 +117,13 @@ class Settings(BaseSettings):
     """Timeout of one command a tool runs in the sandbox; the whole process tree is killed past it."""
     tool_output_cap: int = 200_000
     """Bytes of a command's stdout/stderr kept; the rest is dropped with a marker."""
+
+    @field_validator("openai_compatible_endpoints")
+    @classmethod
+    def _endpoints_json(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and v.get_secret_value().strip():
+            parse_endpoints(v.get_secret_value())
+        return v
 
     @property
     def temporal_target(self) -> str:
@@ -131,17 +151,43 @@ class Settings(BaseSettings):
         return self.data_dir / "logs"
 
 
+def parse_endpoints(text: str) -> dict[str, dict]:
+    """BOSUN_OPENAI_COMPATIBLE_ENDPOINTS as ``{base_url: {"api_key": str | None, "headers": {str: str}}}``;
+    ValueError saying what is wrong (never echoing a key)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg} at line {e.lineno} column {e.colno}); expected an object from base URL "
+                         'to {"api_key": ..., "headers": {...}}') from None
+    if not isinstance(raw, dict):
+        raise ValueError("expected a JSON object from base URL to {\"api_key\": ..., \"headers\": {...}}")
+    out: dict[str, dict] = {}
+    for url, entry in raw.items():
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"key {url[:80]!r} is not an http(s) base URL")
+        if not isinstance(entry, dict) or set(entry) - {"api_key", "headers"}:
+            raise ValueError(f"the entry for {url[:80]} must be an object with only 'api_key' and 'headers'")
+        key, headers = entry.get("api_key"), entry.get("headers", {})
+        if key is not None and not isinstance(key, str):
+            raise ValueError(f"the api_key for {url[:80]} must be a string")
+        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in headers.items()):
+            raise ValueError(f"the headers for {url[:80]} must be an object of strings")
+        out[url.rstrip("/")] = {"api_key": key or None, "headers": dict(headers)}
+    return out
+
+
 def load_settings() -> Settings:
     """Read settings from the environment (fresh every call, so tests and the CLI see changes).
 
     A bad value raises ConfigError naming the variable, the value and what is expected.
     """
-    from pydantic import ValidationError
-
-
     try:
         return Settings()
     except ValidationError as e:
         err = e.errors()[0]
-        name = "BOSUN_" + str(err["loc"][0]).upper() if err["loc"] else "a BOSUN_ setting"
-        raise ConfigError(f"{name}={err.get('input')!r} is invalid: {err['msg']}") from None
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"BOSUN_{field.upper()}" if field else "a BOSUN_ setting"
+        secret = field in Settings.model_fields and "SecretStr" in str(Settings.model_fields[field].annotation)
+        shown = "(a secret, not shown)" if secret else repr(err.get("input"))
+        raise ConfigError(f"{name}={shown} is invalid: {err['msg']}") from None

@@ -392,6 +392,16 @@ class TaskRepo:
         names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
         return text.decode("utf-8", "replace"), [os.fsdecode(n) for n in names.split(b"\0") if n]
 
+    def patch(self, base: str, head: str) -> tuple[bytes, list[str]]:
+        """(the diff from ``base`` to ``head`` for ``git apply``: binary changes and full object ids, the changed
+        files)."""
+        check_object_id(base)
+        check_object_id(head)
+        text = git(self.git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index",
+                   base, head).stdout
+        names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
+        return text, [os.fsdecode(n) for n in names.split(b"\0") if n]
+
     def deliver_view(self, branch: str) -> Path:
         """A plain checkout of ``branch`` at ``K/`` for people to look at (made by the host; no sandbox ever sees
         it). Its ``origin`` is the task's repository."""

@@ -113,3 +113,23 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.1, what: str = 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def leftovers(st: Stack, wf: str = "") -> list[str]:
+    """Sandboxes of the run still alive on the host: containers by label, bwrap processes on its workspaces."""
+    found = []
+    ps = subprocess.run(["docker", "ps", "-q", "--filter", "label=bosun.sandbox=1"], capture_output=True, text=True)
+    for cid in ps.stdout.split():
+        mounts = subprocess.run(["docker", "inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", cid],
+                                capture_output=True, text=True).stdout
+        if str(st.data_dir) in mounts:
+            found.append(f"container {cid}")
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "bwrap" in cmdline.split(" ")[0] and str(st.data_dir) in cmdline:
+                found.append(f"bwrap pid {pid}")
+    return found

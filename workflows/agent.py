@@ -15,23 +15,32 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities
     from activities.models import (
+        AgentWorkspaceInput,
+        ApplyWorkInput,
+        CollectInput,
         EscalationInput,
         InitAgentInput,
         ModelCallInput,
         ReleaseInput,
         ResultPointer,
+        SubagentOutcome,
+        SubagentResultsInput,
+        SubagentRun,
+        SubagentsInput,
         ToolCallInput,
         ToolResultRef,
         Usage,
     )
+    from activities.workspace import WorkspaceActivities
     from agents.budget import Budget, BudgetTracker, Spent
     from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import ANY_FILE, plan_batches
+    from agents.tools.subagents import NAME as SPAWN
     from workflows import policies
     from workflows.models import AgentInput, AgentResult, AgentResume, ModelSwitch
 
@@ -40,6 +49,14 @@ LOCAL_TOOLS = "file-tools-as-local-activities"
 """Patch id: runs recorded before file tool calls became local activities replay the old way."""
 LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
 """A file tool call (read, grep, search, check, edit, ...) that runs longer is stopped and retried."""
+
+
+def _capped(budget: dict, cap: dict) -> dict:
+    """The role's budget with every limit of ``cap`` applied on top (the smaller one wins)."""
+    out = dict(budget)
+    for resource, limit in cap.items():
+        out[resource] = limit if out.get(resource) is None else min(out[resource], limit)
+    return out
 
 
 def _error_type(e: BaseException) -> str | None:
@@ -69,6 +86,9 @@ class AgentWorkflow:
         self.switch_to: ModelSwitch | None = None
         """A model switch asked for, applied before the next model call."""
         self.switches: list[ModelSwitch] = []
+        self.spawned = 0
+        """Subagents this run has started (spawn_subagents)."""
+        self.tracker: BudgetTracker | None = None
 
     @workflow.signal
     def steer(self, text: str) -> None:
@@ -119,11 +139,14 @@ class AgentWorkflow:
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.TOOL_CALL,
                 summary=f"init {inp.role} agent")
             r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
-                            budget=init.budget, started_at=workflow.time(), pinned_ref=init.pinned_ref)
+                            budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time(),
+                            pinned_ref=init.pinned_ref)
             self.pending_user = list(inp.messages) + self.pending_user
         tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
                                 scope=inp.agent_id, spent=Spent.model_validate(r.spent))
+        self.tracker = tracker
         self.turn, self.model, self.errors, self.switches = r.turn, r.model, dict(r.errors), list(r.switches)
+        self.spawned = r.spawned
         transcript, results, n_calls = r.transcript_ref, list(r.results), r.tool_calls
         fallbacks = [m for m in inp.fallback_models if m != r.model and m not in {s.model for s in self.switches}]
         final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
@@ -134,7 +157,8 @@ class AgentWorkflow:
                     workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
                         transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
                         errors=self.errors, model=self.model, budget=r.budget, spent=tracker.spent.model_dump(),
-                        started_at=r.started_at, pinned_ref=r.pinned_ref, switches=self.switches)}))
+                        started_at=r.started_at, pinned_ref=r.pinned_ref, switches=self.switches,
+                        spawned=self.spawned)}))
                 self._apply_switch()
                 self.turn += 1
                 self.status = "thinking"
@@ -198,7 +222,8 @@ class AgentWorkflow:
     async def _release(self, inp: AgentInput) -> None:
         await workflow.execute_activity_method(
             AgentActivities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60), summary="release sandbox")
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
+            summary="release sandbox")
 
     async def _escalate(self, inp: AgentInput, call) -> ToolResultRef:
         """Wait for a person to approve or deny running this command outside the sandbox (at most an hour)."""
@@ -222,9 +247,95 @@ class AgentWorkflow:
             retry_policy=policies.ONCE,  # never run an approved host command twice
             summary=f"escalation ({'approved' if approved else 'denied'}) {call.arguments_preview[:80]}")
 
+    async def _spawn(self, inp: AgentInput, call) -> ToolResultRef:
+        """spawn_subagents: check the call, run its subagents in parallel as child agents under this one, charge
+        what they spent to this agent, merge editors' work into this workspace, and return their results."""
+        plan = await workflow.execute_activity_method(
+            AgentActivities.plan_subagents,
+            SubagentsInput(agent_id=inp.agent_id, call=call, role=inp.role, depth=inp.depth, spawned=self.spawned,
+                           editors_possible=bool(inp.task_id and inp.base_commit and inp.name)),
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=policies.TOOL_CALL, summary=f"check {call.arguments_preview[:80]}")
+        if plan.refused is not None:
+            return plan.refused
+        first, self.spawned = self.spawned + 1, self.spawned + len(plan.runs)
+        share = self._share(len(plan.runs))
+        self.steps.append(f"  spawning {len(plan.runs)} subagents: {', '.join(r.kind for r in plan.runs)}")
+        outcomes = await asyncio.gather(*[self._subagent(inp, first + i, run, share)
+                                          for i, run in enumerate(plan.runs)])
+        return await workflow.execute_activity_method(
+            AgentActivities.subagent_results,
+            SubagentResultsInput(agent_id=inp.agent_id, call_id=call.id, outcomes=list(outcomes)),
+            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=policies.TOOL_CALL, summary=f"results of {len(outcomes)} subagents")
+
+    def _share(self, n: int) -> dict:
+        """Each of ``n`` subagents' budget: an equal share of the tokens and money this agent has left, and the
+        wall-clock time it has left (they run at the same time)."""
+        if self.tracker is None:
+            return {}
+        now, cap = workflow.time(), {}
+        for resource in ("tokens", "usd", "wall_clock_s"):
+            left = self.tracker.remaining(resource, now)  # type: ignore[arg-type]
+            if left is not None:
+                cap[resource] = left if resource == "wall_clock_s" else left / n
+        if "tokens" in cap:
+            cap["tokens"] = int(cap["tokens"])
+        return cap
+
+    async def _subagent(self, inp: AgentInput, n: int, run: SubagentRun, share: dict) -> SubagentOutcome:
+        """One subagent as a child agent; never raises for the subagent's own failure."""
+        wf_id, name = f"{inp.agent_id}/sub{n}", f"{inp.name or 'agent'}.sub{n}"
+        queue = inp.worker_queue
+        workspace = inp.workspace  # an explorer reads this agent's workspace as it is
+        if run.kind == "editor":
+            workspace = await workflow.execute_activity_method(
+                WorkspaceActivities.prepare_agent_workspace,
+                AgentWorkspaceInput(workflow_id=inp.task_id, name=name, commit=inp.base_commit),
+                task_queue=queue, start_to_close_timeout=timedelta(minutes=10), retry_policy=policies.WORKSPACE,
+                summary=f"workspace for subagent {name}")
+        child = AgentInput(agent_id=wf_id, role=run.role, task=run.task, model=self.model,
+                           trajectory_ref=inp.trajectory_ref, fallback_models=inp.fallback_models,
+                           workspace=workspace, worker_queue=queue, max_turns=inp.max_turns,
+                           agent_keys=[f"{k}/sub{n}" for k in inp.agent_keys], depth=inp.depth + 1,
+                           task_id=inp.task_id, base_commit=inp.base_commit, name=name, budget_cap=share)
+        try:
+            result: AgentResult = await workflow.execute_child_workflow(
+                AgentWorkflow.run, child, id=wf_id, task_queue=queue,
+                static_summary=f"{run.kind} subagent of {inp.agent_id}: {run.task[:100]}")
+        except ChildWorkflowError as e:
+            await workflow.execute_activity_method(
+                AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
+                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
+                summary=f"release sandbox of {name}")
+            return SubagentOutcome(name=name, kind=run.kind, status="failed", error=_error_message(e)[:500])
+        if self.tracker is not None:
+            self.tracker.charge(result.usage, result.cost_usd, turns=0)
+        out = SubagentOutcome(name=name, kind=run.kind, status=result.status, turns=result.turns,
+                              transcript_ref=result.transcript_ref,
+                              error=f"{result.error_kind}: {result.reason}"[:500] if result.error_kind else "")
+        if run.kind == "editor" and result.status in ("done", "budget_exhausted"):
+            collect = await workflow.execute_activity_method(
+                WorkspaceActivities.collect_agent_work,
+                CollectInput(workflow_id=inp.task_id, name=name, parent=inp.base_commit,
+                             message=f"bosun subagent {wf_id}"),
+                task_queue=queue, start_to_close_timeout=timedelta(minutes=10), retry_policy=policies.WORKSPACE,
+                summary=f"collect subagent {name}")
+            if collect.commit:
+                applied = await workflow.execute_activity_method(
+                    AgentActivities.apply_work,
+                    ApplyWorkInput(agent_id=inp.agent_id, workspace=inp.workspace, task_id=inp.task_id,
+                                   base=inp.base_commit, commit=collect.commit),
+                    task_queue=queue, start_to_close_timeout=timedelta(minutes=5), retry_policy=policies.TOOL_CALL,
+                    summary=f"merge subagent {name} into {inp.agent_id}")
+                out.merged, out.files, out.merge_note = applied.applied, applied.files, applied.note
+        return out
+
     def _tool(self, inp: AgentInput, call):
         if call.name == ESCALATION:
             return self._escalate(inp, call)
+        if call.name == SPAWN:
+            return self._spawn(inp, call)
         tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role)
         if call.write_key != ANY_FILE and workflow.patched(LOCAL_TOOLS):
             # File tools (reads, searches, edits; not commands) run as local activities: in this worker, which

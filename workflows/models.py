@@ -117,6 +117,7 @@ class AgentResume(BaseModel):
     started_at: float = 0.0
     pinned_ref: str | None = None
     switches: list[ModelSwitch] = []
+    spawned: int = 0
 
 
 class AgentInput(BaseModel):
@@ -143,6 +144,14 @@ class AgentInput(BaseModel):
     """Messages from people queued for this agent (steering, follow-ups): they join its first model call."""
     depth: int = 0
     """How deep in a tree of subagents this agent is (0: started by the coordinator)."""
+    task_id: str = ""
+    """The task's workflow id (its repository); empty for agents that cannot make workspaces of their own."""
+    base_commit: str = ""
+    """The commit the agent's workspace was checked out at (editor subagents start there too)."""
+    name: str = ""
+    """The agent's run name within the task (its workspace directory)."""
+    budget_cap: dict[str, Any] = {}
+    """Limits on top of the role's budget (a subagent gets at most its share of what its parent has left)."""
     resume: AgentResume | None = None
     """Set by continue-as-new: where the loop left off."""
 

@@ -159,7 +159,7 @@ class TaskWorkflow:
 
     # -- agents ------------------------------------------------------------------------------------------------
 
-    async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, queue: str,
+    async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, commit: str, queue: str,
                      keys: list[str], tools: list[str] | None = None,
                      attachments: list[Attachment] | None = None, files_in_scope: int = 0) -> AgentResult:
         """Run one agent as a child workflow. Never raises for the agent's own failure: a failed, timed-out or
@@ -180,7 +180,8 @@ class TaskWorkflow:
                 AgentInput(agent_id=wf_id, role=role, task=task, model=decision.model,
                            trajectory_ref=inp.trajectory_ref, fallback_models=decision.fallbacks,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
-                           tools=tools or [], attachments=attachments or [], messages=self._take_queued(wf_id)),
+                           tools=tools or [], attachments=attachments or [], messages=self._take_queued(wf_id),
+                           task_id=workflow.info().workflow_id, base_commit=commit, name=name),
                 # On the host's own queue, like its activities: the server hands each activity to the worker in
                 # the same round trip that schedules it (eager execution) - several times less latency per step.
                 id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")
@@ -390,7 +391,7 @@ class TaskWorkflow:
         """One agent on a fresh workspace at the branch head; its work goes onto the branch. Returns the agent's
         result and the new head. The work of a failed agent is not kept."""
         workspace = await self._workspace(queue, name, head)
-        result = await self._agent(inp, name, role, task, workspace, queue, keys, attachments=attachments)
+        result = await self._agent(inp, name, role, task, workspace, head, queue, keys, attachments=attachments)
         if result.status in ("failed", "cancelled"):
             return result, head
         collect = await self._collect(queue, name, head, f"bosun {role} ({name}): {inp.task[:60]}")
@@ -406,7 +407,7 @@ class TaskWorkflow:
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
         workspace = await self._workspace(queue, "planner", head)
-        planner = await self._agent(inp, "planner", "planner", inp.task, workspace, queue, ["planner"],
+        planner = await self._agent(inp, "planner", "planner", inp.task, workspace, head, queue, ["planner"],
                                     attachments=attach)
         if planner.status == "failed":
             self.plan_info = PlanInfo(subtasks=[SubtaskInfo(id="task", goal=inp.task)], waves=[["task"]],
@@ -482,7 +483,7 @@ class TaskWorkflow:
         others = [(o.id, o.goal) for o in self.plan_info.subtasks if o.id != sub.id] if self.plan_info else []
         task = subtask_brief(inp.task, sub.id, sub.goal, sub.files, sub.acceptance, others=others, note=note)
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
-        result = await self._agent(inp, name, "fast_edit", task, workspace, queue, keys,
+        result = await self._agent(inp, name, "fast_edit", task, workspace, start, queue, keys,
                                    files_in_scope=len(sub.files))
         if result.status in ("failed", "cancelled"):
             return _NoWork(), result

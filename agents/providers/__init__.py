@@ -4,7 +4,8 @@ A spec string selects the provider:
 
 - ``openai:MODEL`` — OpenAI Chat Completions (key: BOSUN_OPENAI_API_KEY or OPENAI_API_KEY)
 - ``anthropic:MODEL`` — Anthropic Messages (key: BOSUN_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY)
-- ``openai-compatible:http://host:port/v1#MODEL`` — vLLM, Ollama, llama.cpp server, OpenRouter...
+- ``openai-compatible:http://host:port/v1#MODEL`` — vLLM, Ollama, llama.cpp server, OpenRouter... (key and
+  headers: BOSUN_OPENAI_COMPATIBLE_API_KEY, BOSUN_OPENAI_COMPATIBLE_ENDPOINTS)
 - ``scripted:PATH`` — THE TEST DOUBLE: replays a recorded trajectory (JSONL), no language model involved.
 """
 
@@ -19,6 +20,7 @@ from agents.providers.base import Provider
 from agents.providers.openai_compat import OpenAICompatProvider
 from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
 from infra.errors import ConfigError
+from infra.settings import parse_endpoints
 
 KINDS = ("openai", "anthropic", "openai-compatible", "scripted")
 
@@ -61,6 +63,10 @@ def parse_spec(spec: str) -> ModelSpec:
     return ModelSpec(kind, rest)
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+ANTHROPIC_URL = "https://api.anthropic.com"
+
+
 def _key(explicit: object, *env_names: str) -> str | None:
     if explicit is not None and explicit.get_secret_value():  # type: ignore[attr-defined]
         return explicit.get_secret_value()  # type: ignore[attr-defined]
@@ -70,23 +76,37 @@ def _key(explicit: object, *env_names: str) -> str | None:
     return None
 
 
+def endpoint_auth(settings, base_url: str) -> tuple[str | None, dict[str, str]]:
+    """The key and extra headers for an ``openai-compatible:`` endpoint: the longest entry of
+    BOSUN_OPENAI_COMPATIBLE_ENDPOINTS that is ``base_url`` or a prefix of it (at a path boundary), else
+    BOSUN_OPENAI_COMPATIBLE_API_KEY with no extra headers."""
+    url = base_url.rstrip("/")
+    raw = getattr(settings, "openai_compatible_endpoints", None)
+    entries = parse_endpoints(raw.get_secret_value()) if raw is not None and raw.get_secret_value().strip() else {}
+    matches = [u for u in entries if url == u or url.startswith(u + "/")]
+    if matches:
+        entry = entries[max(matches, key=len)]
+        return entry["api_key"], entry["headers"]
+    return _key(getattr(settings, "openai_compatible_api_key", None)), {}
+
+
 def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None,
                   agent_keys: list[str] | None = None) -> Provider:
-    """Build the provider a spec names. ``trajectory_text`` is the scripted trajectory's content; ``agent_keys``
-    pick which agent's lines a scripted provider replays (first key with lines wins)."""
+    """Build the provider a spec names, with the keys, base URLs and headers the settings give. ``trajectory_text``
+    is the scripted trajectory's content; ``agent_keys`` pick which agent's lines a scripted provider replays
+    (first key with lines wins)."""
     if spec.kind == "scripted":
-
         if trajectory_text is not None:
             turns = parse_trajectory(trajectory_text, spec.model)
         else:
             _, turns = load_trajectory(spec.model)
         return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
     if spec.kind == "anthropic":
-
         key = _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY")
-        return AnthropicProvider(spec.model, key)
-
+        return AnthropicProvider(spec.model, key,
+                                 base_url=getattr(settings, "anthropic_base_url", None) or ANTHROPIC_URL)
     if spec.kind == "openai":
         key = _key(getattr(settings, "openai_api_key", None), "OPENAI_API_KEY")
-        return OpenAICompatProvider("https://api.openai.com/v1", spec.model, key)
-    return OpenAICompatProvider(spec.base_url or "", spec.model, None)
+        return OpenAICompatProvider(getattr(settings, "openai_base_url", None) or OPENAI_URL, spec.model, key)
+    key, headers = endpoint_auth(settings, spec.base_url or "")
+    return OpenAICompatProvider(spec.base_url or "", spec.model, key, extra_headers=headers)

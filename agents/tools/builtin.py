@@ -65,6 +65,7 @@ from agents.tools.files import (
     write_file,
 )
 from agents.tools.registry import Registry, Tool
+from agents.tools.subagents import SPAWN_TOOL
 from agents.tools.todo import TodoArgs, TodoResult, todo
 from sandbox.base import GlobResult, GrepResult
 from sandbox.base import Listing as ListDirResult
@@ -147,4 +148,4 @@ def shape_for_model(model: str) -> EditShape:
 
 
 def default_registry() -> Registry:
-    return Registry([*BUILTIN_TOOLS, ESCALATION_TOOL])
+    return Registry([*BUILTIN_TOOLS, ESCALATION_TOOL, SPAWN_TOOL])

@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("steer", help="send a message to the agents of a running task")
     st.add_argument("id", help="workflow id of the task (or of one agent: TASK/agent-name)")
     st.add_argument("message", help="what to tell the agents")
+    mo = sub.add_parser("model", help="switch a running task's agents (or one agent) to another model")
+    mo.add_argument("id", help="workflow id of the task, or of one agent (TASK/agent-name)")
+    mo.add_argument("spec", help="the model spec to use from the next turn on (as for bosun run --model)")
+    mo.add_argument("--reason", default="", help="why (recorded in history)")
+    mo.add_argument("--by", default="", help="who asks (recorded in history); default: $USER")
     ca = sub.add_parser("cancel", help="cancel a running task; its agents stop and release their sandboxes")
     ca.add_argument("id", help="workflow id of the task")
     ap = sub.add_parser("approve", help="approve (or --deny) an agent's request to run a command outside the sandbox")
@@ -88,7 +93,7 @@ PASS_THROUGH = {("sandbox", "exec"): "infra.entry.cli_sandbox:exec_main",
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 COMMANDS = {"up": "infra.entry.stack:up", "down": "infra.entry.stack:down", "status": "infra.entry.stack:status"}
 """Stack commands: called with the settings."""
-RUN_COMMANDS = ("run", "history", "steer", "cancel", "approve", "inspect")
+RUN_COMMANDS = ("run", "history", "steer", "model", "cancel", "approve", "inspect")
 """Temporal commands (infra/entry/cli_runs.py): called with the arguments and the settings."""
 
 

@@ -14,7 +14,7 @@ import time
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
-from agents.providers import parse_spec
+from agents.providers import ModelSpec, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import load_config
 from infra.artifacts import ArtifactStore
@@ -39,14 +39,10 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     load_config(s.router_config)
     if spec_text == "auto":
         return repo, "auto", None
-    spec = parse_spec(spec_text)
+    spec = _usable_model(spec_text, s)
     trajectory = None
     if spec.kind == "scripted":
         trajectory, _ = load_trajectory(spec.model)
-    elif spec.kind == "openai" and not (_secret(s.openai_api_key) or _env("OPENAI_API_KEY")):
-        raise ConfigError(f"model {spec}: no API key; set BOSUN_OPENAI_API_KEY (or OPENAI_API_KEY)")
-    elif spec.kind == "anthropic" and not (_secret(s.anthropic_api_key) or _env("ANTHROPIC_API_KEY")):
-        raise ConfigError(f"model {spec}: no API key; set BOSUN_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
     if args.max_turns is not None and args.max_turns < 1:
         raise ConfigError("--max-turns must be at least 1")
     if args.max_parallel < 1:
@@ -55,6 +51,16 @@ def _validate_run(args: argparse.Namespace, s: Settings):
                                                                   and args.budget_tokens <= 0):
         raise ConfigError("--budget-usd and --budget-tokens must be positive")
     return repo, spec, trajectory
+
+
+def _usable_model(text: str, s: Settings) -> ModelSpec:
+    """The spec, if it parses and its provider has what it needs (an API key); ConfigError saying what is missing."""
+    spec = parse_spec(text)
+    if spec.kind == "openai" and not (_secret(s.openai_api_key) or _env("OPENAI_API_KEY")):
+        raise ConfigError(f"model {spec}: no API key; set BOSUN_OPENAI_API_KEY (or OPENAI_API_KEY)")
+    if spec.kind == "anthropic" and not (_secret(s.anthropic_api_key) or _env("ANTHROPIC_API_KEY")):
+        raise ConfigError(f"model {spec}: no API key; set BOSUN_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+    return spec
 
 
 def _failure_chain(e: BaseException) -> str:
@@ -160,6 +166,22 @@ async def steer(args: argparse.Namespace, s: Settings) -> int:
     return 0
 
 
+async def model(args: argparse.Namespace, s: Settings) -> int:
+    """Switch a running task's agents (or one agent: TASK/NAME) to another model from their next turn on."""
+    spec = _usable_model(args.spec, s)
+    if spec.kind == "scripted":
+        raise ConfigError("cannot switch to a scripted: model: a run replays the trajectory it started with")
+    handle, desc, running = await _handle(s, args.id)
+    if not running:
+        raise ConfigError(f"run {args.id} is not running ({desc.status.name.lower()}); nothing to switch")
+    who = args.by or getpass.getuser()
+    await handle.signal("switch_model", args=[str(spec), who, args.reason])
+    scope = "its running agents and every agent it starts" if desc.workflow_type == "TaskWorkflow" else "the agent"
+    print(f"{args.id} ({desc.workflow_type}): {scope} switch to {spec} at the next turn (by {who}); "
+          f"`bosun history {args.id}` records it")
+    return 0
+
+
 async def cancel(args: argparse.Namespace, s: Settings) -> int:
     handle, desc, running = await _handle(s, args.id)
     if not running:
@@ -201,6 +223,11 @@ async def inspect(args: argparse.Namespace, s: Settings) -> int:
                 print(f"  subtask {sub['id']}: {sub['goal'][:90]}")
         for name, state in (await handle.query("agents")).items():
             print(f"  agent {name}: {state}")
+        for msg in await handle.query("messages"):
+            msg = msg if isinstance(msg, dict) else msg.model_dump()
+            where = ", ".join(msg["delivered_to"]) or "queued for the next agent that starts"
+            print(f"  message {msg['id']} ({msg['kind']}{' by ' + msg['by'] if msg['by'] else ''}): "
+                  f"{msg['text'][:80]!r} -> {where}")
     else:
         print(json.dumps(await handle.query("progress"), indent=2))
     return 0

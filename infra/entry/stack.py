@@ -90,10 +90,11 @@ def components(s: Settings) -> list[Component]:
     if s.github_webhook_secret or s.linear_webhook_secret:
         comps.append(Component("ingress", [sys.executable, "-m", "infra.entry.events", "ingress"],
                                {"webhook ingress": (s.ingress_port, "BOSUN_INGRESS_PORT")},
-                               f"http://{s.host}:{s.ingress_port}/webhooks/{{github,linear}}", "infra.events ingress"))
+                               f"http://{s.host}:{s.ingress_port}/webhooks/{{github,linear}}",
+                               "infra.entry.events ingress"))
         if s.default_model or os.environ.get("BOSUN_EVENTS_MODEL"):
             comps.append(Component("starter", [sys.executable, "-m", "infra.entry.events", "starter"], {},
-                                   "JetStream EVENTS -> TaskWorkflow", "infra.events starter"))
+                                   "JetStream EVENTS -> TaskWorkflow", "infra.entry.events starter"))
     return comps
 
 

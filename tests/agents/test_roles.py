@@ -22,7 +22,7 @@ CLAUDE = profile_for(parse_spec("anthropic:claude-sonnet-4-5"))
 
 
 def test_shipped_roles_load_and_use_existing_tools():
-    assert role_names() == ["debugger", "fast_edit", "planner"]
+    assert role_names() == ["debugger", "explorer", "fast_edit", "planner"]
     registry = default_registry()
     for name in role_names():
         role = load_role(name)
@@ -36,10 +36,16 @@ def test_shipped_roles_load_and_use_existing_tools():
 
 def test_planner_is_read_only_and_submits_a_plan():
     planner = load_role("planner")
-    read_only = {t.name for t in BUILTIN_TOOLS if t.read_only} | {"submit_plan"}
+    read_only = {t.name for t in BUILTIN_TOOLS if t.read_only} | {"submit_plan", "spawn_subagents"}
     assert planner.read_only and set(planner.tool_names(GPT)) <= read_only
     assert planner.output == "plan" and planner.final_tool == "submit_plan"
     assert planner.output_schema() == Plan.model_json_schema()
+
+
+def test_explorers_only_read():
+    explorer = load_role("explorer")
+    assert explorer.read_only and explorer.output == "report"
+    assert {"@edit", "run_command", "run_tests", "spawn_subagents"}.isdisjoint(explorer.tools)
 
 
 def test_edit_tools_follow_the_model():
@@ -80,7 +86,7 @@ def test_bad_role_files(toml, message):
 
 
 def test_unknown_role_and_missing_prompt():
-    with pytest.raises(ConfigError, match="no role 'reviewer'; known roles: debugger, fast_edit, planner"):
+    with pytest.raises(ConfigError, match="no role 'reviewer'; known roles: debugger, explorer, fast_edit, planner"):
         load_role("reviewer")
     role = parse_role('name="x"\ndescription="d"\nprompt="nope"\ntools=["read_file"]\noutput="report"\n')
     with pytest.raises(ConfigError, match="prompts/nope.md is missing"):

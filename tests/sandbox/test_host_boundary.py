@@ -14,7 +14,7 @@ import pytest
 
 from infra.settings import Settings
 from sandbox.slots import mount_points
-from tests.conftest import Stack, make_example_repo
+from tests.conftest import Stack, leftovers, make_example_repo
 
 QUOTA_MB = 48
 
@@ -73,26 +73,6 @@ def fsck(git_dir: Path) -> None:
     proc = subprocess.run(["git", f"--git-dir={git_dir}", "fsck", "--full", "--strict"], capture_output=True,
                           text=True)
     assert proc.returncode == 0 and "error" not in proc.stderr.lower(), proc.stderr
-
-
-def leftovers(st: Stack, wf: str) -> list[str]:
-    """Sandboxes of the run still alive on the host: containers by label, bwrap processes on its workspaces."""
-    found = []
-    ps = subprocess.run(["docker", "ps", "-q", "--filter", "label=bosun.sandbox=1"], capture_output=True, text=True)
-    for cid in ps.stdout.split():
-        mounts = subprocess.run(["docker", "inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", cid],
-                                capture_output=True, text=True).stdout
-        if str(st.data_dir) in mounts:
-            found.append(f"container {cid}")
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if "bwrap" in cmdline.split(" ")[0] and str(st.data_dir) in cmdline:
-                found.append(f"bwrap pid {pid}")
-    return found
 
 
 def test_workspace_git_metadata_never_runs_on_the_host(backend_stack, tmp_path):

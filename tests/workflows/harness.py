@@ -19,6 +19,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.models import (
     AgentWorkspaceInput,
+    ApplyWorkInput,
+    ApplyWorkResult,
     BranchInput,
     ChecksInput,
     ChecksResult,
@@ -42,6 +44,10 @@ from activities.models import (
     ReleaseInput,
     RouteInput,
     RouteResult,
+    SubagentResultsInput,
+    SubagentRun,
+    SubagentsInput,
+    SubagentsPlan,
     SubtaskInfo,
     ToolCallInput,
     ToolCallRef,
@@ -49,6 +55,7 @@ from activities.models import (
     Usage,
 )
 from activities.report import ReportInput, ReportResult
+from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
 
 REF = "sha256:" + "0" * 64
 
@@ -107,6 +114,10 @@ class World:
     """Conflicting files when merging, by merge label (``subtask a (attempt 1)``)."""
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
     """The fallback chain route_model answers, by model."""
+    subagents: list[str] = field(default_factory=lambda: ["explorer", "explorer"])
+    """What a spawn_subagents call asks for (kinds: explorer, editor)."""
+    unmergeable: set[str] = field(default_factory=set)
+    """Subagent run names whose work does not apply to the parent's workspace."""
     model_gate: asyncio.Event | None = None
     """When set, model calls wait for it (to send signals while an agent runs)."""
     calls: list[Call] = field(default_factory=list)
@@ -206,6 +217,33 @@ class Stubs:
         await self._record("run_escalated", inp)
         return ToolResultRef(call_id=inp.call_id, name="request_escalation", result_ref=REF, summary="ran")
 
+    @activity.defn(name="plan_subagents")
+    async def plan_subagents(self, inp: SubagentsInput) -> SubagentsPlan:
+        await self._record("plan_subagents", inp)
+        args = SpawnArgs(agents=[SubagentSpec(kind=k, task=f"look into part {i}")  # type: ignore[arg-type]
+                                 for i, k in enumerate(self.w.subagents)])
+        why = refusal(args, depth=inp.depth, spawned=inp.spawned, read_only_role=inp.role == "planner",
+                      editors_possible=inp.editors_possible)
+        if why:
+            return SubagentsPlan(refused=ToolResultRef(call_id=inp.call.id, name="spawn_subagents", result_ref=REF,
+                                                       summary=why, is_error=True, error_kind="ToolFailed"))
+        return SubagentsPlan(runs=[SubagentRun(kind=a.kind, role=ROLE_OF[a.kind], task=a.task) for a in args.agents])
+
+    @activity.defn(name="apply_work")
+    async def apply_work(self, inp: ApplyWorkInput) -> ApplyWorkResult:
+        await self._record("apply_work", inp)
+        name = next(c.input.name for c in self.w.named("collect_agent_work") if c.result == inp.commit)
+        if name in self.w.unmergeable:
+            return ApplyWorkResult(applied=False, files=[f"{name}.py"], note="conflicts", patch_ref=REF)
+        return ApplyWorkResult(applied=True, files=[f"{name}.py"], patch_ref=REF)
+
+    @activity.defn(name="subagent_results")
+    async def subagent_results(self, inp: SubagentResultsInput) -> ToolResultRef:
+        await self._record("subagent_results", inp)
+        done = sum(1 for o in inp.outcomes if o.status == "done")
+        return ToolResultRef(call_id=inp.call_id, name="spawn_subagents", result_ref=REF,
+                             summary=f"{done} of {len(inp.outcomes)} subagents done")
+
     @activity.defn(name="release_sandbox")
     async def release_sandbox(self, inp: ReleaseInput) -> list[str]:
         await self._record("release_sandbox", inp)
@@ -218,10 +256,11 @@ class Stubs:
 
     @activity.defn(name="collect_agent_work")
     async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
-        await self._record("collect_agent_work", inp)
+        call = await self._record("collect_agent_work", inp)
         if not self.w.agents.get(inp.name, AgentScript()).changes:
             return CollectResult(commit=None, files=[])
-        return CollectResult(commit=self.w._commit(), files=[f"{inp.name}.py"])
+        call.result = self.w._commit()
+        return CollectResult(commit=call.result, files=[f"{inp.name}.py"])
 
     @activity.defn(name="merge_agent_work")
     async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
@@ -242,7 +281,7 @@ class Stubs:
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
         await self._record("finalize", inp)
         changed = [c.input.name for c in self.w.named("collect_agent_work")
-                   if self.w.agents.get(c.input.name, AgentScript()).changes]
+                   if self.w.agents.get(c.input.name, AgentScript()).changes and ".sub" not in c.input.name]
         return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
                               commit="c" * 40 if changed else None, workspace="/nonexistent/view")
 

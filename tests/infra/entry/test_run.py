@@ -251,3 +251,23 @@ async def test_runs_recorded_before_file_tools_became_local_activities_still_rep
         result = await replayer.replay_workflow(WorkflowHistory.from_json(wf_id, history),
                                                 raise_on_replay_failure=False)
         assert result.replay_failure is None, f"{wf_id}: {result.replay_failure}"
+
+
+def test_a_second_run_with_the_same_id_continues_on_the_branch(stack, example_repo, tmp_path):
+    """A follow-up after the task finished starts a run under the same id (the business key): it starts from the
+    branch's head, so the earlier work is kept and the new change lands on top of it."""
+    first = run_example(stack, example_repo, "it-continue")
+    assert first.returncode == 0, first.stderr
+    turns = [{"content": "Adding the mode function.", "tool_calls": [{"name": "str_replace", "arguments": {
+                 "path": "calc/stats.py", "old_str": "def spread(",
+                 "new_str": "def mode(values: list[float]) -> float:\n    \"\"\"The most common value.\"\"\"\n"
+                            "    return max(set(values), key=values.count)\n\n\ndef spread("}}]},
+             {"expect": [{"tool": "str_replace", "contains": "edited calc/stats.py"}], "content": "Done."}]
+    traj = tmp_path / "more.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    second = run_example(stack, example_repo, "it-continue", trajectory=traj)
+    assert second.returncode == 0, second.stderr + second.stdout
+    result = json.loads(second.stdout)
+    assert result["tests_before"]["green"]  # it started where the first run ended
+    assert result["status"] == "succeeded" and result["branch"] == "bosun/it-continue"
+    assert "+def mode(values" in result["diff"] and "ordered[middle - 1] + ordered[middle]" in result["diff"]
