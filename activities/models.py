@@ -176,6 +176,8 @@ class ToolCallInput(BaseModel):
     workspace: str
     call: ToolCallRef
     role: str = "solo"
+    model: str = ""
+    """The agent's model at this call (for error rates per tool and model)."""
 
 
 class EscalationInput(BaseModel):

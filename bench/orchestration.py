@@ -259,6 +259,8 @@ async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict
 
 
 async def main() -> None:
+    from activities.telemetry import Observer, TelemetryInterceptor
+    from infra import telemetry
     from infra.settings import load_settings
     from infra.temporal import connect
 
@@ -273,16 +275,30 @@ async def main() -> None:
         return
     try:
         settings = load_settings()
-        client = await connect(settings)
         bench_queue = settings.model_copy(update={"worker_id": f"bench-inproc-{os.getpid()}"})
         acts = Activities.standalone(settings)
-        # the default (sandboxed) workflow runner, as the bosun worker uses
-        async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
-                          workflows=[SequentialToolsWorkflow, SequentialNoopWorkflow, ParallelTurnWorkflow],
-                          max_concurrent_activities=64):
-            overhead = await bench_overhead(client, bench_queue, work)
-            parallel = await bench_parallel(client, bench_queue)
+        measured = {}
+        for tel_on in (False, True):  # off first: once installed, OpenTelemetry's providers stay for the process
+            tel = telemetry.setup(settings, "bench") if tel_on else None
+            client = await connect(settings, tracing=tel_on)
+            observed = [TelemetryInterceptor(Observer.for_settings(settings, "bench"))] if tel_on else []
+            # the default (sandboxed) workflow runner, as the bosun worker uses
+            async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
+                              workflows=[SequentialToolsWorkflow, SequentialNoopWorkflow, ParallelTurnWorkflow],
+                              max_concurrent_activities=64, interceptors=observed):
+                measured[tel_on] = await bench_overhead(client, bench_queue, work)
+                if tel_on:
+                    parallel = await bench_parallel(client, bench_queue)
+            if tel is not None:
+                tel.flush()
         await acts.sandboxes.close_all()
+        off, on = measured[False], measured[True]
+        overhead = {**on, "telemetry_off": {k: off[k] for k in ("local_activity", "activity", "mixed")},
+                    "telemetry_p50_increase_ms": {
+                        k: round(on[k]["overhead_ms_p50"] - off[k]["overhead_ms_p50"], 2)
+                        for k in ("local_activity", "activity", "mixed")}}
+        overhead["goal_telemetry_increase_le_1ms"] = all(
+            v <= 1.0 for v in overhead["telemetry_p50_increase_ms"].values())
         fan = await asyncio.to_thread(bench_fan_out, env, work)
         history = await bench_history(client, env, work)
         print(json.dumps({"tool_call_overhead": overhead, "parallel_turn": parallel, "fan_out": fan,

@@ -118,6 +118,24 @@ class Settings(BaseSettings):
     tool_output_cap: int = 200_000
     """Bytes of a command's stdout/stderr kept; the rest is dropped with a marker."""
 
+    telemetry: bool = True
+    """OpenTelemetry traces and metrics (docs/ARCHITECTURE.md, "Observability"): kept in `<data dir>/telemetry`
+    (`bosun trace`), and sent to an OTLP collector when the standard OTEL_EXPORTER_OTLP_* variables name one.
+    `false`: nothing recorded."""
+    prometheus_port: int | None = Field(default=None, ge=1, le=65535)
+    """Serve the worker's metrics for Prometheus to scrape on this port (on BOSUN_HOST). Unset: no endpoint."""
+    alert_window_s: float = Field(default=300.0, gt=0)
+    """Error-rate alerts: the window over which the current error rate per (tool, model, error class) is counted."""
+    alert_factor: float = Field(default=3.0, gt=1)
+    """An alert fires when a window's error rate exceeds the rolling baseline by this factor..."""
+    alert_min_calls: int = Field(default=20, ge=1)
+    """...over at least this many calls in the window..."""
+    alert_min_rate: float = Field(default=0.1, ge=0, le=1)
+    """...and the window's error rate is at least this (so 1 error in 20 never pages anyone)."""
+    alert_webhook_url: str | None = None
+    """Where alerts are POSTed as JSON (Slack-compatible: {"text": ...} plus the details). Alerts also go to the
+    worker's log and to `bosun alerts`."""
+
     @field_validator("openai_compatible_endpoints")
     @classmethod
     def _endpoints_json(cls, v: SecretStr | None) -> SecretStr | None:

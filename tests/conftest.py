@@ -10,10 +10,15 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import uvicorn
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "calc"
@@ -133,3 +138,42 @@ def leftovers(st: Stack, wf: str = "") -> list[str]:
             if "bwrap" in cmdline.split(" ")[0] and str(st.data_dir) in cmdline:
                 found.append(f"bwrap pid {pid}")
     return found
+
+
+TEMPORAL = str(Path(sys.executable).parent / "temporal")
+SUGGEST_CONTINUE_AS_NEW_AT = 40
+"""History events after which the server suggests continue-as-new (the default is 4,096): low, so that an agent
+of a few dozen turns continues as new in these tests."""
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    e = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=TEMPORAL, port=free_port(),
+        dev_server_extra_args=[
+            "--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_CONTINUE_AS_NEW_AT}",
+            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=2000",
+            "--dynamic-config-value", "history.timerProcessorMaxPollRPS=2000"])
+    try:
+        yield e
+    finally:
+        await e.shutdown()
+
+
+class Served:
+    """An ASGI app served by uvicorn on a given loopback port, in a thread of its own (the stack's worker, another
+    process, talks to it)."""
+
+    def __init__(self, app, port: int) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                                    lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        wait_for(lambda: self.server.started, 20, what="the fixture server")
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)

@@ -336,7 +336,8 @@ class AgentWorkflow:
             return self._escalate(inp, call)
         if call.name == SPAWN:
             return self._spawn(inp, call)
-        tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role)
+        tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role,
+                                   model=self.model)
         if call.write_key != ANY_FILE and workflow.patched(LOCAL_TOOLS):
             # File tools (reads, searches, edits; not commands) run as local activities: in this worker, which
             # holds the sandbox (agents run on the host queue), with no round trip through the server. The result

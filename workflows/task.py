@@ -71,6 +71,11 @@ def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False, pol
     return opts
 
 
+def _with_trailer(message: str) -> str:
+    """A commit message with the ``Bosun-Task`` trailer naming the task (Keep Rate groups commits by it)."""
+    return f"{message}\n\nBosun-Task: {workflow.info().workflow_id}"
+
+
 def _failure(e: BaseException) -> tuple[str, str]:
     """(error class, message) of the innermost failure of a chain."""
     kind = "Unknown"
@@ -244,7 +249,8 @@ class TaskWorkflow:
         """The run's work, read by the host as data, as a commit on top of ``parent``."""
         return await workflow.execute_activity_method(
             WorkspaceActivities.collect_agent_work,
-            CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent, message=message),
+            CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent,
+                         message=_with_trailer(message)),
             summary=f"collect {name}", **_activity_opts(queue))
 
     async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
@@ -252,7 +258,7 @@ class TaskWorkflow:
         return await workflow.execute_activity_method(
             WorkspaceActivities.merge_agent_work,
             MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
-                       message=message, fast_forward=fast_forward),
+                       message=_with_trailer(message), fast_forward=fast_forward),
             summary=f"merge {label}", **_activity_opts(queue))
 
     # -- the run -----------------------------------------------------------------------------------------------

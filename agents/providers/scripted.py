@@ -70,8 +70,63 @@ def turns_for(turns: list[ScriptedTurn], keys: list[str]) -> list[ScriptedTurn]:
     return [t for t in turns if t.agent is None]
 
 
+EXPORT_SCHEMA = "bosun.trajectory/1"
+"""``bosun export`` documents (docs/TRAJECTORY.md) replay too: every agent's recorded turns, under its own key."""
+
+
+def _export_doc(text: str) -> dict[str, Any] | None:
+    """The export document in ``text`` (the JSON form, or the JSON-lines form gathered back), else None."""
+    head = text.lstrip()[:1]
+    if head != "{":
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("schema") == EXPORT_SCHEMA:
+        return doc
+    records = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                return None
+    if not records or not isinstance(records[0], dict) or records[0].get("record") != "task" \
+            or records[0].get("schema") != EXPORT_SCHEMA:
+        return None
+    agents = {r["agent_id"]: {**r, "turns": []} for r in records if r.get("record") == "agent"}
+    for r in records:
+        if r.get("record") == "turn" and r.get("agent_id") in agents:
+            agents[r["agent_id"]]["turns"].append(r)
+    return {"schema": EXPORT_SCHEMA, "agents": list(agents.values())}
+
+
+def turns_from_export(doc: dict[str, Any], source: str) -> list[ScriptedTurn]:
+    """Each agent's turns of an export, keyed by the agent's first key (``planner``, ``fast_edit:median#1``...)."""
+    turns: list[ScriptedTurn] = []
+    for agent in doc.get("agents", []):
+        keys = agent.get("agent_keys") or [agent.get("role") or "solo"]
+        for t in agent.get("turns", []):
+            calls = []
+            for c in t.get("tool_calls", []):
+                args = c.get("arguments")
+                if not isinstance(args, dict) or "missing" in args and len(args) == 2 and "why" in args:
+                    raise ConfigError(f"{source}: agent {agent.get('agent_id')} turn {t.get('turn')}: the arguments "
+                                      f"of tool call {c.get('name')} were not exported ({args}); cannot replay")
+                calls.append(ScriptedCall(name=c["name"], arguments=args))
+            turns.append(ScriptedTurn(agent=keys[0], content=t.get("content") or "", tool_calls=calls))
+    if not turns:
+        raise ConfigError(f"{source}: the exported run has no model turns to replay")
+    return turns
+
+
 def parse_trajectory(text: str, source: str = "<trajectory>") -> list[ScriptedTurn]:
-    """Parse trajectory JSONL. Raises ConfigError naming the line and what is wrong."""
+    """Parse trajectory JSONL, or a ``bosun export`` document. Raises ConfigError naming the line and what is
+    wrong."""
+    doc = _export_doc(text)
+    if doc is not None:
+        return turns_from_export(doc, source)
     turns: list[ScriptedTurn] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():

@@ -65,6 +65,22 @@ def _parser() -> argparse.ArgumentParser:
     ins = sub.add_parser("inspect", help="a running task's phase, plan and agents (Temporal queries)")
     ins.add_argument("id", help="workflow id of the task")
 
+    tr = sub.add_parser("trace", help="a run's span tree: durations, errors, the slowest path (OpenTelemetry)")
+    tr.add_argument("id", help="workflow id of the task (or of one agent)")
+    tr.add_argument("--json", action="store_true", help="print the spans as JSON")
+    al = sub.add_parser("alerts", help="error-rate alerts per tool, model and error class")
+    al.add_argument("--hours", type=float, default=24, help="how far back (default 24 hours)")
+    al.add_argument("--json", action="store_true", help="print the alerts as JSON")
+    ex = sub.add_parser("export", help="everything a run did (docs/TRAJECTORY.md); replay it with scripted:FILE")
+    ex.add_argument("id", help="workflow id of the task (or of one agent)")
+    ex.add_argument("--format", choices=["json", "jsonl"], default="json", help="one document (default) or JSON lines")
+    ex.add_argument("--out", help="write to this file (default: standard output)")
+    kr = sub.add_parser("keep-rate", help="the share of the lines bosun's commits added still there N days later")
+    kr.add_argument("--repo", required=True, help="the repository (with bosun's merged work on its default branch)")
+    kr.add_argument("--days", type=float, default=30, help="N: measured this many days after each commit (30)")
+    kr.add_argument("--branch", help="the default branch (default: origin's HEAD, else the checked-out branch)")
+    kr.add_argument("--json", action="store_true", help="print the figures as JSON")
+
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
     sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
@@ -95,6 +111,8 @@ COMMANDS = {"up": "infra.entry.stack:up", "down": "infra.entry.stack:down", "sta
 """Stack commands: called with the settings."""
 RUN_COMMANDS = ("run", "history", "steer", "model", "cancel", "approve", "inspect")
 """Temporal commands (infra/entry/cli_runs.py): called with the arguments and the settings."""
+OBSERVE_COMMANDS = {"trace": "trace", "alerts": "alerts", "export": "export", "keep-rate": "keep_rate"}
+"""Commands that look back at runs (infra/entry/cli_observe.py): called with the arguments and the settings."""
 
 
 def _load(target: str):
@@ -119,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             return _settings(s)
         if args.cmd in RUN_COMMANDS:
             return asyncio.run(_load(f"infra.entry.cli_runs:{args.cmd}")(args, s))
+        if args.cmd in OBSERVE_COMMANDS:
+            return asyncio.run(_load(f"infra.entry.cli_observe:{OBSERVE_COMMANDS[args.cmd]}")(args, s))
     except BosunError as e:
         print(f"bosun: {e}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from temporalio.service import RPCError
 from agents.providers import ModelSpec, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import load_config
+from infra import telemetry
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.history import collect, render, to_json
@@ -85,7 +86,8 @@ def _env(name: str) -> str | None:
 
 async def run(args: argparse.Namespace, s: Settings) -> int:
     repo, spec, trajectory = _validate_run(args, s)
-    client = await connect(s)
+    tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
+    client = await connect(s, tracing=tel.on)
     trajectory_ref = ArtifactStore(s.artifacts_dir).put_text(trajectory) if trajectory is not None else None
     wf_id = args.id or f"task-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     handle = await client.start_workflow(
@@ -100,6 +102,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
     if not s.temporal_address:
         print(f"  web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/{wf_id}",
               file=sys.stderr)
+    tel.flush()
     if not args.wait:
         print(wf_id)
         return 0

@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 
+from infra import telemetry
 from infra.entry.ingress import run_ingress
 from infra.entry.starter import Starter
 from infra.errors import BosunError
@@ -31,19 +32,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _main(args: argparse.Namespace) -> None:
-
     settings = load_settings()
     cfg = load_events_config(settings)
+    tel = telemetry.setup(settings, args.part)  # the webhook's and the start's spans (docs/OBSERVABILITY.md)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    if args.part == "ingress":
-
-        await run_ingress(settings, args.host, args.port, cfg=cfg, stop=stop)
-    else:
-
-        await Starter(settings, cfg).run(stop)
+    try:
+        if args.part == "ingress":
+            await run_ingress(settings, args.host, args.port, cfg=cfg, stop=stop)
+        else:
+            await Starter(settings, cfg).run(stop)
+    finally:
+        tel.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ from infra.events.verify import (
     verify_linear_signature,
 )
 from infra.settings import Settings
+from infra.telemetry import instruments
 
 log = logging.getLogger("bosun.events.ingress")
 
@@ -154,6 +155,8 @@ class Ingress:
         log.warning("refused %s delivery %s from %s: %d %s", source,
                     request.headers.get("x-github-delivery") or request.headers.get("linear-delivery") or "-",
                     request.client.host if request.client else "?", r.status, r.message)
+        instruments().ingress.add(1, {"source": source, "outcome": "refused", "reason": f"{r.status} {r.field or ''}"
+                                      .strip()})
         return _error(r.status, r.message, field=r.field)
 
     async def _accept(self, source: str, event: str, delivery: str, body: bytes, request: Request) -> JSONResponse:
@@ -163,8 +166,11 @@ class Ingress:
                 ack = await self.publish(source, event, delivery, body, carrier)
             except Unavailable as e:
                 log.error("could not publish %s delivery %s: %s", source, delivery, e)
+                instruments().ingress.add(1, {"source": source, "outcome": "refused", "reason": "503 bus"})
                 return _error(503, f"event bus unavailable, nothing was accepted ({e}); retry the delivery",
                               headers={"Retry-After": "5"})
+        instruments().ingress.add(1, {"source": source, "outcome": "duplicate" if ack.duplicate else "accepted",
+                                      "event": event})
         return JSONResponse({"accepted": True, "duplicate": bool(ack.duplicate), "delivery": delivery,
                              "subject": bus.subject_for(source, event), "stream_seq": ack.seq})
 

@@ -8,6 +8,7 @@ attempt numbers), so anyone can check after a crash that no completed activity r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.contrib.opentelemetry import MetricsExporter
+from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -27,9 +30,11 @@ from temporalio.worker import (
 from activities.agent import AgentActivities
 from activities.errors import ErrorInterceptor
 from activities.report import ReportActivities
+from activities.telemetry import Observer, TelemetryInterceptor
 from activities.workspace import WorkspaceActivities
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
+from infra import telemetry
 from infra.artifacts import ArtifactStore, write_json_atomically
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
@@ -109,11 +114,7 @@ async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None
             await sandboxes.release_prefix(f"{task.workflow_id}/")
             await asyncio.to_thread(task.drop_runs)
             released.append(f"{task.workflow_id} (run workspaces)")
-    try:
-
-        await asyncio.to_thread(reap_orphans)
-    except ImportError:
-        pass
+    await asyncio.to_thread(reap_orphans)
     if released:
         log.info("released %d sandboxes whose runs are over: %s", len(released), ", ".join(released))
     return released
@@ -124,7 +125,12 @@ LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    client = await connect(settings, timeout_s=30)
+    tel = telemetry.setup(settings, "worker")
+    runtime, metric_buffer = None, None
+    if tel.on:  # Temporal's own SDK metrics go through the same meter provider as bosun's
+        metric_buffer = MetricBuffer(10_000)
+        runtime = Runtime(telemetry=TelemetryConfig(metrics=metric_buffer))
+    client = await connect(settings, timeout_s=30, tracing=tel.on, runtime=runtime)
     store = ArtifactStore(settings.artifacts_dir)
     sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image)
     calls = CallLedger(settings.data_dir / "tool-calls", store)
@@ -132,23 +138,20 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     workspace = WorkspaceActivities(settings, store, sandboxes)
     report = ReportActivities(settings)
     journal = JournalInterceptor(Journal(settings.logs_dir / "activity-journal.jsonl"))
-    try:
-
-        reap_orphans()
-    except ImportError:
-        pass
+    reap_orphans()
     errors = ErrorInterceptor()
+    backend = sandboxes.provider().backend
+    observed = [TelemetryInterceptor(Observer.for_settings(settings, backend))] if tel.on else []
     shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
                     activities=[workspace.bind_worker], interceptors=[journal, errors])
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all()],
-                   interceptors=[journal, errors], max_concurrent_activities=64)
+                   interceptors=[journal, errors, *observed], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
-    backend = sandboxes.provider().backend
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
     health = settings.data_dir / "worker-health.json"
@@ -176,14 +179,16 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
             except Exception:  # noqa: BLE001 - the reaper must never take the worker down
                 log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
 
+    exporter = MetricsExporter(metric_buffer, tel.meter_provider) if metric_buffer and tel.meter_provider else None
     try:
-        async with shared, local:
+        async with shared, local, exporter or contextlib.nullcontext():
             beater = asyncio.create_task(beat())
             reaping = asyncio.create_task(reaper())
             await stop.wait()
             beater.cancel()
             reaping.cancel()
     finally:
+        tel.flush()
         health.unlink(missing_ok=True)
         await sandboxes.close_all()
         await asyncio.to_thread(diskquota.unmount_under, settings.workspaces_dir)

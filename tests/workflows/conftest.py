@@ -3,40 +3,16 @@ test environment) and a helper that runs TaskWorkflow on stub activities (tests/
 
 from __future__ import annotations
 
-import sys
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tests.conftest import free_port
+from tests.conftest import SUGGEST_CONTINUE_AS_NEW_AT  # noqa: F401  (imported from here by the workflow tests)
 from tests.workflows.harness import Stubs, World
 from workflows.agent import AgentWorkflow
 from workflows.models import TaskInput
 from workflows.task import TaskWorkflow
-
-TEMPORAL = str(Path(sys.executable).parent / "temporal")
-SUGGEST_CONTINUE_AS_NEW_AT = 40
-"""History events after which the server suggests continue-as-new (the default is 4,096): low, so that an agent
-of a few dozen turns continues as new in these tests."""
-
-
-@pytest.fixture(scope="session")
-async def env() -> AsyncIterator[WorkflowEnvironment]:
-    e = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter, dev_server_existing_path=TEMPORAL, port=free_port(),
-        dev_server_extra_args=[
-            "--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_CONTINUE_AS_NEW_AT}",
-            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=2000",
-            "--dynamic-config-value", "history.timerProcessorMaxPollRPS=2000"])
-    try:
-        yield e
-    finally:
-        await e.shutdown()
 
 
 def task_input(**kw) -> TaskInput:

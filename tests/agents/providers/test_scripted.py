@@ -112,3 +112,33 @@ def test_each_agent_must_end_with_a_final_turn():
         {"content": "done"})
     with pytest.raises(ConfigError, match="last turn of agent 'planner' has tool calls"):
         parse_trajectory(text)
+
+
+def _export(**agent_overrides):
+    agent = {"agent_id": "t/planner", "role": "planner", "agent_keys": ["planner"], "turns": [
+        {"turn": 1, "content": "looking", "tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}]},
+        {"turn": 2, "content": "done", "tool_calls": []}], **agent_overrides}
+    return {"schema": "bosun.trajectory/1", "task": {}, "agents": [agent]}
+
+
+def test_an_export_replays_in_both_forms():
+    import json
+
+    from agents.providers.scripted import EXPORT_SCHEMA
+    from infra.export import SCHEMA
+
+    assert EXPORT_SCHEMA == SCHEMA  # the replay reads the schema the export writes
+    doc = _export()
+    turns = parse_trajectory(json.dumps(doc), "run.json")
+    assert [(t.agent, t.content, [c.name for c in t.tool_calls]) for t in turns] == [
+        ("planner", "looking", ["grep"]), ("planner", "done", [])]
+    lines = [{"record": "task", "schema": "bosun.trajectory/1"},
+             {"record": "agent", "agent_id": "t/planner", "agent_keys": ["planner"]},
+             *[{"record": "turn", "agent_id": "t/planner", **t} for t in doc["agents"][0]["turns"]]]
+    assert parse_trajectory("\n".join(json.dumps(x) for x in lines), "run.jsonl") == turns
+    bad = _export(turns=[{"turn": 1, "content": "x", "tool_calls": [
+        {"name": "grep", "arguments": {"missing": "sha256:" + "0" * 64, "why": "gone"}}]}])
+    with pytest.raises(ConfigError, match="t/planner turn 1: the arguments of tool call grep were not exported"):
+        parse_trajectory(json.dumps(bad), "run.json")
+    with pytest.raises(ConfigError, match="no model turns"):
+        parse_trajectory(json.dumps(_export(turns=[])), "run.json")

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import threading
 import time
 
 import pytest
-import uvicorn
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from tests.conftest import EXAMPLE, Stack, free_port, leftovers, make_example_repo, wait_for
+from tests.conftest import EXAMPLE, Served, Stack, free_port, leftovers, make_example_repo, wait_for
 from tests.infra.entry.model_fixture import FakeModel
 from tests.infra.events.fakes import FakeGitHub
 from workflows.models import TaskInput
@@ -23,25 +21,6 @@ from workflows.models import TaskInput
 OPENAI_KEY = "sk-compat-e2e-0123456789"
 ANTHROPIC_KEY = "sk-ant-e2e-0123456789"
 TEAM = EXAMPLE / "team.jsonl"
-
-
-class Served:
-    """An ASGI app served by uvicorn on a given loopback port, in a thread of its own (the stack's worker, another
-    process, talks to it)."""
-
-    def __init__(self, app, port: int) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                    lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        wait_for(lambda: self.server.started, 20, what="the fixture server")
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 @pytest.fixture(scope="module")
