@@ -42,7 +42,7 @@ from activities.models import (
     preview,
 )
 from agents.context.compaction import compaction_summary
-from agents.context.static import PINNED_FILES, build_static_context
+from agents.context.static import PINNED_FILES, build_static_context, environment_facts
 from agents.messages import Message
 from agents.plan import PlanError, plan_from_transcript, topological_waves
 from agents.providers import make_provider, parse_spec
@@ -143,7 +143,8 @@ class AgentActivities:
             os_name="Linux, inside bosun's sandbox (no network; writes only in the repository and /tmp)",
             branch=branch.stdout.strip() if branch.exit_code == 0 else None,
             git_status=status.stdout if status.exit_code == 0 else "",
-            repo_map="" if repo_map.is_error else repo_map.text, instructions=instructions)
+            repo_map="" if repo_map.is_error else repo_map.text, instructions=instructions,
+            extra=environment_facts(box.environment))
         return ctx.text, ctx.pinned
 
     @activity.defn
@@ -291,8 +292,7 @@ class AgentActivities:
             if o.transcript_ref:
                 messages = [Message.model_validate(m) for m in self.store.get_json(o.transcript_ref)]
                 answer = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
-            reports.append(SubagentReport(name=o.name, kind=o.kind, status=o.status, turns=o.turns, answer=answer,
-                                          error=o.error, files=o.files, merged=o.merged, merge_note=o.merge_note))
+            reports.append(SubagentReport(**o.model_dump(exclude={"transcript_ref", "answer"}), answer=answer))
         text = render_subagents(reports)
         ok = sum(1 for r in reports if r.status == "done")
         return ToolResultRef(call_id=inp.call_id, name=SPAWN, result_ref=self.store.put_text(text),

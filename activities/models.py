@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agents.messages import Usage
+from agents.tools.subagents import SubagentReport
 
 PREVIEW = 300
 
@@ -27,10 +28,41 @@ class PrepareInput(BaseModel):
     ref: str = "HEAD"
 
 
+class EnvironmentState(BaseModel):
+    """The task's environment (sandbox/environments): what the prepare step found, or what its build gave."""
+
+    status: Literal["ready", "needed", "failed", "unavailable", "off"]
+    """ready: built (or cached), the task's sandboxes run in it; needed: build_environment builds it; failed: the
+    repository's environment cannot be built (the task ends ``environment_failed``); unavailable: this host cannot
+    build environments (no Docker engine, not root), the task runs on the plain sandbox image; off:
+    BOSUN_ENVIRONMENTS=false."""
+    env_id: str = ""
+    python: str = ""
+    test_command: str = ""
+    origin: str = ""
+    """detected, declared (.bosun/environment.toml) or override (BOSUN_ENV_OVERRIDES)."""
+    cached: bool = False
+    build_s: float = 0.0
+    log_ref: str | None = None
+    """The build log in the artifact store."""
+    step: str = ""
+    """failed: the step that failed."""
+    reason: str = ""
+    """failed or unavailable: why, in one line."""
+    tail: str = ""
+    """failed: the build log's last lines."""
+
+
+class EnvironmentInput(BaseModel):
+    workflow_id: str
+
+
 class PrepareResult(BaseModel):
     repository: str
     """Host path of the task's authoritative repository (host-owned, bare; sandbox/hostrepo.py)."""
     base_commit: str
+    environment: EnvironmentState | None = None
+    """The environment of the base commit (None: a worker from before environments)."""
 
 
 class ChecksInput(BaseModel):
@@ -217,18 +249,10 @@ class SubagentsPlan(BaseModel):
     """Set when the call cannot run (bad arguments, a limit): the model gets this as the tool's result."""
 
 
-class SubagentOutcome(BaseModel):
-    """What came of one subagent, for the parent's tool result."""
+class SubagentOutcome(SubagentReport):
+    """What came of one subagent (its report, and where its transcript is: the answer is read from it)."""
 
-    name: str
-    kind: str
-    status: str
-    turns: int = 0
     transcript_ref: str = ""
-    error: str = ""
-    files: list[str] = []
-    merged: bool | None = None
-    merge_note: str = ""
 
 
 class SubagentResultsInput(BaseModel):

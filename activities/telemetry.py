@@ -12,6 +12,7 @@ Nothing it records carries arguments, results or file contents.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,23 @@ from infra.telemetry import instruments
 
 _tracer = trace.get_tracer("bosun.activities")
 SAVE_EVERY_S = 60.0
+
+
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+MAX_TOOL_NAMES = 64
+_tool_names: set[str] = set()
+
+
+def tool_label(name: str) -> str:
+    """The tool name as a span and metric attribute. The model chooses it (an unknown or garbled name is refused as
+    a tool call, but it still reaches here): odd names and names past the first ``MAX_TOOL_NAMES`` become
+    ``other``, so a model cannot blow up the metrics' cardinality or put text of its own into labels."""
+    if name in _tool_names:
+        return name
+    if TOOL_NAME.match(name) and len(_tool_names) < MAX_TOOL_NAMES:
+        _tool_names.add(name)
+        return name
+    return "other"
 
 
 def provider_of(model: str) -> str:
@@ -126,7 +144,7 @@ class _Inbound(ActivityInboundInterceptor):
 
     async def _tool_call(self, input: ExecuteActivityInput, arg: ToolCallInput) -> Any:
         m = instruments()
-        tool = arg.call.name
+        tool = tool_label(arg.call.name)
         attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
                  "gen_ai.tool.call.id": arg.call.id, "bosun.agent.id": arg.agent_id,
                  "bosun.sandbox.backend": self.observer.backend, "gen_ai.request.model": arg.model}

@@ -8,6 +8,7 @@ never host paths of its own choosing. Errors are raised as bosun's classes (acti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from temporalio import activity
@@ -23,6 +24,8 @@ from activities.models import (
     CollectInput,
     CollectResult,
     DiffInput,
+    EnvironmentInput,
+    EnvironmentState,
     FinalizeInput,
     FinalizeResult,
     MergeInput,
@@ -30,10 +33,15 @@ from activities.models import (
     PrepareInput,
     PrepareResult,
 )
-from agents.tools.builtin import PYTEST, TEST_ENV
+from agents.tools.commands import PYTEST_ENV, test_invocation
 from agents.tools.pytest_report import parse_pytest_output
 from infra.artifacts import ArtifactStore
+from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
+from sandbox.environments.builder import BuildFailed
+from sandbox.environments.models import Detection, EnvRecord
+from sandbox.environments.repofiles import GitTree
+from sandbox.environments.service import Environments
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
@@ -52,8 +60,9 @@ class WorkspaceActivities:
         self.sandboxes = sandboxes
 
     def all(self) -> list:
-        return [self.prepare_workspace, self.run_checks, self.prepare_agent_workspace, self.collect_agent_work,
-                self.merge_agent_work, self.start_branch, self.diff_since, self.finalize, self.cleanup_task]
+        return [self.prepare_workspace, self.build_environment, self.run_checks, self.prepare_agent_workspace,
+                self.collect_agent_work, self.merge_agent_work, self.start_branch, self.diff_since, self.finalize,
+                self.cleanup_task]
 
     def repo(self, workflow_id: str) -> TaskRepo:
         """The task's authoritative repository and run workspaces on this host."""
@@ -70,9 +79,92 @@ class WorkspaceActivities:
 
     @activity.defn
     async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
+        """Clone the repository into the task's repository, resolve the ref, and find the base commit's
+        environment: cached (ready), to be built (needed), or why there is none."""
         repo = self.repo(inp.workflow_id)
         base = await asyncio.to_thread(repo.prepare, inp.repo, inp.ref)
-        return PrepareResult(repository=str(repo.git_dir), base_commit=base)
+        env = await asyncio.to_thread(self._find_environment, repo, base, inp.repo)
+        return PrepareResult(repository=str(repo.git_dir), base_commit=base, environment=env)
+
+    # -- the task's environment (sandbox/environments) -------------------------------------------------------
+
+    def _environments(self, progress=lambda _m: None) -> Environments:
+        return Environments(self.settings, progress=progress)
+
+    def _detect(self, envs: Environments, repo: TaskRepo, base: str, source: str) -> Detection:
+        return envs.detect(GitTree(repo.git_dir, base), source)
+
+    def _ready(self, envs: Environments, repo: TaskRepo, record: EnvRecord, cached: bool,
+               build_s: float = 0.0) -> EnvironmentState:
+        repo.set_environment(record.env_id, envs.cache)
+        log = envs.log_of(record)
+        log_ref = self.store.put_text(log.read_text(errors="replace")) if log.is_file() else None
+        return EnvironmentState(status="ready", env_id=record.env_id, python=record.python,
+                                test_command=record.test_command, origin=record.spec.origin, cached=cached,
+                                build_s=round(build_s or record.build_s, 2), log_ref=log_ref)
+
+    def _find_environment(self, repo: TaskRepo, base: str, source: str) -> EnvironmentState:
+        if not self.settings.environments:
+            repo.set_environment(None, None)
+            return EnvironmentState(status="off", reason="BOSUN_ENVIRONMENTS=false: the plain sandbox image")
+        envs = self._environments()
+        try:
+            det = self._detect(envs, repo, base, source)
+        except ConfigError as exc:  # a declared environment that is not valid: nothing is built from it
+            repo.set_environment(None, None)
+            return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
+        key = envs.key(det)
+        try:
+            record = envs.cached(key, need_docker=self.sandboxes.provider().backend == "docker")
+        except UnexpectedEnvironment as exc:
+            repo.set_environment(None, None)
+            return EnvironmentState(status="unavailable", reason=str(exc).splitlines()[0][:500])
+        if record is not None:
+            envs.store.touch(key)
+            return self._ready(envs, repo, record, cached=True)
+        repo.set_environment(None, None)
+        return EnvironmentState(status="needed", env_id=f"env-{key}", python=det.spec.python,
+                                test_command=det.spec.test.text, origin=det.spec.origin)
+
+    @activity.defn
+    async def build_environment(self, inp: EnvironmentInput) -> EnvironmentState:
+        """Build the environment of the task's base commit (or find it built meanwhile): the repository's setup
+        runs in a build container with network (sandbox/environments/builder.py); heartbeats carry the progress.
+        The build log goes to the artifact store. A failing build is a result (``failed``, with the step and the
+        log's tail), never retried; a host that cannot build gives ``unavailable``."""
+        repo = self.repo(inp.workflow_id)
+        meta = repo.prepared() or {}
+        base, source = meta.get("base"), meta.get("source", "")
+        if not base:
+            raise UnexpectedEnvironment(f"task {inp.workflow_id}: its repository is not prepared on this host")
+        latest = {"line": "starting"}
+        envs = self._environments(progress=lambda line: latest.__setitem__("line", line))
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(2.0)
+                activity.heartbeat(latest["line"][:300])
+
+        beater = asyncio.create_task(beat())
+        try:
+            det = await asyncio.to_thread(self._detect, envs, repo, base, source)
+            prepared = await asyncio.to_thread(envs.ensure, det, GitTree(repo.git_dir, base))
+        except BuildFailed as exc:
+            log_ref = self.store.put_text(exc.log.read_text(errors="replace")) if exc.log and exc.log.is_file() \
+                else None
+            return EnvironmentState(status="failed", env_id=f"env-{envs.key(det)}", python=det.spec.python,
+                                    test_command=det.spec.test.text, origin=det.spec.origin, step=exc.step,
+                                    reason=str(exc).splitlines()[0][:1000], tail=exc.tail[-4000:], log_ref=log_ref)
+        except ConfigError as exc:
+            return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
+        except UnexpectedEnvironment as exc:
+            repo.set_environment(None, None)
+            return EnvironmentState(status="unavailable", reason=str(exc).splitlines()[0][:500])
+        finally:
+            beater.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beater
+        return await asyncio.to_thread(self._ready, envs, repo, prepared.record, prepared.cached, prepared.seconds)
 
     @activity.defn
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
@@ -85,15 +177,18 @@ class WorkspaceActivities:
             try:
                 box = await self.sandboxes.get(key, str(workspace))
                 try:
-                    res = await box.exec(PYTEST, timeout_s=self.settings.tool_timeout_s,
-                                         output_cap=self.settings.tool_output_cap, env=TEST_ENV)
+                    cmd, is_pytest = test_invocation(box.environment, [])
+                    res = await box.exec(cmd, timeout_s=self.settings.tool_timeout_s,
+                                         output_cap=self.settings.tool_output_cap, env=PYTEST_ENV)
                 finally:
                     await self.sandboxes.release(key)
             finally:
                 await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
-        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(),
+        summary = report.headline() if is_pytest or report.summary or res.timed_out else \
+            f"tests exited {res.exit_code}"
+        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=summary,
                             failed=report.failed, passed_count=report.counts.get("passed", len(report.passed)),
                             output_ref=self.store.put_text(output))
 

@@ -1,11 +1,17 @@
-"""Edit-engine accuracy on the real-change corpus, for bosun's cascade and the three baselines.
+"""Edit-engine accuracy on corpora of real changes, for bosun's cascade and the three baselines.
 
-Run: ``.venv/bin/python bench/edits_eval.py [--cache DIR] [--out CORPUS.jsonl.gz]``. On first run the sdists of the
-packages in ``bench.editcases.corpus.DEFAULT_PACKAGES`` are downloaded with pip into the cache
-(``~/.cache/bosun-bench/edits``). The corpus is written there (gzip JSONL, usable with ``bosun eval edits --cases``)
-and every strategy is scored in-process. Prints JSON: corpus size and make-up, one summary per strategy (correct apply
-and refusal rates, silent misapplies, latency, failing categories with example ids) and bosun's goals. The summary
-table goes to stderr. Latency on a 10,000-line file is measured by ``bench/edits.py``.
+Run: ``.venv/bin/python bench/edits_eval.py [--corpus releases|projects|both] [--cache DIR] [--out-dir DIR]``, or
+``--cases CORPUS.jsonl.gz`` to score a corpus file that already exists. Two corpora are built
+(``bench.editcases.corpus.SOURCES``): ``releases``, the first one (consecutive releases of five small packages), and
+``projects``, consecutive (mostly bug-fix) releases of nine large projects (requests, flask, seaborn, xarray, pylint,
+pytest, astropy, sphinx, sympy). On first run their sdists are downloaded with pip into the cache
+(``~/.cache/bosun-bench/edits``); each corpus is written there (gzip JSONL, usable with ``bosun eval edits --cases``)
+and every strategy is scored in-process.
+
+Prints JSON, one entry per corpus: its size and make-up, one summary per strategy (correct apply and refusal rates,
+silent misapplies, latency, the same broken down by format, by category and single- vs multi-hunk, failing categories
+with example ids) and bosun's goals. The summary tables go to stderr. Latency on a 10,000-line file is measured by
+``bench/edits.py``.
 """
 
 from __future__ import annotations
@@ -18,35 +24,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.editcases.corpus import DEFAULT_CACHE, DEFAULT_PACKAGES, build, write_jsonl  # noqa: E402
-from bench.editcases.eval import STRATEGIES, Case, evaluate, format_table  # noqa: E402
+from bench.editcases.corpus import DEFAULT_CACHE, SOURCES, build, write_jsonl  # noqa: E402
+from bench.editcases.eval import STRATEGIES, Case, evaluate, format_table, load_cases  # noqa: E402
 
 GOALS = {"correct_apply_pct": 99.5, "correct_refusal_pct": 99.5, "silent_misapply": 0, "min_cases": 5000}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    ap.add_argument("--out", type=Path, default=None, help="corpus file (default: CACHE/corpus.jsonl.gz)")
-    ap.add_argument("--formats-per-variant", type=int, default=2)
-    ap.add_argument("--strategies", nargs="*", default=list(STRATEGIES), choices=STRATEGIES)
-    args = ap.parse_args(argv)
-
-    raw = build(args.cache, formats_per_variant=args.formats_per_variant)
-    out = args.out or args.cache / "corpus.jsonl.gz"
-    write_jsonl(raw, out)
-    cases = [Case(c["id"], c["format"], c["path"], c["original"], c["edit"], c["expected"], c["category"])
-             for c in raw]
-    summaries = [evaluate(cases, s) for s in args.strategies]
+def score(name: str, cases: list[Case], strategies: list[str], file: Path, packages: list[str]) -> dict[str, object]:
+    """Every strategy on ``cases``: the report of one corpus (the table goes to stderr)."""
+    summaries = [evaluate(cases, s) for s in strategies]
+    print(f"== {name}: {len(cases)} cases", file=sys.stderr)
     print(format_table(summaries), file=sys.stderr)
-
     report: dict[str, object] = {
         "corpus": {
-            "file": str(out),
+            "file": str(file),
             "cases": len(cases),
             "should_apply": sum(c.expected is not None for c in cases),
             "should_refuse": sum(c.expected is None for c in cases),
-            "packages": [f"{p} {a} -> {b}" for p, a, b in DEFAULT_PACKAGES],
+            "multi_hunk": sum(c.hunks > 1 for c in cases),
+            "packages": packages,
             "by_format": dict(Counter(c.format for c in cases)),
             "by_category": dict(Counter(c.category for c in cases).most_common()),
         },
@@ -60,7 +56,37 @@ def main(argv: list[str] | None = None) -> int:
             "correct_refusal": (bosun["correct_refusal_pct"] or 0) >= GOALS["correct_refusal_pct"],
             "no_silent_misapply": bosun["silent_misapply"] == GOALS["silent_misapply"],
         }
-    print(json.dumps(report, indent=2))
+    return report
+
+
+def _cases(raw: list[dict]) -> list[Case]:
+    return [Case(c["id"], c["format"], c["path"], c["original"], c["edit"], c["expected"], c["category"],
+                 hunks=c.get("hunks", 1)) for c in raw]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", choices=[*sorted(SOURCES), "both"], default="both")
+    ap.add_argument("--cases", type=Path, default=None, help="score this corpus file instead of building one")
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--out-dir", type=Path, default=None, help="where corpora are written (default: the cache)")
+    ap.add_argument("--formats-per-variant", type=int, default=2)
+    ap.add_argument("--strategies", nargs="*", default=list(STRATEGIES), choices=STRATEGIES)
+    args = ap.parse_args(argv)
+
+    reports: dict[str, object] = {}
+    if args.cases is not None:
+        reports[args.cases.name] = score(args.cases.name, load_cases(args.cases), args.strategies, args.cases, [])
+    else:
+        names = sorted(SOURCES) if args.corpus == "both" else [args.corpus]
+        for name in names:
+            raw = build(args.cache, formats_per_variant=args.formats_per_variant, source=name)
+            out = (args.out_dir or args.cache) / f"corpus-{name}.jsonl.gz"
+            write_jsonl(raw, out)
+            packages = [f"{p} {a} -> {b}" for p, a, b in SOURCES[name].packages]
+            reports[name] = score(name, _cases(raw), args.strategies, out, packages)
+            del raw
+    print(json.dumps(reports, indent=2))
     return 0
 
 

@@ -286,7 +286,7 @@ async def main() -> None:
             async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
                               workflows=[SequentialToolsWorkflow, SequentialNoopWorkflow, ParallelTurnWorkflow],
                               max_concurrent_activities=64, interceptors=observed):
-                measured[tel_on] = await bench_overhead(client, bench_queue, work)
+                measured[tel_on] = await bench_overhead(client, bench_queue, work / ("on" if tel_on else "off"))
                 if tel_on:
                     parallel = await bench_parallel(client, bench_queue)
             if tel is not None:

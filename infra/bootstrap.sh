@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # bosun's one bootstrap: idempotent; prints what it did. Called by `make bootstrap`, `make demo`, `make test`.
-#   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv)
+#   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv; chromium and
+#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback)
 #   2. .venv with bosun and its dev extras, pinned by constraints.txt (reinstalled only when they change)
 #   3. the Docker daemon, started when it is not running
 #   4. the sandbox image, built locally with debootstrap + docker import (rebuilt only when its recipe changes)
+#   5. the base root filesystem environments of new commits are layered on (Python 3.13, Debian trixie; the 3.9
+#      and 3.11 bases are built when a repository first needs them)
 # Where it cannot act (not root, no apt) it stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +17,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. system packages ---------------------------------------------------------------------------------------
-PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates)
+PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -72,5 +75,17 @@ if [ -x sandbox/image/build.sh ]; then
   bash sandbox/image/build.sh
 else
   die "sandbox/image/build.sh is missing"
+fi
+
+# 5. environment base ---------------------------------------------------------------------------------------
+# Environments (bosun env; each task's repository) are layered on a base root filesystem per interpreter. The one
+# a commit made today gets (Python 3.13) is built here, once (a few minutes), so the first task's environment
+# builds in seconds; `bosun env bases` lists them.
+if [ -n "$SUDO" ]; then
+  say "not root: environment bases are built on first use by a root worker (bosun env bases --build 3.13)"
+else
+  .venv/bin/bosun env bases --build 3.13 2>&1 | sed 's/^bosun env: /bootstrap: /' \
+    || die "building the environment base failed (see above); retry with: .venv/bin/bosun env bases --build 3.13"
+  say "environment base for Python 3.13 present"
 fi
 say "done"

@@ -11,6 +11,9 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.service import RPCError
+
+from infra.errors import ConfigError
 
 
 @dataclass
@@ -94,6 +97,14 @@ def _local_activity(workflow_id: str, ev, calls: dict[str, dict]) -> Step | None
         step.input = {"call": calls.get(result.get("call_id"), {"id": result.get("call_id"),
                                                                  "name": result.get("name")})}
     return step
+
+
+async def collect_run(client: Client, workflow_id: str) -> Step:
+    """The run's steps (as :func:`collect`); ConfigError naming the run and the namespace when there is none."""
+    try:
+        return await collect(client, workflow_id)
+    except RPCError as e:
+        raise ConfigError(f"no run {workflow_id!r} in namespace {client.namespace}: {e.message}") from None
 
 
 async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:

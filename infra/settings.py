@@ -95,6 +95,14 @@ class Settings(BaseSettings):
     `{"https://openrouter.ai/api/v1": {"api_key": "sk-or-...", "headers": {"HTTP-Referer": "https://example.org"}}}`.
     An entry applies to its URL and every URL under it (the longest match wins). Never logged."""
 
+    ui_host: str = "127.0.0.1"
+    """Address the web view listens on. Anything but loopback needs BOSUN_UI_TOKEN."""
+    ui_port: int = 8790
+    """Port of the web view (`bosun ui`; the stack runs it): runs, agents in parallel lanes, every step, steering."""
+    ui_token: SecretStr | None = None
+    """A long random string the web view asks for (Authorization: Bearer, or once ?token=...); required to listen
+    beyond loopback. Never logged."""
+
     ingress_port: int = 8787
     """Port of the webhook ingress (POST /webhooks/github, /webhooks/linear; GET /healthz). The stack runs the
     ingress and the event starter when a webhook secret is set (and a model, for the starter)."""
@@ -117,6 +125,26 @@ class Settings(BaseSettings):
     """Timeout of one command a tool runs in the sandbox; the whole process tree is killed past it."""
     tool_output_cap: int = 200_000
     """Bytes of a command's stdout/stderr kept; the rest is dropped with a marker."""
+
+    environments: bool = True
+    """Each task builds (or reuses) an environment for its repository and revision: interpreter, dependencies,
+    the project installed, its test command (`bosun env`). `false`: tasks use the plain sandbox image."""
+    env_cache: Path | None = None
+    """Where environments and their base root filesystems are kept. Unset: /var/cache/bosun/environments for
+    root, else ~/.cache/bosun/environments (shared by every data dir on the host)."""
+    env_overrides: str | None = None
+    """Environment files for repositories you do not control: a JSON object, or the path of a JSON or TOML file
+    holding one, from a repository (path, URL or glob pattern) to an environment.toml; it wins over the repository's
+    own declaration and detection."""
+    env_build_timeout_s: float = Field(default=3600.0, gt=0)
+    """Time one environment build may take (all its steps); past it the build fails and nothing is kept."""
+    env_build_memory_mb: int = Field(default=8192, ge=512)
+    """Memory of an environment's build container (compiling C extensions needs some)."""
+    env_max_gb: float = Field(default=60.0, ge=0)
+    """Disk the environment cache may use (environments, their images, installer caches); after every build
+    and on `bosun env prune` the least recently used go beyond it. 0: no bound."""
+    env_debian_mirror: str = "http://deb.debian.org/debian"
+    """Debian mirror debootstrap builds the base root filesystems (Python 3.9, 3.11, 3.13) from."""
 
     telemetry: bool = True
     """OpenTelemetry traces and metrics (docs/ARCHITECTURE.md, "Observability"): kept in `<data dir>/telemetry`

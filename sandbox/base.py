@@ -35,6 +35,21 @@ class Limits(BaseModel):
     """Open file descriptors per process."""
 
 
+class EnvironmentInfo(BaseModel):
+    """The environment a sandbox runs in (sandbox/environments): what an agent and the test runs need to know."""
+
+    env_id: str
+    python: str
+    """The interpreter's full version."""
+    test_kind: str = "pytest"
+    """pytest: ``test_argv`` + test ids (or ``test_paths``); command: a runner of the project's own."""
+    test_argv: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest"])
+    test_paths: list[str] = []
+    test_command: str = "python -m pytest"
+    """The whole command as one shell line (for people)."""
+    venv: str = "/opt/bosun-env/venv"
+
+
 class ExecResult(BaseModel):
     """The outcome of one command run in a sandbox."""
 
@@ -103,6 +118,8 @@ class Sandbox(abc.ABC):
     backend: str
     workspace: Path
     """The workspace directory on the host (bind-mounted at WORKSPACE_PATH inside)."""
+    environment: EnvironmentInfo | None = None
+    """The environment it runs in; None: the plain sandbox image (python3, pytest, git)."""
 
     @abc.abstractmethod
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None

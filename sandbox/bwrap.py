@@ -2,7 +2,9 @@
 
 Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at the end):
 
-- /usr, /etc, /opt, /srv and the /bin, /lib... links: read-only binds of the host's; /sys/devices/system/cpu only.
+- /usr, /etc, /opt, /srv and the /bin, /lib... links: read-only binds of the host's -- or, in an environment
+  (sandbox/environments), of its base's root filesystem, with the environment's own directory (virtualenv, seed)
+  bound read-only at /opt/bosun-env; /sys/devices/system/cpu only.
   Files and directories there that are not world-readable (/etc/shadow, ssh host keys...) are masked: the
   sandbox may run as the worker's uid (without capabilities) and must still not see what only that uid may read.
 - NOT present at all: /root, /home, $HOME, /run, /var (but /var/tmp), the host's /tmp, /mnt, /media, /boot and
@@ -38,6 +40,7 @@ import select
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +53,8 @@ from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, Process
 from sandbox.gitguard import git_mounts
 
 SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
+ENV_DIR_IN_SANDBOX = "/opt/bosun-env"
+"""Where an environment's own directory (virtualenv, seed) appears (sandbox/environments/models.ENV_ROOT)."""
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SANDBOX_HOME = "/tmp/home"
 RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -77,35 +82,38 @@ def _join_cgroup(cg: cgroups.SandboxCgroup, bwrap_pid: int, info_r: int, block_w
     os.write(block_w, b"g")
 
 
-@functools.lru_cache(maxsize=1)
-def _host_layout() -> tuple[list[str], list[str]]:
-    """bwrap arguments for the read-only host part, and the list of masked paths (computed once per process)."""
+@functools.lru_cache(maxsize=8)
+def _host_layout(root: str = "/") -> tuple[list[str], list[str]]:
+    """bwrap arguments for the read-only system part, and the list of masked paths (computed once per process
+    and root). ``root``: the host's own ``/``, or an environment's base root filesystem (sandbox/environments),
+    whose directories then take the place of the host's."""
     args: list[str] = []
     masked: list[str] = []
+    base = root.rstrip("/")
     for name in RO_TOP_DIRS:
-        path = f"/{name}"
+        path = f"{base}/{name}"
         if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
+            args += ["--symlink", os.readlink(path), f"/{name}"]
         elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
+            args += ["--ro-bind", path, f"/{name}"]
     if os.path.isdir("/sys/devices/system/cpu"):  # CPU topology for nproc/os.cpu_count; the rest of /sys stays out
         args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     for top in SCAN_FOR_SECRETS:
-        base = f"/{top}"
-        if os.path.isdir(base) and not os.path.islink(base):
-            masked += _unreadable_entries(base)
+        scan = f"{base}/{top}"
+        if os.path.isdir(scan) and not os.path.islink(scan):
+            masked += ["/" + os.path.relpath(p, root) if base else p for p in _unreadable_entries(scan)]
     for d in ALWAYS_MASK_DIRS:
-        if os.path.isdir(d) and d not in masked:
+        if os.path.isdir(f"{base}{d}") and d not in masked:
             masked.append(d)
     masked = sorted(set(masked))
     top_level = [p for p in masked if not any(p.startswith(d + "/") for d in masked if d != p)]
     for path in top_level:
-        if os.path.isdir(path):
+        if os.path.isdir(f"{base}{path}"):
             args += ["--tmpfs", path]
         else:
             args += ["--ro-bind", "/dev/null", path]
     for path in top_level:
-        if os.path.isdir(path):
+        if os.path.isdir(f"{base}{path}"):
             args += ["--remount-ro", path]
     return args, masked
 
@@ -201,6 +209,39 @@ def compiled_toolserver(python: str) -> Path:
         return TOOLSERVER_PATH
 
 
+def compiled_toolserver_in(rootfs: str, python: str, bwrap: str) -> Path:
+    """toolserver.py compiled by the ``python`` of another root filesystem (an environment's base: its
+    interpreter may not run on the host's libraries), inside a minimal bwrap of that root with no network.
+    Cached by content and interpreter; falls back to the source."""
+    source = TOOLSERVER_PATH.read_bytes()
+    version = Path(rootfs, "etc", "bosun-base").read_text().strip() if Path(rootfs, "etc", "bosun-base").is_file() \
+        else rootfs
+    digest = hashlib.sha256(source + f"{rootfs}\0{version}\0{python}".encode()).hexdigest()[:16]
+    cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
+             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
+    target = cache / f"toolserver-{digest}.pyc"
+    if target.is_file():
+        return target
+    try:
+        cache.mkdir(parents=True, exist_ok=True, mode=0o755)
+        out = Path(tempfile.mkdtemp(dir=cache, prefix=".compile-"))
+        try:
+            code = ("import py_compile, sys; py_compile.compile('/in/toolserver.py', cfile='/out/t.pyc', "
+                    "doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)")
+            args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+            args += _host_layout(rootfs)[0]
+            args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                     "--ro-bind", str(TOOLSERVER_PATH.parent), "/in", "--bind", str(out), "/out",
+                     "--", python, "-I", "-S", "-c", code]
+            subprocess.run(args, check=True, capture_output=True, timeout=60, env=scrubbed_env())
+            os.replace(out / "t.pyc", target)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        return target
+    except (OSError, subprocess.SubprocessError):
+        return TOOLSERVER_PATH
+
+
 class BwrapSandbox(ClientSandbox):
     """One bwrap sandbox: its tool server, its cgroup; close() kills all of it."""
 
@@ -238,16 +279,24 @@ class BwrapProvider(SandboxProvider):
 
     def __init__(self, limits: Limits | None = None, *, python: str = "/usr/bin/python3",
                  bwrap: str | None = None, use_cgroups: bool = True, use_seccomp: bool = True,
-                 start_timeout_s: float = 15.0, extra_ro_binds: Sequence[str] = (), user: str | None = None
+                 start_timeout_s: float = 15.0, extra_ro_binds: Sequence[str] = (), user: str | None = None,
+                 rootfs: Path | None = None, env_dir: Path | None = None, env: dict[str, str] | None = None
                  ) -> None:
         self.limits = limits or Limits()
+        self.rootfs = str(rootfs) if rootfs else "/"
+        """Whose system directories the sandbox sees: the host's, or an environment base's root filesystem."""
+        self.env_dir = env_dir
+        """An environment's own directory, bound read-only at ENV_DIR_IN_SANDBOX."""
+        self.env = dict(env or {})
+        """More variables for the tool server (and so every command): an environment's PATH, VIRTUAL_ENV..."""
         self.user = user
         self.python = python
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self.use_seccomp = use_seccomp
         self.start_timeout_s = start_timeout_s
         self.extra_ro_binds = list(extra_ro_binds)
-        self.server_file = compiled_toolserver(python)
+        self.server_file = compiled_toolserver(python) if rootfs is None else compiled_toolserver_in(
+            self.rootfs, python, self.bwrap)
         """What runs as the tool server: the compiled toolserver.py (or the source as a fallback)."""
         self._cg_support = cgroups.detect() if use_cgroups else cgroups.CgroupSupport(
             problems=["cgroups disabled by configuration"])
@@ -277,7 +326,7 @@ class BwrapProvider(SandboxProvider):
         tool server switches to before it serves anything (bwrap started by root without a user namespace, so
         that uid is the host's; only CAP_SETUID/CAP_SETGID are kept for that switch, and it clears them).
         """
-        ro_args, _masked = _host_layout()
+        ro_args, _masked = _host_layout(self.rootfs)
         lim = self.limits
         if drop_to:
             args = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -305,11 +354,13 @@ class BwrapProvider(SandboxProvider):
             args += _git_binds(workspace)
         if objects is not None:
             args += ["--ro-bind", str(objects), OBJECTS_IN_SANDBOX]
+        if self.env_dir is not None:
+            args += ["--ro-bind", str(self.env_dir), ENV_DIR_IN_SANDBOX]
         args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
         for key, value in {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                           "USER": "sandbox", "PYTHONDONTWRITEBYTECODE": "1"}.items():
+                           "USER": "sandbox", "PYTHONDONTWRITEBYTECODE": "1", **self.env}.items():
             args += ["--setenv", key, value]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
@@ -444,5 +495,6 @@ class BwrapProvider(SandboxProvider):
         report["seccomp"] = {"value": "no set-id chmod, no new namespaces", "enforced": self.use_seccomp and
                              self._seccomp_problem is None,
                              "how": self._seccomp_problem or ("bwrap --seccomp" if self.use_seccomp else "disabled")}
-        report["masked_paths"] = _host_layout()[1]
+        report["masked_paths"] = _host_layout(self.rootfs)[1]
+        report["root"] = self.rootfs
         return report

@@ -184,9 +184,12 @@ class DockerProvider(SandboxProvider):
     backend = "docker"
 
     def __init__(self, limits: Limits | None = None, *, image: str = DEFAULT_IMAGE, user: str | None = None,
-                 python: str = "python3", docker_client: Any = None, start_timeout_s: float = 30.0) -> None:
+                 python: str = "python3", docker_client: Any = None, start_timeout_s: float = 30.0,
+                 env: dict[str, str] | None = None) -> None:
         import docker  # noqa: PLC0415 - keep the docker SDK optional for bwrap-only hosts
 
+        self.env = dict(env or {})
+        """More variables for the tool server (and so every command): an environment's PATH, VIRTUAL_ENV..."""
         self.limits = limits or Limits()
         self.image = image
         self.user = user
@@ -256,12 +259,14 @@ class DockerProvider(SandboxProvider):
             "user": user,
             "working_dir": WORKSPACE_PATH,
             "environment": {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                            "PYTHONDONTWRITEBYTECODE": "1"},
+                            "PYTHONDONTWRITEBYTECODE": "1", **self.env},
             "labels": {LABEL: "1", LABEL_ID: sandbox_id, LABEL_OWNER: self._owner},
             "hostname": "sandbox",
             "stdin_open": True,
             "tty": False,
-            "network_disabled": True,
+            # network_mode none already leaves only a loopback; keeping networking "enabled" lets docker write
+            # /etc/hosts with localhost (tests bind servers to it), which network_disabled would leave empty
+            "network_disabled": False,
             "host_config": host_config,
             "name": f"bosun-{sandbox_id}",
         }

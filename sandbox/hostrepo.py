@@ -111,6 +111,10 @@ class TaskRepo:
         except (OSError, ValueError):
             return None
 
+    def prepared(self) -> dict | None:
+        """What ``prepare`` recorded (base commit, source, ref), or None before it ran."""
+        return self._meta()
+
     def prepare(self, source: str, ref: str) -> str:
         """Clone ``source`` (a path or URL) into the authoritative repository and resolve ``ref``; returns the
         base commit. Idempotent: a prepared repository is kept."""
@@ -175,6 +179,40 @@ class TaskRepo:
         return current
 
     # -- run workspaces ------------------------------------------------------------------------------------
+
+    # -- the task's environment (sandbox/environments) --------------------------------------------------------
+
+    @property
+    def env_marker(self) -> Path:
+        """``K.env.json``: which environment the task's sandboxes run in (host-owned, written by the prepare
+        step; no sandbox sees it)."""
+        return self.root / f"{self.key}.env.json"
+
+    def set_environment(self, env_id: str | None, cache: Path | None) -> None:
+        """Record the task's environment (None: the plain sandbox image)."""
+        if env_id is None:
+            self.env_marker.unlink(missing_ok=True)
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.env_marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"env_id": env_id, "cache": str(cache) if cache else ""}))
+        os.replace(tmp, self.env_marker)
+
+    @staticmethod
+    def environment_for(workspace: Path | str) -> tuple[str, Path | None] | None:
+        """(env id, cache) of the task a run workspace belongs to (``K.runs/NAME`` -> ``K.env.json``), derived
+        from the path bosun chose, never from the workspace's content; None: no environment."""
+        ws = Path(workspace)
+        if not ws.parent.name.endswith(".runs"):
+            return None
+        marker = ws.parent.with_name(ws.parent.name.removesuffix(".runs") + ".env.json")
+        try:
+            data = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("env_id"), str):
+            return None
+        return data["env_id"], Path(data["cache"]) if data.get("cache") else None
 
     @staticmethod
     def objects_for(workspace: Path | str) -> Path | None:

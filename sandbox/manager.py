@@ -1,13 +1,20 @@
 """The live sandboxes of one worker: one per key (an agent run, a test run), started on first use and again after
-it died, released by key or by key prefix (a task's agents)."""
+it died, released by key or by key prefix (a task's agents).
+
+A run workspace of a task whose prepare step built an environment (``K.env.json``, see sandbox/hostrepo.py) gets
+a sandbox of that environment (sandbox/environments/runtime.py); any other workspace, the plain sandbox image.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, get_provider
 from sandbox.base import Sandbox, SandboxProvider
+from sandbox.environments.runtime import provider_for
+from sandbox.environments.store import EnvStore, default_cache
 from sandbox.hostrepo import TaskRepo
 
 
@@ -18,11 +25,31 @@ class SandboxManager:
         self._boxes: dict[str, Sandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._provider: SandboxProvider | None = None
+        self._env_providers: dict[str, SandboxProvider] = {}
 
     def provider(self) -> SandboxProvider:
         if self._provider is None:
             self._provider = get_provider(self.backend, image=self.image)
         return self._provider
+
+    def provider_for(self, workspace: str | Path) -> SandboxProvider:
+        """The provider for ``workspace``: its task's environment's, else the plain one."""
+        found = TaskRepo.environment_for(workspace)
+        if found is None:
+            return self.provider()
+        env_id, cache = found
+        backend = self.provider().backend
+        cached = self._env_providers.get(f"{env_id}:{backend}")
+        if cached is not None:
+            return cached
+        try:
+            record = EnvStore(cache or default_cache()).find(env_id)
+        except ConfigError as exc:
+            raise UnexpectedEnvironment(f"the task's environment is gone from this host ({exc}); run the task "
+                                        "again to rebuild it") from None
+        provider = provider_for(record, backend)
+        self._env_providers[f"{env_id}:{backend}"] = provider
+        return provider
 
     async def get(self, key: str, workspace: str) -> Sandbox:
         """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died."""
@@ -37,7 +64,8 @@ class SandboxManager:
             await asyncio.to_thread(diskquota.ensure_mounted, Path(workspace))
             # Its scratch .git borrows the task repository's objects (read-only in the sandbox); which store is
             # derived from the path bosun chose, never from the workspace's content.
-            box = await self.provider().acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
+            provider = await asyncio.to_thread(self.provider_for, workspace)
+            box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
             self._boxes[key] = box
             return box
 

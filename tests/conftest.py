@@ -42,7 +42,8 @@ def free_port() -> int:
 
 
 def stack_env(data_dir: Path) -> dict[str, str]:
-    ports = {"BOSUN_TEMPORAL_PORT", "BOSUN_TEMPORAL_UI_PORT", "BOSUN_NATS_PORT", "BOSUN_NATS_MONITOR_PORT"}
+    ports = {"BOSUN_TEMPORAL_PORT", "BOSUN_TEMPORAL_UI_PORT", "BOSUN_NATS_PORT", "BOSUN_NATS_MONITOR_PORT",
+             "BOSUN_UI_PORT"}
     env = {name: str(free_port()) for name in ports}
     env["BOSUN_DATA_DIR"] = str(data_dir)
     env["BOSUN_WORKER_ID"] = f"test-{os.getpid()}-{data_dir.name}"

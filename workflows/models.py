@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from activities.models import Attachment, ChecksResult, PlanInfo, ResultPointer
+from activities.models import Attachment, ChecksResult, EnvironmentState, PlanInfo, ResultPointer
 from agents.messages import Usage
 
 
@@ -56,10 +56,11 @@ class TaskInput(BaseModel):
 
 
 class TaskResult(BaseModel):
-    status: Literal["succeeded", "partial", "failed", "no_changes", "cancelled"]
+    status: Literal["succeeded", "partial", "failed", "no_changes", "cancelled", "environment_failed"]
     """succeeded: every subtask merged and the tests pass; partial: some work merged, some did not (``problems``
     says which and why); failed: nothing usable delivered, or every agent finished but the tests stay red;
-    no_changes: nothing to change; cancelled: a person cancelled it."""
+    no_changes: nothing to change; cancelled: a person cancelled it; environment_failed: the repository's
+    environment could not be built (``environment`` has the step and the log's tail), nothing ran."""
     workspace: str
     branch: str
     commit: str | None
@@ -83,6 +84,8 @@ class TaskResult(BaseModel):
     """What the whole task spent (tokens, turns, usd)."""
     budget_note: str = ""
     """Set when the task budget stopped work (what was skipped and why)."""
+    environment: EnvironmentState | None = None
+    """The environment the task's sandboxes ran in (interpreter, test command, build log), or why there was none."""
 
 
 class SubtaskOutcome(BaseModel):

@@ -37,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
         CleanupInput,
         CollectInput,
         DiffInput,
+        EnvironmentInput,
+        EnvironmentState,
         FinalizeInput,
         MergeInput,
         PlanInfo,
@@ -313,6 +315,9 @@ class TaskWorkflow:
             WorkspaceActivities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
             summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
         base = prep.base_commit
+        env = await self._environment(queue, wf_id, prep.environment)
+        if env is not None and env.status == "failed":
+            return await self._environment_failed(inp, queue, wf_id, branch, env)
         head = await workflow.execute_activity_method(
             WorkspaceActivities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
             summary=f"branch {branch}", **_activity_opts(queue))
@@ -389,7 +394,36 @@ class TaskWorkflow:
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
                           debug_rounds=rounds, follow_ups=follow_ups, problems=problems, messages=self.inbox,
-                          budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {})
+                          budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {},
+                          environment=env)
+
+    async def _environment(self, queue: str, wf_id: str, env: EnvironmentState | None) -> EnvironmentState | None:
+        """The base commit's environment: as the prepare step found it, or built now (an activity that
+        heartbeats its progress; the log goes to the artifact store)."""
+        if env is None or env.status != "needed":
+            return env
+        self._enter(f"building the environment {env.env_id} (python {env.python})")
+        return await workflow.execute_activity_method(
+            WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
+            summary=f"environment {env.env_id}: python {env.python}, tests: {env.test_command[:80]}",
+            **_activity_opts(queue, 150, heartbeat=True))
+
+    async def _environment_failed(self, inp: TaskInput, queue: str, wf_id: str, branch: str,
+                                  env: EnvironmentState) -> TaskResult:
+        """The repository's environment cannot be built: nothing runs; the result says which step failed and
+        shows the log's tail."""
+        self._enter("done: environment_failed")
+        why = f"the environment could not be built: {env.reason}"
+        skipped = ChecksResult(green=False, exit_code=None, summary=f"not run: {why[:300]}")
+        lines = [f"bosun run `{wf_id}`: **environment_failed**", "", f"- {why}"]
+        if env.tail:
+            lines += ["", "```", env.tail[-3000:], "```"]
+        lines.append(f"- every step: `bosun history {wf_id}`")
+        await self._report(inp, queue, wf_id, branch, "environment_failed", "\n".join(lines), None)
+        return TaskResult(status="environment_failed", workspace="", branch=branch, commit=None, diff="",
+                          diff_ref="", files_changed=[], tests_before=skipped, tests_after=skipped,
+                          problems=[why] + ([f"log tail:\n{env.tail[-2000:]}"] if env.tail else []),
+                          messages=self.inbox, environment=env)
 
     async def _run_on_branch(self, inp: TaskInput, queue: str, branch: str, head: str, name: str, role: str,
                              task: str, keys: list[str], attachments: list[Attachment] | None = None

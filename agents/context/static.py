@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.context.tokens import CHARS_PER_TOKEN, estimate_tokens
+from sandbox.base import EnvironmentInfo
 
 PINNED_FILES = ("AGENTS.md", "CLAUDE.md", "CONTRIBUTING.md", ".bosun/instructions.md",
                 ".github/copilot-instructions.md", ".cursorrules")
@@ -66,6 +67,17 @@ def pinned_instructions(files: dict[str, str], *, max_tokens: int = 4000) -> tup
     block = f"{PINNED_OPEN}\nInstructions from the repository's own files; follow them.\n\n" + "\n\n".join(parts) \
         + f"\n{PINNED_CLOSE}"
     return block, cut
+
+
+def environment_facts(env: EnvironmentInfo | None) -> dict[str, str]:
+    """The environment's facts for the static context: which interpreter, which test command (what run_tests
+    runs). None (the plain sandbox image): the image's python3 and pytest."""
+    if env is None:
+        return {"Python": "the sandbox image's python3 (Debian), with pytest; the project's dependencies are not "
+                          "installed", "Tests": "python3 -m pytest (run_tests)"}
+    return {"Python": f"{env.python} in a virtualenv ({env.venv}, first on PATH) with the project installed "
+                      "editable and its test dependencies; no network, so nothing more can be installed",
+            "Tests": f"{env.test_command} (run_tests runs it; pass test ids to run some)"}
 
 
 def build_static_context(*, os_name: str, workdir: str = "/workspace", branch: str | None = None,

@@ -1,18 +1,27 @@
 """The matching cascade for one old/new text pair, and ``apply_str_replace``.
 
 Levels, strictest first: ``exact`` (a substring for str_replace, whole lines for SEARCH
-blocks), ``trailing_ws``, ``indent_offset``, ``edge_blank_lines``, ``unicode``, ``elision``.
-Every level counts its matches over the whole file. One match: apply it. Two or more: refuse
-at once (a looser level is never consulted, the first match is never picked). None: try the
-next level. When no level matches, the edit may already have been applied (the new text is
-present exactly once); otherwise the refusal names the levels tried and the closest region.
+blocks), ``trailing_ws``, ``indent_offset``, ``edge_blank_lines``, ``blank_lines``, ``unicode``,
+``elision``. Every level counts its matches over the whole file (or the window it is given).
+One match: apply it. Two or more: refuse at once (a looser level is never consulted, the first
+match is never picked). None: try the next level. When no level matches, the edit may already
+have been applied (the new text is present exactly once); otherwise the refusal names the
+levels tried and the closest region.
+
+Before any matching, a new text that elides code the old text spells out (``...``,
+``# ... existing code ...`` in the new text only) is refused (``elision``). A level that
+re-indents must see one consistent offset: a new text whose unchanged lines already sit at the
+file's indentation while the old text is shifted is refused (``indent_conflict``); so is an
+edit the ``blank_lines`` level cannot place around the file's blank lines without guessing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .blanks import BlankPlacement, realign, skeleton_script
 from .document import Document, to_lf
+from .elision import elision_message, one_sided_elisions
 from .hints import closest_hint, spans_text
 from .matching import (
     EXACT_LINES,
@@ -22,25 +31,34 @@ from .matching import (
     IndentConflict,
     LineLevel,
     Restyle,
+    already_there,
+    build_from_script,
     build_replacement,
     find_block,
     has_foldable,
+    line_script,
+    moved_like_the_file,
     plan_restyle,
     trimmed,
 )
 from .model import EditOutcome, EditRefused
-from .snippet import elision_markers, placeholder_lines, prepare, split_elisions, split_lines
+from .snippet import elision_markers, prepare, split_elisions, split_lines
 
 
 @dataclass
 class Applied:
-    """Result of one old/new replacement on a document."""
+    """Result of one old/new replacement on a document.
+
+    ``splices`` (line-level and elision matches) are the changes in the original document's
+    offsets, so that several independently located edits can be applied together.
+    """
 
     doc: Document
     status: str  # "applied" | "already_applied"
     level: str
     message: str
     notes: list[str] = field(default_factory=list)
+    splices: list[tuple[int, int, str]] | None = None
 
 
 def find_all(text: str, needle: str) -> list[int]:
@@ -137,18 +155,34 @@ def _restyle_substring(doc: Document, fl: FileLines, starts: list[int], old: str
 
 
 def _apply_block(
-    doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[str], new_lines: list[str]
+    doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[str], new_lines: list[str], what: str
 ) -> tuple[tuple[int, int, str], list[str], Restyle | None]:
     lead, trail = match.trim
     core_old = old_lines[lead : len(old_lines) - trail]
     core_new = _trim_new(new_lines, match.trim)
     block = fl.lines[match.start : match.end]
+    where = spans_text([(match.start, match.end)])
+    check_elisions(core_old, core_new, fl.lines, what)
+    if match.imap is not None and moved_like_the_file(core_old, core_new, match.imap):
+        raise EditRefused(
+            f"The old text matched {where} at level '{match.level.name}' with another indentation "
+            f"({match.imap.description}), but the lines the new text keeps are already at the file's indentation, "
+            "not at the old text's: no single offset turns the snippet into the file, so the new lines' indentation "
+            "is unclear. Nothing was changed; copy the old text with the file's exact indentation (and write the "
+            "new text in the same way).",
+            "indent_conflict",
+            level=match.level.name,
+            lines=[match.start + 1],
+        )
     restyle = plan_restyle(fl, core_old, core_new) if match.imap is None else None
     try:
-        repl = build_replacement(block, core_old, core_new, match, restyle)
+        if match.rows is not None:
+            repl = _around_blank_lines(block, core_old, core_new, match, fl)
+        else:
+            repl = build_replacement(block, core_old, core_new, match, restyle)
     except IndentConflict as exc:
         raise EditRefused(
-            f"The old text matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
+            f"The old text matched {where} at level '{match.level.name}' "
             f"with a different indentation, but this new line cannot be re-indented to match the file "
             f"(it is less indented than the block allows): {exc.line!r}. Nothing was changed; copy the "
             "old text with the file's exact indentation.",
@@ -156,7 +190,32 @@ def _apply_block(
             level=match.level.name,
             lines=[match.start + 1],
         ) from None
+    except BlankPlacement as exc:
+        raise EditRefused(
+            f"The old text matched {where} at level '{match.level.name}' (other blank lines than the file has), "
+            f"but {exc.message}. Nothing was changed; copy the old text with the file's blank lines.",
+            "ambiguous",
+            level=match.level.name,
+            lines=[exc.row + 1] if exc.row >= 0 else [],
+        ) from None
     return doc.block_splice(match.start, match.end, repl), repl, restyle
+
+
+def _around_blank_lines(
+    block: list[str], core_old: list[str], core_new: list[str], match: BlockMatch, fl: FileLines
+) -> list[str]:
+    """Replacement lines for a ``blank_lines`` match: the same whichever way the texts' blank lines are paired.
+
+    The old and new text are lined up twice, line for line and on their non-blank lines only; each
+    is rebuilt around the file's blank lines (``blanks.realign``). When the two results differ, where
+    the file's blank lines go is a guess, and the edit is refused (``BlankPlacement``).
+    """
+    results = []
+    for script in (line_script(core_old, core_new), skeleton_script(core_old, core_new)):
+        results.append(build_from_script(block, realign(script, match.rows or (), fl.lines), match))
+    if results[0] != results[1]:
+        raise BlankPlacement("the new text's blank lines can be lined up with the file's in two ways", -1)
+    return results[0]
 
 
 def _restyled(restyle: Restyle | None) -> str:
@@ -235,10 +294,93 @@ def _elision(
                 level="elision",
             )
         prev_end = match.end
-        splice, _, _ = _apply_block(doc, fl, match, piece, new_piece)
+        splice, _, _ = _apply_block(doc, fl, match, piece, new_piece, what)
         splices.append(splice)
         spans.append((match.start, match.end))
     return splices, spans
+
+
+def check_elisions(old_lines: list[str], new_lines: list[str], file_lines: list[str], what: str) -> None:
+    """Refuse (``elision_mismatch``) a new text that elides code the old text (matched in the file) spells out."""
+    problems = one_sided_elisions(line_script(old_lines, new_lines), file_lines)
+    if problems:
+        raise EditRefused(elision_message(what, problems), "elision_mismatch", level="elision")
+
+
+def _inside_indentation(text: str, start: int, old: str, new: str) -> bool:
+    """A one-line old text, itself indented, found inside a deeper indentation, with a several-line new text.
+
+    The substring match then only says that the old text is indented less than the file; splicing
+    the new text there would indent its first line like the file and the others like the snippet.
+    Such a match is left to the line levels, which re-indent every new line by the same offset.
+    """
+    if "\n" in old.rstrip("\n") or old[:1] not in (" ", "\t") or len(split_lines(new)) < 2:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    end = start + len(old)
+    at_line_end = old.endswith("\n") or end == len(text) or text[end] == "\n"
+    return bool(before) and not before.strip() and at_line_end
+
+
+def line_candidates(
+    fl: FileLines,
+    old_lines: list[str],
+    levels: tuple[LineLevel, ...],
+    attempts: list[tuple[str, str]],
+    lo: int = 0,
+    hi: int | None = None,
+) -> list[BlockMatch]:
+    """Every match at the strictest line level that finds any inside lines ``lo..hi-1`` (empty: none).
+
+    Each level tried is recorded in ``attempts`` with its count (``n/a`` when it cannot differ from
+    the previous one).
+    """
+    for level in levels:
+        if level.trim_edges and level.name == "edge_blank_lines" and trimmed(old_lines, level) == (0, 0):
+            attempts.append((level.name, "n/a"))
+            continue
+        if level.key == "fold" and not has_foldable(fl.text) and not has_foldable("\n".join(old_lines)):
+            attempts.append((level.name, "n/a"))
+            continue
+        found = find_block(fl, old_lines, level, lo, hi)
+        attempts.append((level.name, str(len(found))))
+        if found:
+            return found
+    return []
+
+
+def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[str], new_lines: list[str],
+             what: str) -> Applied:
+    """The edit applied at ``match`` (status ``already_applied`` when it changes nothing there).
+
+    A ``blank_lines`` match next to the new text present as it is counts as already applied: an
+    edit that adds or removes blank lines, sent again, matches that way.
+    """
+    if match.rows is not None and already_there(fl, new_lines, match):
+        return _already_applied_blank(doc, match, what)
+    splice, _repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines, what)
+    new_doc = doc.splice([splice])
+    span = spans_text([(match.start, match.end)])
+    level = match.level.name
+    if new_doc.text == doc.text:
+        return Applied(
+            doc,
+            "already_applied",
+            level,
+            f"{what} matched {span} at level '{level}', and the file already reads as the new text there; "
+            "nothing changed.",
+        )
+    how = f"level '{level}'"
+    if match.imap is not None and match.imap.description:
+        how += f", re-indented: {match.imap.description}"
+    if restyle is not None:
+        how += f", {restyle.description}"
+    if match.rows is not None:
+        how += ", blank lines kept as the file has them"
+    applied = Applied(new_doc, "applied", level, f"Replaced {span} ({how}).")
+    applied.splices = [splice]
+    return applied
 
 
 def replace_text(
@@ -257,20 +399,13 @@ def replace_text(
     """
     attempts: list[tuple[str, str]] = []
     fl = FileLines(doc.lines, doc.text)
-    placeholders = placeholder_lines(split_lines(new), split_lines(old), doc.lines)
-    if placeholders:
-        raise EditRefused(
-            f"The new text for {what} contains {placeholders[0].strip()!r}, a placeholder that would be written "
-            "into the file literally (deleting the code it stands for). Write the full new text, or put the same "
-            "'...' line in the old text so the elided lines are kept. Nothing was changed.",
-            "elision_mismatch",
-        )
 
     # ---- exact ----
     if substring:
         starts = find_all(doc.text, old)
         attempts.append(("exact", str(len(starts))))
         if starts and replace_all:
+            check_elisions(split_lines(old), split_lines(new), doc.lines, what)
             disjoint = _find_disjoint(doc.text, old)
             restyle = _restyle_substring(doc, fl, disjoint, old, new)
             written = new if restyle is None else restyle.text(new)
@@ -282,22 +417,11 @@ def replace_text(
                 "exact",
                 f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}{_restyled(restyle)}.",
             )
-        if len(starts) == 1:
-            s = starts[0]
-            restyle = _restyle_substring(doc, fl, starts, old, new)
-            written = new if restyle is None else restyle.text(new)
-            new_doc = doc.splice([(s, s + len(old), written)])
-            span = _offset_spans(doc, starts, len(old))
-            message = f"Replaced {spans_text(span)} (exact match{'; ' + restyle.description if restyle else ''})."
-            if new.strip() and new not in old:
-                before = find_all(doc.text, new)
-                if before:
-                    where = spans_text(_offset_spans(doc, before, len(new)))
-                    message += (
-                        f" Warning: the new text was already present at {where} before this edit; check that "
-                        "nothing is now duplicated."
-                    )
-            return Applied(new_doc, "applied", "exact", message)
+        if len(starts) == 1 and _inside_indentation(doc.text, starts[0], old, new):
+            attempts[-1] = ("exact", "1 inside a deeper indentation, left to the line levels")
+        elif len(starts) == 1:
+            check_elisions(split_lines(old), split_lines(new), doc.lines, what)
+            return _exact_substring(doc, fl, starts[0], old, new)
         if len(starts) > 1:
             raise _ambiguous(
                 what,
@@ -312,36 +436,11 @@ def replace_text(
     old_lines = split_lines(old)
     new_lines = split_lines(new)
     levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
-    for level in levels:
-        if level.trim_edges and level.name == "edge_blank_lines" and trimmed(old_lines, level) == (0, 0):
-            attempts.append((level.name, "n/a"))
-            continue
-        if level.key == "fold" and not has_foldable(doc.text) and not has_foldable(old):
-            attempts.append((level.name, "n/a"))
-            continue
-        found = find_block(fl, old_lines, level)
-        attempts.append((level.name, str(len(found))))
-        if len(found) > 1:
-            raise _ambiguous(what, level.name, [(m.start, m.end) for m in found], attempts)
-        if len(found) == 1:
-            match = found[0]
-            splice, repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines)
-            new_doc = doc.splice([splice])
-            span = spans_text([(match.start, match.end)])
-            if new_doc.text == doc.text:
-                return Applied(
-                    doc,
-                    "already_applied",
-                    level.name,
-                    f"{what} matched {span} at level '{level.name}', and the file already reads as the new "
-                    "text there; nothing changed.",
-                )
-            how = f"level '{level.name}'"
-            if match.imap is not None and match.imap.description:
-                how += f", re-indented: {match.imap.description}"
-            if restyle is not None:
-                how += f", {restyle.description}"
-            return Applied(new_doc, "applied", level.name, f"Replaced {span} ({how}).")
+    found = line_candidates(fl, old_lines, levels, attempts)
+    if len(found) > 1:
+        raise _ambiguous(what, found[0].level.name, [(m.start, m.end) for m in found], attempts)
+    if found:
+        return apply_at(doc, fl, found[0], old_lines, new_lines, what)
 
     # ---- elision ----
     got = _elision(doc, fl, old_lines, new_lines, what, attempts)
@@ -349,14 +448,45 @@ def replace_text(
         splices, spans = got
         attempts.append(("elision", "1"))
         new_doc = doc.splice(splices)
-        return Applied(
+        applied = Applied(
             new_doc,
             "applied",
             "elision",
             f"Replaced {len(spans)} piece(s) around '...' elisions at {spans_text(spans)}; the elided lines were kept.",
         )
+        applied.splices = splices
+        return applied
     attempts.append(("elision", "n/a"))
     return _not_found(doc, fl, old, new, what, attempts, substring)
+
+
+def _already_applied_blank(doc: Document, match: BlockMatch, what: str) -> Applied:
+    span = spans_text([(match.start, match.end)])
+    return Applied(
+        doc,
+        "already_applied",
+        match.level.name,
+        f"{what} only matches {span} with other blank lines, and the new text is there as it is: the edit looks "
+        "already applied, nothing changed.",
+    )
+
+
+def _exact_substring(doc: Document, fl: FileLines, s: int, old: str, new: str) -> Applied:
+    """The unique exact substring match at offset ``s`` replaced."""
+    restyle = _restyle_substring(doc, fl, [s], old, new)
+    written = new if restyle is None else restyle.text(new)
+    new_doc = doc.splice([(s, s + len(old), written)])
+    span = _offset_spans(doc, [s], len(old))
+    message = f"Replaced {spans_text(span)} (exact match{'; ' + restyle.description if restyle else ''})."
+    if new.strip() and new not in old:
+        before = find_all(doc.text, new)
+        if before:
+            where = spans_text(_offset_spans(doc, before, len(new)))
+            message += (
+                f" Warning: the new text was already present at {where} before this edit; check that "
+                "nothing is now duplicated."
+            )
+    return Applied(new_doc, "applied", "exact", message)
 
 
 def _not_found(

@@ -1,36 +1,47 @@
 """Locating and applying diff hunks (shared by unified diffs and Codex ``apply_patch``).
 
-A hunk's *old block* is its context plus removed lines. It is searched after a forward cursor
-(the end of the previous hunk; hunks must come in file order), with the line levels ``exact``,
-``trailing_ws``, ``indent_offset``, ``edge_blank_lines`` (only blank *context* lines at the
-hunk's edges may be dropped) and ``unicode``. At each level all matches in the search range
-are counted: one match applies; several are refused unless the hunk's ``@@ -N`` line number
-points exactly at one of them. apply_patch ``@@ anchor`` lines move the start of the search
-range to the anchor's line; ``*** End of File`` requires the block to end the file.
+A hunk's *old block* is its context plus removed lines. Each hunk is located on its own, with the line levels
+``exact``, ``trailing_ws``, ``indent_offset``, ``edge_blank_lines`` (only blank *context* lines at the hunk's edges
+may be dropped), ``blank_lines`` and ``unicode``, inside its *window*: after the hunk before it and before the hunk
+after it (hunks come in file order). At the strictest level with a match in the window the match must be unique;
+when several remain, the hunk's ``@@ -N`` line number may pick the one starting exactly there. Hunks that are unique
+in the whole file are placed first and narrow their neighbours' windows; hunks that still match several places
+are placed together when only one in-order placement of all of them exists (``order``), and refused otherwise.
 
-A hunk whose old block is not found but whose new block is present exactly once is reported as
-already applied. All hunks are located before anything is written; any failure refuses the
-whole diff.
+apply_patch ``@@ context`` lines (anchors) say where a chunk is: after the first line of the file equal to the
+anchor (nested anchors: each after the previous one), or holding that line as context, whether or not an earlier
+chunk already passed it, and preferably inside that line's block (the lines indented under it).
+``*** End of File`` requires the block to end the file.
+
+A hunk whose old block is not found but whose new block is present exactly once is reported as already applied. A
+hunk that adds an elision line (``...``, ``# ... existing code ...``) in place of lines is refused (``elision``).
+All hunks are located before anything is written; any failure refuses the whole diff.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .blanks import BlankPlacement, realign
 from .document import Document
+from .elision import elision_message, marker_kind, one_sided_elisions
 from .engine import Applied
 from .hints import closest_hint, spans_text
 from .matching import (
     ALL_LINE_LEVELS,
+    EXACT_LINES,
     BlockMatch,
     FileLines,
     IndentConflict,
+    already_there,
     build_from_script,
     find_block,
+    indent_of,
     plan_restyle,
+    width,
 )
 from .model import EditRefused, loosest
-from .snippet import placeholder_lines
+from .order import ordered_choice
 
 
 @dataclass
@@ -72,121 +83,289 @@ def _contains_run(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[i : i + k] == needle for i in range(len(haystack) - k + 1))
 
 
-def _find_anchor(fl: FileLines, anchor: str, lo: int) -> int | None:
-    """First line at or after ``lo`` equal to ``anchor`` at the strictest level that finds one."""
+def _after(lo: int) -> str:
+    return f" after line {lo}" if lo else " in the file"
+
+
+# ---- anchors ----------------------------------------------------------------------------------------------------
+
+
+def _anchor_lines(fl: FileLines, anchor: str, lo: int) -> list[int]:
+    """Lines at or after ``lo`` equal to ``anchor`` at the strictest level that finds one."""
     for level in ALL_LINE_LEVELS:
         if level.trim_edges and level.key != "fold":
             continue
         found = find_block(fl, [anchor], level, lo)
         if found:
-            return found[0].start
-    return None
+            return [m.start for m in found]
+    return []
 
 
-def _after(lo: int) -> str:
-    return f" after line {lo}" if lo else " in the file"
-
-
-def _script_for(hunk: Hunk, match: BlockMatch) -> list[tuple[str, str]]:
-    lead, trail = match.trim
-    return hunk.lines[lead : len(hunk.lines) - trail]
+def _scope_end(lines: list[str], row: int) -> int:
+    """One past the last line indented under ``lines[row]`` (closing brackets at its level included)."""
+    base = width(indent_of(lines[row]), 4)
+    i = row + 1
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() and width(indent_of(line), 4) <= base and not line.lstrip().startswith((")", "]", "}")):
+            break
+        i += 1
+    return i
 
 
 @dataclass
-class _Located:
-    start: int
-    end: int
+class _Anchored:
+    """What a hunk's anchors say: it starts at or after ``lo``, preferably inside one of ``scopes``."""
+
+    lo: int = 0
+    scopes: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _anchored(fl: FileLines, hunk: Hunk, what: str) -> _Anchored:
+    out = _Anchored()
+    for anchor in hunk.anchors:
+        rows = _anchor_lines(fl, anchor, out.lo)
+        if not rows:
+            raise EditRefused(
+                f"{what}, {hunk.label}: the context line '@@ {anchor.strip()}' was not found{_after(out.lo)}; "
+                f"nothing was changed.\n{closest_hint(fl.lines, [anchor])}",
+                "no_match",
+            )
+        out.lo = rows[0]
+        out.scopes = [(r, _scope_end(fl.lines, r)) for r in rows]
+    return out
+
+
+# ---- locating one hunk ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Found:
+    """A hunk's matches at the strictest level that has any in its window (``already``: of its new block)."""
+
+    matches: list[BlockMatch]
     level: str
-    new_lines: list[str] | None  # None: already applied
-    note: str
+    tried: list[str]
+    already: bool = False
+    note: str = ""
 
 
-def _locate(doc: Document, fl: FileLines, hunk: Hunk, lo: int, what: str) -> _Located:
+def _narrow(hunk: Hunk, anchored: _Anchored, found: list[BlockMatch]) -> tuple[list[BlockMatch], str]:
+    """Of several matches, the one inside the anchor's block, or the one the ``@@ -N`` number points at."""
+    if len(found) < 2:
+        return found, ""
+    inside = [m for m in found if any(s < m.start and m.end <= e for s, e in anchored.scopes)]
+    if inside and len(inside) < len(found):
+        found = inside
+        if len(found) == 1:
+            return found, " (the only match inside the @@ line's block)"
+    if hunk.old_start is not None:
+        pointed = [m for m in found if m.start - m.trim[0] + 1 == hunk.old_start]
+        if len(pointed) == 1:
+            return pointed, f" (of {len(found)} matches, the @@ line number picked this one)"
+    return found, ""
+
+
+def _search(fl: FileLines, hunk: Hunk, anchored: _Anchored, lo: int, hi: int, limit: int | None = None) -> _Found:
+    """The hunk's matches inside lines ``lo..hi-1``; its new block's when its old block is nowhere there.
+
+    With anchors, a match must end after the (last) anchor's line: start after it, or hold it as context.
+    ``limit`` stops counting at that many matches of a level (enough to tell a unique match).
+    """
+    if hunk.anchors or hunk.at_eof or hunk.old_start is not None:
+        limit = None  # matches are filtered or picked after counting: count them all
     n = len(fl.lines)
-    label = f"{what}, {hunk.label}"
-    old = hunk.old
-    if not old:
-        if not fl.lines or hunk.at_eof:
-            pos = n
-            return _Located(pos, pos, "exact", hunk.new, f"{hunk.label}: added at the end of the file")
-        raise EditRefused(
-            f"{label} has no context or removed lines, so there is nothing to locate it by; include a few "
-            "unchanged lines around the insertion point. Nothing was changed.",
-            "no_match",
-        )
     flags = _edge_context_flags(hunk.lines)
     tried: list[str] = []
+    if hunk.anchors:
+        lo = max(lo, anchored.lo - len(hunk.old) + 1)
     for level in ALL_LINE_LEVELS:
-        found = find_block(fl, old, level, lo, trimmable=flags)
+        found = find_block(fl, hunk.old, level, lo, hi, trimmable=flags, limit=limit)
         if hunk.at_eof:
             found = [m for m in found if m.end == n]
+        if hunk.anchors:
+            found = [m for m in found if m.end > anchored.lo]
         tried.append(f"{level.name} {len(found)}")
-        if not found:
-            continue
-        chosen = found[0]
-        note = ""
-        if len(found) > 1:
-            spans = [(m.start, m.end) for m in found]
-            pointed = [m for m in found if hunk.old_start is not None and m.start - m.trim[0] + 1 == hunk.old_start]
-            if len(pointed) != 1:
-                stated = (
-                    f" The @@ header says line {hunk.old_start}, which is not the start of exactly one of them."
-                    if hunk.old_start is not None
-                    else ""
-                )
-                raise EditRefused(
-                    f"{label} matches {len(found)} places at level '{level.name}' ({spans_text(spans)})"
-                    f"{_after(lo)}.{stated} Add context lines so it matches once. Nothing was changed.",
-                    "ambiguous",
-                    level=level.name,
-                    lines=[s + 1 for s, _ in spans],
-                )
-            chosen = pointed[0]
-            note = f" (of {len(found)} matches, the @@ line number picked this one)"
-        block = fl.lines[chosen.start : chosen.end]
-        script = _script_for(hunk, chosen)
-        restyle = None
-        if chosen.imap is None:
-            restyle = plan_restyle(fl, [t for k, t in script if k != "+"], [t for k, t in script if k != "-"])
-            if restyle is not None:
-                note += f"; {restyle.description}"
-        try:
-            new_lines = build_from_script(block, script, chosen, restyle)
-        except IndentConflict as exc:
-            raise EditRefused(
-                f"{label} matched {spans_text([(chosen.start, chosen.end)])} at level '{level.name}' with a "
-                f"different indentation, but this added line cannot be re-indented: {exc.line!r}. Nothing was "
-                "changed.",
-                "indent_conflict",
-                level=level.name,
-            ) from None
-        return _Located(
-            chosen.start,
-            chosen.end,
-            level.name,
-            new_lines,
-            f"{hunk.label}: {spans_text([(chosen.start, chosen.end)])} ({level.name}){note}",
-        )
-    # Not found: maybe already applied.
+        if found:
+            found, note = _narrow(hunk, anchored, found)
+            if len(found) == 1 and found[0].rows is not None and already_there(fl, hunk.new, found[0], lo, hi):
+                return _Found(find_block(fl, hunk.new, EXACT_LINES, lo, hi) or found, level.name, tried, already=True)
+            return _Found(found, level.name, tried, note=note)
     new = hunk.new
-    if new and not _contains_run(old, new) and new != old:
+    if new and not _contains_run(hunk.old, new) and new != hunk.old:
         for level in ALL_LINE_LEVELS:
-            found = find_block(fl, new, level, lo)
+            found = find_block(fl, new, level, lo, hi)
             if hunk.at_eof:
                 found = [m for m in found if m.end == n]
-            if len(found) == 1:
-                m = found[0]
-                where = spans_text([(m.start, m.end)])
-                return _Located(m.start, m.end, level.name, None, f"{hunk.label}: already applied at {where}")
+            if hunk.anchors:
+                found = [m for m in found if m.end > anchored.lo]
             if found:
-                break
+                return _Found(found, level.name, tried, already=True)
+    return _Found([], "", tried)
+
+
+def _not_found(fl: FileLines, hunk: Hunk, found: _Found, lo: int, what: str) -> EditRefused:
     stated = f" (the @@ header says line {hunk.old_start})" if hunk.old_start is not None else ""
-    earlier = ""
+    extra = ""
+    old = hunk.old
+    n = len(fl.lines)
     if lo > 0 and find_block(fl, old, ALL_LINE_LEVELS[1], 0, min(n, lo + len(old) - 1)):
-        earlier = f" It does occur before line {lo + 1}, where the previous hunk ended: hunks must be in file order."
+        extra = f" It does occur before line {lo + 1}, where the previous hunk ended: hunks must be in file order."
+    if any(marker_kind(t) for t in old):
+        extra += (
+            " Its context has an elision line ('...'): the context and removed lines of a diff must be copied from "
+            "the file as they are."
+        )
+    return EditRefused(
+        f"{what}, {hunk.label} was not found{_after(lo)}{stated}; nothing was changed. Levels tried: "
+        f"{', '.join(found.tried)}.{extra}\n{closest_hint(fl.lines, old)}",
+        "no_match",
+    )
+
+
+def _ambiguous(hunk: Hunk, found: _Found, lo: int, what: str, why: str = "") -> EditRefused:
+    spans = [(m.start, m.end) for m in found.matches]
+    stated = (
+        f" The @@ header says line {hunk.old_start}, which is not the start of exactly one of them."
+        if hunk.old_start is not None
+        else ""
+    )
+    return EditRefused(
+        f"{what}, {hunk.label} matches {len(spans)} places at level '{found.level}' ({spans_text(spans)})"
+        f"{_after(lo)}{why}.{stated} Add context lines so it matches once. Nothing was changed.",
+        "ambiguous",
+        level=found.level,
+        lines=[s + 1 for s, _ in spans],
+    )
+
+
+# ---- locating every hunk ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    """One hunk being located: its window bounds from anchors, and where it went once decided."""
+
+    hunk: Hunk
+    anchored: _Anchored
+    found: _Found | None = None
+    match: BlockMatch | None = None
+
+
+def _window(slots: list[_Slot], k: int, n: int) -> tuple[int, int]:
+    """Lines where hunk ``k`` may be: after the placed hunk before it, before the placed hunk after it."""
+    lo = 0
+    hi = n
+    before = next((s.match for s in reversed(slots[:k]) if s.match is not None), None)
+    after = next((s.match for s in slots[k + 1 :] if s.match is not None), None)
+    if before is not None:
+        lo = max(lo, before.end)
+    if after is not None:
+        hi = after.start
+    return lo, hi
+
+
+def _place_unique(fl: FileLines, slots: list[_Slot]) -> None:
+    """Place every hunk that has one match in its window, until nothing changes."""
+    n = len(fl.lines)
+    progress = True
+    while progress:
+        progress = False
+        for k, slot in enumerate(slots):
+            if slot.match is not None:
+                continue
+            lo, hi = _window(slots, k, n)
+            slot.found = _search(fl, slot.hunk, slot.anchored, lo, hi, limit=2)
+            if len(slot.found.matches) == 1:
+                slot.match = slot.found.matches[0]
+                progress = True
+
+
+def _place_run(fl: FileLines, slots: list[_Slot], k: int, j: int, what: str) -> None:
+    """Place hunks ``k..j-1`` (none placed yet) together: refused unless exactly one in-order placement exists."""
+    lo, hi = _window(slots, k, len(fl.lines))
+    run = slots[k:j]
+    found: list[_Found] = []
+    for slot in run:
+        got = _search(fl, slot.hunk, slot.anchored, lo, hi)
+        if not got.matches:
+            raise _not_found(fl, slot.hunk, got, max(lo, slot.anchored.lo), what)
+        found.append(got)
+    choice = ordered_choice([[(m.start, m.end) for m in f.matches] for f in found])
+    if choice.picks is None:
+        if choice.stuck is not None:
+            why = ", none of them after the hunks before it (hunks must be in file order)"
+            raise _ambiguous(run[choice.stuck].hunk, found[choice.stuck], lo, what, why)
+        why = ", and the hunks around it do not decide which"
+        raise _ambiguous(run[choice.open[0]].hunk, found[choice.open[0]], lo, what, why)
+    for slot, got, pick in zip(run, found, choice.picks, strict=True):
+        got.note += " (placed by the order of the hunks)"
+        slot.found, slot.match = got, got.matches[pick]
+
+
+def _place_runs(fl: FileLines, slots: list[_Slot], what: str) -> None:
+    """Place each run of hunks that still match several places (see ``_place_run``)."""
+    k = 0
+    while k < len(slots):
+        if slots[k].match is not None:
+            k += 1
+            continue
+        j = k
+        while j < len(slots) and slots[j].match is None:
+            j += 1
+        _place_run(fl, slots, k, j, what)
+        k = j
+
+
+# ---- applying ---------------------------------------------------------------------------------------------------
+
+
+def _new_lines(fl: FileLines, hunk: Hunk, match: BlockMatch, what: str) -> tuple[list[str], str]:
+    """The replacement lines of a hunk placed at ``match``, and a note on how they were written."""
+    lead, trail = match.trim
+    script = _core_script(hunk.lines, lead, trail)
+    block = fl.lines[match.start : match.end]
+    restyle = None
+    note = ""
+    if match.imap is None:
+        restyle = plan_restyle(fl, [t for k, t in script if k != "+"], [t for k, t in script if k != "-"])
+        if restyle is not None:
+            note = f"; {restyle.description}"
+    try:
+        if match.rows is not None:
+            script = realign(script, match.rows, fl.lines)
+            note += "; blank lines kept as the file has them"
+        return build_from_script(block, script, match, restyle), note
+    except IndentConflict as exc:
+        raise EditRefused(
+            f"{what}, {hunk.label} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
+            f"with a different indentation, but this added line cannot be re-indented: {exc.line!r}. Nothing was "
+            "changed.",
+            "indent_conflict",
+            level=match.level.name,
+        ) from None
+    except BlankPlacement as exc:
+        raise EditRefused(
+            f"{what}, {hunk.label} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
+            f"(other blank lines than the file has), but {exc.message}. Nothing was changed; copy the context "
+            "with the file's blank lines.",
+            "ambiguous",
+            level=match.level.name,
+            lines=[exc.row + 1] if exc.row >= 0 else [],
+        ) from None
+
+
+def _core_script(lines: list[tuple[str, str]], lead: int, trail: int) -> list[tuple[str, str]]:
+    """The hunk's lines without the ``lead``/``trail`` blank context lines the edge rule dropped."""
+    return lines[lead : len(lines) - trail]
+
+
+def _pure_insertion(fl: FileLines, hunk: Hunk, what: str) -> tuple[int, list[str]]:
+    if not fl.lines or hunk.at_eof:
+        return len(fl.lines), hunk.new
     raise EditRefused(
-        f"{label} was not found{_after(lo)}{stated}; nothing was changed. Levels tried: {', '.join(tried)}."
-        f"{earlier}\n{closest_hint(fl.lines, old)}",
+        f"{what}, {hunk.label} has no context or removed lines, so there is nothing to locate it by; include a few "
+        "unchanged lines around the insertion point. Nothing was changed.",
         "no_match",
     )
 
@@ -196,39 +375,39 @@ def apply_hunks(doc: Document, hunks: list[Hunk], what: str) -> Applied:
     if not any(h.changes for h in hunks):
         raise EditRefused(f"{what} adds and removes no lines; it would change nothing.", "noop")
     fl = FileLines(doc.lines, doc.text)
-    cursor = 0
     splices: list[tuple[int, int, str]] = []
     notes: list[str] = []
     levels: list[str] = []
     applied_any = False
+    slots: list[_Slot] = []
     for hunk in hunks:
         if not hunk.changes:
             continue
-        added = [text for kind, text in hunk.lines if kind == "+"]
-        placeholders = placeholder_lines(added, hunk.old, fl.lines)
-        if placeholders:
-            raise EditRefused(
-                f"{what}, {hunk.label} adds {placeholders[0].strip()!r}, a placeholder that would be written into "
-                "the file literally. Write the real lines instead. Nothing was changed.",
-                "elision_mismatch",
-            )
-        lo = cursor
-        for anchor in hunk.anchors:
-            found = _find_anchor(fl, anchor, lo)
-            if found is None:
-                raise EditRefused(
-                    f"{what}, {hunk.label}: the context line '@@ {anchor.strip()}' was not found{_after(lo)}; "
-                    f"nothing was changed.\n{closest_hint(fl.lines, [anchor])}",
-                    "no_match",
-                )
-            lo = found
-        located = _locate(doc, fl, hunk, lo, what)
-        notes.append(located.note)
-        levels.append(located.level)
-        cursor = located.end
-        if located.new_lines is not None:
+        problems = one_sided_elisions(hunk.lines, fl.lines)
+        if problems:
+            raise EditRefused(elision_message(f"{what}, {hunk.label}", problems), "elision_mismatch", level="elision")
+        if not hunk.old:
+            pos, new_lines = _pure_insertion(fl, hunk, what)
+            splices.append(doc.block_splice(pos, pos, new_lines))
+            notes.append(f"{hunk.label}: added at the end of the file")
+            levels.append("exact")
             applied_any = True
-            splices.append(doc.block_splice(located.start, located.end, located.new_lines))
+            continue
+        slots.append(_Slot(hunk, _anchored(fl, hunk, what)))
+    _place_unique(fl, slots)
+    _place_runs(fl, slots, what)
+    for slot in slots:
+        hunk, match, found = slot.hunk, slot.match, slot.found
+        assert match is not None and found is not None
+        where = spans_text([(match.start, match.end)])
+        levels.append(match.level.name)
+        if found.already:
+            notes.append(f"{hunk.label}: already applied at {where}")
+            continue
+        new_lines, how = _new_lines(fl, hunk, match, what)
+        notes.append(f"{hunk.label}: {where} ({match.level.name}){found.note}{how}")
+        applied_any = True
+        splices.append(doc.block_splice(match.start, match.end, new_lines))
     level = loosest(levels)
     if not applied_any:
         return Applied(doc, "already_applied", level, f"{what}: every hunk is already applied; nothing changed.")

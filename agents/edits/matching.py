@@ -10,12 +10,16 @@ A *line level* decides when a snippet line equals a file line:
                        prefix added/removed everywhere, or the same column delta, tabs
                        counted at 4, 8 or 2 columns)
 ``edge_blank_lines``   as ``indent_offset`` after dropping blank lines at the snippet's edges
-``unicode``            as ``edge_blank_lines`` after folding curly quotes, dashes and odd
-                       spaces to ASCII
+``blank_lines``        as ``edge_blank_lines``, but a run of blank lines between two snippet
+                       lines matches any run of blank lines in the file (none included)
+``unicode``            as ``blank_lines`` after folding curly quotes, dashes and odd spaces
+                       to ASCII
 =====================  =====================================================================
 
 Each level is a superset of the previous one. Matches are always counted over the whole search
-range; callers apply only a unique match. When a block matched at a loose level is replaced,
+range; callers apply only a unique match. A ``blank_lines`` match records the file line of every
+non-blank snippet line (``BlockMatch.rows``): the replacement is rebuilt around the file's own
+blank lines (``blanks.realign``). When a block matched at a loose level is replaced,
 lines the edit keeps are copied from the file byte for byte, new lines are re-indented into
 the file's indentation style, and (at the ``unicode`` level) characters that only differed by
 that folding are written as the file had them.
@@ -30,9 +34,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from itertools import accumulate
 
 from .snippet import edge_blank_counts, is_blank
 
@@ -100,17 +105,21 @@ class LineLevel:
     key: str
     check_indent: bool
     trim_edges: bool
+    blank_runs: bool = False
 
 
 EXACT_LINES = LineLevel("exact", "raw", False, False)
 TRAILING_WS = LineLevel("trailing_ws", "rstrip", False, False)
 INDENT_OFFSET = LineLevel("indent_offset", "strip", True, False)
 EDGE_BLANK = LineLevel("edge_blank_lines", "strip", True, True)
-UNICODE = LineLevel("unicode", "fold", True, True)
+BLANK_RUNS = LineLevel("blank_lines", "strip", True, True, True)
+UNICODE = LineLevel("unicode", "fold", True, True, True)
 
 #: Line levels after ``exact`` (``exact`` itself depends on the format: substring or lines).
-FUZZY_LEVELS: tuple[LineLevel, ...] = (TRAILING_WS, INDENT_OFFSET, EDGE_BLANK, UNICODE)
+FUZZY_LEVELS: tuple[LineLevel, ...] = (TRAILING_WS, INDENT_OFFSET, EDGE_BLANK, BLANK_RUNS, UNICODE)
 ALL_LINE_LEVELS: tuple[LineLevel, ...] = (EXACT_LINES, *FUZZY_LEVELS)
+#: Levels that match a block line for line (blank lines included).
+CONTIGUOUS_LEVELS: tuple[LineLevel, ...] = tuple(level for level in ALL_LINE_LEVELS if not level.blank_runs)
 
 
 class FileLines:
@@ -125,6 +134,7 @@ class FileLines:
         self.lines = lines
         self.text = "\n".join(lines) if text is None else text
         self._folded: str | None = None
+        self._offsets: list[int] | None = None
         self._tabs: bool | None = None
         self._style: str | None = None
         self._unit: int | None = None
@@ -166,28 +176,51 @@ class FileLines:
             self._unit = indent_unit(self.lines[:5000])
         return self._unit
 
-    def candidates(self, kind: str, skeys: list[str]) -> list[int] | range:
-        """Start lines where a block with comparison keys ``skeys`` could begin."""
+    def offset(self, line: int) -> int:
+        """Offset in ``text`` where line ``line`` starts (``len(text) + 1`` past the last line)."""
+        if self._offsets is None:
+            self._offsets = list(accumulate(map(len, self.lines), initial=0))
+        line = min(max(line, 0), len(self.lines))
+        return self._offsets[line] + line
+
+    def candidates(self, kind: str, skeys: list[str], lo: int = 0, hi: int | None = None) -> Iterator[int]:
+        """Start lines in ``lo..hi-len(skeys)`` where a block with comparison keys ``skeys`` could begin."""
+        hi = len(self.lines) if hi is None else hi
         usable = [(j, key) for j, key in enumerate(skeys) if key]
         if not usable:
-            return range(len(self.lines))
+            yield from range(lo, hi - len(skeys) + 1)
+            return
         text = self.folded_text if kind == "fold" else self.text
         longest = sorted(usable, key=lambda jk: -len(jk[1]))[:3]
         j, key = longest[0] if len(longest) == 1 else min(longest, key=lambda jk: text.count(jk[1]))
-        starts: list[int] = []
+        whole = lo <= 0 and hi >= len(self.lines)
+        first, end = (0, len(text)) if whole else (self.offset(lo + j), self.offset(hi - len(skeys) + j + 1))
+        line = 0 if whole else lo + j
+        prev = first
         seen: set[int] = set()
-        line = 0
-        prev = 0
-        pos = text.find(key)
+        pos = text.find(key, first, end)
         while pos != -1:
             line += text.count("\n", prev, pos)
             prev = pos
             start = line - j
             if start >= 0 and start not in seen:
                 seen.add(start)
-                starts.append(start)
+                yield start
+            pos = text.find(key, pos + 1, end)
+
+    def lines_with(self, kind: str, key: str) -> list[int]:
+        """Lines whose comparison key could be ``key`` (their text contains it), ascending."""
+        text = self.folded_text if kind == "fold" else self.text
+        out: list[int] = []
+        line, prev = 0, 0
+        pos = text.find(key)
+        while pos != -1:
+            line += text.count("\n", prev, pos)
+            prev = pos
+            if not out or out[-1] != line:
+                out.append(line)
             pos = text.find(key, pos + 1)
-        return starts
+        return out
 
 
 def _has_line_starting(text: str, lead: str) -> bool:
@@ -212,10 +245,13 @@ def indent_unit(lines: Iterable[str]) -> int:
     """The most common increase of indentation (in characters) between consecutive non-blank lines.
 
     The first line's indentation counts as an increase from column 0; ties go to the smaller
-    step; 0 when no line is indented.
+    step; 0 when no line is indented. One-column steps (alignment under an opening bracket)
+    only count when there is no wider step.
     """
     widths = [len(line) - len(rest) for line in lines if (rest := line.lstrip(" \t")).strip()]
     steps = Counter([b - a for a, b in zip([0, *widths], widths, strict=False) if b > a])
+    if len(steps) > 1:
+        steps.pop(1, None)
     if not steps:
         return 0
     best = max(steps.values())
@@ -363,11 +399,47 @@ def indent_map(file_block: list[str], snippet: list[str], *, folded: bool, fl: F
     return None
 
 
+def moved_like_the_file(old: list[str], new: list[str], imap: IndentMap) -> bool:
+    """True when the new text's unchanged lines sit at the file's indentation instead of the old text's.
+
+    ``imap`` maps the old text onto the file with a non-zero shift. Lines the edit keeps (equal
+    content in the old and new text) normally keep the old text's indentation, above all the
+    context at the snippet's edges. When the first and last lines are kept but moved by exactly the
+    file's shift (or, when the edges changed, no kept line stayed put and some moved by that
+    shift), the new text was written at the file's indentation: re-indenting it by that shift
+    again would be wrong, and there is no single consistent offset.
+    """
+    if imap.prefix == "" or imap.delta == 0:
+        return False
+
+    def shift(o_line: str, n_line: str) -> int:
+        return width(indent_of(n_line), imap.tab) - width(indent_of(o_line), imap.tab)
+
+    o_body = [t for t in old if t.strip()]
+    n_body = [t for t in new if t.strip()]
+    if not o_body or not n_body:
+        return False
+    edges = [(o, n) for o, n in ((o_body[0], n_body[0]), (o_body[-1], n_body[-1])) if o.strip() == n.strip()]
+    if edges:
+        return all(shift(o, n) == imap.delta for o, n in edges)
+    shifts = []
+    o_keys, n_keys = [t.strip() for t in old], [t.strip() for t in new]
+    for tag, i1, i2, j1, _j2 in SequenceMatcher(None, o_keys, n_keys, autojunk=False).get_opcodes():
+        if tag != "equal":
+            continue
+        for k in range(i2 - i1):
+            if any(c.isalnum() for c in o_keys[i1 + k]):  # bare brackets and quotes match anywhere
+                shifts.append(shift(old[i1 + k], new[j1 + k]))
+    return 0 not in shifts and imap.delta in shifts
+
+
 @dataclass
 class BlockMatch:
     """A snippet matched to file lines ``start..end-1``.
 
     ``trim`` is how many snippet lines were dropped at (start, end) by the edge-blank rule.
+    ``rows`` (``blank_lines`` and ``unicode`` levels) gives, for each line of the trimmed
+    snippet, the file line it matched, or -1 for a blank snippet line between two others.
     """
 
     start: int
@@ -375,6 +447,7 @@ class BlockMatch:
     level: LineLevel
     imap: IndentMap | None
     trim: tuple[int, int] = (0, 0)
+    rows: tuple[int, ...] | None = None
 
 
 def trimmed(snippet: list[str], level: LineLevel, trimmable: list[bool] | None = None) -> tuple[int, int]:
@@ -396,19 +469,22 @@ def find_block(
     hi: int | None = None,
     *,
     trimmable: list[bool] | None = None,
+    limit: int | None = None,
 ) -> list[BlockMatch]:
-    """Every placement of ``snippet`` inside file lines ``lo..hi-1`` at ``level``."""
+    """Every placement of ``snippet`` inside file lines ``lo..hi-1`` at ``level`` (the first ``limit`` ones)."""
     hi = len(fl.lines) if hi is None else hi
     lead, trail = trimmed(snippet, level, trimmable)
     core = snippet[lead : len(snippet) - trail]
     if not core:
         return []
+    if level.blank_runs:
+        return _find_loose_blanks(fl, core, level, lo, hi, (lead, trail))[:limit]
     keyfn = _KEYS[level.key]
     skeys = [keyfn(line) for line in core]
     k = len(skeys)
     out: list[BlockMatch] = []
     lines = fl.lines
-    for i in fl.candidates(level.key, skeys):
+    for i in fl.candidates(level.key, skeys, lo, hi):
         if i < lo or i > hi - k:
             continue
         if any(keyfn(lines[i + j]) != skeys[j] for j in range(k)):
@@ -419,7 +495,95 @@ def find_block(
             if imap is None:
                 continue
         out.append(BlockMatch(i, i + k, level, imap, (lead, trail)))
+        if limit is not None and len(out) >= limit:
+            break
     return out
+
+
+def _walk(lines: list[str], row: int, step: int, bound: int) -> int:
+    """The next non-blank line from ``row`` in direction ``step`` (``bound`` if none before it)."""
+    row += step
+    while row != bound and is_blank(lines[row]):
+        row += step
+    return row
+
+
+def _skeleton_rows(lines: list[str], keyfn, keys: list[str], p: int, row: int, lo: int, hi: int) -> list[int] | None:
+    """File rows of ``keys`` (non-blank snippet lines) when ``keys[p]`` is at ``row``, skipping blank file lines."""
+    rows = [row]
+    r = row
+    for q in range(p - 1, -1, -1):
+        r = _walk(lines, r, -1, lo - 1)
+        if r < lo or keyfn(lines[r]) != keys[q]:
+            return None
+        rows.append(r)
+    rows.reverse()
+    r = row
+    for q in range(p + 1, len(keys)):
+        r = _walk(lines, r, 1, hi)
+        if r >= hi or keyfn(lines[r]) != keys[q]:
+            return None
+        rows.append(r)
+    return rows
+
+
+def _find_loose_blanks(
+    fl: FileLines, core: list[str], level: LineLevel, lo: int, hi: int, trim: tuple[int, int]
+) -> list[BlockMatch]:
+    """``find_block`` for levels where runs of blank lines between snippet lines may differ from the file's.
+
+    Blank lines before the first or after the last non-blank snippet line (those the edge rule may
+    not drop) must be in the file as they are.
+    """
+    keyfn = _KEYS[level.key]
+    idx = [j for j, line in enumerate(core) if not is_blank(line)]
+    if not idx:
+        return []
+    keys = [keyfn(core[j]) for j in idx]
+    lead_blank, trail_blank = idx[0], len(core) - 1 - idx[-1]
+    longest = sorted(range(len(keys)), key=lambda q: -len(keys[q]))[:3]
+    text = fl.folded_text if level.key == "fold" else fl.text
+    p = min(longest, key=lambda q: text.count(keys[q]))
+    lines = fl.lines
+    out: list[BlockMatch] = []
+    seen: set[int] = set()
+    for row in fl.lines_with(level.key, keys[p]):
+        if row < lo or row >= hi or keyfn(lines[row]) != keys[p]:
+            continue
+        rows = _skeleton_rows(lines, keyfn, keys, p, row, lo, hi)
+        if rows is None or rows[0] in seen:
+            continue
+        start, end = rows[0] - lead_blank, rows[-1] + 1 + trail_blank
+        if start < lo or end > hi or not all(is_blank(t) for t in lines[start : rows[0]] + lines[rows[-1] + 1 : end]):
+            continue
+        imap = indent_map([lines[r] for r in rows], [core[j] for j in idx], folded=level.key == "fold", fl=fl)
+        if imap is None:
+            continue
+        seen.add(rows[0])
+        by_line = [-1] * len(core)
+        for j, r in zip(idx, rows, strict=True):
+            by_line[j] = r
+        for j in range(lead_blank):
+            by_line[j] = start + j
+        for j in range(trail_blank):
+            by_line[idx[-1] + 1 + j] = rows[-1] + 1 + j
+        out.append(BlockMatch(start, end, level, imap, trim, tuple(by_line)))
+    return out
+
+
+def already_there(fl: FileLines, new: list[str], match: BlockMatch, lo: int = 0, hi: int | None = None) -> bool:
+    """True when ``new`` is in the file line for line, once, where a ``blank_lines`` match of the old text is.
+
+    An old text that only matches with other blank lines, next to a new text that is there as it is,
+    is an edit already applied (typically one that adds or removes blank lines), not one to apply again.
+    """
+    if not new or all(is_blank(line) for line in new):
+        return False
+    for level in CONTIGUOUS_LEVELS:
+        found = find_block(fl, new, level, lo, hi)
+        if found:
+            return len(found) == 1 and found[0].start < match.end and match.start < found[0].end
+    return False
 
 
 def _restore_folded(new_content: str, old_content: str, file_content: str) -> str:
@@ -525,6 +689,18 @@ def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, in
     if suf:
         ops.append(("equal", len(old) - suf, len(old), len(new) - suf, len(new)))
     return ops
+
+
+def line_script(old: list[str], new: list[str]) -> list[tuple[str, str]]:
+    """``old`` -> ``new`` as a diff body (``" "`` kept, ``"-"`` removed, ``"+"`` added), lines compared as they are."""
+    script: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in line_opcodes(old, new):
+        if tag == "equal":
+            script += [(" ", t) for t in old[i1:i2]]
+        else:
+            script += [("-", t) for t in old[i1:i2]]
+            script += [("+", t) for t in new[j1:j2]]
+    return script
 
 
 def build_replacement(

@@ -16,6 +16,7 @@ LEVELS: tuple[str, ...] = (
     "trailing_ws",
     "indent_offset",
     "edge_blank_lines",
+    "blank_lines",
     "unicode",
     "elision",
 )
@@ -26,8 +27,8 @@ REASONS: tuple[str, ...] = (
     "ambiguous",  # a level found two or more places
     "noop",  # the edit would not change anything
     "empty_old",  # nothing to search for
-    "elision_mismatch",  # old and new text do not share the same `...` structure
-    "indent_conflict",  # a new line would need a negative indentation after re-indenting
+    "elision_mismatch",  # old and new text do not share the same `...` structure (or only the new text elides)
+    "indent_conflict",  # re-indenting is not one consistent offset (or a new line would go below column 0)
     "invalid_patch",  # the patch / diff / block text could not be parsed
     "file_exists",  # apply_patch: Add File or Move to onto an existing file
     "no_such_file",  # apply_patch: Update / Delete of a missing file

@@ -1,5 +1,7 @@
 """Clean-up of the snippets a model sends: code fences, line-number prefixes, elision markers.
 
+(Elision lines in the new text only are found by ``elision``.)
+
 Each clean-up is only applied when the raw snippet does not occur verbatim in the file (the
 caller checks) and when the pattern is unmistakable: a fence must open the first line and close
 the last one; line-number prefixes must be on every line, in one format, and (for the old text)
@@ -23,29 +25,10 @@ _PREFIX_FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 _ELISION = re.compile(
-    r"^\s*(?:(?:#|//|--|;|/\*|<!--)\s*)?(?:\.\.\.|\u2026)"
+    r"^\s*(?:(?:#|//|--|;|/\*|<!--)\s*)?(?:\.\.\.|\u2026|\[\s*(?:\.\.\.|\u2026)\s*\])"
     r"(?:\s*(?:existing|unchanged|rest|remaining|other|more)\b[^\n]*)?\s*(?:\*/|-->)?\s*$",
     re.IGNORECASE,
 )
-
-
-_COMMENT_START = re.compile(r"^\s*(?:#|//|--|;|/\*|<!--|\{/\*)")
-_PLACEHOLDER_WORDS = re.compile(r"\b(?:existing|unchanged|rest of|remaining|previous|same as before)\b", re.I)
-
-
-def is_placeholder(line: str) -> bool:
-    """A comment such as ``# ... existing code ...``: a comment with an ellipsis and a telltale word."""
-    return bool(_COMMENT_START.match(line) and ("..." in line or "\u2026" in line) and _PLACEHOLDER_WORDS.search(line))
-
-
-def placeholder_lines(new_lines: list[str], old_lines: list[str], file_lines: list[str]) -> list[str]:
-    """Lazy-model placeholders (``# ... existing code ...``) in the new text that would be
-    written literally: present in neither the old text nor the file."""
-    suspects = [line for line in new_lines if is_placeholder(line)]
-    if not suspects:
-        return []
-    known = {line.strip() for line in old_lines} | {line.strip() for line in file_lines}
-    return [line for line in suspects if line.strip() not in known]
 
 
 def split_lines(snippet: str) -> list[str]:
@@ -114,7 +97,7 @@ def strip_line_numbers(snippet: str, *, require_format: str | None = None) -> tu
 
 
 def is_elision(line: str) -> bool:
-    """True for a line that stands for omitted code: ``...``, ``…``, ``# ... existing code ...``."""
+    """True for a line that stands for omitted code: ``...``, ``…``, ``[...]``, ``# ... existing code ...``."""
     return bool(_ELISION.match(line))
 
 

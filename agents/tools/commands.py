@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -11,9 +12,14 @@ from agents.edits import language_for, syntax_errors
 from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
+from sandbox.base import EnvironmentInfo
 
 TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
-PYTEST = ["python3", "-m", "pytest", "-rA", "--tb=short", "-q", "-p", "no:cacheprovider"]
+PYTEST_FLAGS = ["-rfEsxXp", "--tb=short", "-q", "-p", "no:cacheprovider"]
+"""What bosun adds to every pytest run: a report line per test (parsed; ``-rfEsxXp`` is ``-rA`` without the
+passed tests' output, and old pytests in an environment -- 3.x has no ``A`` -- understand it), short tracebacks,
+no cache written."""
+PYTEST = ["python3", "-m", "pytest", *PYTEST_FLAGS]
 PYTEST_ENV = {**TEST_ENV, "COLUMNS": "240"}
 """A wide terminal, so pytest's short summary keeps the failure messages whole."""
 CHECK_MAX_FILES = 300
@@ -76,11 +82,30 @@ class TestRunResult(BaseModel):
     timed_out: bool
 
 
+def names_tests(args: list[str]) -> bool:
+    """Whether pytest arguments name tests or paths (then the environment's default test paths are left out)."""
+    return any(not a.startswith("-") and ("::" in a or "/" in a or a.endswith(".py")) for a in args)
+
+
+def test_invocation(env: EnvironmentInfo | None, args: list[str]) -> tuple[list[str] | str, bool]:
+    """(command, parsed as pytest) for a test run with ``args`` in a sandbox of ``env``: the environment's
+    detected (or declared) test command, else pytest. A runner of the project's own (``bin/test``) gets the
+    arguments as they are and runs through the shell."""
+    if env is None:
+        return [*PYTEST, *args], True
+    if env.test_kind == "pytest":
+        return [*env.test_argv, *PYTEST_FLAGS, *args, *([] if names_tests(args) else env.test_paths)], True
+    return shlex.join([*env.test_argv, *args]), False
+
+
 async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
-    res = await ctx.sandbox.exec(PYTEST + a.args, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
+    env = getattr(ctx.sandbox, "environment", None)
+    cmd, is_pytest = test_invocation(env, a.args)
+    res = await ctx.sandbox.exec(cmd, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
                                  output_cap=ctx.output_cap, env=PYTEST_ENV)
     report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
-    head = f"pytest: {report.headline()}"
+    shown = report.headline() if is_pytest or report.summary or res.timed_out else f"exit {res.exit_code}"
+    head = f"{'pytest' if is_pytest else 'tests'}: {shown}"
     if report.failed:
         head += "\nfailed: " + ", ".join(report.failed)
         for tid in report.failed:

@@ -31,11 +31,48 @@ import re
 import subprocess
 import sys
 import tarfile
-import zlib
+import zipfile
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
+
+from bench.editcases.mistakes import (
+    anchor_fuzzy_cases,
+    blank_line_cases,
+    elision_new_only_cases,
+    indent_mismatch_cases,
+    multi_hunk_window_cases,
+)
+from bench.editcases.render import (
+    FORMATS,
+    IDENT,
+    KEYWORDS,
+    MARKER_LIKE,
+    PLACEHOLDER,
+    Builder,
+    Change,
+    FileChange,
+    Script,
+    absent_at_every_level,
+    block_starts,
+    cascade_target,
+    changes,
+    count_substring,
+    crlf,
+    curl_quotes,
+    first_content_line,
+    grow_unique,
+    has_marker_lines,
+    new_of,
+    old_of,
+    render,
+    renderable,
+    rng_of,
+    tabify,
+    text_of,
+    trim_blank_edges,
+    uniform_shift_matches,
+)
 
 #: (package, old version, new version): popular packages with real changes between two releases.
 DEFAULT_PACKAGES: tuple[tuple[str, str, str], ...] = (
@@ -45,353 +82,59 @@ DEFAULT_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("attrs", "23.1.0", "23.2.0"),
     ("rich", "13.6.0", "13.7.1"),
 )
+#: (project, old version, new version): consecutive releases of nine large projects, mostly bug-fix releases (the
+#: kind of change the hidden corpus of issue 14 draws from upstream bug-fix commits).
+PROJECT_PACKAGES: tuple[tuple[str, str, str], ...] = (
+    ("requests", "2.27.1", "2.28.0"),
+    ("requests", "2.32.3", "2.32.4"),
+    ("flask", "2.2.5", "2.3.0"),
+    ("flask", "3.0.3", "3.1.0"),
+    ("seaborn", "0.12.2", "0.13.0"),
+    ("xarray", "2023.12.0", "2024.1.0"),
+    ("xarray", "2024.1.0", "2024.1.1"),
+    ("pylint", "3.0.3", "3.0.4"),
+    ("pylint", "3.1.0", "3.1.1"),
+    ("pytest", "7.4.3", "7.4.4"),
+    ("pytest", "8.0.0", "8.0.1"),
+    ("astropy", "6.0.0", "6.0.1"),
+    ("sphinx", "7.2.5", "7.2.6"),
+    ("sphinx", "7.2.6", "7.3.0"),
+    ("sphinx", "7.3.6", "7.3.7"),
+    ("sympy", "1.12", "1.12.1"),
+    ("sympy", "1.12.1", "1.13.0"),
+    ("sympy", "1.13.0", "1.13.1"),
+)
 DEFAULT_CACHE = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench")) / "edits"
-FORMATS = ("str_replace", "search_replace", "udiff", "apply_patch")
 MAX_FILE_LINES = 3000
 MAX_HUNK_LINES = 40
 MAX_HUNKS_PER_FILE = 12
-CONTEXT = 3
 
-Script = list[tuple[str, str]]
-"""A hunk body: ``(kind, text)`` with kind ``" "`` (context), ``"-"`` (removed), ``"+"`` (added)."""
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
-_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,}\b")
-_KEYWORDS = frozenset("""False None True and as assert async await break class continue def del elif else except
-finally for from global if import lambda nonlocal not or pass raise return self try while with yield""".split())
-_MARKER_LIKE = re.compile(r"^\s*(#\s*)?(\.\.\.|\u2026)")
-_SR_MARKERS = re.compile(r"^\s*(<{5,9}|={5,9}|>{5,9})")
-_PLACEHOLDER = "# ... existing code ..."
+@dataclass(frozen=True)
+class Source:
+    """A set of release pairs and how much of each to use."""
 
+    packages: tuple[tuple[str, str, str], ...]
+    max_lines: int = MAX_FILE_LINES
+    """Longer files are skipped."""
+    max_files: int | None = None
+    """Changed files used per release pair (evenly spread over the sorted paths); None: all."""
+    max_hunks: int = MAX_HUNKS_PER_FILE
+    """Hunks used per file (single-hunk variants)."""
+    max_hunks_long: int = MAX_HUNKS_PER_FILE
+    """The same for files longer than ``MAX_FILE_LINES`` (each case carries the whole file)."""
 
-# ---- independent line matching (the premises of the variants) ---------------------------------------------------
 
+#: The two corpora: small packages' releases (the first corpus) and nine large projects' bug-fix releases.
+SOURCES: dict[str, Source] = {
+    "releases": Source(DEFAULT_PACKAGES),
+    "projects": Source(PROJECT_PACKAGES, max_lines=12000, max_files=14, max_hunks=6, max_hunks_long=3),
+}
 
-def _key(line: str, level: str) -> str:
-    if level == "raw":
-        return line
-    if level == "rstrip":
-        return line.rstrip()
-    if level == "strip":
-        return line.strip()
-    return line.translate(_QUOTES).strip()  # "fold"
 
-
-def block_starts(lines: list[str], block: list[str], level: str = "raw") -> list[int]:
-    """Start indices where ``block`` equals ``lines`` line by line under ``level`` (raw, rstrip, strip, fold)."""
-    if not block:
-        return []
-    keys = [_key(b, level) for b in block]
-    first = keys[0]
-    out = []
-    for i in range(len(lines) - len(block) + 1):
-        if _key(lines[i], level) == first and all(_key(lines[i + j], level) == keys[j] for j in range(1, len(keys))):
-            out.append(i)
-    return out
-
-
-def count_substring(text: str, needle: str) -> int:
-    """Occurrences of ``needle`` in ``text``, overlapping ones included."""
-    if not needle:
-        return 0
-    n, pos = 0, text.find(needle)
-    while pos != -1:
-        n += 1
-        pos = text.find(needle, pos + 1)
-    return n
-
-
-def trim_blank_edges(block: list[str]) -> list[str]:
-    lo, hi = 0, len(block)
-    while lo < hi and not block[lo].strip():
-        lo += 1
-    while hi > lo and not block[hi - 1].strip():
-        hi -= 1
-    return block[lo:hi]
-
-
-def absent_at_every_level(lines: list[str], block: list[str]) -> bool:
-    """True when ``block`` matches nowhere, even ignoring whitespace, quote style and blank edge lines."""
-    core = trim_blank_edges(block)
-    return bool(core) and not block_starts(lines, core, "fold")
-
-
-def _indent_width(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
-
-
-def uniform_shift_matches(lines: list[str], block: list[str], level: str = "strip") -> list[int]:
-    """Places where ``block`` matches ignoring indentation AND every non-blank line is shifted by the same columns."""
-    out = []
-    for start in block_starts(lines, block, level):
-        deltas = {_indent_width(lines[start + j]) - _indent_width(b) for j, b in enumerate(block) if b.strip()}
-        if len(deltas) == 1:
-            out.append(start)
-    return out
-
-
-def cascade_target(lines: list[str], block: list[str]) -> int | None:
-    """Where a careful applier must put ``block``: the only match at the strictest level that matches at all.
-
-    Levels: identical lines, trailing whitespace ignored, indentation ignored (uniform shift), the same without blank
-    edge lines, the same with curly quotes folded. Returns the file index of the block's first non-blank line; None
-    when the first level with a match has several, or no level matches.
-    """
-    core = trim_blank_edges(block)
-    lead = next((i for i, t in enumerate(block) if t.strip()), 0)
-    for found, offset in (
-        (block_starts(lines, block, "raw"), lead),
-        (block_starts(lines, block, "rstrip"), lead),
-        (uniform_shift_matches(lines, block, "strip"), lead),
-        (uniform_shift_matches(lines, core, "strip"), 0),
-        (uniform_shift_matches(lines, core, "fold"), 0),
-    ):
-        if found:
-            return found[0] + offset if len(found) == 1 else None
-    return None
-
-
-def first_content_line(ch: Change) -> int:
-    """File index of the first non-blank old line of a change."""
-    old = old_of(ch.script)
-    return ch.start + next((i for i, t in enumerate(old) if t.strip()), 0)
-
-
-# ---- hunks ------------------------------------------------------------------------------------------------------
-
-
-def text_of(lines: list[str]) -> str:
-    return "".join(line + "\n" for line in lines)
-
-
-def old_of(script: Script) -> list[str]:
-    return [t for k, t in script if k != "+"]
-
-
-def new_of(script: Script) -> list[str]:
-    return [t for k, t in script if k != "-"]
-
-
-@dataclass
-class Change:
-    """One hunk on the old file: the script starts at old line ``start`` (0-based)."""
-
-    start: int
-    script: Script
-
-    @property
-    def end(self) -> int:
-        return self.start + len(old_of(self.script))
-
-    def expected(self, lines: list[str]) -> list[str]:
-        return lines[: self.start] + new_of(self.script) + lines[self.end :]
-
-
-def _script(a: list[str], b: list[str], group: list[tuple[str, int, int, int, int]]) -> Script:
-    script: Script = []
-    for tag, i1, i2, j1, j2 in group:
-        if tag == "equal":
-            script += [(" ", t) for t in a[i1:i2]]
-        else:
-            script += [("-", t) for t in a[i1:i2]]
-            script += [("+", t) for t in b[j1:j2]]
-    return script
-
-
-def changes(a: list[str], b: list[str]) -> list[Change]:
-    """The hunks (three lines of context) turning ``a`` into ``b``."""
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return [Change(g[0][1], _script(a, b, g)) for g in matcher.get_grouped_opcodes(CONTEXT)]
-
-
-def grow_unique(a: list[str], change: Change, max_extra: int = 10) -> Change | None:
-    """The change with context added on both sides until its old text occurs once in the file (None if never)."""
-    text = text_of(a)
-    start, script = change.start, list(change.script)
-    for _ in range(max_extra + 1):
-        if old_of(script) and count_substring(text, text_of(old_of(script))) == 1:
-            return Change(start, script)
-        end = start + len(old_of(script))
-        if start == 0 and end >= len(a):
-            return None
-        if start > 0:
-            start -= 1
-            script.insert(0, (" ", a[start]))
-        if end < len(a):
-            script.append((" ", a[end]))
-    return None
-
-
-# ---- rendering --------------------------------------------------------------------------------------------------
-
-
-def _fence(text: str, lang: str = "") -> str:
-    return f"```{lang}\n{text}```\n"
-
-
-def render_str_replace(old: list[str], new: list[str], **opts: Any) -> dict[str, Any]:
-    o, n = text_of(old), text_of(new)
-    if opts.get("numbers") is not None:
-        o, n = _numbered(old, opts["numbers"], opts.get("number_style", "tab")), _numbered(
-            new, opts["numbers"], opts.get("number_style", "tab"))
-    if opts.get("no_final_newline"):
-        o, n = o[:-1], n[:-1] if n else n
-    if opts.get("fence"):
-        o, n = _fence(o, "python"), _fence(n, "python")
-    return {"old_str": o, "new_str": n, "replace_all": bool(opts.get("replace_all"))}
-
-
-def _numbered(lines: list[str], first: int, style: str) -> str:
-    if style == "arrow":
-        return "".join(f"{n:6d}\u2192{line}\n" for n, line in enumerate(lines, first))
-    return "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(lines, first))
-
-
-def render_search_replace(path: str, blocks: list[tuple[list[str], list[str]]], **opts: Any) -> str:
-    out = []
-    for old, new in blocks:
-        o, n = text_of(old), text_of(new)
-        if opts.get("numbers") is not None:
-            o = _numbered(old, opts["numbers"], opts.get("number_style", "tab"))
-            n = _numbered(new, opts["numbers"], opts.get("number_style", "tab"))
-        out.append(f"{path}\n```python\n<<<<<<< SEARCH\n{o}=======\n{n}>>>>>>> REPLACE\n```\n")
-    return "\n".join(out)
-
-
-def _body(script: Script, strip_blank: bool) -> str:
-    rows = []
-    for kind, t in script:
-        rows.append("" if (strip_blank and kind == " " and t == "") else kind + t)
-    return "".join(r + "\n" for r in rows)
-
-
-def render_udiff(path: str, hunks: list[Change], **opts: Any) -> str:
-    out = [] if opts.get("no_header") else [f"--- a/{path}\n+++ b/{path}\n"]
-    delta = 0
-    for h in hunks:
-        n_old, n_new = len(old_of(h.script)), len(new_of(h.script))
-        if opts.get("bad_counts"):
-            n_old, n_new = n_old + 2, max(0, n_new - 1)
-        if opts.get("no_numbers"):
-            out.append("@@ @@\n")
-        else:
-            shift = opts.get("shift", 0)
-            old_start = max(1, h.start + 1 + shift)
-            out.append(f"@@ -{old_start},{n_old} +{max(1, h.start + 1 + delta + shift)},{n_new} @@\n")
-        delta += n_new - n_old
-        out.append(_body(h.script, opts.get("strip_blank", False)))
-    text = "".join(out)
-    return _fence(text, "diff") if opts.get("fence") else text
-
-
-def render_apply_patch(path: str, hunks: list[Change], anchors: list[str | None] | None = None, **opts: Any) -> str:
-    out = ["*** Begin Patch\n", f"*** Update File: {path}\n"]
-    for k, h in enumerate(hunks):
-        anchor = anchors[k] if anchors else None
-        out.append(f"@@ {anchor}\n" if anchor else "@@\n")
-        out.append(_body(h.script, opts.get("strip_blank", False)))
-        if opts.get("eof") and k == len(hunks) - 1:
-            out.append("*** End of File\n")
-    out.append("*** End Patch\n")
-    text = "".join(out)
-    return _fence(text) if opts.get("fence") else text
-
-
-def render(fmt: str, path: str, hunks: list[Change], **opts: Any) -> Any:
-    """The edit payload of one case in format ``fmt``."""
-    if fmt == "str_replace":
-        (h,) = hunks
-        return render_str_replace(old_of(h.script), new_of(h.script), **opts)
-    if fmt == "search_replace":
-        return render_search_replace(path, [(old_of(h.script), new_of(h.script)) for h in hunks], **opts)
-    if fmt == "udiff":
-        return render_udiff(path, hunks, **opts)
-    return render_apply_patch(path, hunks, **opts)
-
-
-def renderable(fmt: str, hunks: list[Change]) -> bool:
-    """False when a line of the change would be read as format syntax (SEARCH markers, diff file headers)."""
-    for h in hunks:
-        for kind, t in h.script:
-            if fmt == "search_replace" and _SR_MARKERS.match(t):
-                return False
-            if fmt in ("udiff", "apply_patch") and (kind + t).startswith(("--- ", "+++ ", "*** ", "@@")):
-                return False
-    return True
-
-
-# ---- file transforms --------------------------------------------------------------------------------------------
-
-
-def tabify(line: str) -> str:
-    """Leading spaces as tabs (4 columns each), the remainder as spaces."""
-    n = len(line) - len(line.lstrip(" "))
-    return "\t" * (n // 4) + " " * (n % 4) + line[n:]
-
-
-def crlf(text: str) -> str:
-    return text.replace("\n", "\r\n")
-
-
-def curl_quotes(line: str) -> str:
-    """Straight quotes turned typographic, the way a word processor would."""
-    out, double_open, single_open = [], True, True
-    for ch in line:
-        if ch == '"':
-            out.append("\u201c" if double_open else "\u201d")
-            double_open = not double_open
-        elif ch == "'":
-            out.append("\u2018" if single_open else "\u2019")
-            single_open = not single_open
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-# ---- the case builder -------------------------------------------------------------------------------------------
-
-
-def _rng(*parts: object) -> int:
-    return zlib.crc32("|".join(map(str, parts)).encode())
-
-
-@dataclass
-class FileChange:
-    pkg: str
-    path: str
-    a: list[str]
-    b: list[str]
-
-
-class Builder:
-    """Accumulates cases as dicts (the JSONL schema of ``bosun eval edits`` plus ``category``)."""
-
-    def __init__(self, formats_per_variant: int = 2) -> None:
-        self.cases: list[dict[str, Any]] = []
-        self.per_variant = formats_per_variant
-        self._ids: set[str] = set()
-
-    def add(self, case_id: str, fmt: str, path: str, original: str, edit: Any, expected: str | None,
-            category: str) -> None:
-        if case_id in self._ids:
-            return
-        self._ids.add(case_id)
-        self.cases.append({"id": case_id, "format": fmt, "path": path, "original": original, "edit": edit,
-                           "expected": expected, "category": category})
-
-    def formats(self, seed: str, allowed: tuple[str, ...] = FORMATS, k: int | None = None) -> list[str]:
-        """A deterministic rotation of ``k`` formats (default: ``formats_per_variant``) out of ``allowed``."""
-        k = min(len(allowed), k if k is not None else self.per_variant)
-        start = _rng(seed) % len(allowed)
-        return [allowed[(start + i) % len(allowed)] for i in range(k)]
-
-
-def _has_marker_lines(lines: list[str]) -> bool:
-    return any(_MARKER_LIKE.match(line) for line in lines)
-
-
-def add_file_cases(builder: Builder, fc: FileChange, other_blocks: list[list[str]]) -> None:
-    """Every case for one changed file."""
+def add_file_cases(builder: Builder, fc: FileChange, other_blocks: list[list[str]],
+                   max_hunks: int = MAX_HUNKS_PER_FILE) -> None:
+    """Every case for one changed file (single-hunk variants on at most ``max_hunks`` hunks)."""
     a, b = fc.a, fc.b
     a_text, b_text = text_of(a), text_of(b)
     raw = changes(a, b)
@@ -399,15 +142,26 @@ def add_file_cases(builder: Builder, fc: FileChange, other_blocks: list[list[str
     grown = [grow_unique(a, ch) for ch in raw]
     usable = [(k, ch) for k, ch in enumerate(grown) if ch is not None
               and len(old_of(ch.script)) <= MAX_HUNK_LINES and len(new_of(ch.script)) <= MAX_HUNK_LINES]
-    if len(usable) > MAX_HUNKS_PER_FILE:
-        step = len(usable) / MAX_HUNKS_PER_FILE
-        usable = [usable[int(i * step)] for i in range(MAX_HUNKS_PER_FILE)]
+    if len(usable) > max_hunks:
+        step = len(usable) / max_hunks
+        usable = [usable[int(i * step)] for i in range(max_hunks)]
     for k, ch in usable:
-        _single_hunk_cases(builder, fc, f"{base}:h{k}", ch, a_text, b_text)
-        _refusal_cases(builder, fc, f"{base}:h{k}", ch, raw[k], a_text, b_text, other_blocks)
+        hid = f"{base}:h{k}"
+        _single_hunk_cases(builder, fc, hid, ch, a_text, b_text)
+        _refusal_cases(builder, fc, hid, ch, raw[k], a_text, b_text, other_blocks)
+        _mistake_cases(builder, fc, hid, ch, a_text)
     _multi_hunk_cases(builder, fc, base, raw, a_text, b_text)
     _ambiguous_cases(builder, fc, base, a_text)
     _replace_all_cases(builder, fc, base, a_text)
+
+
+def _mistake_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str) -> None:
+    """The model mistakes of :mod:`bench.editcases.mistakes` on one hunk."""
+    expected = text_of(ch.expected(fc.a))
+    elision_new_only_cases(bl, fc, hid, ch, a_text)
+    indent_mismatch_cases(bl, fc, hid, ch, a_text)
+    blank_line_cases(bl, fc, hid, ch, a_text, expected)
+    anchor_fuzzy_cases(bl, fc, hid, ch, a_text, expected)
 
 
 def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, b_text: str) -> None:
@@ -502,8 +256,8 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
             emit("edge_blank_missing", bl.formats(hid + "nopad"), a_text, expected, [trimmed])
 
     # diff specifics
-    emit("wrong_line_numbers", ["udiff"], a_text, expected, [ch], shift=17 + _rng(hid) % 40,
-         bad_counts=bool(_rng(hid, "counts") % 2))
+    emit("wrong_line_numbers", ["udiff"], a_text, expected, [ch], shift=17 + rng_of(hid) % 40,
+         bad_counts=bool(rng_of(hid, "counts") % 2))
     for fmt in ["udiff"] if renderable("udiff", [ch]) else []:
         bl.add(f"{hid}:no_file_header:udiff", fmt, path, a_text, render(fmt, path, [ch], no_header=True), expected,
                "no_file_header")
@@ -525,7 +279,7 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
     # code fences, line numbers, final newline
     emit("code_fence", bl.formats(hid + "fence", ("str_replace", "udiff", "apply_patch")), a_text, expected, [ch],
          fence=True)
-    style = "arrow" if _rng(hid, "style") % 2 else "tab"
+    style = "arrow" if rng_of(hid, "style") % 2 else "tab"
     emit("line_numbers", bl.formats(hid + "num", ("str_replace", "search_replace")), a_text, expected, [ch],
          numbers=ch.start + 1, number_style=style)
     o_text = text_of(old)[:-1]
@@ -564,7 +318,7 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
     # the same edit sent again after it was applied
     # (only when the new text is real evidence: not a part of the old text, no '...' lines that read as elision)
     new_text = text_of(new)
-    if (new_text.strip() and new_text.strip() not in text_of(old) and not _has_marker_lines(old + new)
+    if (new_text.strip() and new_text.strip() not in text_of(old) and not has_marker_lines(old + new)
             and absent_at_every_level(expected_lines, old) and count_substring(expected, new_text) == 1
             and len(block_starts(expected_lines, new)) == 1):
         emit("already_applied", bl.formats(hid + "again"), expected, expected, [ch])
@@ -587,7 +341,7 @@ def _combined_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: s
     """Cases combining three variants (snippet, edit and file transforms), with the composed expected result."""
     import random
 
-    rng = random.Random(_rng(hid, "combined"))
+    rng = random.Random(rng_of(hid, "combined"))
     a = fc.a
     for attempt in range(n):
         fmt = rng.choice(FORMATS)
@@ -645,9 +399,9 @@ def _combined_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: s
 
 def _elision_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, expected: str) -> None:
     a = fc.a
-    if _has_marker_lines(a) or _has_marker_lines(old_of(ch.script)):
+    if has_marker_lines(a) or has_marker_lines(old_of(ch.script)):
         return  # a literal '...' line (Python's Ellipsis) would read as a second marker
-    literal_in_new = _has_marker_lines(new_of(ch.script))
+    literal_in_new = has_marker_lines(new_of(ch.script))
     # leading context of at least 6 lines: keep 2, elide the middle, keep 2 before the first change
     first_change = next(i for i, (k, _) in enumerate(ch.script) if k != " ")
     need = 6 - first_change
@@ -666,7 +420,7 @@ def _elision_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str
     if block_starts(a, p1)[0] + len(p1) > block_starts(a, p2)[0] or not middle:
         return
     indent = middle[0][1][: len(middle[0][1]) - len(middle[0][1].lstrip())]
-    marker = indent + ("..." if _rng(hid, "marker") % 2 else _PLACEHOLDER)
+    marker = indent + ("..." if rng_of(hid, "marker") % 2 else PLACEHOLDER)
     elided = Change(start, [*head, (" ", marker), *tail])
     for fmt in [] if literal_in_new else bl.formats(hid + "elide", ("str_replace", "search_replace"), k=2):
         if renderable(fmt, [elided]):
@@ -708,7 +462,7 @@ def _substring_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: s
         if hi == len(old_line):
             nhi = len(new_line)
     replacement = new_line[nlo:nhi] if (lo, hi) != (0, len(old_line)) else new_line
-    if old_line[:lo] + replacement + old_line[hi:] != new_line:
+    if old_line[:lo] + replacement + old_line[hi:] != new_line or replacement == needle:
         return
     pos = a_text.find(needle)
     expected = a_text[:pos] + replacement + a_text[pos + len(needle) :]
@@ -720,7 +474,7 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
                    other_blocks: list[list[str]]) -> None:
     a, b, path = fc.a, fc.b, fc.path
     old = old_of(ch.script)
-    if _has_marker_lines(old):
+    if has_marker_lines(old):
         return
 
     def emit(category: str, fmts: list[str], original: str, hunks: list[Change], **opts: Any) -> None:
@@ -730,11 +484,11 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
                        category)
 
     # a hallucinated identifier (renamed consistently in the old and new text)
-    idents = [m.group(0) for m in _IDENT.finditer("\n".join(t for k, t in ch.script if k == "-") or "\n".join(old))]
-    idents = [i for i in dict.fromkeys(idents) if i not in _KEYWORDS]
+    idents = [m.group(0) for m in IDENT.finditer("\n".join(t for k, t in ch.script if k == "-") or "\n".join(old))]
+    idents = [i for i in dict.fromkeys(idents) if i not in KEYWORDS]
     if idents:
-        ident = idents[_rng(hid, "ident") % len(idents)]
-        fake = ident + ("s" if _rng(hid, "fake") % 2 else "_obj")
+        ident = idents[rng_of(hid, "ident") % len(idents)]
+        fake = ident + ("s" if rng_of(hid, "fake") % 2 else "_obj")
         pat = re.compile(rf"\b{re.escape(ident)}\b")
         hall = [(kind, pat.sub(fake, t)) for kind, t in ch.script]
         if absent_at_every_level(a, old_of(hall)) and absent_at_every_level(a, new_of(hall)):
@@ -752,7 +506,7 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
 
     # text from another file
     if other_blocks:
-        block = other_blocks[_rng(hid, "other") % len(other_blocks)]
+        block = other_blocks[rng_of(hid, "other") % len(other_blocks)]
         foreign = [(" ", t) for t in block]
         foreign[1] = ("-", block[1])
         foreign.insert(2, ("+", block[1] + "  # TODO: revisit"))
@@ -762,7 +516,7 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
     # a line of the old text left out, or written twice (a misremembered file)
     ctx_rows = [i for i, (k, t) in enumerate(ch.script) if k == " " and t.strip() and 0 < i < len(ch.script) - 1]
     if len(old) >= 5 and ctx_rows:
-        i = ctx_rows[_rng(hid, "drop") % len(ctx_rows)]
+        i = ctx_rows[rng_of(hid, "drop") % len(ctx_rows)]
         for category, script in (("missing_middle_line", ch.script[:i] + ch.script[i + 1 :]),
                                  ("duplicated_line", ch.script[: i + 1] + ch.script[i:])):
             if absent_at_every_level(a, old_of(script)) and absent_at_every_level(a, new_of(script)):
@@ -773,7 +527,7 @@ def _refusal_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, raw: Chang
     if runs and not any("existing code" in t for t in a):
         lo, hi = runs[0]
         indent = ch.script[lo][1][: len(ch.script[lo][1]) - len(ch.script[lo][1].lstrip())]
-        lazy = [*ch.script[:lo], ("+", indent + _PLACEHOLDER), *ch.script[hi:]]
+        lazy = [*ch.script[:lo], ("+", indent + PLACEHOLDER), *ch.script[hi:]]
         emit("one_sided_elision", bl.formats(hid + "lazy"), a_text, [Change(ch.start, lazy)])
 
     # too little context: only the removed lines, which occur several times
@@ -800,32 +554,21 @@ def _added_runs(script: Script) -> list[tuple[int, int]]:
 
 
 def _multi_hunk_cases(bl: Builder, fc: FileChange, base: str, raw: list[Change], a_text: str, b_text: str) -> None:
-    if not 2 <= len(raw) <= 8 or any(count_substring(a_text, text_of(old_of(h.script))) != 1 for h in raw):
+    """Every hunk of the file at once (see :func:`multi_hunk_window_cases`), and with wrong line numbers."""
+    if not 2 <= len(raw) <= 8:
         return
     if any(len(old_of(h.script)) > MAX_HUNK_LINES or len(new_of(h.script)) > MAX_HUNK_LINES for h in raw):
+        return
+    multi_hunk_window_cases(bl, fc, base, raw, a_text, b_text)
+    if any(count_substring(a_text, text_of(old_of(h.script))) != 1 for h in raw):
         return
     spliced = list(fc.a)
     for h in reversed(raw):
         spliced = spliced[: h.start] + new_of(h.script) + spliced[h.end :]
-    if text_of(spliced) != b_text:
-        return
-    formats = ["udiff", "apply_patch"]
-    text = a_text
-    for h in raw:  # SEARCH/REPLACE blocks apply one after the other: each must stay unique
-        o, n = text_of(old_of(h.script)), text_of(new_of(h.script))
-        if count_substring(text, o) != 1:
-            break
-        text = text.replace(o, n, 1)
-    else:
-        if text == b_text:
-            formats.insert(0, "search_replace")
-    for fmt in formats:
-        if renderable(fmt, raw):
-            bl.add(f"{base}:all:multi_hunk:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, raw), b_text,
-                   "multi_hunk")
-    if renderable("udiff", raw):
+    if text_of(spliced) == b_text and renderable("udiff", raw):
         bl.add(f"{base}:all:multi_hunk_wrong_numbers:udiff", "udiff", fc.path, a_text,
-               render("udiff", fc.path, raw, shift=-(5 + _rng(base) % 20)), b_text, "multi_hunk_wrong_numbers")
+               render("udiff", fc.path, raw, shift=-(5 + rng_of(base) % 20)), b_text, "multi_hunk_wrong_numbers",
+               len(raw))
 
 
 def _ambiguous_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> None:
@@ -834,20 +577,20 @@ def _ambiguous_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> Non
     seen: dict[tuple[str, str], list[int]] = {}
     for i in range(len(a) - 1):
         pair = (a[i], a[i + 1])
-        if len(a[i].strip()) >= 8 and len(a[i + 1].strip()) >= 8 and not _MARKER_LIKE.match(a[i]):
+        if len(a[i].strip()) >= 8 and len(a[i + 1].strip()) >= 8 and not MARKER_LIKE.match(a[i]):
             seen.setdefault(pair, []).append(i)
     repeated = [(p, ix) for p, ix in seen.items() if len(ix) >= 2]
     if repeated:
-        (l1, l2), ix = repeated[_rng(base, "amb") % len(repeated)]
+        (l1, l2), ix = repeated[rng_of(base, "amb") % len(repeated)]
         ch = Change(ix[0], [("-", l1), ("+", l1 + "  # changed"), (" ", l2)])
         wrong = next(n for n in range(1, len(a) + 2) if n - 1 not in ix)  # a line number pointing at neither
         for fmt in bl.formats(base + "ambx", k=3):
             if renderable(fmt, [ch]):
-                opts = {"no_numbers": True} if _rng(base, "ambn") % 2 else {"shift": wrong - 1 - ix[0]}
+                opts = {"no_numbers": True} if rng_of(base, "ambn") % 2 else {"shift": wrong - 1 - ix[0]}
                 bl.add(f"{base}:rep:ambiguous:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, [ch], **opts),
                        None, "ambiguous")
         # ... resolved by the right @@ line number (udiff) or by an @@ anchor line between the places (apply_patch)
-        j = _rng(base, "ambj") % len(ix)
+        j = rng_of(base, "ambj") % len(ix)
         at = Change(ix[j], ch.script)
         exp = text_of(at.expected(a))
         if renderable("udiff", [at]):
@@ -866,7 +609,7 @@ def _ambiguous_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> Non
     for i in range(len(a) - 1):
         if len(a[i].strip()) >= 8 and len(a[i + 1].strip()) >= 8:
             by_strip.setdefault((a[i].strip(), a[i + 1].strip()), []).append(i)
-    for (_s1, _s2), ix in sorted(by_strip.items(), key=lambda kv: _rng(base, kv[0])):
+    for (_s1, _s2), ix in sorted(by_strip.items(), key=lambda kv: rng_of(base, kv[0])):
         if len(ix) < 2 or len({a[i] for i in ix}) < 2:
             continue  # want different indentations
         block = [" " + a[ix[0]], " " + a[ix[0] + 1]]
@@ -885,12 +628,12 @@ def _ambiguous_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> Non
 def _replace_all_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> None:
     """``replace_all`` renaming an identifier used several times."""
     counts: dict[str, int] = {}
-    for m in _IDENT.finditer(a_text):
+    for m in IDENT.finditer(a_text):
         counts[m.group(0)] = counts.get(m.group(0), 0) + 1
-    names = sorted(n for n, c in counts.items() if 3 <= c <= 30 and n not in _KEYWORDS and len(n) >= 6)
+    names = sorted(n for n, c in counts.items() if 3 <= c <= 30 and n not in KEYWORDS and len(n) >= 6)
     if not names:
         return
-    name = names[_rng(base, "ra") % len(names)]
+    name = names[rng_of(base, "ra") % len(names)]
     new_name = name + "_renamed"
     if new_name in a_text:
         return
@@ -902,7 +645,7 @@ def _replace_all_cases(bl: Builder, fc: FileChange, base: str, a_text: str) -> N
 # ---- sources ----------------------------------------------------------------------------------------------------
 
 
-def read_tree(root: Path) -> dict[str, str]:
+def read_tree(root: Path, max_lines: int = MAX_FILE_LINES) -> dict[str, str]:
     """``relative path -> text`` of the LF, UTF-8 Python files under ``root`` (top directory stripped)."""
     out: dict[str, str] = {}
     for p in sorted(root.rglob("*.py")):
@@ -912,74 +655,123 @@ def read_tree(root: Path) -> dict[str, str]:
             text = p.read_bytes().decode("utf-8")  # bytes: read_text would turn CRLF into LF
         except (UnicodeDecodeError, OSError):
             continue
-        if "\r" in text or not text.endswith("\n") or text.count("\n") > MAX_FILE_LINES:
+        if "\r" in text or not text.endswith("\n") or text.count("\n") > max_lines:
             continue
         rel = p.relative_to(root).as_posix()
         out[rel.split("/", 1)[1] if "/" in rel else rel] = text
     return out
 
 
-def file_changes(pkg: str, old: dict[str, str], new: dict[str, str]) -> list[FileChange]:
-    return [FileChange(pkg, rel, old[rel].split("\n")[:-1], new[rel].split("\n")[:-1])
-            for rel in sorted(set(old) & set(new)) if old[rel] != new[rel]]
+def file_changes(pkg: str, old: dict[str, str], new: dict[str, str], max_files: int | None = None
+                 ) -> list[FileChange]:
+    """The files that differ between two trees (at most ``max_files``, evenly spread over the sorted paths)."""
+    changed = [rel for rel in sorted(set(old) & set(new)) if old[rel] != new[rel]]
+    if max_files is not None and len(changed) > max_files:
+        step = len(changed) / max_files
+        changed = [changed[int(i * step)] for i in range(max_files)]
+    return [FileChange(pkg, rel, old[rel].split("\n")[:-1], new[rel].split("\n")[:-1]) for rel in changed]
 
 
-def other_file_blocks(tree: dict[str, str], n: int = 200) -> list[list[str]]:
-    """Some 5-line blocks of code (first line not blank) from the files of a tree."""
+def _file_blocks(text: str) -> list[list[str]]:
+    lines = text.split("\n")[:-1]
+    blocks = []
+    for i in range(0, max(0, len(lines) - 5), 37):
+        block = lines[i : i + 5]
+        if all(t.strip() for t in block[:2]) and not has_marker_lines(block):
+            blocks.append(block)
+    return blocks
+
+
+def other_file_blocks(tree: dict[str, str], n: int = 200, *, exclude: str | None = None,
+                      per_file: dict[str, list[list[str]]] | None = None) -> list[list[str]]:
+    """Some 5-line blocks of code (first line not blank) from the files of a tree other than ``exclude``.
+
+    ``per_file`` caches the blocks of each file (the same tree is sampled once per changed file).
+    """
     blocks: list[list[str]] = []
     for rel in sorted(tree):
-        lines = tree[rel].split("\n")[:-1]
-        for i in range(0, max(0, len(lines) - 5), 37):
-            block = lines[i : i + 5]
-            if all(t.strip() for t in block[:2]) and not _has_marker_lines(block):
-                blocks.append(block)
+        if rel == exclude:
+            continue
+        if per_file is None:
+            blocks += _file_blocks(tree[rel])
+            continue
+        if rel not in per_file:
+            per_file[rel] = _file_blocks(tree[rel])
+        blocks += per_file[rel]
     step = max(1, len(blocks) // n)
     return blocks[::step][:n]
 
 
-def generate(pairs: list[tuple[str, dict[str, str], dict[str, str]]], formats_per_variant: int = 2
-             ) -> list[dict[str, Any]]:
-    """Cases for ``(package label, old tree, new tree)`` pairs (trees as from :func:`read_tree`)."""
+def generate(pairs: list[tuple[str, dict[str, str], dict[str, str]]], formats_per_variant: int = 2,
+             source: Source | None = None) -> list[dict[str, Any]]:
+    """Cases for ``(package label, old tree, new tree)`` pairs (trees as from :func:`read_tree`).
+
+    ``source`` limits how many files and hunks are used (default: all files, ``MAX_HUNKS_PER_FILE`` hunks).
+    """
+    limits = source or Source(())
     bl = Builder(formats_per_variant)
     for pkg, old, new in pairs:
-        for fc in file_changes(pkg, old, new):
-            others = other_file_blocks({k: v for k, v in old.items() if k != fc.path})
-            add_file_cases(bl, fc, others)
+        cache: dict[str, list[list[str]]] = {}
+        for fc in file_changes(pkg, old, new, limits.max_files):
+            long = len(fc.a) > MAX_FILE_LINES
+            add_file_cases(bl, fc, other_file_blocks(old, exclude=fc.path, per_file=cache),
+                           limits.max_hunks_long if long else limits.max_hunks)
     return bl.cases
 
 
+def _sdist(sdists: Path, pkg: str, version: str) -> Path | None:
+    """The downloaded sdist of ``pkg==version`` (names compared the way pip normalises them)."""
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    want = {f"{norm(pkg)}-{version}.tar.gz", f"{norm(pkg)}-{version}.zip"}
+    for p in sorted(sdists.iterdir()):
+        stem, _, rest = p.name.rpartition("-")
+        if f"{norm(stem)}-{rest}".lower() in want:
+            return p
+    return None
+
+
 def fetch(pkg: str, version: str, cache: Path) -> Path:
-    """The unpacked sdist of ``pkg==version`` (downloaded with pip on first use)."""
+    """The unpacked sdist of ``pkg==version`` (downloaded with pip on first use).
+
+    Only the package itself is taken from source (``--no-binary pkg``): its build requirements, needed by pip to
+    read the sdist's metadata, may come as wheels.
+    """
     dest = cache / "src" / f"{pkg}-{version}"
     if dest.is_dir():
         return dest
     sdists = cache / "sdists"
     sdists.mkdir(parents=True, exist_ok=True)
-    pattern = [f"{pkg}-{version}.tar.gz", f"{pkg.replace('-', '_')}-{version}.tar.gz"]
-    found = [sdists / p for p in pattern if (sdists / p).exists()]
-    if not found:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", f"{pkg}=={version}",
+    found = _sdist(sdists, pkg, version)
+    if found is None:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", pkg, f"{pkg}=={version}",
                "-d", str(sdists), "-q"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        found = [sdists / p for p in pattern if (sdists / p).exists()]
-        if not found:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        found = _sdist(sdists, pkg, version)
+        if found is None:
             raise RuntimeError(f"could not download {pkg}=={version}: {proc.stderr.strip()[-500:]}")
     tmp = dest.with_name(dest.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(found[0]) as tar:
-        tar.extractall(tmp, filter="data")
+    if found.name.endswith(".zip"):
+        with zipfile.ZipFile(found) as zf:
+            zf.extractall(tmp)
+    else:
+        with tarfile.open(found) as tar:
+            tar.extractall(tmp, filter="data")
     tmp.rename(dest)
     return dest
 
 
 def build(cache: Path = DEFAULT_CACHE, packages: tuple[tuple[str, str, str], ...] = DEFAULT_PACKAGES,
-          formats_per_variant: int = 2) -> list[dict[str, Any]]:
-    """Download (once), diff and render the default packages into cases."""
+          formats_per_variant: int = 2, source: str | None = None) -> list[dict[str, Any]]:
+    """Download (once), diff and render ``packages`` into cases; ``source`` names one of ``SOURCES`` instead."""
+    limits = SOURCES[source] if source is not None else Source(packages)
     pairs = []
-    for pkg, v_old, v_new in packages:
-        pairs.append((f"{pkg}-{v_old}..{v_new}", read_tree(fetch(pkg, v_old, cache)),
-                      read_tree(fetch(pkg, v_new, cache))))
-    return generate(pairs, formats_per_variant)
+    for pkg, v_old, v_new in limits.packages:
+        pairs.append((f"{pkg}-{v_old}..{v_new}", read_tree(fetch(pkg, v_old, cache), limits.max_lines),
+                      read_tree(fetch(pkg, v_new, cache), limits.max_lines)))
+    return generate(pairs, formats_per_variant, limits)
 
 
 def write_jsonl(cases: list[dict[str, Any]], out: Path) -> None:
@@ -998,8 +790,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_CACHE / "corpus.jsonl.gz", help="JSONL (.gz: compressed)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--formats-per-variant", type=int, default=2)
+    ap.add_argument("--source", choices=sorted(SOURCES), default="releases",
+                    help="releases: small packages (the first corpus); projects: nine large projects")
     args = ap.parse_args(argv)
-    cases = build(args.cache, formats_per_variant=args.formats_per_variant)
+    cases = build(args.cache, formats_per_variant=args.formats_per_variant, source=args.source)
     write_jsonl(cases, args.out)
     print(f"wrote {len(cases)} cases to {args.out}", file=sys.stderr)
     return 0

@@ -55,6 +55,8 @@ class Case:
     expected: str | None
     category: str = ""
     line: int = 0
+    hunks: int = 1
+    """How many regions of the file the edit changes (several hunks or SEARCH/REPLACE blocks: more than one)."""
 
 
 @dataclass
@@ -94,8 +96,11 @@ def _check_case(obj: Any, where: str) -> Case:
     elif not isinstance(edit, str):
         raise CaseError(f"{where}: a {fmt} edit must be a string, got {type(edit).__name__}")
     category = obj.get("category", "")
+    hunks = obj.get("hunks", 1)
+    if not isinstance(hunks, int) or isinstance(hunks, bool) or hunks < 1:
+        raise CaseError(f"{where}: field 'hunks' must be a positive integer")
     return Case(obj["id"], fmt, obj["path"], obj["original"], edit, obj["expected"],
-                category if isinstance(category, str) else "")
+                category if isinstance(category, str) else "", hunks=hunks)
 
 
 def parse_cases(lines: Iterable[str], source: str = "<cases>") -> list[Case]:
@@ -240,6 +245,40 @@ def _percentile(samples: list[float], q: float) -> float:
 
 
 @dataclass
+class Tally:
+    """Counts of one slice of the cases (a format, a category, single- or multi-hunk)."""
+
+    should_apply: int = 0
+    correct_apply: int = 0
+    should_refuse: int = 0
+    correct_refusal: int = 0
+    silent_misapply: int = 0
+
+    def add(self, case: Case, v: str) -> None:
+        if case.expected is None:
+            self.should_refuse += 1
+            self.correct_refusal += v == "ok"
+        else:
+            self.should_apply += 1
+            self.correct_apply += v == "ok"
+        self.silent_misapply += v == "misapply"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "should_apply": self.should_apply,
+            "correct_apply_pct": _pct(self.correct_apply, self.should_apply),
+            "should_refuse": self.should_refuse,
+            "correct_refusal_pct": _pct(self.correct_refusal, self.should_refuse),
+            "silent_misapply": self.silent_misapply,
+        }
+
+
+def slices(case: Case) -> dict[str, str]:
+    """The slices a case is counted in: its format, its category, ``single``/``multi`` hunk."""
+    return {"format": case.format, "category": case.category or "-", "hunks": "multi" if case.hunks > 1 else "single"}
+
+
+@dataclass
 class Summary:
     strategy: str
     cases: int = 0
@@ -255,6 +294,8 @@ class Summary:
     """Latencies of the should-refuse cases (a refusal computes the closest-region hint, which costs more)."""
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     """``category/format/verdict`` -> ids of failed cases."""
+    by: dict[str, dict[str, Tally]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(Tally)))
+    """slice kind (``format``, ``category``, ``hunks``) -> slice -> counts."""
 
     def add(self, case: Case, out: Outcome) -> str:
         v = verdict(case, out)
@@ -272,6 +313,8 @@ class Summary:
         self.false_already_applied += v == "false_already"
         if v != "ok":
             self.failures[f"{case.category or '-'}/{case.format}/{v}"].append(case.id)
+        for kind, key in slices(case).items():
+            self.by[kind][key].add(case, v)
         return v
 
     def to_dict(self, examples: int = 3) -> dict[str, Any]:
@@ -290,6 +333,8 @@ class Summary:
             "latency_p99_ms_should_refuse": round(_percentile(self.refusal_latencies, 99), 3),
             "failures": {k: {"count": len(v), "examples": v[:examples]}
                          for k, v in sorted(self.failures.items(), key=lambda kv: (-len(kv[1]), kv[0]))},
+            **{f"by_{kind}": {key: tally.to_dict() for key, tally in sorted(self.by[kind].items())}
+               for kind in ("format", "hunks", "category")},
         }
 
 

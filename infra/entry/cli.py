@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     kr.add_argument("--branch", help="the default branch (default: origin's HEAD, else the checked-out branch)")
     kr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
+    sub.add_parser("ui", help="serve the web view in the foreground (the stack runs one: BOSUN_UI_PORT)")
+
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
     sbs.add_parser("exec", help="run one command in a fresh sandbox", add_help=False)
@@ -104,8 +106,10 @@ def _settings(s: Settings) -> int:
 # Subcommands are loaded when used: `bosun --help` or `bosun settings` take 0.3 s instead of 1.2 s, because
 # temporalio, tree-sitter and the docker SDK load only for the commands that need them.
 PASS_THROUGH = {("sandbox", "exec"): "infra.entry.cli_sandbox:exec_main",
+                ("env",): "infra.entry.cli_env:env_main",
                 ("search",): "infra.entry.cli_search:search_main",
-                ("eval",): "bench.editcases.eval:eval_main"}
+                ("eval",): "infra.entry.cli_eval:eval_main",
+                ("ui",): "infra.entry.ui:main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 COMMANDS = {"up": "infra.entry.stack:up", "down": "infra.entry.stack:down", "status": "infra.entry.stack:status"}
 """Stack commands: called with the settings."""

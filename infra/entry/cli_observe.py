@@ -10,14 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-from temporalio.service import RPCError
-
 from infra.alerts import read_alerts
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.export import export as export_run
 from infra.export import to_jsonl
-from infra.history import collect
+from infra.history import collect_run
 from infra.settings import Settings
 from infra.telemetry import read_spans, telemetry_dir
 from infra.temporal import connect
@@ -56,10 +54,7 @@ async def alerts(args: argparse.Namespace, s: Settings) -> int:
 
 async def export(args: argparse.Namespace, s: Settings) -> int:
     client = await connect(s)
-    try:
-        root = await collect(client, args.id)
-    except RPCError as e:
-        raise ConfigError(f"no run {args.id!r} in namespace {s.temporal_namespace}: {e.message}") from None
+    root = await collect_run(client, args.id)
     doc = export_run(root, ArtifactStore(s.artifacts_dir))
     text = to_jsonl(doc) if args.format == "jsonl" else json.dumps(doc, indent=1, default=str) + "\n"
     if args.out:

@@ -20,7 +20,7 @@ from agents.router import load_config
 from infra import telemetry
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
-from infra.history import collect, render, to_json
+from infra.history import collect_run, render, to_json
 from infra.settings import Settings
 from infra.temporal import connect
 from sandbox.hostrepo import check_source_repo as check_repo
@@ -134,12 +134,8 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
 
 
 async def history(args: argparse.Namespace, s: Settings) -> int:
-
     client = await connect(s)
-    try:
-        root = await collect(client, args.id)
-    except RPCError as e:
-        raise ConfigError(f"no run {args.id!r} in namespace {s.temporal_namespace}: {e.message}") from None
+    root = await collect_run(client, args.id)
     if args.json:
         print(json.dumps(to_json(root), indent=2, default=str))
     else:

@@ -1,6 +1,11 @@
 """``bosun sandbox exec``: run one command in a fresh sandbox, from the command line.
 
-    bosun sandbox exec [--backend auto|docker|bwrap] [--workspace DIR] [--timeout S] [--json] -- CMD [ARGS...]
+    bosun sandbox exec [--env ENV_ID] [--backend auto|docker|bwrap] [--workspace DIR] [--timeout S] [--json]
+                       -- CMD [ARGS...]
+
+``--env ENV_ID`` runs the command in a sandbox of that environment (`bosun env build` prints the id): its
+interpreter, its virtualenv first on PATH, the files its build left in the source tree put into the workspace
+(never over existing ones); the same rules as every sandbox (no network...). An unknown id: exit code 2.
 
 With ``--json`` it prints exactly one JSON object ``{"exit_code", "stdout", "stderr", "timed_out", "duration_s"}``
 and exits 0 whenever the sandbox ran the command (whatever the command's exit code). Without it, the command's
@@ -17,9 +22,12 @@ import os
 import sys
 from pathlib import Path
 
-from infra.errors import BosunError
+from infra.errors import BosunError, ConfigError
 from infra.settings import Settings
-from sandbox import get_provider
+from sandbox import docker_available, get_provider
+from sandbox.base import SandboxProvider
+from sandbox.environments.runtime import provider_for
+from sandbox.environments.store import EnvStore, default_cache
 
 EXIT_SANDBOX_FAILED = 3
 
@@ -27,6 +35,7 @@ EXIT_SANDBOX_FAILED = 3
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bosun sandbox exec",
                                 description="Run one command in a fresh sandbox bound to a workspace.")
+    p.add_argument("--env", default=None, metavar="ENV_ID", help="run in this environment (bosun env build)")
     p.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None,
                    help="sandbox backend (default: the sandbox_backend setting, BOSUN_SANDBOX_BACKEND)")
     p.add_argument("--workspace", default=None, help="directory bound at /workspace (default: the current one)")
@@ -38,17 +47,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _defaults() -> tuple[str, str | None]:
+def _defaults() -> tuple[str, str | None, Path]:
     try:
 
         s = Settings()
-        return s.sandbox_backend, s.sandbox_image
+        return s.sandbox_backend, s.sandbox_image, Path(s.env_cache) if s.env_cache else default_cache()
     except Exception:  # noqa: BLE001 - settings are optional here
-        return os.environ.get("BOSUN_SANDBOX_BACKEND", "bwrap"), None
+        return os.environ.get("BOSUN_SANDBOX_BACKEND", "bwrap"), None, default_cache()
 
 
-async def _run(backend: str, image: str | None, workspace: Path, cmd: list[str], timeout: float, cap: int):
-    provider = get_provider(backend, image=image)
+def _env_provider(env_id: str, backend: str, cache: Path) -> SandboxProvider:
+    """The provider of an environment's sandboxes; ConfigError for an unknown id."""
+    record = EnvStore(cache).find(env_id)
+    EnvStore(cache).touch(record.key)
+    if backend == "auto":
+        backend = "docker" if docker_available(record.backend_refs.get("docker"))[0] else "bwrap"
+    return provider_for(record, backend)
+
+
+async def _run(backend: str, image: str | None, workspace: Path, cmd: list[str], timeout: float, cap: int,
+               env_id: str | None = None, cache: Path | None = None):
+    provider = (_env_provider(env_id, backend, cache or default_cache()) if env_id
+                else get_provider(backend, image=image))
     sb = await provider.acquire(workspace)
     try:
         return await sb.exec(cmd, timeout_s=timeout, output_cap=cap)
@@ -69,7 +89,7 @@ def exec_main(argv: list[str]) -> int:
     if args.timeout <= 0:
         print("bosun sandbox exec: --timeout must be positive", file=sys.stderr)
         return 2
-    default_backend, default_image = _defaults()
+    default_backend, default_image, cache = _defaults()
     backend = args.backend or default_backend
     workspace = Path(args.workspace or os.getcwd()).resolve()
     if not workspace.is_dir():
@@ -77,7 +97,10 @@ def exec_main(argv: list[str]) -> int:
         return 2
     try:
         res = asyncio.run(_run(backend, args.image or default_image, workspace, cmd, args.timeout,
-                               args.output_cap))
+                               args.output_cap, args.env, cache))
+    except ConfigError as exc:
+        print(f"bosun sandbox exec: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     except BosunError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"bosun sandbox exec: the {backend} sandbox could not run the command: {first}", file=sys.stderr)

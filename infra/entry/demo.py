@@ -11,12 +11,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from infra.entry.cli import main as bosun
 from infra.settings import load_settings
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calc"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
 
 
 def make_repo(dest: Path) -> Path:
@@ -35,7 +36,7 @@ def main() -> int:
     print(f"demo: example repository at {repo} (3 of its 7 tests fail: median and percent are buggy)")
     if bosun(["up"]) != 0:
         return 1
-    wf_id = f"demo-{__import__('time').strftime('%Y%m%d-%H%M%S')}"
+    wf_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     trajectory = EXAMPLE / "team.jsonl"
     print(f"demo: running the task in team mode (planner, two fast-edit agents in parallel, stitching, verify, "
           f"debugger) with the scripted model: the test double, replaying {trajectory}")
@@ -43,8 +44,12 @@ def main() -> int:
                 "fix the failing tests"])
     print("\ndemo: the run's history, read back from Temporal:")
     bosun(["history", wf_id])
-    print(f"\ndemo: {'SUCCESS' if rc == 0 else 'FAILED'}. The stack keeps running: `bosun status`, `bosun down`; "
-          f"Web UI http://{s.host}:{s.temporal_ui_port}")
+    page = f"http://{s.ui_host if s.ui_host not in ('0.0.0.0', '::') else '127.0.0.1'}:{s.ui_port}/run?id={wf_id}"
+    print(f"\ndemo: {'SUCCESS' if rc == 0 else 'FAILED'}. The stack keeps running: `bosun status`, `bosun down`.")
+    print(f"demo: the run's page: {page}")
+    print(f"demo: Temporal Web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/"
+          f"{wf_id}")
+    print(f"demo: its trace: bosun trace {wf_id}")
     return rc
 
 

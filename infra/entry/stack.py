@@ -87,6 +87,8 @@ def components(s: Settings) -> list[Component]:
             f"nats://{s.host}:{s.nats_port}", "nats-server"))
     comps.append(Component("worker", [sys.executable, "-m", "infra.entry.worker"], {},
                            f"task queues {s.task_queue}, {s.worker_queue}", "infra.entry.worker"))
+    comps.append(Component("ui", [sys.executable, "-m", "infra.entry.ui"],
+                           {"web view": (s.ui_port, "BOSUN_UI_PORT")}, ui_url(s), "infra.entry.ui"))
     if s.github_webhook_secret or s.linear_webhook_secret:
         comps.append(Component("ingress", [sys.executable, "-m", "infra.entry.events", "ingress"],
                                {"webhook ingress": (s.ingress_port, "BOSUN_INGRESS_PORT")},
@@ -96,6 +98,14 @@ def components(s: Settings) -> list[Component]:
             comps.append(Component("starter", [sys.executable, "-m", "infra.entry.events", "starter"], {},
                                    "JetStream EVENTS -> TaskWorkflow", "infra.entry.events starter"))
     return comps
+
+
+def ui_url(s: Settings, local: bool = False) -> str:
+    """The web view's address (``local``: how this host reaches it, when it listens on every address)."""
+    host = s.ui_host
+    if local and host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://{host}:{s.ui_port}/"
 
 
 # ---------------------------------------------------------------- health checks
@@ -134,8 +144,9 @@ def healthy(comp: Component, s: Settings) -> bool:
     if comp.name == "ingress":
         return http_ok(f"http://{s.host}:{s.ingress_port}/healthz")
     if comp.name == "starter":
-
         return starter_health(s) is not None
+    if comp.name == "ui":
+        return http_ok(f"{ui_url(s, local=True)}healthz")
     return worker_health(s) is not None
 
 
@@ -176,7 +187,7 @@ def code_fingerprint() -> str:
     """A hash of bosun's own source files: a stack started from other code must be restarted to run this code."""
     import hashlib
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
     for pkg in ("workflows", "activities", "agents", "sandbox", "infra"):
         for path in sorted((root / pkg).rglob("*")):
@@ -225,7 +236,7 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         for c in self.comps:
-            if c.name in ("worker", "ingress", "starter"):  # these need Temporal and NATS up first
+            if c.name in ("worker", "ingress", "starter", "ui"):  # these need Temporal and NATS up first
                 deadline = time.monotonic() + 60
                 while not self.stopping and time.monotonic() < deadline and not all(
                         healthy(x, self.s) for x in self.comps if x.name in ("temporal", "nats")):

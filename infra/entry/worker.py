@@ -29,6 +29,7 @@ from temporalio.worker import (
 
 from activities.agent import AgentActivities
 from activities.errors import ErrorInterceptor
+from activities.eval import EvalActivities
 from activities.report import ReportActivities
 from activities.telemetry import Observer, TelemetryInterceptor
 from activities.workspace import WorkspaceActivities
@@ -42,6 +43,7 @@ from sandbox import diskquota, reap_orphans
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from workflows.agent import AgentWorkflow
+from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger("bosun.worker")
@@ -142,12 +144,14 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     errors = ErrorInterceptor()
     backend = sandboxes.provider().backend
     observed = [TelemetryInterceptor(Observer.for_settings(settings, backend))] if tel.on else []
-    shared = Worker(client, task_queue=settings.task_queue, workflows=[TaskWorkflow, AgentWorkflow],
+    evaluation = EvalActivities(settings, store)
+    shared = Worker(client, task_queue=settings.task_queue,
+                    workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
                     activities=[workspace.bind_worker], interceptors=[journal, errors])
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
-                   activities=[*agent.all(), *workspace.all(), *report.all()],
+                   activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
                    interceptors=[journal, errors, *observed], max_concurrent_activities=64)
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):

@@ -116,3 +116,15 @@ async def test_spans_metrics_and_alerts_from_a_failing_tool_and_model(env, tmp_p
     # the alerts fired, once each, and were written where `bosun alerts` reads them
     fired = sorted((a["operation"], a["error_class"]) for a in read_alerts(tmp_path))
     assert fired == [("model_call", "ProviderError"), ("run_tests", "Timeout")]
+
+
+def test_tool_names_in_labels_are_bounded():
+    from activities import telemetry
+
+    telemetry._tool_names.clear()
+    assert telemetry.tool_label("read_file") == "read_file"
+    assert telemetry.tool_label("x" * 500) == "other" and telemetry.tool_label("rm -rf /\n") == "other"
+    for i in range(telemetry.MAX_TOOL_NAMES):
+        telemetry.tool_label(f"made_up_{i}")
+    assert telemetry.tool_label("one_more_name") == "other" and telemetry.tool_label("read_file") == "read_file"
+    telemetry._tool_names.clear()

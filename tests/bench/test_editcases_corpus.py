@@ -8,10 +8,15 @@ from pathlib import Path
 
 from bench.editcases.corpus import (
     FORMATS,
+    SOURCES,
     Change,
+    FileChange,
+    Source,
+    _sdist,
     block_starts,
     cascade_target,
     changes,
+    file_changes,
     generate,
     read_tree,
     text_of,
@@ -19,6 +24,8 @@ from bench.editcases.corpus import (
     write_jsonl,
 )
 from bench.editcases.eval import Case, evaluate, load_cases, parse_cases
+from bench.editcases.mistakes import ELISION_MARKERS, looks_like_stub, window_hunks
+from bench.editcases.render import ordered_targets, skeleton_spans
 
 OLD_A = '''"""A module with enough structure for every variant."""
 
@@ -125,7 +132,9 @@ def test_generated_cases_are_valid_and_varied(tmp_path):
                  "crlf_edit", "smart_quotes", "edge_blank_extra", "wrong_line_numbers", "elision", "code_fence",
                  "line_numbers", "already_applied", "multi_hunk", "combined", "hallucinated_identifier",
                  "stale_file", "other_file", "one_sided_elision", "ambiguous", "ambiguous_fuzzy",
-                 "ambiguous_resolved", "replace_all", "missing_middle_line", "duplicated_line"):
+                 "ambiguous_resolved", "replace_all", "missing_middle_line", "duplicated_line",
+                 "elision_new_only", "indent_mismatch", "blank_line_missing", "blank_line_extra", "anchor_fuzzy",
+                 "multi_hunk_perturbed", "multi_hunk_span"):
         assert categories[must], f"no {must} case"
     assert any(c.expected is None for c in cases) and any(c.expected is not None for c in cases)
     path = tmp_path / "corpus.jsonl.gz"
@@ -179,3 +188,127 @@ def test_read_tree(tmp_path: Path):
     (root / "pkg" / "data.txt").write_text("text\n")
     (root / "pkg" / "link.py").symlink_to(root / "pkg" / "a.py")
     assert read_tree(tmp_path) == {"demo-1.0/pkg/a.py".split("/", 1)[1]: "x = 1\n"}
+
+
+MAKE_OLD = """import os
+
+
+class Make:
+    def __init__(self, srcdir):
+        self.srcdir = srcdir
+        self.makecmd = os.environ.get("MAKE", "make")
+        self.builddir = os.path.join(srcdir, "_build")
+        self.opts = []
+        self.verbose = False
+        self.done = False
+
+    def build_latexpdf(self):
+        if self.run_generic_build("latex") > 0:
+            return 1
+
+        if sys.platform == "win32":
+            makecmd = os.environ.get("MAKE", "make.bat")
+        else:
+            makecmd = self.makecmd
+        try:
+            return subprocess.call([makecmd, "all-pdf"])
+        except OSError:
+            return 1
+
+    def build_latexpdfja(self):
+        if self.run_generic_build("latex") > 0:
+            return 1
+
+        if sys.platform == "win32":
+            makecmd = os.environ.get("MAKE", "make.bat")
+        else:
+            makecmd = self.makecmd
+        try:
+            return subprocess.call([makecmd, "all-pdf"])
+        except OSError:
+            return 1
+
+    def build_info(self):
+        if self.run_generic_build("texinfo") > 0:
+            return 1
+        try:
+            return subprocess.call([self.makecmd, "info"])
+        except OSError:
+            print("Error: Failed to run: %s" % self.makecmd)
+            return 1
+        finally:
+            self.cleanup()
+            self.report()
+            self.done = True
+            self.log("info")
+            self.log("done")
+            self.log(self.makecmd)
+"""
+MAKE_NEW = (MAKE_OLD.replace('        self.makecmd = os.environ.get("MAKE", "make")\n', "")
+            .replace('        if sys.platform == "win32":\n            makecmd = os.environ.get("MAKE", "make.bat")\n'
+                     "        else:\n            makecmd = self.makecmd\n",
+                     '        makecmd = os.environ.get("MAKE", default_make())\n')
+            .replace('[self.makecmd, "info"]', '[os.environ.get("MAKE", "make"), "info"]')
+            .replace('            self.log(self.makecmd)\n', '            self.log(os.environ.get("MAKE"))\n'))
+
+
+def test_multi_hunk_cases_from_hunks_unique_only_between_their_neighbours():
+    raw = generate([("make-1..2", {"make_mode.py": MAKE_OLD}, {"make_mode.py": MAKE_NEW})])
+    multi = [c for c in raw if c["hunks"] > 1]
+    categories = Counter(c["category"] for c in multi)
+    assert categories["multi_hunk_window"] >= 4 and categories["anchor_passed"] == 1
+    window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "search_replace")
+    assert window["expected"] == MAKE_NEW and window["hunks"] == 5
+    passed = next(c for c in multi if c["category"] == "anchor_passed")
+    assert passed["edit"].count("@@     def build_info(self):") == 2  # the second chunk's scope was passed
+    cases = as_cases(raw)
+    bosun = evaluate(cases, "bosun")
+    assert bosun.silent_misapply == 0 and bosun.correct_apply == bosun.should_apply, dict(bosun.failures)
+
+
+def test_window_hunks_and_ordered_targets():
+    a, b = MAKE_OLD.split("\n")[:-1], MAKE_NEW.split("\n")[:-1]
+    raw = changes(a, b)
+    same = [h for h in raw if any("default_make" in t for _, t in h.script)]
+    assert len(same) == 2 and len(block_starts(a, [t for k, t in same[0].script if k != "+"])) == 2
+    hunks = window_hunks(a, raw)
+    assert hunks is not None and [h.start for h in hunks] == [h.start for h in raw]
+    blocks = [[t for k, t in h.script if k != "+"] for h in hunks]
+    firsts = ordered_targets(a, blocks)
+    assert firsts is not None and len(firsts) == len(hunks)
+    assert ordered_targets(a, [blocks[1], blocks[2]]) is not None  # the order tells the two copies apart
+    assert ordered_targets(a, [blocks[1]]) is None  # alone, the copy is ambiguous
+
+
+def test_blank_run_premises():
+    lines = ["def f():", "    x = 1", "", "", "    return x", "def g():", "    x = 1", "    return x"]
+    assert skeleton_spans(lines, ["    x = 1", "    return x"]) == [(1, 5), (6, 8)]
+    assert skeleton_spans(lines, ["def f():", "    x = 1", "", "    return x"]) == [(0, 5)]
+    assert cascade_target(lines, ["def f():", "    x = 1", "    return x"]) is None
+    assert cascade_target(lines, ["def f():", "    x = 1", "    return x"], blank_runs=True) == 0
+
+
+def test_stub_premise_and_markers():
+    assert "..." in ELISION_MARKERS and "# ... existing code ..." in ELISION_MARKERS
+    assert looks_like_stub(["def f(self):", "    ..."], 1)
+    assert not looks_like_stub(["def f(self):", "    ...", "    return 1"], 1)
+    assert not looks_like_stub(["x = 1", "..."], 1)
+
+
+def test_sources_limit_files_and_find_sdists(tmp_path):
+    old = {f"m{i}.py": f"x = {i}\n" for i in range(10)}
+    new = {f"m{i}.py": f"x = {i + 1}\n" for i in range(10)}
+    assert len(file_changes("p", old, new)) == 10
+    picked = file_changes("p", old, new, max_files=4)
+    assert [fc.path for fc in picked] == ["m0.py", "m2.py", "m5.py", "m7.py"]
+    assert all(isinstance(fc, FileChange) for fc in picked)
+    assert SOURCES["releases"].max_files is None and SOURCES["projects"].max_lines > SOURCES["releases"].max_lines
+    assert {p for p, _, _ in SOURCES["projects"].packages} == {
+        "requests", "flask", "seaborn", "xarray", "pylint", "pytest", "astropy", "sphinx", "sympy"}
+    assert Source(()).max_hunks == SOURCES["releases"].max_hunks
+    for name in ("Flask-2.2.5.tar.gz", "sympy-1.12.tar.gz", "zope_interface-6.0.zip"):
+        (tmp_path / name).write_bytes(b"")
+    assert _sdist(tmp_path, "flask", "2.2.5").name == "Flask-2.2.5.tar.gz"
+    assert _sdist(tmp_path, "sympy", "1.12").name == "sympy-1.12.tar.gz"
+    assert _sdist(tmp_path, "zope.interface", "6.0").name == "zope_interface-6.0.zip"
+    assert _sdist(tmp_path, "sympy", "1.12.1") is None

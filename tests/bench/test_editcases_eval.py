@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.editcases.eval import STRATEGIES, eval_main
+from bench.editcases.eval import STRATEGIES, eval_main, evaluate, parse_cases
 
 ORIGINAL = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    x = 1\n    return x + 1\n"
 EXPECTED_F = ORIGINAL.replace("    x = 1\n    return x\n", "    x = 2\n    return x\n", 1)
@@ -115,6 +115,8 @@ def test_every_strategy(tmp_path, capsys, strategy):
     ([{**cases()[1], "edit": {"x": 1}}], "cases.jsonl:1: a search_replace edit must be a string"),
     ([{**cases()[0], "expected": 3}], "cases.jsonl:1: field 'expected' must be a string or null"),
     ([cases()[0], cases()[0]], "cases.jsonl:2: duplicate id 'sr'"),
+    ([{**cases()[0], "hunks": 0}], "cases.jsonl:1: field 'hunks' must be a positive integer"),
+    ([{**cases()[0], "hunks": "2"}], "cases.jsonl:1: field 'hunks' must be a positive integer"),
     (["[1, 2]"], "cases.jsonl:1: expected a JSON object"),
     ([], "no cases"),
 ])
@@ -147,3 +149,15 @@ def test_unreadable_input(tmp_path, capsys):
     assert code == 2 and "cannot read" in err
     code, _, err = run(capsys, ["edits", "--cases", str(tmp_path)])
     assert code == 2 and "cannot read" in err
+
+
+def test_summary_breaks_results_down_by_format_category_and_hunks():
+    rows = [*cases(), {**cases()[2], "id": "two", "hunks": 2, "category": "multi_hunk"}]
+    summary = evaluate(parse_cases([json.dumps(r) for r in rows]), "first-match")
+    report = summary.to_dict()
+    assert report["by_hunks"]["multi"] == {"should_apply": 1, "correct_apply_pct": 100.0, "should_refuse": 0,
+                                           "correct_refusal_pct": None, "silent_misapply": 0}
+    assert report["by_hunks"]["single"]["should_apply"] == 6
+    assert set(report["by_format"]) == {"str_replace", "search_replace", "udiff", "apply_patch"}
+    assert report["by_category"]["ambiguous"]["silent_misapply"] == 1  # first-match picks one of two places
+    assert report["by_format"]["str_replace"]["correct_refusal_pct"] == 0.0

@@ -17,12 +17,21 @@ import pytest
 
 from sandbox.base import Limits, Sandbox
 from sandbox.bwrap import BwrapProvider
+from sandbox.environments.runtime import provider_for
 from sandbox.image import BUILD_SCRIPT, image_tag
+
+from .envfixtures import tiny_environment
 
 TEST_LIMITS = Limits(memory_mb=512, pids=256, cpus=1.0, tmp_mb=64, nofile=1024)
 SANDBOX_UID = 1000
 """Docker tests run with a workspace owned by this uid, so commands run unprivileged (the recommended setup)."""
 
+UNPRIVILEGED = ("docker", "bwrap-user", "envbwrap", "envdocker")
+"""Backend variants whose workspace is owned by SANDBOX_UID (they run as it)."""
+ENV_BACKENDS = [pytest.param("envbwrap", id="envbwrap", marks=pytest.mark.docker),
+                pytest.param("envdocker", id="envdocker", marks=pytest.mark.docker)]
+"""Sandboxes of an environment (sandbox/environments: the tiny package's), for the attack suite: the same rules must
+hold with another root filesystem and a virtualenv (building the environment needs the docker engine)."""
 BACKENDS = [pytest.param("bwrap", id="bwrap"),  # workspace owned by root: the sandbox is uid 0 without capabilities
             pytest.param("bwrap-user", id="bwrap-user"),  # workspace owned by uid 1000: bwrap runs unprivileged
             pytest.param("docker", id="docker", marks=pytest.mark.docker)]
@@ -30,7 +39,7 @@ BACKENDS = [pytest.param("bwrap", id="bwrap"),  # workspace owned by root: the s
 
 def prepare_workspace(backend: str, ws: Path) -> None:
     """Docker and bwrap-user sandboxes get a workspace owned by an unprivileged uid (they run as its owner)."""
-    if backend in ("docker", "bwrap-user"):
+    if backend in UNPRIVILEGED:
         chown_tree(ws, SANDBOX_UID, SANDBOX_UID)
 
 
@@ -47,7 +56,7 @@ def workspace(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
 
     For the bwrap-user variant it lives where uid 1000 can reach it (pytest's tmp_path is private to root)."""
     backend = getattr(getattr(request.node, "callspec", None), "params", {}).get("backend")
-    if backend == "bwrap-user":
+    if backend in ("bwrap-user", "envbwrap"):
         base = Path(tempfile.mkdtemp(prefix="bosun-test-ws-", dir="/tmp"))
         base.chmod(0o755)
         ws = base / "ws"
@@ -94,6 +103,21 @@ def docker_provider(docker_image: str):
     return provider
 
 
+@pytest.fixture(scope="session")
+def tiny_env(tmp_path_factory: pytest.TempPathFactory):
+    return tiny_environment(tmp_path_factory.mktemp("tinyenv") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def envbwrap_provider(tiny_env):
+    return provider_for(tiny_env, "bwrap", limits=TEST_LIMITS)
+
+
+@pytest.fixture(scope="session")
+def envdocker_provider(tiny_env):
+    return provider_for(tiny_env, "docker", limits=TEST_LIMITS)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
@@ -109,7 +133,7 @@ async def sandbox(provider, backend: str, workspace: Path) -> AsyncIterator[Sand
     """A sandbox of each backend variant (see BACKENDS)."""
     prepare_workspace(backend, workspace)
     sb = await provider.acquire(workspace)
-    if backend in ("docker", "bwrap-user"):
+    if backend in UNPRIVILEGED:
         assert sb.user == f"{SANDBOX_UID}:{SANDBOX_UID}"  # type: ignore[attr-defined]
     try:
         yield sb

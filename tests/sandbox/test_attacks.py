@@ -18,8 +18,14 @@ import pytest
 from infra.errors import ToolFailed
 from sandbox.base import Sandbox
 
-from .conftest import TEST_LIMITS, prepare_workspace
+from .conftest import BACKENDS, ENV_BACKENDS, TEST_LIMITS, prepare_workspace
 from .test_toolserver import other_processes
+
+
+@pytest.fixture(params=BACKENDS + ENV_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every backend variant, and sandboxes of an environment on both backends."""
+    return request.param
 
 
 async def py(sb: Sandbox, code: str, timeout_s: float = 20, **kw):
@@ -390,3 +396,15 @@ def test_limits_report(provider) -> None:
     report = provider.limits_report()
     for key in ("memory_mb", "pids", "cpus", "tmp_mb", "nofile"):
         assert report[key]["enforced"] is True, (key, report)
+
+
+async def test_localhost_names_the_sandboxs_own_loopback(sandbox: Sandbox) -> None:
+    """Tests bind servers to "localhost": it resolves inside every sandbox (to its own loopback, nothing else)."""
+    res = await py(sandbox, """
+        import socket
+        srv = socket.create_server(("localhost", 0))
+        port = srv.getsockname()[1]
+        socket.create_connection(("localhost", port), 3).close()
+        print("ok", srv.getsockname()[0])
+    """)
+    assert res.stdout.split()[0] == "ok" and res.stdout.split()[1] in ("127.0.0.1", "::1"), res

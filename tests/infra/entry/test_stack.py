@@ -100,3 +100,21 @@ def test_event_components_join_the_stack_when_configured(tmp_path):
     finally:
         st.down()
     assert _procs_mentioning(str(st.data_dir)) == []
+
+
+def test_the_code_fingerprint_covers_every_package(tmp_path, monkeypatch):
+    """A stack started from other code restarts: the fingerprint changes when any of bosun's sources does."""
+
+
+    from infra.entry import stack
+
+    before = stack.code_fingerprint()
+    for pkg in ("workflows", "activities", "agents", "sandbox", "infra"):
+        init = Path(stack.__file__).resolve().parents[2] / pkg / "__init__.py"
+        st = init.stat()
+        os.utime(init, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        try:
+            assert stack.code_fingerprint() != before, pkg
+        finally:
+            os.utime(init, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert stack.code_fingerprint() == before

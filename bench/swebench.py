@@ -1,0 +1,94 @@
+"""Evaluation throughput (prints JSON): `bosun eval swebench` with gold predictions on warm environments.
+
+Starts its own embedded stack (private data dir, free ports). By default the instances are made from the example
+project's two real bugs (tests/infra/entry/test_eval.py builds the same), repeated ``--copies`` times under distinct
+ids; ``--instances FILE --repo OWNER/NAME=PATH ...`` measures your own. The first pass builds (or reuses) the
+environments; the second is timed: instances per hour at ``--max-parallel``, and per instance the time to
+evaluate it (environment excluded) against the time its tests took.
+
+Goal (issue 16): evaluating an instance costs at most 2x the time its tests take (build excluded) — which only
+means something for test suites that take more than a few seconds: for tiny ones the fixed cost (a checkout, a
+sandbox start, two patches) dominates; the figures say both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bosun(env: dict, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "bosun"), *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=timeout)
+
+
+def example_instances(work: Path, copies: int) -> tuple[Path, list[str]]:
+    from tests.infra.entry.test_eval import calc_instances
+
+    path, repo = calc_instances(work, copies)
+    return path, [f"example/calc={repo}"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--instances", type=Path)
+    ap.add_argument("--repo", action="append", default=[])
+    ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--max-parallel", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-"))
+    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
+           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
+           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
+           "BOSUN_WORKER_ID": f"bench-swe-{os.getpid()}"}
+    if bosun(env, "up", timeout=120).returncode != 0:
+        print(json.dumps({"error": "bosun up failed"}))
+        return
+    try:
+        path, repos = (args.instances, args.repo) if args.instances else example_instances(work, args.copies)
+        common = ["eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                  "--max-parallel", str(args.max_parallel), *[a for r in repos for a in ("--repo", r)]]
+        warm = bosun(env, *common, "--run-id", "warm", "--report", str(work / "warm.json"))
+        started = time.monotonic()
+        timed = bosun(env, *common, "--run-id", "timed", "--report", str(work / "timed.json"))
+        wall = time.monotonic() - started
+        if timed.returncode not in (0, 1):
+            print(json.dumps({"error": timed.stderr[-2000:]}))
+            return
+        report = json.loads((work / "timed.json").read_text())
+        timing = report["timing"].values()
+        ratios = [t["seconds"] / t["tests_s"] for t in timing if t["tests_s"]]
+        n = len(report["instances"])
+        print(json.dumps({
+            "instances": n, "max_parallel": args.max_parallel, "resolved": len(report["summary"]["resolved_ids"]),
+            "errors": report["summary"]["error_ids"], "first_pass_s": json.loads(warm.stdout or "{}").get("wall_s"),
+            "timed_wall_s": round(wall, 1), "instances_per_hour": round(n / wall * 3600, 1),
+            "per_instance_s_p50": round(statistics.median(t["seconds"] for t in timing), 2),
+            "tests_s_p50": round(statistics.median(t["tests_s"] for t in timing), 2),
+            "cost_over_tests_p50": round(statistics.median(ratios), 1) if ratios else None,
+            "goal_cost_le_2x_tests": bool(ratios) and statistics.median(ratios) <= 2.0}, indent=2))
+    finally:
+        bosun(env, "down", timeout=120)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""``bosun env``: environments per repository and revision (sandbox/environments).
+
+    bosun env build --repo PATH [--ref REF] [--json]     build or reuse; exit 0 when ready
+    bosun env show  --repo PATH [--ref REF] [--json]     what detection finds and why (nothing is built)
+    bosun env list  [--json]                             the environments on this host
+    bosun env rm    ENV_ID [ENV_ID...]                   remove environments (directory and image)
+    bosun env prune [--max-gb G] [--older-than-days D] [--bases] [--dry-run] [--json]
+    bosun env bases [--build VERSION_OR_SUITE...] [--json]   the base root filesystems (build them ahead)
+
+``build --json`` prints exactly one object ``{"env_id", "python", "cached", "build_s", "test_command",
+"backend_refs", "log"}``; progress goes to stderr. Exit codes: 0 ready; 1 the build failed (the repository's
+setup: a one-line reason naming the step and the log, after the log's tail); 2 bad input (no such repository or
+ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this host cannot build
+(no Docker engine, not root for debootstrap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
+from infra.settings import load_settings
+from sandbox.environments.builder import BuildFailed
+from sandbox.environments.interpreters import AVAILABLE, SUITES, interpreter
+from sandbox.environments.service import Environments
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_CANNOT_BUILD = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bosun env", description="Environments per repository and revision: "
+                                "interpreter, dependencies, the project installed, its test command.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    b = sub.add_parser("build", help="build (or reuse) the environment of a repository at a revision")
+    b.add_argument("--repo", required=True, help="path of the git repository")
+    b.add_argument("--ref", default="HEAD", help="revision (default HEAD)")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    s = sub.add_parser("show", help="print what detection finds and why, without building")
+    s.add_argument("--repo", required=True, help="path of the git repository")
+    s.add_argument("--ref", default="HEAD", help="revision (default HEAD)")
+    s.add_argument("--json", action="store_true", help="print the detection as JSON")
+    ls = sub.add_parser("list", help="the environments on this host")
+    ls.add_argument("--json", action="store_true")
+    rm = sub.add_parser("rm", help="remove environments")
+    rm.add_argument("env_ids", nargs="+", metavar="ENV_ID")
+    pr = sub.add_parser("prune", help="remove unused environments (bounded disk)")
+    pr.add_argument("--max-gb", type=float, default=None, help="keep the cache under this size (default "
+                                                                "BOSUN_ENV_MAX_GB)")
+    pr.add_argument("--older-than-days", type=float, default=None, help="also remove environments unused this long")
+    pr.add_argument("--bases", action="store_true", help="also remove bases no environment uses")
+    pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    pr.add_argument("--json", action="store_true")
+    bs = sub.add_parser("bases", help="the base root filesystems (one per Python version)")
+    bs.add_argument("--build", nargs="*", default=None, metavar="VERSION",
+                    help=f"build these bases now (Python versions {', '.join(AVAILABLE)} or suites "
+                         f"{', '.join(SUITES)})")
+    bs.add_argument("--compilers", action="store_true", help="the variant with a C toolchain")
+    bs.add_argument("--json", action="store_true")
+    return p
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _progress(line: str) -> None:
+    _err(f"bosun env: {line}")
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def env_main(argv: list[str]) -> int:
+    """Entry point of ``bosun env``; ``argv`` are the arguments after ``env``."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _err(f"bosun env: {exc}")
+        return EXIT_BAD_INPUT
+    envs = Environments(settings, progress=_progress)
+    try:
+        return COMMANDS[args.cmd](envs, args)
+    except BuildFailed as exc:
+        if exc.tail:
+            _err("bosun env: the build log's last lines:\n" + "\n".join(f"  | {line}" for line in
+                                                                          exc.tail.splitlines()))
+        _err(f"bosun env: {_one_line(exc)}")
+        return EXIT_FAILED
+    except ConfigError as exc:
+        _err(f"bosun env: {_one_line(exc)}")
+        return EXIT_BAD_INPUT
+    except UnexpectedEnvironment as exc:
+        _err(f"bosun env: cannot build here: {_one_line(exc)}")
+        return EXIT_CANNOT_BUILD
+    except BosunError as exc:
+        _err(f"bosun env: {_one_line(exc)}")
+        return EXIT_FAILED
+
+
+def build(envs: Environments, args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    det, tree = envs.detect_repo(args.repo, args.ref)
+    prepared = envs.ensure(det, tree)
+    record = prepared.record
+    out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached,
+           "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
+           "backend_refs": record.backend_refs, "log": str(envs.log_of(record))}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        state = "cached" if prepared.cached else f"built in {out['build_s']:.0f} s"
+        print(f"{record.env_id}: python {record.python}, {state}\n  test command: {record.test_command}\n"
+              f"  docker: {record.backend_refs.get('docker')}\n  bwrap: {record.backend_refs.get('bwrap')}\n"
+              f"  log: {out['log']}")
+    return 0
+
+
+def show(envs: Environments, args: argparse.Namespace) -> int:
+    det, _tree = envs.detect_repo(args.repo, args.ref)
+    key = envs.key(det)
+    record = envs.store.record(key)
+    if args.json:
+        print(json.dumps({"env_id": f"env-{key}", "built": record is not None, **det.model_dump(mode="json")},
+                         indent=2))
+        return 0
+    spec = det.spec
+    print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): env-{key} "
+          f"({'built' if record else 'not built yet'}; {spec.origin})")
+    rows = [("python", spec.python), ("test command", spec.test.text),
+            ("install the project", "yes, editable" + (f" with [{','.join(spec.extras)}]" if spec.extras else "")
+             if spec.install_project else "no"),
+            ("requirements", ", ".join(spec.requirements) or "-"), ("guessed from imports", ", ".join(spec.guessed)
+                                                                    or "-"),
+            ("requirement files", ", ".join(spec.requirement_files + [f"{f} (optional)" for f in
+                                                                       spec.optional_files]) or "-"),
+            ("resolved as of", spec.exclude_newer or "now"), ("setup commands", " && ".join(spec.setup) or "-"),
+            ("apt packages", " ".join(spec.apt) or "-"), ("compilers", "yes" if spec.compilers else "no"),
+            ("per revision", "yes" if spec.per_revision else "no")]
+    for name, value in rows:
+        print(f"  {name:22} {value}")
+    print("why:")
+    for r in det.reasons:
+        print(f"  - {r.field}: {r.value[:100]}  <- {r.source}")
+    for note in det.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _row(record: Any, envs: Environments) -> dict[str, Any]:
+    return {"env_id": record.env_id, "python": record.python, "repository": record.repository,
+            "commit": record.commit, "test_command": record.test_command, "built_at": record.built_at,
+            "build_s": record.build_s, "size_mb": record.size_mb, "backend_refs": record.backend_refs,
+            "last_used": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(envs.store.last_used(record.key)))}
+
+
+def list_(envs: Environments, args: argparse.Namespace) -> int:
+    rows = [_row(r, envs) for r in envs.store.all()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no environments on this host (`bosun env build --repo PATH` builds one)")
+    for r in rows:
+        size = r["size_mb"].get("docker_layer", 0) + r["size_mb"].get("bwrap", 0)
+        print(f"{r['env_id']}  python {r['python']:8} {size:7.0f} MB  used {r['last_used']}  "
+              f"{r['repository']}@{r['commit'][:12]}")
+    return 0
+
+
+def rm(envs: Environments, args: argparse.Namespace) -> int:
+    for env_id in args.env_ids:
+        envs.store.find(env_id)  # every id is checked before anything is removed
+    for env_id in args.env_ids:
+        envs.remove(env_id)
+        print(f"removed {env_id}")
+    return 0
+
+
+def prune(envs: Environments, args: argparse.Namespace) -> int:
+    max_gb = args.max_gb if args.max_gb is not None else envs.settings.env_max_gb
+    if max_gb < 0 or (args.older_than_days is not None and args.older_than_days < 0):
+        raise ConfigError("--max-gb and --older-than-days must not be negative")
+    out = envs.prune(max_gb=max_gb, older_than_days=args.older_than_days, bases=args.bases, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {len(out['environments'])} environment(s), {len(out['images'])} orphan image(s), "
+              f"{len(out['staging'])} unfinished build(s), {len(out['bases'])} base(s); {out['freed_mb']:.0f} MB")
+    return 0
+
+
+def bases(envs: Environments, args: argparse.Namespace) -> int:
+    if args.build is not None:
+        wanted = args.build or list(AVAILABLE)
+        versions = [SUITES[w] if w in SUITES else interpreter(w, what="--build").version for w in wanted]
+        api = None
+        try:
+            api = envs.api
+        except UnexpectedEnvironment as exc:
+            _progress(f"no docker engine ({_one_line(exc)}): the bases are built for bwrap only")
+        for version in versions:
+            info = envs.bases.ensure(version, compilers=args.compilers, docker=api, progress=_progress)
+            _progress(f"base {info.name}: python {info.python}, {info.size_mb:.0f} MB, {info.rootfs}")
+    infos = [json.loads(i.model_dump_json()) for i in envs.bases.all()]
+    if args.json:
+        print(json.dumps(infos, indent=2))
+    elif args.build is None:
+        for i in infos:
+            print(f"{i['name']}  python {i['python']:8} {i['size_mb']:6.0f} MB  {i['docker_tag']}")
+    return 0
+
+
+COMMANDS = {"build": build, "show": show, "list": list_, "rm": rm, "prune": prune, "bases": bases}
+
+
+def main() -> None:
+    sys.exit(env_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""``bosun eval``: evaluate the edit engine (``edits``), predictions on SWE-bench-format instances (``swebench``), or
+bosun's own agents on them with A/B variants (``run``).
+
+    bosun eval swebench --instances INSTANCES.jsonl --predictions PREDS.jsonl|gold|empty --repo owner/name=PATH_OR_URL
+        [--repo ...] [--max-parallel N] [--report REPORT.json] [--ids ID,...] [--run-id NAME] [--timeout S]
+    bosun eval run --instances FILE --model SPEC [--mode solo|team] [--variant NAME=SETTINGS.json ...]
+        --repo owner/name=PATH_OR_URL ... [--max-parallel N] [--ids ...] [--run-id NAME] --out DIR
+
+Both run as an EvalWorkflow on the stack (``bosun up``): one child per instance (and variant), resumable — run the
+same command with the same ``--run-id`` to follow a run that is already going. Progress goes to stderr; the
+summary (JSON) to stdout. Exit 0 when every instance was evaluated (resolved or not), 1 when some could not be
+(error_ids), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from temporalio.common import WorkflowIDConflictPolicy
+
+from activities.eval import merge_reports
+from agents.evaluation.compare import compare
+from agents.evaluation.swebench import Instance, load_instances, load_predictions, summary
+from agents.providers import parse_spec
+from agents.providers.scripted import load_trajectory
+from bench.editcases.eval import eval_main as edits_main
+from infra.artifacts import ArtifactStore
+from infra.errors import BosunError, ConfigError
+from infra.export import export as export_run
+from infra.history import collect
+from infra.settings import Settings, load_settings
+from infra.temporal import connect
+from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, Variant
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(message)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--instances", required=True, type=Path, help="SWE-bench rows (JSONL, or a JSON list)")
+    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=PATH_OR_URL",
+                   help="where each instance repository comes from (a local path, a mirror or a clone URL)")
+    p.add_argument("--max-parallel", type=int, default=2, help="instances at once (default 2)")
+    p.add_argument("--ids", default="", help="only these instance ids (comma-separated)")
+    p.add_argument("--run-id", default="", help="the evaluation's name (default: generated); the same name follows "
+                                                "a run that is already going")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds the tests of one instance may take (1800)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="bosun eval", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    sw = sub.add_parser("swebench", help="judge predictions as the SWE-bench harness does")
+    _common(sw)
+    sw.add_argument("--predictions", required=True, help="predictions JSONL, or gold, or empty")
+    sw.add_argument("--report", type=Path, help="write {\"summary\", \"instances\"} here")
+    rn = sub.add_parser("run", help="run bosun's agents on the instances and judge their diffs")
+    _common(rn)
+    rn.add_argument("--model", required=True, help="model spec of the agents (as for bosun run)")
+    rn.add_argument("--mode", choices=["solo", "team"], default="solo")
+    rn.add_argument("--variant", action="append", default=[], metavar="NAME=SETTINGS.json",
+                    help="a harness variant: a JSON object of task fields (model, mode, max_turns, max_parallel, "
+                         "budget); several for an A/B comparison")
+    rn.add_argument("--out", required=True, type=Path, help="folder for the report, predictions and trajectories")
+    return p
+
+
+def _repos(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        name, sep, where = pair.partition("=")
+        if not sep or "/" not in name or not where:
+            raise ConfigError(f"--repo {pair!r}: expected OWNER/NAME=PATH_OR_URL, e.g. psf/requests=/srv/requests")
+        if not where.startswith(("http://", "https://", "ssh://", "git@")):
+            path = Path(where).expanduser()
+            if not path.is_dir():
+                raise ConfigError(f"--repo {pair!r}: {where} is not a directory (or a clone URL)")
+            where = str(path.resolve())
+        out[name] = where
+    return out
+
+
+def _sources(instances: list[Instance], repos: dict[str, str]) -> None:
+    missing = sorted({i.repo for i in instances if i.repo not in repos})
+    if missing:
+        raise ConfigError(f"no --repo for {', '.join(missing)}: pass --repo OWNER/NAME=PATH_OR_URL for each")
+
+
+def _variant(spec: str, model: str, mode: str, store: ArtifactStore) -> Variant:
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise ConfigError(f"--variant {spec!r}: expected NAME=SETTINGS.json")
+    try:
+        fields = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"--variant {name}: cannot read {path} as JSON ({e})") from None
+    if not isinstance(fields, dict):
+        raise ConfigError(f"--variant {name}: {path} must hold a JSON object of task fields")
+    return _with_model(Variant(name=name, task={"model": model, "mode": mode, **fields}), store)
+
+
+def _with_model(v: Variant, store: ArtifactStore) -> Variant:
+    spec = parse_spec(str(v.task.get("model", "")))
+    if spec.kind == "scripted":  # replayed from the artifact store, as bosun run does
+        text, _ = load_trajectory(spec.model)
+        v.task["trajectory_ref"] = store.put_text(text)
+    return v
+
+
+async def _run(s: Settings, inp: EvalInput) -> EvalResult:
+    client = await connect(s)
+    handle = await client.start_workflow(EvalWorkflow.run, inp, id=f"eval-{inp.run_id}", task_queue=s.task_queue,
+                                         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                                         static_summary=f"evaluation {inp.run_id}: {len(inp.items)} instances")
+    print(f"evaluation eval-{inp.run_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
+          f"(bosun history eval-{inp.run_id})", file=sys.stderr)
+    waiting = asyncio.ensure_future(handle.result())
+    last = None
+    while not waiting.done():
+        await asyncio.wait([waiting], timeout=5)
+        if waiting.done():
+            break
+        try:
+            p = await handle.query("progress")
+        except Exception:  # noqa: BLE001 - not started yet
+            continue
+        line = f"{p['done']}/{p['total']} done, {p['resolved']} resolved, {p['errors']} errors" + \
+            (f", about {p['eta_s'] / 60:.0f} min left" if p.get("eta_s") else "")
+        if line != last:
+            print(line, file=sys.stderr)
+            last = line
+    result = EvalResult.model_validate(waiting.result())
+    print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
+          f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
+    return result
+
+
+def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStore,
+           predictions: dict[str, Any] | None) -> list[EvalItem]:
+    items = []
+    for inst in instances:
+        pred = predictions.get(inst.instance_id) if predictions is not None else None
+        items.append(EvalItem(instance_id=inst.instance_id, repo=inst.repo, base_commit=inst.base_commit,
+                              source=repos[inst.repo], instance_ref=store.put_json(inst.model_dump()),
+                              prediction_ref=store.put_json(pred.model_dump()) if pred is not None else
+                              (store.put_json({"instance_id": inst.instance_id, "model_patch": None})
+                               if predictions is not None else None),
+                              task=inst.problem_statement))
+    return items
+
+
+def _report(store: ArtifactStore, result: EvalResult, instances: list[Instance], variant: str = ""
+            ) -> dict[str, Any]:
+    outcomes = [o for o in result.outcomes if o.variant == variant]
+    reports = merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])
+    errors = {o.instance_id: o.error for o in outcomes if o.error and not o.report_ref}
+    return {"summary": summary(reports, errors), "instances": reports,
+            "errors": errors, "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds,
+                                                         "environment": o.env_id, "build_s": o.build_s}
+                                         for o in outcomes}}
+
+
+async def swebench(args: argparse.Namespace, s: Settings) -> int:
+    instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
+    repos = _repos(args.repo)
+    _sources(instances, repos)
+    predictions = load_predictions(args.predictions, instances)
+    store = ArtifactStore(s.artifacts_dir)
+    run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
+    inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, predictions),
+                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
+    started = time.monotonic()
+    result = await _run(s, inp)
+    report = _report(store, result, instances)
+    report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report["summary"], indent=2))
+    return 1 if report["summary"]["error_ids"] else 0
+
+
+async def run_agents(args: argparse.Namespace, s: Settings) -> int:
+    instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
+    repos = _repos(args.repo)
+    _sources(instances, repos)
+    store = ArtifactStore(s.artifacts_dir)
+    parse_spec(args.model)
+    variants = [_variant(v, args.model, args.mode, store) for v in args.variant] or \
+        [_with_model(Variant(name="default", task={"model": args.model, "mode": args.mode}), store)]
+    if len({v.name for v in variants}) != len(variants):
+        raise ConfigError("--variant names must differ")
+    args.out.mkdir(parents=True, exist_ok=True)
+    run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
+    inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, None), variants=variants,
+                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
+    result = await _run(s, inp)
+    client = await connect(s)
+    out: dict[str, Any] = {"run_id": run_id, "variants": {}}
+    for v in variants:
+        report = _report(store, result, instances, v.name)
+        mine = [o for o in result.outcomes if o.variant == v.name]
+        tasks = [o.task for o in mine if o.task]
+        report["agents"] = {o.instance_id: o.task for o in mine}
+        report["totals"] = {k: round(sum(t.get(k, 0) for t in tasks), 6) for k in ("cost_usd", "tokens", "turns",
+                                                                                   "tool_calls")}
+        errs: dict[str, int] = {}
+        for t in tasks:
+            for kind, n in t.get("tool_errors", {}).items():
+                errs[kind] = errs.get(kind, 0) + n
+        calls = report["totals"]["tool_calls"] or 1
+        report["totals"]["tool_error_rate"] = {k: round(n / calls, 4) for k, n in errs.items()}
+        out["variants"][v.name] = report
+        with open(args.out / f"predictions-{v.name}.jsonl", "w", encoding="utf-8") as f:
+            for o in mine:
+                if o.prediction_ref:
+                    f.write(json.dumps(store.get_json(o.prediction_ref)) + "\n")
+        traj = args.out / "trajectories" / v.name
+        traj.mkdir(parents=True, exist_ok=True)
+        for o in mine:
+            if o.task_workflow_id:
+                doc = export_run(await collect(client, o.task_workflow_id), store)
+                (traj / f"{o.instance_id}.json").write_text(json.dumps(doc, default=str))
+    names = [v.name for v in variants]
+    flags = {n: {i: bool(r.get("resolved")) for i, r in out["variants"][n]["instances"].items()} for n in names}
+    out["comparisons"] = [{"a": a, "b": b, **compare(flags[a], flags[b])}
+                          for k, a in enumerate(names) for b in names[k + 1:]]
+    (args.out / "report.json").write_text(json.dumps(out, indent=2))
+    print(json.dumps({n: out["variants"][n]["summary"] for n in names} | {"comparisons": out["comparisons"]},
+                     indent=2))
+    return 1 if any(out["variants"][n]["summary"]["error_ids"] for n in names) else 0
+
+
+def eval_main(argv: list[str]) -> int:
+    if argv[:1] == ["edits"] or not argv or argv[0] not in ("swebench", "run", "-h", "--help"):
+        return edits_main(argv)
+    try:
+        args = parser().parse_args(argv)
+        s = load_settings()
+        return asyncio.run(swebench(args, s) if args.what == "swebench" else run_agents(args, s))
+    except _Usage as e:
+        print(f"bosun eval: {e}", file=sys.stderr)
+        return 2
+    except BosunError as e:
+        print(f"bosun eval: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,291 @@
+"""Base root filesystems of environments: one per Debian suite (its own ``python3``) and variant, made with
+debootstrap, kept as a directory (bwrap binds its top-level directories read-only) and imported into docker as
+``bosun-base:<name>`` (environment images are layered on it). Built once, when first needed, and cached.
+
+Variants: ``slim`` (python3, venv, git, ripgrep, procps, CA certificates, tzdata) and ``build`` (slim + a C
+toolchain and the Python headers, for projects that compile code); a declared list of extra Debian packages makes
+a variant of its own. The name is ``<suite>-<variant>-<hash>``, the hash covering the recipe, so a changed recipe
+builds a new base and never reuses an old one.
+
+Everything here comes from Debian's archive; no repository content is involved. debootstrap needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from infra.errors import ConfigError, UnexpectedEnvironment
+from sandbox.environments.interpreters import AVAILABLE
+
+RECIPE = "2"
+"""Bump when the steps below change: every base is rebuilt under a new name."""
+SLIM = ["python3", "python3-venv", "git", "ripgrep", "procps", "ca-certificates", "tzdata", "libexpat1"]
+BUILD = ["build-essential", "python3-dev", "pkg-config"]
+SUITE_EXTRA = {"bullseye": ["python3-distutils", "python3-lib2to3"], "bookworm": ["python3-distutils"]}
+"""Per suite: the standard library's parts Debian ships apart (old projects import distutils)."""
+BUILD_UID = 1000
+"""The unprivileged user builds run as inside the base (``bosun``)."""
+IMAGE_REPO = "bosun-base"
+DEB_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
+
+
+class BaseInfo(BaseModel):
+    """A built base (``<cache>/bases/<name>/base.json``)."""
+
+    name: str
+    suite: str
+    variant: str
+    packages: list[str]
+    python: str
+    """Full version of its python3."""
+    docker_tag: str = ""
+    rootfs: str
+    size_mb: float = 0.0
+    built_at: str = ""
+    build_s: float = 0.0
+
+
+def check_packages(names: list[str], what: str = "apt") -> list[str]:
+    """Debian package names from outside (environment.toml): refused unless they look like package names."""
+    bad = [n for n in names if not isinstance(n, str) or not DEB_NAME.match(n)]
+    if bad:
+        raise ConfigError(f"{what}: {str(bad[0])[:60]!r} is not a Debian package name (lowercase letters, digits "
+                          "and + . -)")
+    return sorted(set(names))
+
+
+def plan(python: str, *, compilers: bool = False, apt: list[str] | None = None) -> tuple[str, str, list[str]]:
+    """(name, suite, packages) of the base for ``python``, with compilers or extra packages."""
+    suite = AVAILABLE[python].suite
+    extra = check_packages(apt or [])
+    variant = "build" if compilers or extra else "slim"
+    packages = sorted(set(SLIM + SUITE_EXTRA.get(suite, []) + (BUILD if variant == "build" else []) + extra))
+    digest = hashlib.sha256(f"{RECIPE}\n{suite}\n{' '.join(packages)}".encode()).hexdigest()[:12]
+    if extra:
+        variant = "apt"
+    return f"{suite}-{variant}-{digest}", suite, packages
+
+
+class Bases:
+    """The bases under ``<cache>/bases``."""
+
+    def __init__(self, cache: Path, mirror: str = "http://deb.debian.org/debian") -> None:
+        self.root = Path(cache) / "bases"
+        self.locks = Path(cache) / "locks"
+        self.mirror = mirror
+
+    def info(self, name: str) -> BaseInfo | None:
+        try:
+            info = BaseInfo.model_validate_json((self.root / name / "base.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return info if Path(info.rootfs).is_dir() else None
+
+    def all(self) -> list[BaseInfo]:
+        if not self.root.is_dir():
+            return []
+        return [i for d in sorted(self.root.iterdir()) if not d.name.startswith(".") and (i := self.info(d.name))]
+
+    @contextlib.contextmanager
+    def _lock(self, name: str) -> Iterator[None]:
+        self.locks.mkdir(parents=True, exist_ok=True)
+        with open(self.locks / f"base-{name}.lock", "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            yield
+
+    def ensure(self, python: str, *, compilers: bool = False, apt: list[str] | None = None, docker=None,
+               progress: Callable[[str], None] = lambda _m: None) -> BaseInfo:
+        """The base for ``python`` (and variant), built now if missing; ``docker``: an API client, to import it
+        as an image when that is missing. Raises UnexpectedEnvironment when it cannot be built here."""
+        name, suite, packages = plan(python, compilers=compilers, apt=apt)
+        with self._lock(name):
+            info = self.info(name)
+            if info is None:
+                info = self._build(name, suite, packages, progress)
+            ensure_hosts(Path(info.rootfs))
+            if docker is not None and not _image_present(docker, info.docker_tag):
+                progress(f"importing base {name} into docker as {info.docker_tag}")
+                _import(docker, Path(info.rootfs), info.docker_tag, name)
+            return info
+
+    def _build(self, name: str, suite: str, packages: list[str], progress: Callable[[str], None]) -> BaseInfo:
+        if os.geteuid() != 0:
+            raise UnexpectedEnvironment(f"building the base root filesystem {name} needs root (debootstrap); run "
+                                        f"`bosun env bases --build {suite}` as root once")
+        if not shutil.which("debootstrap"):
+            raise UnexpectedEnvironment("building a base root filesystem needs debootstrap (apt-get install "
+                                        "debootstrap; `make bootstrap` installs it)")
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root.parent, 0o755)
+        started = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".building-{name}-"))
+        rootfs = tmp / "rootfs"
+        log = tmp / "debootstrap.log"
+        progress(f"building base {name}: debootstrap {suite} ({', '.join(packages)}); a few minutes, once")
+        try:
+            with open(log, "wb") as out:
+                proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
+                                       suite, str(rootfs), self.mirror], stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, timeout=3600,
+                                      env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
+            if proc.returncode != 0:
+                tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+                raise UnexpectedEnvironment(f"debootstrap of {suite} failed (exit {proc.returncode}): "
+                                            + " | ".join(tail))
+            _unmount_below(rootfs)
+            python = _finish(rootfs, name)
+            size = _size_mb(rootfs)
+            info = BaseInfo(name=name, suite=suite, variant=name.split("-")[1], packages=packages, python=python,
+                            docker_tag=f"{IMAGE_REPO}:{name}", rootfs=str(self.root / name / "rootfs"),
+                            size_mb=size, built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            build_s=round(time.monotonic() - started, 1))
+            (tmp / "base.json").write_text(info.model_dump_json(indent=2))
+            os.chmod(tmp, 0o755)
+            dest = self.root / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            tmp.rename(dest)
+            progress(f"built base {name} (python {python}, {size:.0f} MB) in {info.build_s:.0f} s")
+            return info
+        finally:
+            if tmp.exists():
+                _unmount_below(rootfs)
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def remove(self, name: str, docker=None) -> bool:
+        info = self.info(name)
+        path = self.root / name
+        if not path.exists():
+            return False
+        with self._lock(name):
+            _unmount_below(path)
+            shutil.rmtree(path, ignore_errors=True)
+        if docker is not None and info is not None:
+            with contextlib.suppress(Exception):
+                docker.remove_image(info.docker_tag, force=True)
+        return True
+
+
+HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+
+def ensure_hosts(rootfs: Path) -> None:
+    """``/etc/hosts`` naming localhost (debootstrap leaves none; tests bind servers to "localhost"). docker writes
+    its own into containers; bwrap sandboxes see the base's."""
+    hosts = rootfs / "etc" / "hosts"
+    if not hosts.exists() and not hosts.is_symlink():
+        hosts.write_text(HOSTS)
+        os.chmod(hosts, 0o644)
+
+
+def _chroot(rootfs: Path, *cmd: str) -> str:
+    proc = subprocess.run(["chroot", str(rootfs), *cmd], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                                                         "HOME": "/root"})
+    if proc.returncode != 0:
+        raise UnexpectedEnvironment(f"preparing the base failed at `{' '.join(cmd)}`: "
+                                    f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+    return proc.stdout.strip()
+
+
+def _finish(rootfs: Path, name: str) -> str:
+    """The steps after debootstrap: the build user, mount points, no set-id bits, smaller; returns the python
+    version."""
+    _chroot(rootfs, "groupadd", "--gid", str(BUILD_UID), "bosun")
+    _chroot(rootfs, "useradd", "--uid", str(BUILD_UID), "--gid", str(BUILD_UID), "--home-dir", "/tmp/home",
+            "--no-create-home", "--shell", "/bin/bash", "bosun")
+    _chroot(rootfs, "git", "config", "--system", "safe.directory", "*")
+    for d, mode, owner in (("workspace", 0o777, 0), ("opt/bosun-env", 0o755, BUILD_UID),
+                           ("opt/bosun-tools", 0o755, BUILD_UID), ("var/cache/bosun-uv", 0o755, BUILD_UID),
+                           ("run/bosun", 0o755, 0)):
+        path = rootfs / d
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, mode)
+        os.chown(path, owner, owner)
+    for dirpath, _dirs, files in os.walk(rootfs):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if not os.path.islink(p) and st.st_mode & 0o6000:
+                os.chmod(p, st.st_mode & ~0o6000)
+    for junk in ("var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info",
+                 "var/log"):
+        target = rootfs / junk
+        if target.is_dir():
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+    locales = rootfs / "usr/share/locale"
+    if locales.is_dir():
+        for child in locales.iterdir():
+            if child.is_dir() and not child.name.startswith("C."):
+                shutil.rmtree(child, ignore_errors=True)
+    (rootfs / "etc/bosun-base").write_text(name + "\n")
+    ensure_hosts(rootfs)
+    return _chroot(rootfs, "/usr/bin/python3", "-c", "import platform; print(platform.python_version())")
+
+
+def _unmount_below(path: Path) -> None:
+    """Unmount anything debootstrap left mounted under ``path`` (proc, sys), deepest first."""
+    prefix = str(path).rstrip("/") + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
+
+
+def _size_mb(path: Path) -> float:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return round(total / 1e6, 1)
+
+
+def _image_present(api, tag: str) -> bool:
+    from docker.errors import ImageNotFound  # noqa: PLC0415 - the docker SDK stays optional
+
+    try:
+        api.inspect_image(tag)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def _import(api, rootfs: Path, tag: str, name: str) -> None:
+    """``docker import`` of the root filesystem (streamed from tar), with the base's defaults."""
+    repo, _, version = tag.partition(":")
+    changes = ["ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ENV LANG=C.UTF-8",
+               "ENV HOME=/tmp/home", "WORKDIR /workspace", f"USER {BUILD_UID}:{BUILD_UID}",
+               'CMD ["sleep", "infinity"]', f"LABEL bosun.base={name}"]
+    tar = subprocess.Popen(["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-c", "."],
+                           stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert tar.stdout is not None
+        api.import_image_from_stream(tar.stdout, repository=repo, tag=version, changes=changes)
+    finally:
+        tar.stdout.close() if tar.stdout else None
+        if tar.wait(timeout=600) != 0:
+            raise UnexpectedEnvironment(f"importing base {name} into docker failed (tar exited {tar.returncode})")
+    if not _image_present(api, tag):
+        raise UnexpectedEnvironment(f"importing base {name} into docker failed: {tag} is not there afterwards")
+
+
+def describe(info: BaseInfo) -> dict:
+    return json.loads(info.model_dump_json())

@@ -1,0 +1,370 @@
+"""Building an environment: the repository's setup runs in a docker container on the base image, with network,
+as an unprivileged user; the result becomes an image layered on the base (docker) and a directory (bwrap).
+
+The build container: the base image, the user ``bosun`` (uid 1000), every capability dropped, no new privileges,
+docker's default seccomp profile, the default bridge network (the registries are reachable, the host's loopback
+services are not), memory and pids limits. The source (``git archive`` of the commit) and the tools (uv, the
+host's CA bundle) are copied in through the engine into volumes that are never part of the image; the installer's
+cache is the repository's own. Steps, each logged under a header in ``build.log``:
+
+1. ``virtualenv``: ``uv venv`` at /opt/bosun-env/venv with the base's python3;
+2. ``install``: ``uv pip install`` of the project (editable), its test extras, test requirements and pytest
+   plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
+   collect; what fails on this interpreter is moved to a later date (sandbox/environments/installer.py);
+3. ``setup``: the declared setup commands (and tox's ``pip install`` commands);
+4. ``seed``: the files the build left in the source tree that git ignores (compiled extensions, generated
+   version files) are kept as /opt/bosun-env/seed.tar, to be put into each workspace;
+5. ``image``: ``docker commit`` as ``bosun-env:<key>``; ``export``: /opt/bosun-env streamed out and unpacked
+   by the rules of sandbox/environments/unpack.py for bwrap.
+
+Any failing step ends the build with ``BuildFailed`` naming the step, with the log's tail; nothing of a failed build
+is kept but its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import tarfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from infra.errors import BosunError, UnexpectedEnvironment
+from sandbox.docker_backend import LABEL as SANDBOX_LABEL
+from sandbox.docker_backend import LABEL_OWNER, owner_tag
+from sandbox.environments.bases import BUILD_UID, BaseInfo
+from sandbox.environments.imports import is_test_file, local_names
+from sandbox.environments.installer import TOOLS, UV, collect_sample, install, uv_config
+from sandbox.environments.interpreters import interpreter_env
+from sandbox.environments.models import ENV_ROOT, VENV, Detection, EnvSpec
+from sandbox.environments.netconf import BuildNetwork
+from sandbox.environments.unpack import unpack
+
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LOG_TAIL = 25
+LABEL = "bosun.env"
+SEED_SCRIPT = r"""
+import os, subprocess, sys
+listed = set(open('/opt/bosun-tools/source-files', 'rb').read().decode('utf-8', 'surrogateescape').split('\0'))
+new = []
+for dirpath, dirs, files in os.walk('/workspace'):
+    dirs[:] = [d for d in dirs if d != '.git']
+    dirs[:] = [d for d in dirs if d != '__pycache__']
+    for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
+        rel = os.path.relpath(os.path.join(dirpath, name), '/workspace')
+        if rel not in listed and not rel.endswith(('.pyc', '.pyo')):
+            new.append(rel)
+if not new:
+    print('seed: the build left nothing in the source tree')
+    sys.exit(0)
+subprocess.run(['git', 'init', '-q', '/tmp/seedgit'], check=True)
+out = subprocess.run(['git', '--git-dir=/tmp/seedgit/.git', '--work-tree=/workspace', 'check-ignore', '--no-index',
+                      '--stdin', '-z'], input='\0'.join(new).encode('utf-8', 'surrogateescape'),
+                     stdout=subprocess.PIPE).stdout
+ignored = [p for p in out.decode('utf-8', 'surrogateescape').split('\0') if p]
+skipped = sorted(set(new) - set(ignored))
+if skipped:
+    print('seed: not kept (git does not ignore them, they would look like changes):', ' '.join(skipped[:20]),
+          '...' if len(skipped) > 20 else '')
+if ignored:
+    with open('/tmp/seed-list', 'wb') as f:
+        f.write('\0'.join(ignored).encode('utf-8', 'surrogateescape'))
+    subprocess.run(['tar', '-cf', '/opt/bosun-env/seed.tar', '-C', '/workspace', '--null', '-T', '/tmp/seed-list'],
+                   check=True)
+    print('seed: kept %d file(s) the build made, e.g. %s' % (len(ignored), ' '.join(sorted(ignored)[:5])))
+"""
+
+
+class BuildFailed(BosunError):
+    """The repository's environment could not be built: a step failed (the repository's setup, its
+    dependencies, the index). Not retried: the same inputs fail the same way."""
+
+    kind = "EnvironmentFailed"
+
+    def __init__(self, step: str, reason: str, tail: str, log: Path | None = None) -> None:
+        where = f"; log: {log}" if log else ""
+        super().__init__(f"environment build failed at step '{step}': {reason}{where}")
+        self.step = step
+        self.reason = reason
+        self.tail = tail
+        self.log = log
+
+
+@dataclass
+class Outcome:
+    image: str
+    exported: Path
+    seed: bool
+    date_used: str | None
+    attempts: list[str] = field(default_factory=list)
+    image_mb: float = 0.0
+    layer_mb: float = 0.0
+
+
+class _StreamFile(io.RawIOBase):
+    """A byte-chunk iterator as a readable file (docker's get_archive -> tarfile's stream mode)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+def _owned_tar(source: bytes, uid: int) -> tuple[bytes, list[str]]:
+    """The source tar with every member owned by ``uid`` (the build user must write the tree), and its files."""
+    out = io.BytesIO()
+    names: list[str] = []
+    with tarfile.open(fileobj=io.BytesIO(source), mode="r:") as src, tarfile.open(fileobj=out, mode="w:") as dst:
+        for member in src:
+            if member.type == tarfile.XGLTYPE or member.name in ("pax_global_header",):
+                continue
+            member.uid = member.gid = uid
+            member.uname = member.gname = "bosun"
+            if member.isreg() or member.issym():
+                names.append(member.name)
+            dst.addfile(member, src.extractfile(member) if member.isreg() else None)
+    return out.getvalue(), names
+
+
+def _tools_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:") as tar:
+        for name, (data, mode) in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            info.uid = info.gid = BUILD_UID
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+class Builder:
+    """Builds one environment (see the module docstring). ``api``: a docker APIClient; ``uv``: the uv binary
+    copied into the build; ``progress``: one line per event, for people (stderr, heartbeat details)."""
+
+    def __init__(self, api: Any, *, uv: Path, network: BuildNetwork, timeout_s: float, memory_mb: int,
+                 cpus: float = 0.0, progress: Callable[[str], None] = lambda _m: None) -> None:
+        self.api = api
+        self.uv = uv
+        self.network = network
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.cpus = cpus
+        self.progress = progress
+
+    def build(self, det: Detection, base: BaseInfo, key: str, source_tar: bytes, staging: Path,
+              uv_cache: Path) -> Outcome:
+        """Run the steps; writes ``staging/build.log`` and ``staging/root`` (the export). Raises BuildFailed."""
+        spec = det.spec
+        log_path = staging / "build.log"
+        deadline = time.monotonic() + self.timeout_s
+        with open(log_path, "wb") as log:
+            run = _Run(self, log, log_path, deadline)
+            log.write(f"bosun environment build {key}\nrepository {det.repository} commit {det.commit}\n"
+                      f"base {base.name} (python {base.python})\nspec {spec.canonical()}\n".encode())
+            for note in self.network.notes + det.notes:
+                log.write(f"note: {note}\n".encode())
+            cid = self._create(base, spec, key, uv_cache)
+            run.container = cid
+            try:
+                return self._steps(run, det, base, key, source_tar, staging)
+            finally:
+                run.stop_watchdog()
+                with contextlib.suppress(Exception):
+                    self.api.remove_container(cid, force=True, v=True)
+
+    def _create(self, base: BaseInfo, spec: EnvSpec, key: str, uv_cache: Path) -> str:
+        host_config = self.api.create_host_config(
+            network_mode="bridge", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=4g,mode=1777", "/var/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
+            mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=4096,
+            nano_cpus=int(self.cpus * 1e9) if self.cpus > 0 else None, init=True,
+            binds={str(uv_cache): {"bind": "/var/cache/bosun-uv", "mode": "rw"}},
+            log_config={"type": "none", "config": {}})
+        created = self.api.create_container(
+            image=base.docker_tag, command=["sleep", "infinity"], user=f"{BUILD_UID}:{BUILD_UID}",
+            working_dir="/workspace", volumes=["/workspace", TOOLS], host_config=host_config,
+            # the sandbox labels: a build whose process dies is removed by the reaper like any orphan sandbox
+            labels={LABEL: key, "bosun.env.build": "1", SANDBOX_LABEL: "1", LABEL_OWNER: owner_tag()},
+            name=f"bosun-envbuild-{key}-{int(time.time())}",
+            use_config_proxy=False)
+        return created["Id"]
+
+    def _env(self, spec: EnvSpec, date: str | None = None) -> dict[str, str]:
+        env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{VENV}/bin:{TOOLS}:{SANDBOX_PATH}",
+               "VIRTUAL_ENV": VENV, "UV_CACHE_DIR": "/var/cache/bosun-uv", "UV_PYTHON_DOWNLOADS": "never",
+               "UV_NO_PROGRESS": "1", "UV_LINK_MODE": "copy", "UV_HTTP_TIMEOUT": "120",
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1",
+               "UV_PYTHON": f"{VENV}/bin/python"}
+        env.update(self.network.env)
+        if spec.scm_version:
+            env["SETUPTOOLS_SCM_PRETEND_VERSION"] = spec.scm_version
+        if date:
+            env["UV_EXCLUDE_NEWER"] = date
+        env.update(spec.env)
+        return env
+
+    def _steps(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: bytes,
+               staging: Path) -> Outcome:
+        spec = det.spec
+        api, cid = self.api, run.container
+        api.start(cid)
+        run.start_watchdog()
+        owned, names = _owned_tar(source_tar, BUILD_UID)
+        tools = {"uv": (self.uv.read_bytes(), 0o755),
+                 "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
+                 "seed.py": (SEED_SCRIPT.encode(), 0o644)}
+        if self.network.ca_bundle is not None:
+            tools["ca.crt"] = (self.network.ca_bundle, 0o644)
+        run.header("copy in", f"the source ({len(names)} files) and the tools")
+        if not api.put_archive(cid, TOOLS, _tools_tar(tools)) or not api.put_archive(cid, "/workspace", owned):
+            raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
+        self.progress(f"building: virtualenv (python {base.python})")
+        run.step("virtualenv", [UV, "venv", "--python", "/usr/bin/python3", VENV], self._env(spec))
+        fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python /usr/bin/python3 {VENV}"]
+        installed = install(
+            run, spec, self._env(spec),
+            put_requirements=lambda text: api.put_archive(cid, TOOLS, _tools_tar({"requirements.txt": (text.encode(),
+                                                                                                        0o644)})),
+            fresh_venv=lambda: run.step("virtualenv (again)", fresh, self._env(spec)), progress=self.progress,
+            local=local_names(names), sample=collect_sample(spec, [n for n in names if is_test_file(n)]))
+        if installed is None:
+            raise run.failed("install", "the dependencies could not be installed")
+        used = installed.date
+        history = installed.history
+        setup_env = self._env(spec, used)
+        if used:  # setup commands' `uv pip install` resolve as the install did (same dates, same moved packages)
+            api.put_archive(cid, TOOLS, _tools_tar({"uv.toml": (uv_config(used, installed.moved).encode(), 0o644)}))
+            setup_env["UV_CONFIG_FILE"] = f"{TOOLS}/uv.toml"
+            setup_env.pop("UV_EXCLUDE_NEWER", None)
+        for i, cmd in enumerate(spec.setup, 1):
+            self.progress(f"building: setup {i}/{len(spec.setup)}: {cmd[:80]}")
+            run.step(f"setup {i}: {cmd[:120]}", ["sh", "-c", cmd], setup_env)
+        self.progress("building: seed, image, export")
+        run.step("seed", ["/usr/bin/python3", f"{TOOLS}/seed.py"], {**self._env(spec), "PYTHONDONTWRITEBYTECODE": "1"})
+        seed = "seed: kept" in run.last_output
+        tag = f"bosun-env:{key}"
+        run.header("image", f"docker commit as {tag}")
+        changes = [f"ENV {k}={v}" for k, v in interpreter_env(spec.python).items()]
+        changes += [f"ENV PATH={VENV}/bin:{SANDBOX_PATH}", f"ENV VIRTUAL_ENV={VENV}", "ENV LANG=C.UTF-8",
+                   "ENV HOME=/tmp/home", "WORKDIR /workspace", f"USER {BUILD_UID}:{BUILD_UID}",
+                   'CMD ["sleep", "infinity"]', f"LABEL {LABEL}={key}", f"LABEL bosun.base={base.name}",
+                   # the build container's sandbox labels must not pass to the image: every container of it
+                   # would look like an orphan of the (finished) build to the reaper
+                   f"LABEL {SANDBOX_LABEL}=image {LABEL_OWNER}=none bosun.env.build=done"]
+        changes += [f"ENV {k}={shlex.quote(v)}" for k, v in spec.env.items()]
+        api.commit(cid, repository="bosun-env", tag=key, changes=changes,
+                   message=f"bosun environment {key} for {det.repository}@{det.commit[:12]}")
+        run.header("export", f"{ENV_ROOT} for bwrap")
+        exported = staging / "root"
+        try:
+            stream, _stat = api.get_archive(cid, ENV_ROOT)
+            unpack(io.BufferedReader(_StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
+        except BosunError:
+            with contextlib.suppress(Exception):
+                api.remove_image(tag, force=True)
+            raise
+        image = api.inspect_image(tag)
+        base_img = api.inspect_image(base.docker_tag)
+        size = float(image.get("Size") or 0)
+        return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history,
+                       image_mb=round(size / 1e6, 1),
+                       layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
+
+
+class _Run:
+    """One build's log, steps and deadline."""
+
+    def __init__(self, builder: Builder, log: IO[bytes], log_path: Path, deadline: float) -> None:
+        self.builder = builder
+        self.log = log
+        self.log_path = log_path
+        self.deadline = deadline
+        self.container = ""
+        self.last_output = ""
+        self.timed_out = False
+        self._stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    def start_watchdog(self) -> None:
+        def watch() -> None:
+            if not self._stop.wait(max(0.0, self.deadline - time.monotonic())):
+                self.timed_out = True
+                with contextlib.suppress(Exception):
+                    self.builder.api.kill(self.container)
+
+        self._watchdog = threading.Thread(target=watch, daemon=True, name="envbuild-deadline")
+        self._watchdog.start()
+
+    def stop_watchdog(self) -> None:
+        self._stop.set()
+
+    def header(self, name: str, detail: str = "") -> None:
+        self.log.write(f"\n==> {name}{': ' + detail if detail else ''}\n".encode())
+        self.log.flush()
+
+    def note(self, text: str) -> None:
+        self.log.write(f"note: {text}\n".encode())
+
+    def step(self, name: str, cmd: list[str], env: dict[str, str], *, check: bool = True) -> tuple[int, str]:
+        """Run ``cmd`` in the build container as the build user; returns (exit code, its output)."""
+        self.header(name, shlex.join(cmd))
+        started = time.monotonic()
+        api = self.builder.api
+        try:
+            exec_id = api.exec_create(self.container, cmd, environment=env, workdir="/workspace",
+                                      user=f"{BUILD_UID}:{BUILD_UID}")["Id"]
+            chunks: list[bytes] = []
+            for chunk in api.exec_start(exec_id, stream=True):
+                self.log.write(chunk)
+                chunks.append(chunk)
+            rc = api.exec_inspect(exec_id).get("ExitCode")
+        except Exception as exc:  # noqa: BLE001 - the engine's errors: the container died (or the deadline)
+            if self.timed_out:
+                raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)"
+                                  ) from None
+            raise UnexpectedEnvironment(f"environment build: the docker engine failed during '{name}': {exc}"
+                                        ) from None
+        if self.timed_out:
+            raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)")
+        text = b"".join(chunks).decode("utf-8", "replace")
+        self.last_output = text
+        rc = -1 if rc is None else int(rc)
+        self.log.write(f"[{name}: exit {rc} after {time.monotonic() - started:.1f} s]\n".encode())
+        self.log.flush()
+        if check and rc != 0:
+            raise self.failed(name, f"exit {rc}")
+        return rc, text
+
+    def failed(self, step: str, reason: str) -> BuildFailed:
+        self.log.flush()
+        tail = log_tail(self.log_path)
+        last = next((line for line in reversed(tail.splitlines()) if line.strip() and not line.startswith("[")), "")
+        return BuildFailed(step, f"{reason}: {last.strip()[:300]}" if last else reason, tail, self.log_path)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL) -> str:
+    try:
+        data = path.read_bytes()[-64_000:]
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])

@@ -1,0 +1,290 @@
+"""Detection: a repository's files at one commit -> the environment spec and why (pure; no Docker, no network).
+
+``detect(files, ...)`` reads the files that describe a Python project (pyproject.toml, setup.cfg, setup.py,
+tox.ini, pytest.ini, requirement files, CI configuration, .python-version, the tests' imports) and, when present,
+the declared environment (``.bosun/environment.toml``, or an operator's override file, which wins) and a
+Dockerfile or devcontainer.json; it returns a ``Detection``: the spec, a reason for each choice, the contents'
+hashes of the files that shaped it (the cache key), and notes about what it could not read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime
+
+from infra.errors import ConfigError
+from sandbox.environments import imports, interpreters, pyconfig, testcmd
+from sandbox.environments.declared import (
+    DECLARED_FILE,
+    Declared,
+    devcontainer_hints,
+    dockerfile_hints,
+    parse_date,
+    parse_declared,
+)
+from sandbox.environments.models import Detection, EnvSpec, Reason
+from sandbox.environments.repofiles import RepoFiles
+from sandbox.environments.setuppy import read_setup_py
+
+CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", ".python-version", "Pipfile",
+                "runtime.txt", "PKG-INFO", "Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json",
+                DECLARED_FILE)
+SHAPING = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", ".python-version", "Pipfile",
+           DECLARED_FILE,
+           "Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json")
+"""Files whose content is part of the cache key (with the requirement files used)."""
+BASELINE = ["pip", "setuptools", "wheel"]
+"""Installed in every environment's virtualenv (old code imports pkg_resources; tools call pip)."""
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~;\[ @(]", req.strip(), maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
+def day_end(moment: datetime) -> str:
+    """The end of ``moment``'s day (UTC), RFC 3339: builds of one day's commits share their resolution."""
+    day = moment.astimezone(UTC).date()
+    return f"{day.isoformat()}T23:59:59Z"
+
+
+def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository: str = "", commit: str = "",
+           tree: str = "", version_hint: str | None = None, cache_scope: str = "",
+           override: tuple[str, str] | None = None) -> Detection:
+    """The spec of ``files`` (see the module docstring). ``override``: (where, text) of an operator's environment
+    file. Raises ConfigError for a declared file that is not valid (nothing is built from a bad declaration)."""
+    paths = files.paths()
+    present = set(paths)
+    wanted = [p for p in CONFIG_FILES if p in present]
+    wanted += [p for p in paths if pyconfig.CI_FILES.match(p)][:20]
+    test_files, dev_files = pyconfig.requirement_files(paths)
+    wanted += test_files + dev_files
+    texts = files.read_many(wanted)
+    reasons: list[Reason] = []
+    notes: list[str] = []
+    shaping: dict[str, str] = {}
+
+    declared: Declared | None = None
+    origin = "detected"
+    if override is not None:
+        declared = parse_declared(override[1], override[0])
+        origin = "override"
+        shaping[f"override:{override[0]}"] = _sha(override[1])
+        reasons.append(Reason(field="origin", value="override", source=f"BOSUN_ENV_OVERRIDES names {override[0]}"))
+    elif DECLARED_FILE in texts:
+        declared = parse_declared(texts[DECLARED_FILE], DECLARED_FILE)
+        origin = "declared"
+        reasons.append(Reason(field="origin", value="declared", source=DECLARED_FILE))
+    elif DECLARED_FILE in present:
+        raise ConfigError(f"{DECLARED_FILE}: cannot be read (larger than the limit, or not text)")
+
+    facts = pyconfig.Facts()
+    if "pyproject.toml" in texts:
+        pyconfig.read_pyproject(texts["pyproject.toml"], facts)
+    if "setup.cfg" in texts:
+        pyconfig.read_setup_cfg(texts["setup.cfg"], facts)
+    if "tox.ini" in texts:
+        pyconfig.read_tox(texts["tox.ini"], facts)
+    if "pytest.ini" in texts:
+        pyconfig.read_pytest_ini(texts["pytest.ini"], "pytest.ini", facts)
+    if "Pipfile" in texts:
+        pyconfig.read_pipfile(texts["Pipfile"], facts)
+    setup_py = read_setup_py(texts["setup.py"]) if "setup.py" in texts else None
+    if setup_py is not None:
+        notes += setup_py.notes
+        if setup_py.found:
+            facts.installable.append("setup.py calls setup()")
+        if setup_py.python_requires:
+            facts.requires_python.append((setup_py.python_requires, "setup.py python_requires"))
+        if setup_py.classifiers:
+            facts.named_pythons.append(("\n".join(setup_py.classifiers), "setup.py classifiers"))
+        for name, reqs in setup_py.extras_require.items():
+            facts.extras.setdefault(name, reqs)
+        facts.test_requires += [(r, "setup.py tests_require") for r in setup_py.tests_require]
+        facts.dependencies += setup_py.install_requires
+        if setup_py.scm:
+            facts.scm.append("setup.py uses setuptools_scm")
+        if setup_py.extensions:
+            facts.compiled.append("setup.py builds extensions")
+        if any("setuptools_scm" in r or "setuptools-scm" in r for r in setup_py.setup_requires):
+            facts.scm.append("setup.py setup_requires setuptools_scm")
+    notes += facts.notes
+    for path in wanted:
+        if path in texts and (path in SHAPING or path in test_files or path in dev_files):
+            shaping[path] = _sha(texts[path])
+    for path in paths:
+        if pyconfig.CI_FILES.match(path) and path in texts:
+            facts.named_pythons.append((pyconfig.ci_python_text(texts[path]), path))
+    if ".python-version" in texts:
+        facts.named_pythons.append((texts[".python-version"].strip().splitlines()[0] if texts[".python-version"]
+                                    .strip() else "", ".python-version"))
+
+    hints: dict = {}
+    for name in ("Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json"):
+        if name in texts:
+            found = dockerfile_hints(texts[name]) if name == "Dockerfile" else devcontainer_hints(texts[name])
+            for key, value in found.items():
+                if value and key not in hints:
+                    hints[key] = (value, name)
+
+    # -- interpreter ---------------------------------------------------------------------------------------
+    if declared is not None and declared.python_version:
+        python = declared.python_version
+        reasons.append(Reason(field="python", value=python, source=f"declared ({origin})"))
+    elif "python" in hints:
+        python = interpreters.interpreter(hints["python"][0], what=f"{hints['python'][1]}'s python").version
+        reasons.append(Reason(field="python", value=python, source=f"{hints['python'][1]} names python "
+                                                                     f"{hints['python'][0]}"))
+    else:
+        requires = facts.requires_python[0][0] if facts.requires_python else None
+        named: list[str] = []
+        sources = []
+        for text, source in facts.named_pythons:
+            got = interpreters.named_versions(text)
+            if got:
+                named += got
+                sources.append(source)
+        python, why = interpreters.choose(requires, named, commit_date)
+        src = [facts.requires_python[0][1]] if facts.requires_python else []
+        reasons.append(Reason(field="python", value=python,
+                              source=f"{why}" + (f" (from {', '.join(src + sources)})" if src or sources else "")))
+
+    # -- the test command ------------------------------------------------------------------------------------
+    test, why = testcmd.choose(declared.test_command if declared else None, facts.tox_commands,
+                               facts.pytest_config, paths, facts.testpaths)
+    reasons.append(why)
+
+    # -- what to install -------------------------------------------------------------------------------------
+    install = declared.install if declared is not None else True
+    installable = bool(facts.installable)
+    extras: list[str] = []
+    requirements: list[str] = []
+    guessed: list[str] = []
+    req_files: list[str] = []
+    optional_files: list[str] = []
+    if install:
+        if installable:
+            reasons.append(Reason(field="install", value="the project, editable",
+                                  source="; ".join(dict.fromkeys(facts.installable))))
+        defined = set(facts.extras)
+        picked = [e for e in pyconfig.TEST_EXTRAS if e in defined]
+        if not picked and not facts.test_requires and not facts.requirement_files and not test_files:
+            picked = [e for e in pyconfig.DEV_EXTRAS if e in defined][:1]
+        extras = list(dict.fromkeys(picked + [e for e in facts.tox_extras if e in defined or not defined]))
+        if extras:
+            reasons.append(Reason(field="extras", value=",".join(extras),
+                                  source="the project's test extras" + (" and tox's extras" if facts.tox_extras
+                                                                        else "")))
+        for group in [g for g in pyconfig.TEST_EXTRAS + pyconfig.DEV_EXTRAS if g in facts.groups][:2]:
+            got = pyconfig.dependency_group(facts.groups, group)
+            requirements += got
+            reasons.append(Reason(field="requirements", value=", ".join(got)[:300],
+                                  source=f"pyproject.toml [dependency-groups] {group}"))
+        for req, source in facts.test_requires:
+            requirements.append(req)
+            reasons.append(Reason(field="requirements", value=req, source=source))
+        for path, source in facts.requirement_files:
+            if path in present:
+                req_files.append(path)
+                reasons.append(Reason(field="requirement_files", value=path, source=source))
+        for path in test_files:
+            if path not in req_files:
+                (optional_files if path == "requirements.txt" and installable else req_files).append(path)
+                reasons.append(Reason(field="requirement_files", value=path, source="a test requirement file"))
+        for path in dev_files:
+            if path not in req_files:
+                optional_files.append(path)
+                reasons.append(Reason(field="requirement_files", value=path,
+                                      source="a dev requirement file (dropped if the install fails with it)"))
+        for dist, source in pyconfig.plugins_for(facts.pytest_options, facts.pytest_ini_keys):
+            requirements.append(dist)
+            reasons.append(Reason(field="requirements", value=dist, source=source))
+        if test.kind == "pytest":
+            requirements.append("pytest")
+        for req, source in facts.soft_requires:
+            guessed.append(req)
+            reasons.append(Reason(field="guessed", value=req, source=f"{source} (dropped if it cannot be installed)"))
+        provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
+        declared_names = {_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
+        own = {_name(n) for n in _project_names(texts)}
+        for dist, source in imports.required_imports(paths, files.read_many):
+            if _name(dist) not in declared_names and _name(dist) not in own:
+                guessed.append(dist)
+                reasons.append(Reason(field="guessed", value=dist, source=source))
+    if declared is not None:
+        extras = list(dict.fromkeys(extras + declared.extras))
+        requirements += declared.requirements
+        req_files = list(dict.fromkeys(req_files + declared.requirement_files))
+        for req in declared.requirements:
+            reasons.append(Reason(field="requirements", value=req, source=f"declared ({origin})"))
+    requirements = list(dict.fromkeys(BASELINE + requirements))
+
+    # -- dates, versions, compilers ---------------------------------------------------------------------------
+    exclude_newer: str | None = day_end(commit_date) if commit_date else None
+    if declared is not None and declared.exclude_newer is not None:
+        exclude_newer = (parse_date(declared.exclude_newer).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                         if isinstance(declared.exclude_newer, str) else None)
+        reasons.append(Reason(field="exclude_newer", value=str(exclude_newer), source=f"declared ({origin})"))
+    elif exclude_newer:
+        reasons.append(Reason(field="exclude_newer", value=exclude_newer,
+                              source="the commit's date: dependencies resolved as of that day"))
+    scm_version = None
+    if facts.scm:
+        scm_version = version_hint or _pkg_info_version(texts.get("PKG-INFO", "")) or "0.0.0"
+        reasons.append(Reason(field="scm_version", value=scm_version, source="; ".join(facts.scm[:2])
+                              + " (the build has no .git: the version comes from the nearest tag or PKG-INFO)"))
+    pyx = [p for p in paths if p.endswith(".pyx") and not p.startswith(("doc", "test", "bench", "example"))]
+    compiled = facts.compiled + ([f"Cython sources ({pyx[0]}...)"] if pyx else [])
+    compilers = bool(compiled) or bool(declared and (declared.compilers or declared.apt))
+    if compiled:
+        reasons.append(Reason(field="per_revision", value="yes", source="; ".join(compiled[:3])
+                              + ": the build compiles the project's code"))
+    apt = list(declared.apt) if declared is not None else []
+    if not apt and "apt" in hints and hints["apt"][0]:
+        try:
+            apt = sorted(set(hints["apt"][0]))
+            reasons.append(Reason(field="apt", value=" ".join(apt), source=f"{hints['apt'][1]} installs them"))
+        except ConfigError:
+            apt = []
+    env = dict(hints["env"][0]) if "env" in hints else {}
+    if declared is not None:
+        env.update(declared.env)
+    setup = list(declared.setup) if declared is not None else []
+    if not setup and "setup" in hints:
+        setup = list(hints["setup"][0])
+        reasons.append(Reason(field="setup", value=" && ".join(setup), source=f"{hints['setup'][1]}"))
+    if not setup and install and declared is None and test.kind == "pytest":
+        setup = testcmd.tox_installs(facts.tox_commands)
+        if setup:
+            reasons.append(Reason(field="setup", value=" && ".join(setup), source="tox.ini [testenv] commands "
+                                                                                  "install them before the tests"))
+    names = [n for n in _project_names(texts) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n)]
+    spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
+                   project_name=names[0] if names and install and installable else None,
+                   extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
+                   optional_files=optional_files, exclude_newer=exclude_newer, setup=setup, env=env, test=test,
+                   scm_version=scm_version, per_revision=bool(compiled), compilers=compilers or bool(apt))
+    return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
+                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
+                     cache_scope=cache_scope, notes=notes)
+
+
+def _pkg_info_version(text: str) -> str | None:
+    m = re.search(r"^Version:\s*(\S+)\s*$", text, re.M)
+    return m.group(1) if m else None
+
+
+def _project_names(texts: dict[str, str]) -> list[str]:
+    """The project's distribution name, from literal declarations only (pyproject, setup.cfg, setup.py's
+    ``name="..."``, PKG-INFO)."""
+    names = []
+    names += re.findall(r"""(?ms)^\[(?:project|tool\.poetry)\].*?^name\s*=\s*["']([^"']+)["']""",
+                        texts.get("pyproject.toml", ""))[:1]
+    names += re.findall(r"(?ms)^\[metadata\].*?^name\s*=\s*([A-Za-z0-9._-]+)\s*$", texts.get("setup.cfg", ""))[:1]
+    names += re.findall(r"""\bname\s*=\s*["']([A-Za-z0-9._-]+)["']""", texts.get("setup.py", ""))[:1]
+    names += re.findall(r"^Name:\s*(\S+)", texts.get("PKG-INFO", ""), re.M)[:1]
+    return names

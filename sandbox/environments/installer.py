@@ -1,0 +1,349 @@
+"""The install step of a build: dependencies resolved as of the commit's date, adjusted only where that cannot
+work on the interpreter at hand (pure logic + a step runner; the builder supplies the container).
+
+A 2019 commit on Python 3.9 (the oldest interpreter here) meets packages of its day that have no wheel for 3.9
+and do not build from source, or that break on 3.9 at import. Rather than moving everything to a later date,
+each attempt starts as of the commit and moves only the packages that fail, to the date wheels for the
+interpreter became common (``bump``):
+
+- the installer says a package needs a wheel (``Wheels are required for `x` ``), or failed to build it;
+- pytest does not start, or collecting the tests fails, and the innermost frame of the traceback is in an
+  installed package (``site-packages/werkzeug/...``);
+- collecting the tests fails on a module nobody installed (``No module named 'x'``): it is added;
+- a requirement guessed from the tests' imports is unknown to the index: it is dropped; when nothing else can be
+  moved and soft requirements (guesses, a Pipfile's dev packages) remain, the attempt goes on without them;
+- a package with no release before the date at all (removed and uploaded again later) is taken as of that upload;
+- the tests' collection fails inside pytest itself (written for an older pytest): one major version back.
+
+Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
+project (with its test extras) and the test runner. The first whose install succeeds and whose pytest starts wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from sandbox.environments.imports import MODULE_TO_DIST, stdlib
+from sandbox.environments.interpreters import AVAILABLE, interpreter_env
+from sandbox.environments.models import VENV, EnvSpec
+from sandbox.environments.pyconfig import plugins_for, shlex_split
+
+TOOLS = "/opt/bosun-tools"
+UV = f"{TOOLS}/uv"
+TOOLS_DATE = datetime(2022, 12, 31, tzinfo=UTC)
+"""pip, setuptools and wheel are resolved as of this date at the earliest: editable installs need setuptools 64+
+(setuptools 65 then); old setup.py files still find setuptools' test command and pkg_resources there, and their
+old-style version specifiers (``>=3.5.*``, refused from setuptools 66 on) still pass."""
+REUPLOADED = {"atomicwrites": "2022-07-09T00:00:00Z"}
+"""Packages whose every file was uploaded again after the fact: as of an earlier date they have no version at
+all, and the resolver quietly falls back to ancient versions of what needs them (pytest 3 instead of 4.5)."""
+HEAVY = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "scikit-image", "h5py", "lxml", "pillow",
+         "cryptography", "grpcio", "pyarrow", "numba", "llvmlite", "tables", "netcdf4", "cftime", "psycopg2",
+         "pyzmq", "kiwisolver", "contourpy", "shapely", "pyproj", "pyyaml", "cffi", "gevent", "greenlet",
+         "regex", "ujson", "msgpack", "pycurl", "bcrypt", "pynacl", "lz4", "zstandard", "statsmodels", "astropy")
+"""Packages that compile a lot: only from wheels (building numpy 1.17 for Python 3.9 takes long and often fails);
+a version without a wheel for the interpreter is moved to the date wheels were common."""
+MAX_ROUNDS = 16
+COLLECT_ROUNDS = 4
+COLLECT_TIMEOUT_S = 300
+COLLECT_SAMPLE = 30
+"""Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
+
+UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
+WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
+FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
+FRAME = re.compile(r"site-packages/([A-Za-z0-9_]+)(?:/|\.py)")
+FRAME_LINE = re.compile(r'^\s*File "([^"]+)", line \d+|^(\S+\.py):\d+: in ', re.M)
+"""A frame of a Python traceback, or of pytest's short one."""
+MISSING = re.compile(r"No module named '([A-Za-z0-9_]+)")
+FILTERED = re.compile(r"`([A-Za-z0-9._-]+)` was filtered by `exclude-newer`[^\n]*?published at (\d{4}-\d\d-\d\d)T")
+"""A package with no file before the date at all: removed and uploaded again later (codecov, atomicwrites)."""
+UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
+NEVER_MOVED = {"pip", "setuptools", "wheel", "pkg-resources"}
+PYTEST_OWN = {"pytest", "pluggy", "py"}
+PYTEST_VERSION = re.compile(r"pytest (?:version )?(\d+)\.(\d+)")
+
+
+class StepRunner(Protocol):
+    def step(self, name: str, cmd: list[str], env: dict[str, str], *, check: bool = True) -> tuple[int, str]:
+        """Run ``cmd`` in the build; (exit code, output)."""
+
+    def note(self, text: str) -> None:
+        """A line in the build log."""
+
+
+@dataclass
+class Attempt:
+    label: str
+    date: str | None
+    optional: bool
+    """With the optional requirement files and the guessed requirements."""
+    bump_to: str | None = None
+    """Where a failing package moves (None: nowhere)."""
+    files: bool = True
+    """With the repository's requirement files (the last attempt has only the project and the test runner)."""
+
+
+@dataclass
+class Plan:
+    """One attempt's adjustments so far."""
+
+    attempt: Attempt
+    dropped: set[str] = field(default_factory=set)
+    bumps: dict[str, str] = field(default_factory=dict)
+    added: list[str] = field(default_factory=list)
+    collect_rounds: int = 0
+    pytest_version: tuple[int, int] | None = None
+    """From ``pytest --version``."""
+
+    def summary(self) -> str:
+        parts = []
+        if self.bumps:
+            parts.append(f"as of {self.attempt.bump_to[:10] if self.attempt.bump_to else 'later'}: "
+                         f"{', '.join(sorted(self.bumps))}")
+        if self.added:
+            parts.append(f"added: {', '.join(self.added)}")
+        if self.dropped:
+            parts.append(f"dropped: {', '.join(sorted(self.dropped))}")
+        return f" ({'; '.join(parts)})" if parts else ""
+
+
+@dataclass
+class Installed:
+    date: str | None
+    history: list[str]
+    moved: dict[str, str] = field(default_factory=dict)
+    """Packages resolved as of another date than ``date`` (the tools, re-uploaded and moved packages)."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def attempts_for(spec: EnvSpec) -> list[Attempt]:
+    """The install attempts, in order (see the module docstring)."""
+    extra = bool(spec.optional_files or spec.guessed)
+    files = bool(spec.requirement_files)
+    if spec.exclude_newer is None:
+        out = [Attempt("with the newest versions", None, True)]
+        if extra or files:
+            out.append(Attempt("with the newest versions, only the project and its test runner", None, False,
+                               files=False))
+        return out
+    commit = datetime.fromisoformat(spec.exclude_newer.replace("Z", "+00:00"))
+    wheels = AVAILABLE[spec.python].wheels_from
+    later = _iso(max(commit, wheels))
+    out = [Attempt(f"as of the commit ({spec.exclude_newer[:10]})", spec.exclude_newer, True,
+                   later if wheels > commit else None)]
+    if wheels > commit:
+        out.append(Attempt(f"as of {later[:10]}, when wheels for Python {spec.python} were common", later, True))
+    if extra or files:
+        out.append(Attempt(f"as of {later[:10]}, only the project and its test runner", later, False, files=False))
+    return out
+
+
+def moved_packages(attempt: Attempt, bumps: dict[str, str]) -> dict[str, str]:
+    """Packages resolved as of another date than the attempt's: pip/setuptools/wheel, re-uploaded ones, bumps."""
+    if not attempt.date:
+        return {}
+    moved = {tool: tools_date(attempt.date) for tool in ("pip", "setuptools", "wheel")}
+    moved.update({name: date for name, date in REUPLOADED.items() if date > attempt.date})
+    moved.update(bumps)
+    return moved
+
+
+def uv_config(date: str | None, moved: dict[str, str]) -> str:
+    """A uv.toml with the install's dates, so the setup commands' ``uv pip install`` resolve as the install did."""
+    if not date:
+        return ""
+    lines = [f'exclude-newer = "{date}"', "", "[exclude-newer-package]"]
+    lines += [f'"{name}" = "{when}"' for name, when in sorted(moved.items())]
+    return "\n".join(lines) + "\n"
+
+
+def tools_date(date: str) -> str:
+    return _iso(max(datetime.fromisoformat(date.replace("Z", "+00:00")), TOOLS_DATE))
+
+
+def install_command(spec: EnvSpec, plan: Plan) -> list[str]:
+    """The ``uv pip install`` command line (requirements come from a file, never as arguments)."""
+    attempt = plan.attempt
+    cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
+    if attempt.date:
+        cmd += ["--exclude-newer", attempt.date]
+        for name, date in sorted(moved_packages(attempt, plan.bumps).items()):
+            cmd += ["--exclude-newer-package", f"{name}={date}"]
+        for name in sorted(plan.bumps):  # an installed version that still fits would otherwise be kept
+            cmd += ["--upgrade-package", name]
+        if attempt.bump_to:
+            for name in HEAVY:
+                if name != (spec.project_name or "").lower():
+                    cmd += ["--only-binary", name]
+    if spec.install_project:
+        cmd += ["-e", "/workspace" + (f"[{','.join(spec.extras)}]" if spec.extras else "")]
+    for path in (spec.requirement_files if attempt.files else []) + (spec.optional_files if attempt.optional else []):
+        cmd += ["-r", f"/workspace/{path}"]
+    return [*cmd, "-r", f"{TOOLS}/requirements.txt"]
+
+
+def requirements_text(spec: EnvSpec, plan: Plan) -> str:
+    reqs = list(spec.requirements) + plan.added
+    if plan.attempt.optional:
+        reqs += [g for g in spec.guessed if g not in plan.dropped]
+    return "".join(f"{r}\n" for r in dict.fromkeys(reqs) if r.strip() and not r.strip().startswith("-"))
+
+
+def collect_command(spec: EnvSpec, sample: list[str] | None = None) -> list[str]:
+    return ["timeout", str(COLLECT_TIMEOUT_S), *spec.test.argv, "--collect-only", "-qq", "-p", "no:cacheprovider",
+            *(sample or spec.test.paths)]
+
+
+def collect_sample(spec: EnvSpec, test_files: list[str]) -> list[str] | None:
+    """Up to COLLECT_SAMPLE test files spread over the suite (under the test command's paths), when it is larger;
+    None: collect the whole suite."""
+    roots = [p.rstrip("/") + "/" for p in spec.test.paths]
+    files = sorted(f for f in test_files if not roots or any(f.startswith(r) or f == r[:-1] for r in roots))
+    if len(files) <= COLLECT_SAMPLE + 10:
+        return None
+    step = len(files) / COLLECT_SAMPLE
+    return [files[int(i * step)] for i in range(COLLECT_SAMPLE)]
+
+
+def _norm(requirement: str) -> str:
+    """The normalized distribution name of a requirement string."""
+    return re.split(r"[<>=!~;\[ @(]", requirement.strip(), maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
+def _dist(module: str) -> str:
+    return (MODULE_TO_DIST.get(module) or module.replace("_", "-")).lower()
+
+
+def implicated(text: str) -> str | None:
+    """The installed package the innermost frame of the last traceback in ``text`` is in; None when that frame
+    is the project's own code (its own problem: nothing to move)."""
+    frames = FRAME_LINE.findall(text)
+    if not frames:
+        return None
+    last = next(f for f in frames[-1] if f)
+    found = FRAME.search(last)
+    return _dist(found.group(1)) if found else None
+
+
+def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
+    """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
+    names = {_norm(m) for m in UNKNOWN_PACKAGE.findall(text)}
+    unknown = {r for r in spec.guessed + plan.added if _norm(r) in names} - plan.dropped
+    if unknown:
+        plan.dropped |= unknown
+        plan.added = [a for a in plan.added if a not in unknown]
+        note(f"dropping requirement(s) the index does not know: {', '.join(sorted(unknown))}")
+        return True
+    reuploaded = {name.lower(): f"{day}T23:59:59Z" for name, day in FILTERED.findall(text)
+                  if name.lower() not in plan.bumps and plan.attempt.date and f"{day}T" > plan.attempt.date}
+    if reuploaded:
+        plan.bumps.update(reuploaded)
+        note(f"no release of {', '.join(sorted(reuploaded))} before {str(plan.attempt.date)[:10]} (uploaded again "
+             f"later): taken as of that upload")
+        return True
+    wanted = {m.lower() for m in WHEELS_REQUIRED.findall(text) + FAILED_BUILD.findall(text)}
+    return _bump(spec, plan, wanted, note, "has no wheel for the interpreter and does not build from source")
+
+
+def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None], local: set[str],
+                   collecting: bool = False) -> bool:
+    """Change ``plan`` after pytest failed to start or (``collecting``) to collect the tests; False when nothing
+    more can be tried. A collection error inside pytest itself is the tests' own use of pytest: nothing moves."""
+    missing = [_dist(m) for m in MISSING.findall(text) if m not in local and m not in stdlib()]
+    for args in UNRECOGNIZED.findall(text):
+        missing += [dist for dist, _why in plugins_for(shlex_split(args), [])]
+    new = [d for d in dict.fromkeys(missing) if d and d not in plan.added and d not in plan.dropped]
+    if new:
+        plan.added += new
+        note(f"the tests import what nobody installed: adding {', '.join(new)}")
+        return True
+    culprit = implicated(text)
+    if culprit is None:
+        return False
+    if collecting and culprit in PYTEST_OWN:
+        # The tests use pytest in a way this pytest no longer accepts (their CI pinned an older one): one major
+        # version back at a time, down to 3.
+        major = plan.pytest_version[0] if plan.pytest_version else None
+        if major is None or major <= 3 or f"pytest<{major}" in plan.added:
+            return False
+        plan.added = [a for a in plan.added if not a.startswith("pytest<")] + [f"pytest<{major}"]
+        note(f"collecting the tests fails inside pytest {major}.x itself (the tests were written for an older "
+             f"one): pytest<{major}")
+        return True
+    return _bump(spec, plan, {culprit}, note, "breaks at import on this interpreter")
+
+
+def _bump(spec: EnvSpec, plan: Plan, names: set[str], note: Callable[[str], None], why: str) -> bool:
+    attempt = plan.attempt
+    names = {n for n in names if n not in plan.bumps and n not in NEVER_MOVED
+             and n != (spec.project_name or "").lower()}
+    if not names or not attempt.bump_to or not attempt.date or attempt.bump_to <= attempt.date:
+        return False
+    plan.bumps.update({n: attempt.bump_to for n in names})
+    note(f"{', '.join(sorted(names))} {why} as of {attempt.date[:10]}: taken as of {attempt.bump_to[:10]}")
+    return True
+
+
+def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirements: Callable[[str], None],
+            fresh_venv: Callable[[], None], progress: Callable[[str], None], local: set[str],
+            sample: list[str] | None = None) -> Installed | None:
+    """Run the attempts; the first that works gives ``Installed``, None when none did (history in the log)."""
+    history: list[str] = []
+    attempts = attempts_for(spec)
+    quiet = {**env, **interpreter_env(spec.python), "PYTHONDONTWRITEBYTECODE": "1"}  # as in the sandboxes
+    for n, attempt in enumerate(attempts, 1):
+        if n > 1:
+            fresh_venv()
+        plan = Plan(attempt)
+        outcome = "failed"
+        for _round in range(MAX_ROUNDS):
+            put_requirements(requirements_text(spec, plan))
+            progress(f"building: install {n}/{len(attempts)} {attempt.label}")
+            rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
+            if rc != 0:
+                if adjust_install(spec, plan, text, run.note):
+                    continue
+                soft = set(spec.guessed) - plan.dropped
+                if attempt.optional and soft:
+                    plan.dropped |= soft  # soft requirements in the way: without them, still as of the date
+                    run.note(f"the install fails with the soft requirements: trying without them "
+                             f"({', '.join(sorted(soft))})")
+                    continue
+                outcome = f"failed (exit {rc})"
+                break
+            if spec.test.kind != "pytest":
+                outcome = "ok"
+                break
+            rc, text = run.step("check: pytest starts", [*spec.test.argv, "--version"], quiet, check=False)
+            found = PYTEST_VERSION.search(text)
+            plan.pytest_version = (int(found.group(1)), int(found.group(2))) if found else None
+            if rc != 0:
+                if adjust_runtime(spec, plan, text, run.note, local):
+                    continue
+                outcome = "installed, but pytest does not start"
+                break
+            if plan.collect_rounds >= COLLECT_ROUNDS:
+                outcome = "ok"
+                break
+            plan.collect_rounds += 1
+            progress("building: check that the tests collect")
+            rc, text = run.step("check: the tests collect", collect_command(spec, sample), quiet, check=False)
+            if rc not in (0, 5, 124) and "rror" in text and adjust_runtime(spec, plan, text, run.note, local, True):
+                continue
+            outcome = "ok" if rc in (0, 5) else "ok (collection not checked: too slow)" if rc == 124 else \
+                "ok (some tests do not collect)"
+            break
+        history.append(f"{attempt.label}: {outcome}{plan.summary()}")
+        if outcome.startswith("ok"):
+            return Installed(date=attempt.date, history=history, moved=moved_packages(attempt, plan.bumps))
+        run.note(f"attempt {n} of {len(attempts)} did not work: {history[-1]}")
+    run.note("no attempt worked: " + "; ".join(history))
+    return None

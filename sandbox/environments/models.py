@@ -1,0 +1,157 @@
+"""The typed vocabulary of environments: what was detected or declared (``EnvSpec`` and the reasons behind it),
+and what was built (``EnvRecord``). Pure data: no I/O here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ENV_ROOT = "/opt/bosun-env"
+"""Where an environment's own files live inside its sandboxes (the virtualenv, the workspace seed)."""
+VENV = f"{ENV_ROOT}/venv"
+"""The environment's virtualenv inside a sandbox; its bin directory comes first on PATH."""
+SEED = f"{ENV_ROOT}/seed.tar"
+"""Files the build left in the source tree that git ignores (compiled extensions, generated version files): put
+into a workspace (never over an existing file) before its sandbox serves anything."""
+SCHEMA = 2
+"""Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
+build)."""
+
+
+class Reason(BaseModel):
+    """Why one part of the spec is what it is: shown by ``bosun env show``."""
+
+    field: str
+    """python, dependencies, extras, test_command, exclude_newer, ..."""
+    value: str
+    source: str
+    """The file (or rule) it came from and how."""
+
+
+class TestCommand(BaseModel):
+    """How the project's tests run. ``pytest``: ``python -m pytest`` with ``options`` and default ``paths`` (a
+    caller naming test ids drops the paths); ``command``: a command line of its own (``bin/test``...)."""
+
+    __test__ = False  # not a pytest test class
+
+    kind: Literal["pytest", "command"] = "pytest"
+    argv: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest"])
+    """The runner and its options (without the default paths)."""
+    paths: list[str] = []
+    """Default test paths (tox's or pytest's testpaths); empty: the runner's own default."""
+
+    @property
+    def text(self) -> str:
+        """The whole command as one shell line."""
+        return shlex.join([*self.argv, *self.paths])
+
+
+class EnvSpec(BaseModel):
+    """What an environment is made of. Its canonical JSON (with the contents of the files it was read from) is
+    the cache key, so everything that changes the build must be in here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    origin: Literal["detected", "declared", "override"] = "detected"
+    """detected from the repository's files; declared by its .bosun/environment.toml (or Dockerfile,
+    devcontainer.json); or an operator's override file (BOSUN_ENV_OVERRIDES)."""
+    python: str
+    """Interpreter version, major.minor: one of interpreters.AVAILABLE."""
+    apt: list[str] = []
+    """Extra Debian packages in the base root filesystem."""
+    install_project: bool = True
+    """Install the project itself, editable, from /workspace."""
+    project_name: str | None = None
+    """The project's distribution name (when known: it alone is built from source in a wheels-first install)."""
+    extras: list[str] = []
+    """Extras of the project to install with it (test, testing, dev...)."""
+    requirements: list[str] = []
+    """More requirement specifiers (test dependencies, pytest plugins, test imports)."""
+    guessed: list[str] = []
+    """Soft requirements: guessed from the tests' imports, or a Pipfile's dev packages; dropped when the index does
+    not know them, and in the last install attempt."""
+    requirement_files: list[str] = []
+    """Requirement files of the repository (paths relative to its root), passed to the installer as ``-r``."""
+    optional_files: list[str] = []
+    """Requirement files tried first and left out when the install fails with them (dev requirements)."""
+    exclude_newer: str | None = None
+    """Resolve as of this moment (RFC 3339, UTC): the commit's date. None: the newest versions."""
+    setup: list[str] = []
+    """Shell commands run after the install, with network, in /workspace, as the unprivileged build user."""
+    env: dict[str, str] = {}
+    """Environment variables of the build and of every sandbox of the environment."""
+    test: TestCommand = Field(default_factory=TestCommand)
+    scm_version: str | None = None
+    """The version setuptools_scm is told (SETUPTOOLS_SCM_PRETEND_VERSION): the source has no .git."""
+    per_revision: bool = False
+    """The build compiles the project's own code (C extensions): the source tree is part of the key."""
+    compilers: bool = False
+    """Needs a C compiler and Python headers (the base's build variant)."""
+
+    def canonical(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+class Detection(BaseModel):
+    """A spec and everything needed to key and explain it."""
+
+    spec: EnvSpec
+    reasons: list[Reason] = []
+    files: dict[str, str] = {}
+    """Files that shaped the spec (repository-relative path -> sha256 of the content)."""
+    tree: str = ""
+    """The source tree's id: in the key when the spec is per revision."""
+    commit: str = ""
+    commit_date: str = ""
+    repository: str = ""
+    """Where the source came from (a path or URL), for people."""
+    cache_scope: str = ""
+    """Identity of the repository (its root commit): builds of one repository share an installer cache."""
+    notes: list[str] = []
+
+    def key(self, base_key: str) -> str:
+        """The cache key: base + spec + the dependency files' content (+ the tree for per-revision builds)."""
+        h = hashlib.sha256()
+        h.update(f"schema={SCHEMA}\nbase={base_key}\nspec={self.spec.canonical()}\n".encode())
+        for path in sorted(self.files):
+            h.update(f"file={path}\0{self.files[path]}\n".encode())
+        if self.spec.per_revision:
+            h.update(f"tree={self.tree}\n".encode())
+        return h.hexdigest()[:20]
+
+
+def env_id_for(key: str) -> str:
+    return f"env-{key}"
+
+
+class EnvRecord(BaseModel):
+    """A built environment, as the cache keeps it (``<cache>/envs/<key>/env.json``)."""
+
+    env_id: str
+    key: str
+    python: str
+    """The interpreter's full version (3.11.2)."""
+    base: str
+    """The base it is layered on (suite-variant-hash)."""
+    spec: EnvSpec
+    test_command: str
+    backend_refs: dict[str, str] = {}
+    """docker: the image tag; bwrap: the directory bound at ENV_ROOT (the base's root filesystem is shared)."""
+    rootfs: str = ""
+    """The base's root filesystem on the host (bwrap binds its directories read-only)."""
+    seed: bool = False
+    repository: str = ""
+    commit: str = ""
+    built_at: str = ""
+    build_s: float = 0.0
+    size_mb: dict[str, float] = {}
+    """docker_layer, docker_image, bwrap (the environment's own directory)."""
+    exclude_newer_used: str | None = None
+    """The date the install was resolved as of (after any fallback)."""
+    attempts: list[str] = []
+    """Each install attempt and how it ended."""
+    last_used: float = 0.0

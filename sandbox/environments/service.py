@@ -1,0 +1,308 @@
+"""Environments on this host, end to end: detect -> key -> cached record, or build (base, container steps, image,
+export) -> record. Used by ``bosun env`` and by the task's prepare step.
+
+Concurrency: one lock per key (a second build of the same key waits, then finds it cached); nothing is cached
+until it is complete. Disk: after each build the cache is pruned to ``BOSUN_ENV_MAX_GB`` (least recently used
+first; environments used within the last hour are kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.errors import ConfigError, UnexpectedEnvironment
+from infra.settings import Settings
+from sandbox.environments.bases import BUILD_UID, Bases, plan
+from sandbox.environments.builder import Builder, BuildFailed, log_tail
+from sandbox.environments.declared import load_overrides, override_for
+from sandbox.environments.detect import detect
+from sandbox.environments.dockerping import image_exists
+from sandbox.environments.models import Detection, EnvRecord, env_id_for
+from sandbox.environments.netconf import build_network
+from sandbox.environments.repofiles import GitTree
+from sandbox.environments.store import IMAGE_REPO, EnvStore, default_cache, dir_size_mb, key_of
+
+KEEP_RECENT_S = 3600.0
+DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
+                  "interpreters.py", "models.py", "repofiles.py")
+
+
+def detection_key(commit: str, override: tuple[str, str] | None) -> str:
+    """What a remembered detection depends on: the commit, the override file, and the detector's own code."""
+    h = hashlib.sha256(f"{commit}\0{override!r}\0".encode())
+    here = Path(__file__).parent
+    for name in DETECTOR_FILES:
+        with contextlib.suppress(OSError):
+            h.update((here / name).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def uv_binary() -> Path:
+    """The uv binary copied into builds (from bosun's own environment: pinned by constraints.txt)."""
+    try:
+        import uv  # noqa: PLC0415 - optional until a build needs it
+
+        path = Path(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if not found:
+            raise UnexpectedEnvironment("building an environment needs uv (pip install uv; `make bootstrap` "
+                                        "installs it)") from None
+        path = Path(found)
+    return path
+
+
+def docker_api(timeout: int = 600) -> Any:
+    """A docker APIClient; UnexpectedEnvironment when no engine answers."""
+    try:
+        import docker  # noqa: PLC0415
+
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client.api
+    except Exception as exc:  # noqa: BLE001 - any failure means the same here
+        raise UnexpectedEnvironment(f"building environments needs a Docker engine (the build runs the repository's "
+                                    f"setup code with network, which bosun does only in a container): {exc}"
+                                    ) from None
+
+
+@dataclass
+class Prepared:
+    """What ``ensure`` gives."""
+
+    record: EnvRecord
+    cached: bool
+    seconds: float
+
+
+class Environments:
+    """The environments of this host (see the module docstring)."""
+
+    def __init__(self, settings: Settings, *, progress: Callable[[str], None] = lambda _m: None) -> None:
+        self.settings = settings
+        self.cache = Path(settings.env_cache) if settings.env_cache else default_cache()
+        self.store = EnvStore(self.cache)
+        self.bases = Bases(self.cache, settings.env_debian_mirror)
+        self.progress = progress
+        self._api: Any = None
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            self._api = docker_api()
+        return self._api
+
+    # -- detection -------------------------------------------------------------------------------------------
+
+    def detect(self, tree: GitTree, repository: str) -> Detection:
+        """The spec of ``tree`` (see sandbox/environments/detect.py), with the operator's override if any.
+        Remembered per commit (and override, and detector version): a revision is read once."""
+        override = None
+        path = override_for(load_overrides(self.settings.env_overrides), repository)
+        if path is not None:
+            override = (str(path), path.read_text())
+        memo = self.cache / "detected" / f"{detection_key(tree.commit, override)}.json"
+        try:
+            det = Detection.model_validate_json(memo.read_text())
+            return det.model_copy(update={"repository": repository})
+        except (OSError, ValueError):
+            pass
+        det = detect(tree, commit_date=tree.commit_date(), repository=repository, commit=tree.commit,
+                     tree=tree.tree_id(), version_hint=tree.version_tag(), cache_scope=tree.root_commit(),
+                     override=override)
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(det.model_dump_json())
+            os.replace(tmp, memo)
+        return det
+
+    def detect_repo(self, repo: str, ref: str = "HEAD") -> tuple[Detection, GitTree]:
+        tree = GitTree.of_repository(repo, ref)
+        return self.detect(tree, str(Path(repo).expanduser().resolve())), tree
+
+    def key(self, det: Detection) -> str:
+        name, _suite, _packages = plan(det.spec.python, compilers=det.spec.compilers, apt=det.spec.apt)
+        return det.key(name)
+
+    # -- the cache -------------------------------------------------------------------------------------------
+
+    def cached(self, key: str, *, need_docker: bool | None = None) -> EnvRecord | None:
+        """The complete record of ``key``, if its halves are still there (``need_docker``: check the image too;
+        None: when an engine answers)."""
+        record = self.store.record(key)
+        if record is None or not Path(record.backend_refs.get("bwrap", "/nonexistent")).is_dir():
+            return None
+        if need_docker is not False:
+            present = image_exists(record.backend_refs.get("docker", ""))
+            if present is None:  # not a local socket: ask through the SDK
+                try:
+                    self.api.inspect_image(record.backend_refs.get("docker", ""))
+                    present = True
+                except UnexpectedEnvironment:
+                    present = False if need_docker else None
+                except Exception:  # noqa: BLE001 - gone (pruned by hand): not ready
+                    present = False
+            if present is False:
+                return None
+        return record
+
+    def find(self, env_id: str) -> EnvRecord:
+        record = self.store.find(env_id)
+        self.store.touch(record.key)
+        return record
+
+    # -- building --------------------------------------------------------------------------------------------
+
+    def ensure(self, det: Detection, tree: GitTree) -> Prepared:
+        """The environment of ``det``: the cached one, or built now. Raises BuildFailed (the repository's
+        setup failed: not retried) or UnexpectedEnvironment (this host cannot build: no engine, not root)."""
+        started = time.monotonic()
+        key = self.key(det)
+        record = self.cached(key)
+        if record is not None:
+            self.store.touch(key)
+            return Prepared(record, True, time.monotonic() - started)
+        with self.store.lock(key):
+            record = self.cached(key)
+            if record is not None:
+                self.store.touch(key)
+                return Prepared(record, True, time.monotonic() - started)
+            record = self._build(det, tree, key)
+        with contextlib.suppress(Exception):
+            self.prune(max_gb=self.settings.env_max_gb or None, keep=[key])
+        return Prepared(record, False, time.monotonic() - started)
+
+    def _build(self, det: Detection, tree: GitTree, key: str) -> EnvRecord:
+        spec = det.spec
+        started = time.monotonic()
+        api = self.api
+        uv = uv_binary()
+        base = self.bases.ensure(spec.python, compilers=spec.compilers, apt=spec.apt, docker=api,
+                                 progress=self.progress)
+        self.progress(f"building environment env-{key} for {det.repository}@{det.commit[:12]} on {base.name} "
+                      f"(python {base.python})")
+        staging = self.store.staging(key)
+        builder = Builder(api, uv=uv, network=build_network(), timeout_s=self.settings.env_build_timeout_s,
+                          memory_mb=self.settings.env_build_memory_mb, progress=self.progress)
+        try:
+            outcome = builder.build(det, base, key, tree.archive(), staging,
+                                    self.store.uv_cache(det.cache_scope or key, BUILD_UID))
+        except BuildFailed as exc:
+            kept = self.store.discard(staging, key, staging / "build.log")
+            raise BuildFailed(exc.step, exc.reason, exc.tail, kept) from None
+        except BaseException:
+            self.store.discard(staging, key, staging / "build.log")
+            raise
+        record = EnvRecord(
+            env_id=env_id_for(key), key=key, python=base.python, base=base.name, spec=spec,
+            test_command=spec.test.text, backend_refs={"docker": outcome.image, "bwrap": str(self.store.env_dir(key)
+                                                                                          / "root")},
+            rootfs=base.rootfs, seed=outcome.seed, repository=det.repository, commit=det.commit,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            build_s=round(time.monotonic() - started, 1),
+            size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,
+                     "bwrap": dir_size_mb(outcome.exported), "base": 0.0},
+            exclude_newer_used=outcome.date_used, attempts=outcome.attempts, last_used=time.time())
+        self.store.commit(staging, record)
+        self.progress(f"environment {record.env_id} ready in {record.build_s:.0f} s (image {outcome.image_mb:.0f} MB,"
+                      f" layer {outcome.layer_mb:.0f} MB)")
+        return record
+
+    def log_of(self, record: EnvRecord) -> Path:
+        return self.store.env_dir(record.key) / "build.log"
+
+    # -- removing --------------------------------------------------------------------------------------------
+
+    def remove(self, env_id: str) -> EnvRecord:
+        """Remove one environment (its directory and image); ConfigError for an unknown id."""
+        key = key_of(env_id)
+        record = self.store.find(env_id)
+        with self.store.lock(key):
+            self.store.remove_dir(key)
+            with contextlib.suppress(Exception):
+                self.api.remove_image(record.backend_refs.get("docker", f"{IMAGE_REPO}:{key}"), force=True)
+        return record
+
+    def prune(self, *, max_gb: float | None = None, older_than_days: float | None = None, bases: bool = False,
+              keep: list[str] | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """Remove what is not needed: builds that died half-way, old failure logs, images without a record, then
+        environments not used for ``older_than_days`` and the least recently used beyond ``max_gb`` (never one
+        used within the last hour, nor ``keep``); ``bases``: bases no environment uses. Returns what went."""
+        out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "freed_mb": 0.0}
+        for path in self.store.stale_staging():
+            out["staging"].append(path.name)
+            if not dry_run:
+                shutil.rmtree(path, ignore_errors=True)
+        if self.store.failed.is_dir():
+            for log in self.store.failed.glob("*.log"):
+                if time.time() - log.stat().st_mtime > 30 * 86400 and not dry_run:
+                    log.unlink(missing_ok=True)
+        now = time.time()
+        records = self.store.all()
+        known = {r.backend_refs.get("docker") for r in records}
+        api = None
+        with contextlib.suppress(UnexpectedEnvironment):
+            api = self.api
+        if api is not None:
+            for image in api.images(name=IMAGE_REPO):
+                if now - float(image.get("Created") or now) < KEEP_RECENT_S:
+                    continue  # a build between its commit and its record (another process's) is not an orphan
+                for tag in image.get("RepoTags") or []:
+                    if tag not in known:
+                        out["images"].append(tag)
+                        if not dry_run:
+                            with contextlib.suppress(Exception):
+                                api.remove_image(tag, force=True)
+        now = time.time()
+        keep_keys = set(keep or [])
+        usage = sorted(((self.store.last_used(r.key), r) for r in records), key=lambda x: x[0])
+        size = {r.key: r.size_mb.get("bwrap", 0.0) + r.size_mb.get("docker_layer", 0.0) for r in records}
+        total = sum(size.values())
+        for used, record in usage:
+            recent = now - used < KEEP_RECENT_S or record.key in keep_keys
+            too_old = older_than_days is not None and now - used > older_than_days * 86400
+            too_big = max_gb is not None and max_gb > 0 and total > max_gb * 1000
+            if recent or not (too_old or too_big):
+                continue
+            out["environments"].append(record.env_id)
+            out["freed_mb"] += size[record.key]
+            total -= size[record.key]
+            if not dry_run:
+                with contextlib.suppress(ConfigError):
+                    self.remove(record.env_id)
+        if bases:
+            used_bases = {r.base for r in self.store.all()}
+            for info in self.bases.all():
+                if info.name not in used_bases:
+                    out["bases"].append(info.name)
+                    out["freed_mb"] += info.size_mb
+                    if not dry_run:
+                        self.bases.remove(info.name, docker=api)
+        uv_root = self.cache / "uv"
+        if uv_root.is_dir() and older_than_days is not None:
+            for d in uv_root.iterdir():
+                if now - d.stat().st_mtime > older_than_days * 86400 and not dry_run:
+                    shutil.rmtree(d, ignore_errors=True)
+        out["freed_mb"] = round(out["freed_mb"], 1)
+        return out
+
+
+def failure_summary(exc: BuildFailed) -> str:
+    return f"{exc}\n{exc.tail}" if exc.tail else str(exc)
+
+
+def tail_of(path: Path | None) -> str:
+    return log_tail(path) if path else ""
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

@@ -1,0 +1,185 @@
+"""`bosun eval swebench` and `bosun eval run` on the stack, with SWE-bench-format instances made from the example
+project's two real bugs (a fix each, a test patch each): gold resolves both, empty resolves none, the report has
+the harness's fields; bosun's agents (the scripted test double) judged in two variants, compared."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLE, make_example_repo
+
+MEDIAN_FIX = ("    middle = len(ordered) // 2\n    return ordered[middle]\n",
+              "    middle = len(ordered) // 2\n    if len(ordered) % 2 == 0:\n"
+              "        return (ordered[middle - 1] + ordered[middle]) / 2\n    return ordered[middle]\n")
+PERCENT_FIX = ('    return f"{part / whole * 10:.1f}%"\n',
+               '    if whole == 0:\n        return "0.0%"\n    return f"{part / whole * 100:.1f}%"\n')
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def diff_of(repo: Path, path: str, old: str, new: str) -> str:
+    """The patch that changes ``old`` to ``new`` in ``path`` (made and undone in the repository)."""
+    f = repo / path
+    before = f.read_text()
+    f.write_text(before.replace(old, new))
+    try:
+        return git(repo, "diff", "--", path)
+    finally:
+        f.write_text(before)
+
+
+def calc_instances(root: Path, copies: int = 1) -> tuple[Path, Path]:
+    """SWE-bench rows for the example's two bugs (``copies`` times under distinct ids) and the repository."""
+    repo = make_example_repo(root / "calc")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    median_test = diff_of(repo, "tests/test_stats.py", "def test_spread():",
+                          "def test_median_even_floats():\n    assert median([1.0, 2.0]) == 1.5\n\n\n"
+                          "def test_spread():")
+    percent_test = diff_of(repo, "tests/test_report.py", "def test_percent_of_nothing():",
+                           "def test_percent_small():\n    assert percent(1, 200) == \"0.5%\"\n\n\n"
+                           "def test_percent_of_nothing():")
+    rows = []
+    for n in range(copies):
+        suffix = "" if copies == 1 else f"-{n}"
+        rows += [
+            {"instance_id": f"calc__median-1{suffix}", "repo": "example/calc", "base_commit": base,
+             "patch": diff_of(repo, "calc/stats.py", *MEDIAN_FIX), "test_patch": median_test,
+             "FAIL_TO_PASS": json.dumps(["tests/test_stats.py::test_median_even",
+                                         "tests/test_stats.py::test_median_even_floats"]),
+             "PASS_TO_PASS": json.dumps(["tests/test_stats.py::test_mean", "tests/test_stats.py::test_median_odd",
+                                         "tests/test_stats.py::test_spread",
+                                         "tests/test_stats.py::test_empty_lists_are_refused"]),
+             "problem_statement": "median() of an even-length list returns the upper middle value"},
+            {"instance_id": f"calc__percent-1{suffix}", "repo": "example/calc", "base_commit": base,
+             "patch": diff_of(repo, "calc/report.py", *PERCENT_FIX), "test_patch": percent_test,
+             "FAIL_TO_PASS": ["tests/test_report.py::test_percent", "tests/test_report.py::test_percent_of_nothing",
+                              "tests/test_report.py::test_percent_small"],
+             "PASS_TO_PASS": [], "problem_statement": "percent() is off by 10x and fails on a zero whole"}]
+    path = root / "instances.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, repo
+
+
+@pytest.fixture(scope="module")
+def instances(tmp_path_factory):
+    return calc_instances(tmp_path_factory.mktemp("swe"))
+
+
+@pytest.mark.slow
+def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path):
+    path, repo = instances
+    report = tmp_path / "report.json"
+    gold = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo}", "--report", str(report), "--run-id", "it-gold", "--max-parallel",
+                       "2", timeout=900)
+    assert gold.returncode == 0, gold.stderr[-3000:]
+    summary = json.loads(gold.stdout)
+    assert summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"] and summary["error_ids"] == []
+    full = json.loads(report.read_text())
+    median = full["instances"]["calc__median-1"]
+    assert set(median) >= {"patch_is_None", "patch_exists", "patch_successfully_applied", "resolved",
+                           "tests_status"}
+    assert median["tests_status"]["FAIL_TO_PASS"] == {
+        "success": ["tests/test_stats.py::test_median_even", "tests/test_stats.py::test_median_even_floats"],
+        "failure": []}
+    assert len(median["tests_status"]["PASS_TO_PASS"]["success"]) == 4
+    assert "done" in gold.stderr and "resolved" in gold.stderr  # progress on stderr
+    empty = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "empty", "--repo",
+                        f"example/calc={repo}", "--run-id", "it-empty", timeout=900)
+    assert empty.returncode == 0, empty.stderr[-3000:]
+    s = json.loads(empty.stdout)
+    assert s["resolved_ids"] == [] and s["empty_patch_ids"] == ["calc__median-1", "calc__percent-1"]
+
+
+@pytest.mark.slow
+def test_a_prediction_that_does_not_fix_everything_is_judged_per_test(stack, instances, tmp_path):
+    path, repo = instances
+    # the factor fixed, the zero whole not: one FAIL_TO_PASS test still fails
+    half = diff_of(repo, "calc/report.py", PERCENT_FIX[0], '    return f"{part / whole * 100:.1f}%"\n')
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "calc__percent-1", "model_name_or_path": "half",
+                                 "model_patch": half}) + "\n" + json.dumps(
+        {"instance_id": "calc__median-1", "model_name_or_path": "half", "model_patch": "not a patch\n"}) + "\n")
+    report = tmp_path / "r.json"
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--repo",
+                       f"example/calc={repo}", "--report", str(report), "--run-id", "it-half", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    full = json.loads(report.read_text())["instances"]
+    percent = full["calc__percent-1"]
+    assert percent["patch_successfully_applied"] and not percent["resolved"]
+    assert percent["tests_status"]["FAIL_TO_PASS"]["failure"] == ["tests/test_report.py::test_percent_of_nothing"]
+    assert full["calc__median-1"]["patch_successfully_applied"] is False
+
+
+def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path):
+    path, repo = instances
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold")
+    assert proc.returncode == 2 and "no --repo for example/calc" in proc.stderr
+    proc = stack.bosun("eval", "swebench", "--instances", str(tmp_path / "none.jsonl"), "--predictions", "gold",
+                       "--repo", f"example/calc={repo}")
+    assert proc.returncode == 2 and "cannot read it" in proc.stderr
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                       "--repo", "example/calc=/nonexistent/repo")
+    assert proc.returncode == 2 and "is not a directory" in proc.stderr
+    proc = stack.bosun("eval", "swebench", "--instances", str(path))
+    assert proc.returncode == 2 and "--predictions" in proc.stderr
+
+
+@pytest.mark.slow
+def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path):
+    path, repo = instances
+    idle = tmp_path / "idle.jsonl"
+    idle.write_text(json.dumps({"content": "Nothing to do."}) + "\n")
+    fixer, lazy = tmp_path / "fixer.json", tmp_path / "lazy.json"
+    fixer.write_text(json.dumps({"model": f"scripted:{EXAMPLE / 'solo.jsonl'}"}))
+    lazy.write_text(json.dumps({"model": f"scripted:{idle}", "max_turns": 2}))
+    out = tmp_path / "out"
+    proc = stack.bosun("eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
+                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}", "--repo",
+                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["variants"]["fixer"]["summary"]["resolved_ids"] == ["calc__median-1"]
+    assert report["variants"]["lazy"]["summary"]["resolved_ids"] == []
+    agents = report["variants"]["fixer"]["agents"]["calc__median-1"]
+    assert agents["status"] == "succeeded" and agents["turns"] == 5 and agents["tool_calls"] == 6
+    [cmp] = report["comparisons"]
+    assert (cmp["a"], cmp["b"], cmp["only_a"], cmp["only_b"]) == ("fixer", "lazy", 1, 0)
+    pred = json.loads((out / "predictions-fixer.jsonl").read_text())
+    assert "ordered[middle - 1] + ordered[middle]" in pred["model_patch"]
+    traj = json.loads((out / "trajectories" / "fixer" / "calc__median-1.json").read_text())
+    assert traj["schema"] == "bosun.trajectory/1" and traj["agents"][0]["turns"]
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_evaluation_re_runs_no_finished_instance(stack, instances):
+    import os
+    import signal
+
+    from tests.conftest import BOSUN, wait_for
+
+    path, repo = instances
+    run = subprocess.Popen([BOSUN, "eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                            "--repo", f"example/calc={repo}", "--run-id", "it-kill", "--max-parallel", "1"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+
+    def finished(instance: str) -> list[dict]:
+        return [e for e in stack.journal() if e["type"] == "eval_instance" and e["event"] == "complete"
+                and e["workflow_id"].startswith(f"eval-it-kill/{instance}")]
+    wait_for(lambda: finished("calc__median-1"), 300, 0.5, "the first instance to finish")
+    victim = stack.state()["components"]["worker"]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err[-3000:]
+    assert json.loads(out)["resolved_ids"] == ["calc__median-1", "calc__percent-1"]
+    assert stack.state()["components"]["worker"]["pid"] != victim
+    assert len(finished("calc__median-1")) == 1  # judged once, before the kill; not again after it
+    assert len(finished("calc__percent-1")) == 1

@@ -1,0 +1,119 @@
+"""Real builds (docker engine, PyPI) and real sandboxes of the environments they give, on both backends."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.errors import ConfigError
+from sandbox.environments.builder import BuildFailed
+from sandbox.environments.dockerping import image_exists
+from sandbox.environments.runtime import provider_for
+from sandbox.environments.store import key_of
+
+from ..conftest import TEST_LIMITS, chown_tree
+from ..envfixtures import TINY, make_repo
+
+pytestmark = pytest.mark.docker
+
+
+def checkout(repo: Path, dest: Path, uid: int = 1000) -> Path:
+    subprocess.run(["git", "clone", "-q", str(repo), str(dest)], check=True, capture_output=True)
+    chown_tree(dest, uid, uid)
+    return dest
+
+
+async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_backends(envs, tiny_repo, tmp_path):
+    det, tree = envs.detect_repo(str(tiny_repo))
+    assert det.spec.python == "3.13" and det.spec.exclude_newer == "2025-06-02T23:59:59Z"
+    first = envs.ensure(det, tree)
+    record = first.record
+    assert record.test_command == "python -m pytest" and record.python.startswith("3.13")
+    assert image_exists(record.backend_refs["docker"]) and Path(record.backend_refs["bwrap"], "venv").is_dir()
+    labels = subprocess.run(["docker", "image", "inspect", record.backend_refs["docker"], "--format",
+                             "{{json .Config.Labels}}"], capture_output=True, text=True, check=True).stdout
+    assert '"bosun.sandbox":"1"' not in labels  # else the reaper would take its containers for orphans
+    started = time.monotonic()
+    again = envs.ensure(*envs.detect_repo(str(tiny_repo)))
+    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 1.0
+    ws = checkout(tiny_repo, tmp_path / "ws")
+    for backend in ("docker", "bwrap"):
+        provider = provider_for(record, backend, limits=TEST_LIMITS)
+        box = await provider.acquire(ws)
+        try:
+            assert box.environment is not None and box.environment.env_id == record.env_id
+            res = await box.exec(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], timeout_s=120)
+            assert res.exit_code == 0 and "2 passed" in res.stdout, res.stdout + res.stderr
+            res = await (box.exec(["sh", "-c", "command -v python; python -c 'import six, sys; print(sys.prefix)'"],
+                                  timeout_s=60))
+            assert res.stdout.split() == ["/opt/bosun-env/venv/bin/python", "/opt/bosun-env/venv"], backend
+            # the sandbox's rules hold in an environment too: no network, nothing writable outside the workspace
+            res = await (box.exec(["python", "-c", "import socket; socket.create_connection(('pypi.org', 443), 3)"],
+                                  timeout_s=60))
+            assert res.exit_code != 0, backend
+            res = await (box.exec(["sh", "-c", "touch /opt/bosun-env/venv/x || touch /usr/x || id -u"],
+                                  timeout_s=30))
+            assert res.stdout.strip() == "1000" and "Read-only file system" in res.stderr, (backend, res)
+        finally:
+            await box.close()
+
+
+def test_a_failing_setup_names_the_step_and_caches_nothing(envs, tmp_path):
+    files = dict(TINY)
+    files["pyproject.toml"] = files["pyproject.toml"].replace('["six>=1.16"]', '["bosun-no-such-package-xyz"]')
+    repo = make_repo(tmp_path / "broken", files)
+    det, tree = envs.detect_repo(str(repo))
+    key = envs.key(det)
+    with pytest.raises(BuildFailed) as err:
+        envs.ensure(det, tree)
+    assert err.value.step == "install" and "bosun-no-such-package-xyz" in err.value.tail
+    assert "environment build failed at step 'install'" in str(err.value)
+    assert envs.store.record(key) is None and image_exists(f"bosun-env:{key}") is False
+    assert not list(envs.store.envs.glob(f".building-{key}-*")) and err.value.log.is_file()
+
+
+async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_path):
+    files = {**TINY, ".bosun/environment.toml": (
+        'setup = ["echo made-by-the-build > generated.txt"]\n'
+        'test_command = "python -m pytest -q tests/test_tiny.py"\n[env]\nTINY_MODE = "declared"\n')}
+    repo = make_repo(tmp_path / "declared", files)
+    record = envs.ensure(*envs.detect_repo(str(repo))).record
+    assert record.spec.origin == "declared" and record.seed
+    ws = checkout(repo, tmp_path / "ws")
+    (ws / "tests" / "keep.txt").write_text("mine")
+    for backend in ("docker", "bwrap"):
+        box = await provider_for(record, backend, limits=TEST_LIMITS).acquire(ws)
+        try:
+            res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE"], timeout_s=30)
+            assert res.stdout.split() == ["made-by-the-build", "declared"], (backend, res)
+        finally:
+            await box.close()
+    assert (ws / "tests" / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("python", ["3.9", "3.11"])
+async def test_other_interpreters(envs, tmp_path, python):
+    """Builds the 3.9 (bullseye) and 3.11 (bookworm) bases on first use (a few minutes each, once per machine)."""
+    repo = make_repo(tmp_path / f"py{python}", {**TINY, ".bosun/environment.toml": f'python = "{python}"\n'})
+    record = envs.ensure(*envs.detect_repo(str(repo))).record
+    assert record.python.startswith(python + ".")
+    ws = checkout(repo, tmp_path / "ws")
+    for backend in ("docker", "bwrap"):
+        box = await provider_for(record, backend, limits=TEST_LIMITS).acquire(ws)
+        try:
+            res = await box.exec(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], timeout_s=120)
+            assert res.exit_code == 0 and "2 passed" in res.stdout, (backend, res.stdout, res.stderr)
+        finally:
+            await box.close()
+
+
+def test_remove_and_unknown_ids(envs):
+    with pytest.raises(ConfigError, match="not an environment id"):
+        envs.remove("../../etc")
+    with pytest.raises(ConfigError, match="no environment env-0000"):
+        envs.remove("env-" + "0" * 20)
+    assert key_of("env-" + "a" * 20) == "a" * 20

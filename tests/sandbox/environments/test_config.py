@@ -1,0 +1,135 @@
+"""Configuration around builds and runs: the host's network settings a build gets, overrides, the cache's records
+and pruning, the task's environment marker, and what run_tests and the agents' context make of an environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.context.static import environment_facts
+from agents.tools.commands import PYTEST_FLAGS
+from agents.tools.commands import test_invocation as invocation
+from infra.errors import ConfigError
+from infra.settings import Settings
+from sandbox.base import EnvironmentInfo
+from sandbox.environments.declared import load_overrides, override_for
+from sandbox.environments.models import EnvRecord, EnvSpec
+from sandbox.environments.netconf import CA_IN_BUILD, build_network
+from sandbox.environments.service import Environments
+from sandbox.environments.store import EnvStore, key_of
+from sandbox.hostrepo import TaskRepo
+
+
+def test_the_build_gets_proxies_ca_and_remote_indexes(tmp_path: Path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple\nextra-index-url = file:///opt/pypi/simple"
+                    " https://extra.example/simple\nfind-links = /opt/wheels\n")
+    net = build_network({"HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost", "SSL_CERT_FILE": str(ca),
+                         "PIP_CONFIG_FILE": str(conf)})
+    assert net.env["HTTPS_PROXY"] == "http://proxy:3128" and net.env["no_proxy"] == "localhost"
+    assert net.ca_bundle == ca.read_bytes() and net.env["SSL_CERT_FILE"] == CA_IN_BUILD
+    assert net.env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
+    assert net.env["UV_INDEX"] == "https://extra.example/simple"  # host-local ones are left out, and said so
+    assert any("file:///opt/pypi/simple" in n for n in net.notes) and any("/opt/wheels" in n for n in net.notes)
+
+
+def test_overrides(tmp_path: Path):
+    env_file = tmp_path / "django.toml"
+    env_file.write_text('python = "3.11"\n')
+    overrides = load_overrides(json.dumps({str(tmp_path / "django"): str(env_file),
+                                           "https://github.com/acme/*": str(env_file)}))
+    assert override_for(overrides, str(tmp_path / "django")) == env_file
+    assert override_for(overrides, "https://github.com/acme/app") == env_file
+    assert override_for(overrides, str(tmp_path / "other")) is None
+    listing = tmp_path / "overrides.toml"
+    listing.write_text(f'"{tmp_path}/x" = "{env_file}"\n')
+    assert load_overrides(str(listing)) == {f"{tmp_path}/x": env_file}
+    for bad, words in (("{not json", "not a JSON"), ('{"a": 1}', "expected an object"),
+                       (str(tmp_path / "missing.json"), "cannot read"),
+                       (json.dumps({"r": str(tmp_path / "nope.toml")}), "does not exist")):
+        with pytest.raises(ConfigError, match=words):
+            load_overrides(bad)
+
+
+def record(key: str, python: str = "3.11.2") -> EnvRecord:
+    return EnvRecord(env_id=f"env-{key}", key=key, python=python, base="b", spec=EnvSpec(python="3.11"),
+                     test_command="python -m pytest", backend_refs={"docker": f"bosun-env:{key}", "bwrap": "/x"},
+                     size_mb={"bwrap": 600.0, "docker_layer": 500.0})
+
+
+def test_records_commit_whole_and_ids_are_checked(tmp_path: Path):
+    store = EnvStore(tmp_path)
+    staging = store.staging("a" * 20)
+    (staging / "build.log").write_text("log")
+    store.commit(staging, record("a" * 20))
+    assert store.find("env-" + "a" * 20).python == "3.11.2" and not staging.exists()
+    failed = store.staging("b" * 20)
+    (failed / "build.log").write_text("boom")
+    kept = store.discard(failed, "b" * 20, failed / "build.log")
+    assert kept.read_text() == "boom" and store.record("b" * 20) is None and not failed.exists()
+    for bad in ("env-../../etc", "env-" + "a" * 19, "a" * 20, "", None):
+        with pytest.raises(ConfigError, match="not an environment id"):
+            key_of(bad)
+    with pytest.raises(ConfigError, match="no environment"):
+        store.find("env-" + "c" * 20)
+
+
+class FakeApi:
+    def __init__(self, tags: list[tuple[str, float]]) -> None:
+        self.tags = tags
+        self.removed: list[str] = []
+
+    def images(self, name=None):
+        return [{"RepoTags": [t], "Created": c} for t, c in self.tags]
+
+    def remove_image(self, tag, force=False):
+        self.removed.append(tag)
+
+
+def test_prune_bounds_the_cache_least_recently_used_first(tmp_path: Path):
+    envs = Environments(Settings(env_cache=tmp_path))
+    old = time.time() - 5 * 86400
+    envs._api = FakeApi([("bosun-env:orphan", old), ("bosun-env:young-orphan", time.time()),
+                         ("bosun-env:" + "1" * 20, old)])
+    for i, used in (("1", old), ("2", old + 3600), ("3", time.time())):
+        staging = envs.store.staging(i * 20)
+        envs.store.commit(staging, record(i * 20))
+        os.utime(envs.store.env_dir(i * 20) / "env.json", (used, used))
+    out = envs.prune(max_gb=2.5)
+    assert out["images"] == ["bosun-env:orphan"]  # an image younger than an hour may be a build in progress
+    assert out["environments"] == ["env-" + "1" * 20]  # 3.3 GB -> 2.2 GB: the least recently used one went
+    assert envs.store.record("1" * 20) is None and envs.store.record("2" * 20) is not None
+    assert envs.prune(max_gb=0.1)["environments"] == ["env-" + "2" * 20]  # never the one used within the hour
+
+
+def test_the_task_marker_names_the_environment_by_path(tmp_path: Path):
+    repo = TaskRepo(tmp_path, "task-1")
+    repo.set_environment("env-" + "d" * 20, tmp_path / "cache")
+    assert TaskRepo.environment_for(repo.runs / "agent-1") == ("env-" + "d" * 20, tmp_path / "cache")
+    assert TaskRepo.environment_for(tmp_path / "elsewhere" / "ws") is None
+    repo.set_environment(None, None)
+    assert TaskRepo.environment_for(repo.runs / "agent-1") is None
+
+
+def test_run_tests_uses_the_environments_command():
+    assert invocation(None, ["-k", "x"]) == (["python3", "-m", "pytest", *PYTEST_FLAGS, "-k", "x"], True)
+    env = EnvironmentInfo(env_id="env-x", python="3.9.2", test_argv=["python", "-m", "pytest", "--tb=short"],
+                          test_paths=["tests", "examples"], test_command="python -m pytest --tb=short tests examples")
+    assert invocation(env, []) == (["python", "-m", "pytest", "--tb=short", *PYTEST_FLAGS, "tests", "examples"],
+                                        True)
+    cmd, _ = invocation(env, ["tests/test_a.py::test_b"])
+    assert cmd[-1] == "tests/test_a.py::test_b" and "examples" not in cmd  # test ids replace the default paths
+    runner = env.model_copy(update={"test_kind": "command", "test_argv": ["python", "bin/test"]})
+    assert invocation(runner, ["sympy/core", "-k", "a b"]) == ("python bin/test sympy/core -k 'a b'", False)
+
+
+def test_agents_are_told_the_interpreter_and_test_command():
+    facts = environment_facts(EnvironmentInfo(env_id="env-x", python="3.9.2", test_command="python -m pytest tests"))
+    assert facts["Python"].startswith("3.9.2 in a virtualenv") and facts["Tests"].startswith("python -m pytest tests")
+    assert "not installed" in environment_facts(None)["Python"]

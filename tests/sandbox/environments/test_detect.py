@@ -1,0 +1,189 @@
+"""Detection is pure: a repository's files in, the spec and its reasons out (no Docker, no network)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from infra.errors import ConfigError
+from sandbox.environments.detect import detect
+from sandbox.environments.interpreters import choose, interpreter, named_versions
+from sandbox.environments.repofiles import MemoryFiles
+
+D2019 = datetime(2019, 5, 16, 12, tzinfo=UTC)
+D2023 = datetime(2023, 6, 1, tzinfo=UTC)
+D2025 = datetime(2025, 3, 1, tzinfo=UTC)
+
+SETUP_PY = """
+import os
+from setuptools import setup
+about = {}
+tests_require = ['pytest-httpbin==0.0.7', 'pytest-cov', 'pytest>=2.8.0']
+setup(name='demo', install_requires=['chardet>=3.0.2'], tests_require=tests_require,
+      python_requires='>=2.7, !=3.0.*', extras_require={'socks': ['PySocks']},
+      classifiers=['Programming Language :: Python :: 3.6', 'Programming Language :: Python :: 3.7'])
+"""
+
+
+def spec_of(files: dict[str, str], when: datetime | None = D2019, **kw):
+    return detect(MemoryFiles(files), commit_date=when, **kw)
+
+
+def reasons(det, field: str) -> list[str]:
+    return [r.source for r in det.reasons if r.field == field]
+
+
+def test_a_2019_setup_py_project():
+    det = spec_of({"setup.py": SETUP_PY, "pytest.ini": "[pytest]\naddopts = -p no:warnings --cov=demo\n",
+                   "demo/__init__.py": "", "tests/test_a.py": "import mock\nimport demo\n"})
+    spec = det.spec
+    assert spec.python == "3.9"  # the oldest: no interpreter was released before 2019
+    assert "none released before the commit" in reasons(det, "python")[0]
+    assert spec.install_project and spec.project_name == "demo"
+    assert {"pytest-httpbin==0.0.7", "pytest>=2.8.0", "pytest-cov", "pytest"} <= set(spec.requirements)
+    assert spec.guessed == ["mock"]  # imported by the tests, declared nowhere; the project's own is not guessed
+    assert spec.exclude_newer == "2019-05-16T23:59:59Z"
+    assert spec.test.text == "python -m pytest tests"
+    assert not spec.per_revision and not spec.compilers
+
+
+def test_pyproject_extras_groups_and_python():
+    det = spec_of({"pyproject.toml": """
+[project]
+name = "pkg"
+requires-python = ">=3.10"
+classifiers = ["Programming Language :: Python :: 3.12"]
+[project.optional-dependencies]
+test = ["hypothesis"]
+docs = ["sphinx"]
+[dependency-groups]
+dev = ["ruff", {include-group = "lint"}]
+lint = ["flake8"]
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+asyncio_mode = "auto"
+""", "tests/test_x.py": "def test(): pass\n"}, when=D2025)
+    spec = det.spec
+    assert spec.python == "3.13" or spec.python == "3.11"
+    assert spec.python == "3.11"  # named up to 3.12: the newest available not above it
+    assert spec.extras == ["test"]
+    assert {"ruff", "flake8", "pytest-asyncio"} <= set(spec.requirements)
+    assert spec.test.paths == []  # pytest's own testpaths apply
+
+
+def test_tox_commands_give_the_test_command_and_setup():
+    det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='f')\n", "tox.ini": """
+[tox]
+envlist = py37
+[testenv]
+deps =
+    pytest
+    lowest: Werkzeug==0.15
+commands =
+    pip install -q -e examples/tutorial[test]
+    coverage run -p -m pytest --tb=short -Werror {posargs:tests examples}
+"""})
+    spec = det.spec
+    assert spec.test.argv == ["python", "-m", "pytest", "--tb=short"]  # -Werror (strictness) is dropped
+    assert spec.test.paths == ["tests", "examples"]
+    assert spec.setup == ["uv pip install -e 'examples/tutorial[test]'"]
+    assert "Werkzeug==0.15" not in spec.requirements  # a factor-conditional dependency
+
+
+def test_own_runner_when_pytest_is_not_configured():
+    det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "runtests.py": "print(1)\n",
+                   "x/tests/test_a.py": "import unittest\n"})
+    assert det.spec.test.kind == "command" and det.spec.test.text == "python runtests.py"
+
+
+def test_compiled_projects_are_per_revision_with_compilers():
+    det = spec_of({"setup.py": "from setuptools import setup, Extension\n"
+                               "setup(name='c', ext_modules=[Extension('c._x', ['c/_x.c'])])\n"})
+    assert det.spec.per_revision and det.spec.compilers
+    assert det.key("base") != det.model_copy(update={"tree": "other"}).key("base")
+
+
+def test_the_key_covers_dependency_files_not_code():
+    files = {"setup.py": SETUP_PY, "demo/__init__.py": "x = 1\n"}
+    key = spec_of(files).key("base")
+    assert spec_of({**files, "demo/__init__.py": "x = 2\n"}).key("base") == key
+    assert spec_of({**files, "setup.py": SETUP_PY.replace("pytest-cov", "pytest-cov>=2")}).key("base") != key
+    assert spec_of(files).key("other-base") != key
+    assert spec_of(files, when=D2023).key("base") != key  # resolved as of another day
+
+
+def test_declared_environment_wins_and_is_explained():
+    det = spec_of({"setup.py": SETUP_PY, ".bosun/environment.toml": """
+python = "3.13"
+apt = ["libxml2-dev"]
+requirements = ["lxml"]
+setup = ["python -c 'print(1)'"]
+test_command = "python -m pytest -x tests/unit"
+exclude_newer = "2020-01-02"
+[env]
+DEMO_MODE = "1"
+"""})
+    spec = det.spec
+    assert spec.origin == "declared" and spec.python == "3.13" and spec.apt == ["libxml2-dev"]
+    assert spec.compilers and "lxml" in spec.requirements and spec.env == {"DEMO_MODE": "1"}
+    assert spec.test.text == "python -m pytest -x tests/unit" and spec.exclude_newer == "2020-01-02T23:59:59Z"
+    assert spec.setup == ["python -c 'print(1)'"]
+
+
+def test_an_override_file_wins_over_the_repository():
+    det = spec_of({".bosun/environment.toml": 'python = "3.13"\n'}, override=("/etc/envs/x.toml", 'python = "3.9"\n'))
+    assert det.spec.origin == "override" and det.spec.python == "3.9"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('python = "3.7"\n', "is not available: environments have Python 3.9, 3.11, 3.13"),
+    ('pyhton = "3.11"\n', "pyhton"),
+    ('apt = ["libfoo; rm -rf /"]\n', "is not a Debian package name"),
+    ('[env]\nPATH = "/evil"\n', "cannot be set"),
+    ('test_command = "pytest \'unclosed"\n', "not a valid command line"),
+    ('requirement_files = ["../../etc/passwd"]\n', "inside the repository"),
+    ('exclude_newer = "yesterday"\n', "is not a date"),
+    ("python = [\n", "not valid TOML"),
+])
+def test_a_bad_environment_file_is_refused_with_a_clear_error(text, message):
+    with pytest.raises(ConfigError, match=".bosun/environment.toml") as err:
+        spec_of({".bosun/environment.toml": text})
+    assert message in str(err.value)
+
+
+def test_dockerfile_and_devcontainer_hints():
+    det = spec_of({"Dockerfile": "FROM python:3.13-slim\nRUN apt-get update && apt-get install -y libpq-dev\n"
+                                 "ENV APP_ENV=test\n", "setup.py": "from setuptools import setup\nsetup(name='d')\n"})
+    assert det.spec.python == "3.13" and det.spec.apt == ["libpq-dev"] and det.spec.env == {"APP_ENV": "test"}
+    det = spec_of({".devcontainer/devcontainer.json": '{"image": "mcr.microsoft.com/devcontainers/python:3.9",'
+                                                      ' "postCreateCommand": "pip install -r dev.txt"}'})
+    assert det.spec.python == "3.9" and det.spec.setup == ["pip install -r dev.txt"]
+
+
+def test_hostile_config_files_are_data():
+    det = spec_of({"setup.py": "import os; os.system('touch /tmp/pwned')\n" + "(" * 5000,
+                   "pyproject.toml": "[project\nname=", "setup.cfg": "[metadata\n", "tox.ini": "\0\0",
+                   "tests/test_x.py": "x = (" * 10000})
+    assert det.spec.python in ("3.9", "3.11", "3.13")
+    assert any("does not parse" in n for n in det.notes) and any("not valid TOML" in n for n in det.notes)
+
+
+def test_pipfile_dev_packages_are_soft():
+    det = spec_of({"setup.py": SETUP_PY, "Pipfile": '[dev-packages]\npytest = ">=2.8.0,<=3.10.1"\nsphinx = "*"\n'
+                                                    '[requires]\npython_version = "3.7"\n'})
+    assert "pytest>=2.8.0,<=3.10.1" in det.spec.guessed and "sphinx" in det.spec.guessed
+
+
+def test_interpreter_choice():
+    assert choose(">=3.6", [], D2019)[0] == "3.9"
+    assert choose(">=3.6", [], D2023)[0] == "3.11"
+    assert choose(">=3.6", [], D2025)[0] == "3.13"
+    assert choose(">=3.6", ["3.10"], D2025)[0] == "3.9"
+    assert choose("<3.9", [], D2019)[0] == "3.9"  # nothing fits: the nearest, said plainly
+    assert "allows none" in choose("<3.9", [], D2019)[1]
+    assert choose(">=3.12", [], D2023)[0] == "3.13"
+    assert named_versions("py37, py38\nProgramming Language :: Python :: 3.10") == ["3.7", "3.8", "3.10"]
+    assert interpreter("python3.11").suite == "bookworm"
+    with pytest.raises(ConfigError, match="3.8"):
+        interpreter("3.8")

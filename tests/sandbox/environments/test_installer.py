@@ -1,0 +1,177 @@
+"""The install step's decisions, from the installer's and pytest's own words (pure; no container)."""
+
+from __future__ import annotations
+
+from sandbox.environments.installer import (
+    Plan,
+    adjust_install,
+    adjust_runtime,
+    attempts_for,
+    collect_sample,
+    install,
+    install_command,
+    requirements_text,
+)
+from sandbox.environments.models import EnvSpec, TestCommand
+
+OLD = EnvSpec(python="3.9", project_name="demo", exclude_newer="2019-05-16T23:59:59Z", extras=["test"],
+              requirements=["pytest"], guessed=["mock", "nosuchthing"], optional_files=["requirements-dev.txt"])
+
+NO_WHEEL = """error: No solution found when resolving dependencies
+hint: Wheels are required for `cffi` because building from source is disabled for `cffi` (i.e., with `--no-build`)
+"""
+UNKNOWN = "  cause: Because nosuchthing was not found in the package registry and you require nosuchthing, ..."
+WERKZEUG = """Traceback (most recent call last):
+  File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/config.py", line 52, in main
+  File "/opt/bosun-env/venv/lib/python3.9/site-packages/httpbin/filters.py", line 23, in <module>
+  File "/opt/bosun-env/venv/lib/python3.9/site-packages/werkzeug/routing.py", line 951, in _compile_builder
+TypeError: required field "type_ignores" missing from Module
+"""
+COLLECT_IN_PYTEST = """_____ ERROR collecting tests/test_utils.py _____
+/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/mark/structures.py:120: in _for_parametrize
+E   TypeError: object of type 'MarkDecorator' has no len()
+"""
+
+
+def test_attempts_start_as_of_the_commit():
+    attempts = attempts_for(OLD)
+    assert [a.date for a in attempts] == ["2019-05-16T23:59:59Z", "2021-01-03T00:00:00Z", "2021-01-03T00:00:00Z"]
+    assert attempts[0].bump_to == "2021-01-03T00:00:00Z" and attempts[0].optional and not attempts[2].optional
+    recent = OLD.model_copy(update={"exclude_newer": "2024-02-01T23:59:59Z", "python": "3.11"})
+    assert [a.date for a in attempts_for(recent)][:1] == ["2024-02-01T23:59:59Z"]
+    assert attempts_for(OLD.model_copy(update={"exclude_newer": None}))[0].date is None
+
+
+def test_the_install_command():
+    plan = Plan(attempts_for(OLD)[0], bumps={"cffi": "2021-01-03T00:00:00Z"})
+    cmd = install_command(OLD, plan)
+    text = " ".join(cmd)
+    assert "--exclude-newer 2019-05-16T23:59:59Z" in text
+    assert "--exclude-newer-package setuptools=2022-12-31T00:00:00Z" in text  # editable installs need it
+    assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in text  # re-uploaded in 2022
+    assert "--exclude-newer-package cffi=2021-01-03T00:00:00Z" in text and "--upgrade-package cffi" in text
+    assert "--only-binary numpy" in text and cmd[-2:] == ["-r", "/opt/bosun-tools/requirements.txt"]
+    assert "-e /workspace[test] -r /workspace/requirements-dev.txt" in text
+    assert requirements_text(OLD, plan) == "pytest\nmock\nnosuchthing\n"
+    assert "requirements-dev" not in " ".join(install_command(OLD, Plan(attempts_for(OLD)[2])))
+
+
+def test_a_package_without_a_wheel_moves_to_the_later_date():
+    plan, notes = Plan(attempts_for(OLD)[0]), []
+    assert adjust_install(OLD, plan, NO_WHEEL, notes.append)
+    assert plan.bumps == {"cffi": "2021-01-03T00:00:00Z"} and "cffi" in notes[0]
+    assert not adjust_install(OLD, plan, NO_WHEEL, notes.append)  # moved once: then the attempt fails
+    assert not adjust_install(OLD, Plan(attempts_for(OLD)[1]), NO_WHEEL, notes.append)  # nowhere to move
+
+
+def test_an_unknown_guess_is_dropped():
+    plan = Plan(attempts_for(OLD)[0])
+    assert adjust_install(OLD, plan, UNKNOWN, lambda _m: None)
+    assert plan.dropped == {"nosuchthing"} and "nosuchthing" not in requirements_text(OLD, plan)
+
+
+def test_runtime_breakage_moves_the_innermost_package():
+    plan = Plan(attempts_for(OLD)[0])
+    assert adjust_runtime(OLD, plan, WERKZEUG, lambda _m: None, set())
+    assert plan.bumps == {"werkzeug": "2021-01-03T00:00:00Z"}
+
+
+def test_missing_modules_and_plugins_are_added():
+    plan = Plan(attempts_for(OLD)[0])
+    assert adjust_runtime(OLD, plan, "E   ModuleNotFoundError: No module named 'yaml'", lambda _m: None, set(), True)
+    assert plan.added == ["pyyaml"]
+    assert not adjust_runtime(OLD, plan, "No module named 'demo_helpers'", lambda _m: None, {"demo_helpers"}, True)
+    assert adjust_runtime(OLD, plan, "error: unrecognized arguments: --cov=demo", lambda _m: None, set())
+    assert "pytest-cov" in plan.added
+
+
+def test_tests_written_for_an_older_pytest_get_one():
+    plan = Plan(attempts_for(OLD)[0], pytest_version=(4, 5))
+    assert adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+    assert plan.added == ["pytest<4"] and not plan.bumps
+    assert not adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+
+
+class FakeRun:
+    """Answers each step from a script: (substring of the step name, exit code, output)."""
+
+    def __init__(self, script: list[tuple[str, int, str]]) -> None:
+        self.script = script
+        self.steps: list[str] = []
+        self.notes: list[str] = []
+
+    def step(self, name, cmd, env, *, check=True):
+        self.steps.append(name)
+        for i, (match, rc, out) in enumerate(self.script):
+            if match in name:
+                self.script.pop(i)
+                return rc, out
+        return 0, "pytest 6.2.1" if "starts" in name else ""
+
+    def note(self, text):
+        self.notes.append(text)
+
+
+def run_install(script):
+    run = FakeRun(script)
+    spec = OLD.model_copy(update={"test": TestCommand(paths=["tests"])})
+    got = install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: run.steps.append("fresh"),
+                  progress=lambda _m: None, local=set())
+    return got, run
+
+
+def test_install_adjusts_then_succeeds_as_of_the_commit():
+    got, run = run_install([("install", 1, NO_WHEEL), ("starts", 1, WERKZEUG)])
+    assert got is not None and got.date == "2019-05-16T23:59:59Z"
+    assert "as of 2021-01-03: cffi, werkzeug" in got.history[0]
+    assert "fresh" not in run.steps
+
+
+def test_install_drops_soft_requirements_then_falls_back_and_can_fail():
+    got, run = run_install([("install", 1, "error: something else")])
+    assert got is not None and got.date == "2019-05-16T23:59:59Z"  # without the guesses, as of the commit
+    assert "dropped: mock, nosuchthing" in got.history[0]
+    got, run = run_install([("install", 1, "boom")] * 2)
+    assert got is not None and got.date == "2021-01-03T00:00:00Z" and "fresh" in run.steps
+    got, run = run_install([("install", 1, "boom")] * 5)
+    assert got is None and "no attempt worked" in run.notes[-1]
+
+
+def test_a_package_uploaded_again_later_is_taken_as_of_that_upload():
+    plan = Plan(attempts_for(OLD)[0])
+    text = ("hint: `codecov` was filtered by `exclude-newer` to only include packages uploaded before "
+            "2019-05-16T23:59:59Z. The latest version satisfying the requirement is v2.1.13, published at "
+            "2023-04-17T23:11:37.344Z. Consider using `exclude-newer-package`")
+    assert adjust_install(OLD, plan, text, lambda _m: None)
+    assert plan.bumps == {"codecov": "2023-04-17T23:59:59Z"}
+
+
+def test_pytest_goes_back_one_major_at_a_time():
+    plan = Plan(attempts_for(OLD)[0], pytest_version=(6, 2))
+    assert adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+    plan.pytest_version = (5, 4)
+    assert adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+    assert plan.added == ["pytest<5"]
+    plan.pytest_version = (3, 10)
+    assert not adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+
+
+def test_the_projects_own_import_errors_move_nothing():
+    own = """_____ ERROR collecting sympy/integrals/rubi/tests/test_1_2.py _____
+/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/python.py:493: in _importtestmodule
+    mod = self.fspath.pyimport(ensuremode="append")
+sympy/integrals/rubi/tests/test_1_2.py:1: in <module>
+    from sympy.integrals.rubi.rubi import rubi_integrate
+E   ModuleNotFoundError: No module named 'sympy.integrals.rubi.rubi'
+"""
+    plan = Plan(attempts_for(OLD)[0], pytest_version=(5, 3))
+    assert not adjust_runtime(OLD, plan, own, lambda _m: None, {"sympy"}, collecting=True)
+    assert not plan.bumps and not plan.added
+
+
+def test_a_large_suite_is_collected_by_sample():
+    spec = OLD.model_copy(update={"test": TestCommand(paths=["pkg"])})
+    files = [f"pkg/sub{i}/tests/test_{i}.py" for i in range(200)] + ["docs/test_doc.py"]
+    sample = collect_sample(spec, files)
+    assert len(sample) == 30 and sample[0] == "pkg/sub0/tests/test_0.py" and "docs/test_doc.py" not in sample
+    assert collect_sample(spec, files[:20]) is None

@@ -1,0 +1,213 @@
+"""Evaluation workflows: SWE-bench-format instances judged the way the reference harness judges them, on Temporal:
+long, parallel and resumable (a worker restart re-runs no finished instance: each is a child workflow whose
+result is recorded).
+
+- ``EvalWorkflow``: one child per instance, at most ``max_parallel`` at a time; the ``progress`` query gives
+  done/total, resolved so far, errors and an ETA. With ``variants`` (``bosun eval run``) each instance runs once
+  per variant, the agents' diff as its prediction.
+- ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (agent mode: run a
+  TaskWorkflow at the base commit on the problem statement, its diff becomes the prediction), apply and test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.eval import EvalActivities, EvalPrepareInput, EvalRunInput, PredictionInput
+    from activities.workspace import WorkspaceActivities
+    from workflows import policies
+    from workflows.models import TaskInput, TaskResult
+    from workflows.task import TaskWorkflow
+
+
+class EvalItem(BaseModel):
+    instance_id: str
+    repo: str
+    base_commit: str
+    source: str
+    """Where the repository comes from (a path, a mirror or a URL)."""
+    instance_ref: str
+    prediction_ref: str | None = None
+    """The prediction to judge; None in agent mode (the agents make it)."""
+    task: str = ""
+    """Agent mode: the problem statement."""
+
+
+class Variant(BaseModel):
+    name: str
+    task: dict[str, Any] = {}
+    """TaskInput fields for the agents' run (model, mode, max_turns, max_parallel, budget...)."""
+
+
+class EvalInput(BaseModel):
+    run_id: str
+    items: list[EvalItem]
+    max_parallel: int = 2
+    timeout_s: float = 1800.0
+    variants: list[Variant] = []
+    """Empty: judge the given predictions. Otherwise run the agents once per variant and judge their diffs."""
+
+
+class InstanceInput(BaseModel):
+    run_id: str
+    item: EvalItem
+    timeout_s: float
+    variant: Variant | None = None
+
+
+class InstanceOutcome(BaseModel):
+    instance_id: str
+    variant: str = ""
+    resolved: bool = False
+    applied: bool = False
+    report_ref: str | None = None
+    log_ref: str | None = None
+    error: str = ""
+    prediction_ref: str | None = None
+    task_workflow_id: str | None = None
+    task: dict[str, Any] = {}
+    """Agent mode: what the run cost and did (status, cost, tokens, turns, tool calls, errors by class, wall)."""
+    seconds: float = 0.0
+    test_seconds: float = 0.0
+    env_id: str | None = None
+    build_s: float = 0.0
+
+
+class EvalResult(BaseModel):
+    run_id: str
+    outcomes: list[InstanceOutcome]
+
+
+def _opts(queue: str, minutes: float, heartbeat: bool = False) -> dict:
+    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes),
+                  "retry_policy": policies.WORKSPACE}
+    if heartbeat:
+        opts["heartbeat_timeout"] = timedelta(seconds=60)
+    return opts
+
+
+def _task_summary(result: TaskResult) -> dict[str, Any]:
+    agents = [a for a in [result.agent, *[s.agent for s in result.subtasks], *result.debug_rounds,
+                          *result.follow_ups] if a is not None]
+    errors: dict[str, int] = {}
+    for a in agents:
+        for kind, n in a.errors.items():
+            errors[kind] = errors.get(kind, 0) + n
+    return {"status": result.status, "cost_usd": round(sum(a.cost_usd for a in agents), 6),
+            "tokens": sum(a.usage.input_tokens + a.usage.output_tokens for a in agents),
+            "turns": sum(a.turns for a in agents), "tool_calls": sum(a.tool_calls for a in agents),
+            "tool_errors": errors, "files_changed": result.files_changed}
+
+
+@workflow.defn
+class EvalInstanceWorkflow:
+    @workflow.run
+    async def run(self, inp: InstanceInput) -> InstanceOutcome:
+        item, key = inp.item, workflow.info().workflow_id
+        started = workflow.time()
+        queue = await workflow.execute_activity_method(
+            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+        out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
+        prep = await workflow.execute_activity_method(
+            EvalActivities.eval_prepare, EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit,
+                                                          repo=item.repo),
+            summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+        out.env_id, out.build_s = prep.env_id, prep.build_s
+        if prep.error or not prep.env_id:
+            out.error = prep.error or "no environment"
+            return out
+        prediction_ref = item.prediction_ref
+        if inp.variant is not None:
+            prediction_ref = await self._agents(inp, out, queue)
+            if prediction_ref is None:
+                return out
+        out.prediction_ref = prediction_ref
+        run = await workflow.execute_activity_method(
+            EvalActivities.eval_instance,
+            EvalRunInput(key=key, instance_ref=item.instance_ref, prediction_ref=prediction_ref or "",
+                         env_id=prep.env_id, runner=prep.runner, base_commit=item.base_commit,
+                         timeout_s=inp.timeout_s),
+            summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
+        out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, \
+            run.log_ref
+        out.error = out.error or run.error
+        out.test_seconds = run.test_seconds
+        out.seconds = round(workflow.time() - started, 2)
+        return out
+
+    async def _agents(self, inp: InstanceInput, out: InstanceOutcome, queue: str) -> str | None:
+        """Agent mode: a task at the base commit on the problem statement; its diff, stored, is the prediction."""
+        item = inp.item
+        task_id = f"{workflow.info().workflow_id}/task"
+        out.task_workflow_id = task_id
+        fields = {"mode": "solo", **(inp.variant.task if inp.variant else {})}
+        try:
+            result: TaskResult = await workflow.execute_child_workflow(
+                TaskWorkflow.run, TaskInput(**{"repo": item.source, "ref": item.base_commit, "task": item.task,
+                                               **fields}),
+                id=task_id, retry_policy=RetryPolicy(maximum_attempts=1),
+                static_summary=f"{item.instance_id} ({out.variant}): {item.task[:100]}")
+        except ChildWorkflowError as e:
+            out.error = f"the agents' run failed: {e.cause or e}"[:500]
+            return None
+        out.task = _task_summary(result)
+        return await workflow.execute_activity_method(
+            EvalActivities.eval_prediction,
+            PredictionInput(instance_id=item.instance_id, model=out.variant or "bosun", diff_ref=result.diff_ref),
+            summary=f"prediction of {item.instance_id}", **_opts(queue, 1))
+
+
+@workflow.defn
+class EvalWorkflow:
+    def __init__(self) -> None:
+        self.total = 0
+        self.outcomes: list[InstanceOutcome] = []
+        self.started = 0.0
+        self.parallel = 1
+
+    @workflow.query
+    def progress(self) -> dict:
+        """done/total, resolved so far, errors and the expected time left."""
+        done = len(self.outcomes)
+        elapsed = workflow.time() - self.started if self.started else 0.0
+        eta = (elapsed / done) * (self.total - done) if done else None
+        return {"done": done, "total": self.total, "resolved": sum(o.resolved for o in self.outcomes),
+                "errors": sum(1 for o in self.outcomes if o.error), "elapsed_s": round(elapsed, 1),
+                "eta_s": round(eta, 1) if eta is not None else None}
+
+    @workflow.run
+    async def run(self, inp: EvalInput) -> EvalResult:
+        self.started = workflow.time()
+        variants: list[Variant | None] = list(inp.variants) or [None]
+        jobs = [(item, v) for item in inp.items for v in variants]
+        self.total = len(jobs)
+        limit = asyncio.Semaphore(max(1, inp.max_parallel))
+        base = workflow.info().workflow_id
+
+        async def one(item: EvalItem, variant: Variant | None) -> InstanceOutcome:
+            suffix = f"/{variant.name}" if variant else ""
+            async with limit:
+                try:
+                    outcome = await workflow.execute_child_workflow(
+                        EvalInstanceWorkflow.run, InstanceInput(run_id=inp.run_id, item=item, timeout_s=inp.timeout_s,
+                                                                variant=variant),
+                        id=f"{base}/{item.instance_id}{suffix}",
+                        static_summary=f"{item.instance_id}{suffix}")
+                except ChildWorkflowError as e:
+                    outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
+                                              error=f"{e.cause or e}"[:500])
+            self.outcomes.append(outcome)
+            workflow.set_current_details(f"{len(self.outcomes)}/{self.total} done, "
+                                         f"{sum(o.resolved for o in self.outcomes)} resolved")
+            return outcome
+
+        results = await asyncio.gather(*[one(item, v) for item, v in jobs])
+        return EvalResult(run_id=inp.run_id, outcomes=list(results))
