@@ -45,6 +45,9 @@ class EnvironmentState(BaseModel):
     build_s: float = 0.0
     log_ref: str | None = None
     """The build log in the artifact store."""
+    build_timeout_s: float = 0.0
+    """needed: how long the build activity may run on the worker that found it so (its BOSUN_ENV_BUILD_TIMEOUT_S,
+    with the base's build and a wait for a concurrent build of the same environment); 0: not said (older worker)."""
     step: str = ""
     """failed: the step that failed."""
     reason: str = ""

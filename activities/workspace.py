@@ -38,16 +38,18 @@ from agents.tools.pytest_report import parse_pytest_output
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
-from sandbox.environments.builder import BuildFailed
-from sandbox.environments.models import Detection, EnvRecord
+from sandbox.environments.builder import BuildFailed, read_tail
+from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.repofiles import GitTree
-from sandbox.environments.service import Environments
+from sandbox.environments.service import Environments, ensure_timeout_s
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
 
 DIFF_INLINE_MAX = 32_000
 """A task's diff is returned whole up to this size (the whole diff is always in the artifact store)."""
+LOG_ARTIFACT_BYTES = 1 << 20
+"""The end of a build log put in the artifact store (build.log itself is capped by the builder)."""
 
 
 class WorkspaceActivities:
@@ -97,11 +99,15 @@ class WorkspaceActivities:
     def _ready(self, envs: Environments, repo: TaskRepo, record: EnvRecord, cached: bool,
                build_s: float = 0.0) -> EnvironmentState:
         repo.set_environment(record.env_id, envs.cache)
-        log = envs.log_of(record)
-        log_ref = self.store.put_text(log.read_text(errors="replace")) if log.is_file() else None
         return EnvironmentState(status="ready", env_id=record.env_id, python=record.python,
                                 test_command=record.test_command, origin=record.spec.origin, cached=cached,
-                                build_s=round(build_s or record.build_s, 2), log_ref=log_ref)
+                                build_s=round(build_s or record.build_s, 2), log_ref=self._log_ref(envs.log_of(record)))
+
+    def _log_ref(self, log: Path | None) -> str | None:
+        """A build log's end (at most ``LOG_ARTIFACT_BYTES``) in the artifact store."""
+        if log is None or not log.is_file():
+            return None
+        return self.store.put_text(read_tail(log, LOG_ARTIFACT_BYTES))
 
     def _find_environment(self, repo: TaskRepo, base: str, source: str) -> EnvironmentState:
         if not self.settings.environments:
@@ -110,10 +116,10 @@ class WorkspaceActivities:
         envs = self._environments()
         try:
             det = self._detect(envs, repo, base, source)
+            key = envs.key(det)
         except ConfigError as exc:  # a declared environment that is not valid: nothing is built from it
             repo.set_environment(None, None)
             return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
-        key = envs.key(det)
         try:
             record = envs.cached(key, need_docker=self.sandboxes.provider().backend == "docker")
         except UnexpectedEnvironment as exc:
@@ -123,8 +129,9 @@ class WorkspaceActivities:
             envs.store.touch(key)
             return self._ready(envs, repo, record, cached=True)
         repo.set_environment(None, None)
-        return EnvironmentState(status="needed", env_id=f"env-{key}", python=det.spec.python,
-                                test_command=det.spec.test.text, origin=det.spec.origin)
+        return EnvironmentState(status="needed", env_id=env_id_for(key), python=det.spec.python,
+                                test_command=det.spec.test.text, origin=det.spec.origin,
+                                build_timeout_s=ensure_timeout_s(self.settings))
 
     @activity.defn
     async def build_environment(self, inp: EnvironmentInput) -> EnvironmentState:
@@ -147,16 +154,22 @@ class WorkspaceActivities:
 
         beater = asyncio.create_task(beat())
         try:
-            det = await asyncio.to_thread(self._detect, envs, repo, base, source)
-            prepared = await asyncio.to_thread(envs.ensure, det, GitTree(repo.git_dir, base))
-        except BuildFailed as exc:
-            log_ref = self.store.put_text(exc.log.read_text(errors="replace")) if exc.log and exc.log.is_file() \
-                else None
-            return EnvironmentState(status="failed", env_id=f"env-{envs.key(det)}", python=det.spec.python,
-                                    test_command=det.spec.test.text, origin=det.spec.origin, step=exc.step,
-                                    reason=str(exc).splitlines()[0][:1000], tail=exc.tail[-4000:], log_ref=log_ref)
-        except ConfigError as exc:
-            return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
+            try:
+                det = await asyncio.to_thread(self._detect, envs, repo, base, source)
+                key = envs.key(det)
+            except ConfigError as exc:
+                return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
+            try:
+                prepared = await asyncio.to_thread(envs.ensure, det, GitTree(repo.git_dir, base))
+            except BuildFailed as exc:
+                return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
+                                        test_command=det.spec.test.text, origin=det.spec.origin, step=exc.step,
+                                        reason=str(exc).splitlines()[0][:1000], tail=exc.tail[-4000:],
+                                        log_ref=self._log_ref(exc.log))
+            except ConfigError as exc:  # the build's own input was refused (a base's packages, the source)
+                return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
+                                        test_command=det.spec.test.text, origin=det.spec.origin, step="build",
+                                        reason=str(exc).splitlines()[0][:500])
         except UnexpectedEnvironment as exc:
             repo.set_environment(None, None)
             return EnvironmentState(status="unavailable", reason=str(exc).splitlines()[0][:500])

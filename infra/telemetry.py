@@ -261,14 +261,37 @@ class Metrics:
                                            description="Tokens, by model and gen_ai.token.type (input, output)")
         self.cost = meter.create_counter("bosun.model.cost", unit="USD", description="Money spent, by model")
         self.sandbox_acquire = meter.create_histogram("bosun.sandbox.acquire.duration", unit="s",
-                                                      description="Time to get a sandbox, by backend and whether "
-                                                                  "it was started cold")
+                                                      description="Time to get a sandbox, by backend and start "
+                                                                  "(warm: taken from a pool; cold: started)")
+        self.sandbox_starts = meter.create_counter("bosun.sandbox.starts", description="Sandboxes handed out, by "
+                                                   "backend and start (warm, cold)")
+        self.sandbox_in_use = meter.create_up_down_counter("bosun.sandbox.in_use", description="Live sandboxes "
+                                                           "held by agents and test runs, by backend")
+        meter.create_observable_gauge("bosun.sandbox.warm", callbacks=[_observe_warm],
+                                      description="Ready sandboxes waiting in warm pools, by backend")
         self.ingress = meter.create_counter("bosun.ingress.requests", description="Webhook deliveries, by source "
                                             "and outcome (accepted, duplicate, refused) and reason")
         self.alerts = meter.create_counter("bosun.alerts", description="Error-rate alerts fired")
 
 
 _metrics: Metrics | None = None
+_warm_sources: list[Any] = []
+
+
+def add_warm_source(source: Any) -> None:
+    """Report ``source()`` (a {backend: ready sandboxes} map) as the ``bosun.sandbox.warm`` gauge."""
+    _warm_sources.append(source)
+
+
+def _observe_warm(_options: Any) -> list[metrics.Observation]:
+    totals: dict[str, int] = {}
+    for source in list(_warm_sources):
+        try:
+            for backend, ready in source().items():
+                totals[backend] = totals.get(backend, 0) + ready
+        except Exception:  # noqa: BLE001 - a gauge never breaks the exporter
+            continue
+    return [metrics.Observation(n, {"backend": b}) for b, n in totals.items()]
 
 
 def instruments() -> Metrics:

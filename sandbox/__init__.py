@@ -8,6 +8,7 @@ sandbox, and only with a person's approval.
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any, Literal
 
@@ -55,8 +56,7 @@ def reap_orphans() -> dict[str, Any]:
     workspace slots. Safe to call at any time (live owners are never touched); never raises."""
     out: dict[str, Any] = {"containers": [], "cgroups": 0, "slots": 0, "errors": []}
     try:
-        import docker  # noqa: PLC0415
-
+        import docker  # noqa: PLC0415 - the SDK takes most of a second to import
 
         client = docker.from_env(timeout=10)
         try:
@@ -67,14 +67,10 @@ def reap_orphans() -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - no engine is fine
         out["errors"].append(f"docker: {exc}")
     try:
-
         out["cgroups"] = cgroups.reap_stale(cgroups.detect())
     except Exception as exc:  # noqa: BLE001
         out["errors"].append(f"cgroups: {exc}")
     try:
-        import os  # noqa: PLC0415
-
-
         if os.geteuid() == 0 and SLOTS_ROOT.exists():
             mgr = SlotManager()
             ok, _why = mgr.usable()  # sets up the shared mount and removes dead owners' slots
@@ -93,17 +89,14 @@ def get_provider(backend: Backend | str = "auto", *, image: str | None = None, l
     backend's constructor. Raises ConfigError for an unknown backend, UnexpectedEnvironment when the requested
     backend cannot work on this host.
     """
-
     image = image or DEFAULT_IMAGE
     if backend == "auto":
         ok, _reason = docker_available(image)
         backend = "docker" if ok else "bwrap"
     provider: SandboxProvider
     if backend == "docker":
-
         provider = DockerProvider(limits, image=image, **kwargs)
     elif backend == "bwrap":
-
         if not shutil.which("bwrap") and "bwrap" not in kwargs:
             raise UnexpectedEnvironment("the bwrap backend needs bubblewrap (apt-get install bubblewrap); "
                                         "or use the docker backend")
@@ -111,6 +104,5 @@ def get_provider(backend: Backend | str = "auto", *, image: str | None = None, l
     else:
         raise ConfigError(f"unknown sandbox backend {backend!r}; use auto, docker or bwrap")
     if pool_size > 0:
-
         provider = PooledProvider(provider, size=pool_size)
     return provider

@@ -8,14 +8,18 @@ a sandbox of that environment (sandbox/environments/runtime.py); any other works
 from __future__ import annotations
 
 import asyncio
+import time
+import weakref
 from pathlib import Path
 
+from infra import telemetry
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, get_provider
 from sandbox.base import Sandbox, SandboxProvider
 from sandbox.environments.runtime import provider_for
 from sandbox.environments.store import EnvStore, default_cache
 from sandbox.hostrepo import TaskRepo
+from sandbox.pool import PooledProvider
 
 
 class SandboxManager:
@@ -26,6 +30,16 @@ class SandboxManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._provider: SandboxProvider | None = None
         self._env_providers: dict[str, SandboxProvider] = {}
+        ref = weakref.ref(self)
+        telemetry.add_warm_source(lambda: ref().warm() if ref() is not None else {})
+
+    def warm(self) -> dict[str, int]:
+        """Ready sandboxes in warm pools, by backend (0 when no provider keeps a pool)."""
+        out: dict[str, int] = {}
+        for provider in [self._provider, *self._env_providers.values()]:
+            if isinstance(provider, PooledProvider):
+                out[provider.backend] = out.get(provider.backend, 0) + sum(provider.stats()["ready"].values())
+        return out
 
     def provider(self) -> SandboxProvider:
         if self._provider is None:
@@ -59,13 +73,22 @@ class SandboxManager:
             if box is not None and box.alive:
                 return box
             if box is not None:
+                telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
                 await box.close()
             # A run workspace on a file system of its own is mounted again if a stopped worker unmounted it.
             await asyncio.to_thread(diskquota.ensure_mounted, Path(workspace))
             # Its scratch .git borrows the task repository's objects (read-only in the sandbox); which store is
             # derived from the path bosun chose, never from the workspace's content.
             provider = await asyncio.to_thread(self.provider_for, workspace)
+            started = time.monotonic()
+            hits = provider.hits if isinstance(provider, PooledProvider) else 0
             box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
+            warm = isinstance(provider, PooledProvider) and provider.hits > hits
+            labels = {"backend": provider.backend, "start": "warm" if warm else "cold"}
+            metrics = telemetry.instruments()
+            metrics.sandbox_acquire.record(time.monotonic() - started, labels)
+            metrics.sandbox_starts.add(1, labels)
+            metrics.sandbox_in_use.add(1, {"backend": provider.backend})
             self._boxes[key] = box
             return box
 
@@ -74,6 +97,7 @@ class SandboxManager:
         box = self._boxes.pop(key, None)
         self._locks.pop(key, None)
         if box is not None:
+            telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
             await box.close()
         return box is not None
 

@@ -66,6 +66,16 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
+BUILD_MINUTES_DEFAULT = 150
+"""The build activity's time limit when the prepare step did not say (a worker from before it did)."""
+
+
+def build_minutes(env: EnvironmentState) -> float:
+    """The build activity's time limit: what the worker's settings gave in the prepare result (pure: workflows
+    do no I/O)."""
+    return env.build_timeout_s / 60 if env.build_timeout_s > 0 else BUILD_MINUTES_DEFAULT
+
+
 def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False, policy=policies.WORKSPACE) -> dict:
     opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes), "retry_policy": policy}
     if heartbeat:
@@ -406,7 +416,7 @@ class TaskWorkflow:
         return await workflow.execute_activity_method(
             WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
             summary=f"environment {env.env_id}: python {env.python}, tests: {env.test_command[:80]}",
-            **_activity_opts(queue, 150, heartbeat=True))
+            **_activity_opts(queue, build_minutes(env), heartbeat=True))
 
     async def _environment_failed(self, inp: TaskInput, queue: str, wf_id: str, branch: str,
                                   env: EnvironmentState) -> TaskResult:

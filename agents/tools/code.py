@@ -84,7 +84,6 @@ class SearchCodeResult(BaseModel):
 
 def _query_words(query: str) -> list[str]:
     try:
-
         words = tokenize(query)
     except ImportError:
         words = [w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", query)]

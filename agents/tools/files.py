@@ -99,7 +99,6 @@ class ReadOutputArgs(Args):
     @field_validator("ref")
     @classmethod
     def _exact_ref(cls, v: str) -> str:
-
         try:
             return check_ref(v.strip())
         except BadRef as e:

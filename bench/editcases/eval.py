@@ -35,6 +35,7 @@ from agents.edits.model import EditOutcome, EditRefused, UpdateFile
 from agents.edits.search_replace import apply_search_replace, parse_blocks
 from agents.edits.udiff import apply_udiff, parse_udiff
 from bench.editcases.baselines import exact_count, first_match, replace_all
+from infra.cliargs import Parser, UsageError
 
 FORMATS = ("str_replace", "search_replace", "udiff", "apply_patch")
 STRATEGIES = ("bosun", "first-match", "replace-all", "exact-count")
@@ -381,17 +382,8 @@ def format_table(summaries: list[Summary], max_failure_rows: int = 12) -> str:
 # ---- CLI --------------------------------------------------------------------------------------------------------
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="bosun eval edits", description="Score an edit corpus with the engine or a baseline.")
+    ap = Parser(prog="bosun eval edits", description="Score an edit corpus with the engine or a baseline.")
     ap.add_argument("--cases", required=True, type=Path, help="input JSONL (or .jsonl.gz), one case per line")
     ap.add_argument("--out", type=Path, help="write one result line per case here (default: stdout)")
     ap.add_argument("--strategy", default="bosun", help=f"one of {', '.join(STRATEGIES)} (default bosun)")
@@ -408,9 +400,9 @@ def eval_main(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv[1:])
         if args.strategy not in STRATEGIES:
-            raise _UsageError(f"unknown strategy {args.strategy!r} (expected one of {', '.join(STRATEGIES)})")
+            raise UsageError(f"unknown strategy {args.strategy!r} (expected one of {', '.join(STRATEGIES)})")
         cases = load_cases(args.cases)
-    except (_UsageError, CaseError) as e:
+    except (UsageError, CaseError) as e:
         print(f"bosun eval edits: error: {e}", file=sys.stderr)
         return 2
     try:

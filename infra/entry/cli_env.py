@@ -26,6 +26,7 @@ from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.interpreters import AVAILABLE, SUITES, interpreter
+from sandbox.environments.models import env_id_for
 from sandbox.environments.service import Environments
 
 EXIT_FAILED = 1
@@ -128,11 +129,11 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
     key = envs.key(det)
     record = envs.store.record(key)
     if args.json:
-        print(json.dumps({"env_id": f"env-{key}", "built": record is not None, **det.model_dump(mode="json")},
+        print(json.dumps({"env_id": env_id_for(key), "built": record is not None, **det.model_dump(mode="json")},
                          indent=2))
         return 0
     spec = det.spec
-    print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): env-{key} "
+    print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): {env_id_for(key)} "
           f"({'built' if record else 'not built yet'}; {spec.origin})")
     rows = [("python", spec.python), ("test command", spec.test.text),
             ("install the project", "yes, editable" + (f" with [{','.join(spec.extras)}]" if spec.extras else "")

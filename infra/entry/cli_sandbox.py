@@ -49,7 +49,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _defaults() -> tuple[str, str | None, Path]:
     try:
-
         s = Settings()
         return s.sandbox_backend, s.sandbox_image, Path(s.env_cache) if s.env_cache else default_cache()
     except Exception:  # noqa: BLE001 - settings are optional here

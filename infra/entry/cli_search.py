@@ -20,20 +20,12 @@ from pathlib import Path
 from agents.search.index import DEFAULT_CACHE, build_index
 from agents.search.ranker import rank_files
 from agents.search.repomap import render_repo_map
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
+from infra.cliargs import Parser, UsageError
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="bosun search", description="Find the code relevant to a task.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ap = Parser(prog="bosun search", description="Find the code relevant to a task.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
     files = sub.add_parser("files", help="rank the repository's files for a task")
     files.add_argument("--k", type=int, default=10, help="how many files (default 10)")
     files.add_argument("--json", action="store_true", help="print a JSON list of {path, score}")
@@ -49,20 +41,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read_query(args: argparse.Namespace, required: bool) -> str:
     if args.query is not None and args.query_file is not None:
-        raise _UsageError("give either --query or --query-file, not both")
+        raise UsageError("give either --query or --query-file, not both")
     if args.query is not None:
         text = args.query
     elif args.query_file is not None:
         try:
             text = sys.stdin.read() if args.query_file == "-" else Path(args.query_file).read_text(errors="replace")
         except OSError as exc:
-            raise _UsageError(f"cannot read query file {args.query_file}: {exc.strerror or exc}") from exc
+            raise UsageError(f"cannot read query file {args.query_file}: {exc.strerror or exc}") from exc
     elif required:
-        raise _UsageError("one of --query or --query-file is required")
+        raise UsageError("one of --query or --query-file is required")
     else:
         text = ""
     if required and not text.strip():
-        raise _UsageError("the query is empty")
+        raise UsageError("the query is empty")
     return text
 
 
@@ -72,13 +64,13 @@ def search_main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
         repo = Path(args.repo)
         if not repo.is_dir():
-            raise _UsageError(f"repository directory not found: {args.repo}")
+            raise UsageError(f"repository directory not found: {args.repo}")
         query = _read_query(args, required=args.command == "files")
         if args.command == "files" and args.k < 1:
-            raise _UsageError(f"--k must be at least 1, got {args.k}")
+            raise UsageError(f"--k must be at least 1, got {args.k}")
         if args.command == "map" and args.tokens < 1:
-            raise _UsageError(f"--tokens must be at least 1, got {args.tokens}")
-    except _UsageError as exc:
+            raise UsageError(f"--tokens must be at least 1, got {args.tokens}")
+    except UsageError as exc:
         print(f"bosun search: {exc}", file=sys.stderr)
         return 2
 

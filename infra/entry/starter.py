@@ -32,6 +32,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from pydantic import ValidationError
 
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
@@ -119,15 +120,11 @@ class Starter:
 
         spec = parse_spec(self.model)
         if spec.kind == "scripted":
-
             load_trajectory(spec.model)
         self._task_input(repo="/", task="check", trajectory_ref=None, ref="HEAD")
 
     def _task_input(self, **fields: Any) -> Any:
         """TaskInput for a start: the decision's fields, the model, and EventsConfig.task_defaults."""
-        from pydantic import ValidationError
-
-
         try:
             return TaskInput(**{"model": self.model, "max_turns": self.max_turns, **self.cfg.task_defaults, **fields})
         except ValidationError as e:
@@ -160,7 +157,6 @@ class Starter:
             return False
         while self.gateway is None and not stop.is_set():
             try:
-
                 client = await connect(self.settings, timeout_s=5)
                 self.gateway = WorkflowGateway(client, task_queue=self.settings.task_queue,
                                                timeout_s=self.cfg.temporal_timeout_s,
@@ -430,7 +426,6 @@ class Starter:
         assert origin is not None and wf_id is not None
         link = run_url(self.settings, self.cfg, wf_id)
         if origin.source == "github" and self.cfg.secret("github_token") and origin.repo:
-
             async with GitHubClient.from_config(self.cfg) as gh:
                 if outcome == "started" and origin.number is not None:
                     await gh.upsert_comment(origin.repo, origin.number, f"{wf_id}:started:{env.delivery}",
@@ -439,7 +434,6 @@ class Starter:
                 if origin.comment_id is not None and outcome in ("started", "signalled"):
                     await gh.react(origin.repo, origin.comment_id, "eyes")
         elif origin.source == "linear" and self.cfg.secret("linear_api_key") and origin.agent_session_id:
-
             sid = origin.agent_session_id
             async with LinearClient.from_config(self.cfg) as linear:
                 if outcome in ("started", "signalled", "existing"):

@@ -13,7 +13,6 @@ Everything here comes from Debian's archive; no repository content is involved. 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -22,13 +21,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox.environments.interpreters import AVAILABLE
+from sandbox.environments.store import dir_size_mb, file_lock
 
 RECIPE = "2"
 """Bump when the steps below change: every base is rebuilt under a new name."""
@@ -37,6 +37,9 @@ BUILD = ["build-essential", "python3-dev", "pkg-config"]
 SUITE_EXTRA = {"bullseye": ["python3-distutils", "python3-lib2to3"], "bookworm": ["python3-distutils"]}
 """Per suite: the standard library's parts Debian ships apart (old projects import distutils)."""
 BUILD_UID = 1000
+DEBOOTSTRAP_TIMEOUT_S = 3600
+BASE_BUILD_MAX_S = DEBOOTSTRAP_TIMEOUT_S + 900
+"""The longest a base build takes: debootstrap, then finishing, importing and tagging it."""
 """The unprivileged user builds run as inside the base (``bosun``)."""
 IMAGE_REPO = "bosun-base"
 DEB_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
@@ -99,12 +102,8 @@ class Bases:
             return []
         return [i for d in sorted(self.root.iterdir()) if not d.name.startswith(".") and (i := self.info(d.name))]
 
-    @contextlib.contextmanager
-    def _lock(self, name: str) -> Iterator[None]:
-        self.locks.mkdir(parents=True, exist_ok=True)
-        with open(self.locks / f"base-{name}.lock", "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            yield
+    def _lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.locks / f"base-{name}.lock")
 
     def ensure(self, python: str, *, compilers: bool = False, apt: list[str] | None = None, docker=None,
                progress: Callable[[str], None] = lambda _m: None) -> BaseInfo:
@@ -139,7 +138,7 @@ class Bases:
             with open(log, "wb") as out:
                 proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
                                        suite, str(rootfs), self.mirror], stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=3600,
+                                      stdin=subprocess.DEVNULL, timeout=DEBOOTSTRAP_TIMEOUT_S,
                                       env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
             if proc.returncode != 0:
                 tail = log.read_text(errors="replace").strip().splitlines()[-15:]
@@ -147,7 +146,7 @@ class Bases:
                                             + " | ".join(tail))
             _unmount_below(rootfs)
             python = _finish(rootfs, name)
-            size = _size_mb(rootfs)
+            size = dir_size_mb(rootfs)
             info = BaseInfo(name=name, suite=suite, variant=name.split("-")[1], packages=packages, python=python,
                             docker_tag=f"{IMAGE_REPO}:{name}", rootfs=str(self.root / name / "rootfs"),
                             size_mb=size, built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -247,15 +246,6 @@ def _unmount_below(path: Path) -> None:
         points = [line.split()[4] for line in f]
     for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
-
-
-def _size_mb(path: Path) -> float:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return round(total / 1e6, 1)
 
 
 def _image_present(api, tag: str) -> bool:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from infra.errors import BosunError, UnexpectedEnvironment
+from sandbox.bwrap import SANDBOX_PATH
 from sandbox.docker_backend import LABEL as SANDBOX_LABEL
 from sandbox.docker_backend import LABEL_OWNER, owner_tag
 from sandbox.environments.bases import BUILD_UID, BaseInfo
@@ -43,10 +44,15 @@ from sandbox.environments.installer import TOOLS, UV, collect_sample, install, u
 from sandbox.environments.interpreters import interpreter_env
 from sandbox.environments.models import ENV_ROOT, VENV, Detection, EnvSpec
 from sandbox.environments.netconf import BuildNetwork
-from sandbox.environments.unpack import unpack
+from sandbox.environments.unpack import ExportRefused, unpack
 
-SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOG_TAIL = 25
+LOG_HEAD_BYTES = 8 << 20
+"""Bytes of build.log kept from its start..."""
+LOG_TAIL_BYTES = 2 << 20
+"""...and from its end; what lies between is cut (the log says how much)."""
+OUTPUT_KEPT = 64 * 1024
+"""Bytes of a step's output kept in memory (its end: where installers and pytest say what went wrong)."""
 LABEL = "bosun.env"
 SEED_SCRIPT = r"""
 import os, subprocess, sys
@@ -78,6 +84,44 @@ if ignored:
                    check=True)
     print('seed: kept %d file(s) the build made, e.g. %s' % (len(ignored), ' '.join(sorted(ignored)[:5])))
 """
+
+
+class CappedLog:
+    """``build.log``, bounded: the first ``head`` bytes are written as they come, then only the last ``tail`` bytes
+    are kept (in memory, written after a line saying how many bytes were cut, on every flush). A setup step that
+    prints forever fills neither the disk nor the memory."""
+
+    def __init__(self, f: IO[bytes], head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES) -> None:
+        self.f = f
+        self.head = head
+        self.tail = tail
+        self.written = 0
+        self.cut = 0
+        self.kept = bytearray()
+
+    def write(self, data: bytes) -> int:
+        room = self.head - self.written
+        if room > 0:
+            self.f.write(data[:room])
+            self.written += min(room, len(data))
+            data = data[room:]
+        if data:
+            self.kept += data
+            if len(self.kept) > self.tail:
+                over = len(self.kept) - self.tail
+                del self.kept[:over]
+                self.cut += over
+        return len(data)
+
+    def flush(self) -> None:
+        if self.written >= self.head and (self.kept or self.cut):
+            self.f.seek(self.head)
+            if self.cut:
+                self.f.write(f"\n[... {self.cut} bytes of output cut: build.log keeps the first {self.head} and the "
+                             f"last {self.tail} bytes ...]\n".encode())
+            self.f.write(self.kept)
+            self.f.truncate()
+        self.f.flush()
 
 
 class BuildFailed(BosunError):
@@ -128,11 +172,11 @@ class _StreamFile(io.RawIOBase):
         return n
 
 
-def _owned_tar(source: bytes, uid: int) -> tuple[bytes, list[str]]:
-    """The source tar with every member owned by ``uid`` (the build user must write the tree), and its files."""
-    out = io.BytesIO()
+def _owned_tar(source: Path, dest: Path, uid: int) -> list[str]:
+    """``source`` (a tar) written to ``dest`` with every member owned by ``uid`` (the build user must write the
+    tree), streamed member by member; returns its files."""
     names: list[str] = []
-    with tarfile.open(fileobj=io.BytesIO(source), mode="r:") as src, tarfile.open(fileobj=out, mode="w:") as dst:
+    with tarfile.open(source, mode="r|") as src, tarfile.open(dest, mode="w|") as dst:
         for member in src:
             if member.type == tarfile.XGLTYPE or member.name in ("pax_global_header",):
                 continue
@@ -141,7 +185,7 @@ def _owned_tar(source: bytes, uid: int) -> tuple[bytes, list[str]]:
             if member.isreg() or member.issym():
                 names.append(member.name)
             dst.addfile(member, src.extractfile(member) if member.isreg() else None)
-    return out.getvalue(), names
+    return names
 
 
 def _tools_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
@@ -171,13 +215,14 @@ class Builder:
         self.cpus = cpus
         self.progress = progress
 
-    def build(self, det: Detection, base: BaseInfo, key: str, source_tar: bytes, staging: Path,
+    def build(self, det: Detection, base: BaseInfo, key: str, source_tar: Path, staging: Path,
               uv_cache: Path) -> Outcome:
         """Run the steps; writes ``staging/build.log`` and ``staging/root`` (the export). Raises BuildFailed."""
         spec = det.spec
         log_path = staging / "build.log"
         deadline = time.monotonic() + self.timeout_s
-        with open(log_path, "wb") as log:
+        with open(log_path, "wb") as f:
+            log = CappedLog(f)
             run = _Run(self, log, log_path, deadline)
             log.write(f"bosun environment build {key}\nrepository {det.repository} commit {det.commit}\n"
                       f"base {base.name} (python {base.python})\nspec {spec.canonical()}\n".encode())
@@ -189,6 +234,7 @@ class Builder:
                 return self._steps(run, det, base, key, source_tar, staging)
             finally:
                 run.stop_watchdog()
+                log.flush()
                 with contextlib.suppress(Exception):
                     self.api.remove_container(cid, force=True, v=True)
 
@@ -223,20 +269,24 @@ class Builder:
         env.update(spec.env)
         return env
 
-    def _steps(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: bytes,
+    def _steps(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: Path,
                staging: Path) -> Outcome:
         spec = det.spec
         api, cid = self.api, run.container
         api.start(cid)
         run.start_watchdog()
-        owned, names = _owned_tar(source_tar, BUILD_UID)
+        owned = source_tar.with_name("source-owned.tar")
+        names = _owned_tar(source_tar, owned, BUILD_UID)
         tools = {"uv": (self.uv.read_bytes(), 0o755),
                  "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
                  "seed.py": (SEED_SCRIPT.encode(), 0o644)}
         if self.network.ca_bundle is not None:
             tools["ca.crt"] = (self.network.ca_bundle, 0o644)
         run.header("copy in", f"the source ({len(names)} files) and the tools")
-        if not api.put_archive(cid, TOOLS, _tools_tar(tools)) or not api.put_archive(cid, "/workspace", owned):
+        with open(owned, "rb") as source:
+            copied = api.put_archive(cid, TOOLS, _tools_tar(tools)) and api.put_archive(cid, "/workspace", source)
+        owned.unlink()
+        if not copied:
             raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
         self.progress(f"building: virtualenv (python {base.python})")
         run.step("virtualenv", [UV, "venv", "--python", "/usr/bin/python3", VENV], self._env(spec))
@@ -274,15 +324,7 @@ class Builder:
         changes += [f"ENV {k}={shlex.quote(v)}" for k, v in spec.env.items()]
         api.commit(cid, repository="bosun-env", tag=key, changes=changes,
                    message=f"bosun environment {key} for {det.repository}@{det.commit[:12]}")
-        run.header("export", f"{ENV_ROOT} for bwrap")
-        exported = staging / "root"
-        try:
-            stream, _stat = api.get_archive(cid, ENV_ROOT)
-            unpack(io.BufferedReader(_StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
-        except BosunError:
-            with contextlib.suppress(Exception):
-                api.remove_image(tag, force=True)
-            raise
+        exported = self._export(run, tag, staging / "root")
         image = api.inspect_image(tag)
         base_img = api.inspect_image(base.docker_tag)
         size = float(image.get("Size") or 0)
@@ -291,10 +333,27 @@ class Builder:
                        layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
 
 
+    def _export(self, run: _Run, tag: str, exported: Path) -> Path:
+        """``ENV_ROOT`` of the build container unpacked at ``exported`` by sandbox/environments/unpack.py's rules;
+        output breaking them fails the build at step ``export`` (the image is removed)."""
+        run.header("export", f"{ENV_ROOT} for bwrap")
+        try:
+            stream, _stat = self.api.get_archive(run.container, ENV_ROOT)
+            unpack(io.BufferedReader(_StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
+        except BosunError as exc:
+            with contextlib.suppress(Exception):
+                self.api.remove_image(tag, force=True)
+            if isinstance(exc, ExportRefused):
+                run.note(str(exc))
+                raise run.failed("export", str(exc)) from None
+            raise
+        return exported
+
+
 class _Run:
     """One build's log, steps and deadline."""
 
-    def __init__(self, builder: Builder, log: IO[bytes], log_path: Path, deadline: float) -> None:
+    def __init__(self, builder: Builder, log: CappedLog, log_path: Path, deadline: float) -> None:
         self.builder = builder
         self.log = log
         self.log_path = log_path
@@ -333,10 +392,12 @@ class _Run:
         try:
             exec_id = api.exec_create(self.container, cmd, environment=env, workdir="/workspace",
                                       user=f"{BUILD_UID}:{BUILD_UID}")["Id"]
-            chunks: list[bytes] = []
+            output = bytearray()
             for chunk in api.exec_start(exec_id, stream=True):
                 self.log.write(chunk)
-                chunks.append(chunk)
+                output += chunk
+                if len(output) > 2 * OUTPUT_KEPT:
+                    del output[:-OUTPUT_KEPT]
             rc = api.exec_inspect(exec_id).get("ExitCode")
         except Exception as exc:  # noqa: BLE001 - the engine's errors: the container died (or the deadline)
             if self.timed_out:
@@ -346,7 +407,7 @@ class _Run:
                                         ) from None
         if self.timed_out:
             raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)")
-        text = b"".join(chunks).decode("utf-8", "replace")
+        text = bytes(output[-OUTPUT_KEPT:]).decode("utf-8", "replace")
         self.last_output = text
         rc = -1 if rc is None else int(rc)
         self.log.write(f"[{name}: exit {rc} after {time.monotonic() - started:.1f} s]\n".encode())
@@ -363,8 +424,18 @@ class _Run:
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL) -> str:
+    return "\n".join(read_tail(path, 64_000).splitlines()[-lines:])
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of a file as text (never the whole file in memory); "" when unreadable."""
     try:
-        data = path.read_bytes()[-64_000:]
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
     except OSError:
         return ""
-    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+    cut = f"[... the first {size - limit} bytes of the log are not shown ...]\n" if size > limit else ""
+    return cut + data.decode("utf-8", "replace")

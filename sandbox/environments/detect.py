@@ -135,10 +135,12 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     if declared is not None and declared.python_version:
         python = declared.python_version
         reasons.append(Reason(field="python", value=python, source=f"declared ({origin})"))
-    elif "python" in hints:
-        python = interpreters.interpreter(hints["python"][0], what=f"{hints['python'][1]}'s python").version
-        reasons.append(Reason(field="python", value=python, source=f"{hints['python'][1]} names python "
-                                                                     f"{hints['python'][0]}"))
+    elif "python" in hints and _is_version(hints["python"][0]):
+        requires = facts.requires_python[0][0] if facts.requires_python else None
+        python, why = interpreters.nearest(hints["python"][0], requires)
+        reasons.append(Reason(field="python", value=python, source=f"{hints['python'][1]} {why}"))
+        if python != hints["python"][0]:
+            notes.append(f"{hints['python'][1]} {why}")
     else:
         requires = facts.requires_python[0][0] if facts.requires_python else None
         named: list[str] = []
@@ -262,12 +264,16 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         if setup:
             reasons.append(Reason(field="setup", value=" && ".join(setup), source="tox.ini [testenv] commands "
                                                                                   "install them before the tests"))
+    if setup and not compiled:
+        reasons.append(Reason(field="per_revision", value="yes", source="setup commands run in the source tree: "
+                                                                        "what they write belongs to this revision"))
     names = [n for n in _project_names(texts) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n)]
     spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
                    project_name=names[0] if names and install and installable else None,
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
                    optional_files=optional_files, exclude_newer=exclude_newer, setup=setup, env=env, test=test,
-                   scm_version=scm_version, per_revision=bool(compiled), compilers=compilers or bool(apt))
+                   scm_version=scm_version, per_revision=bool(compiled or setup),
+                   compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
                      cache_scope=cache_scope, notes=notes)
@@ -278,13 +284,32 @@ def _pkg_info_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _is_version(text: str) -> bool:
+    return re.fullmatch(r"3\.\d{1,2}(?:\.\d+)?", str(text).strip()) is not None
+
+
+_SECTION = re.compile(r"^\[", re.M)
+
+
+def _key_in_table(text: str, table: str, key: str) -> list[str]:
+    """The first value of ``key`` (a pattern with one group) in a ``[table]`` of an INI or TOML text: each table
+    header is found once and only its own section (to the next header) is searched, so the time stays linear."""
+    pattern = re.compile(key, re.M)
+    for header in re.finditer(rf"^\[(?:{table})\]", text, re.M):
+        end = _SECTION.search(text, header.end())
+        m = pattern.search(text, header.end(), end.start() if end else len(text))
+        if m:
+            return [m.group(1)]
+    return []
+
+
 def _project_names(texts: dict[str, str]) -> list[str]:
     """The project's distribution name, from literal declarations only (pyproject, setup.cfg, setup.py's
     ``name="..."``, PKG-INFO)."""
     names = []
-    names += re.findall(r"""(?ms)^\[(?:project|tool\.poetry)\].*?^name\s*=\s*["']([^"']+)["']""",
-                        texts.get("pyproject.toml", ""))[:1]
-    names += re.findall(r"(?ms)^\[metadata\].*?^name\s*=\s*([A-Za-z0-9._-]+)\s*$", texts.get("setup.cfg", ""))[:1]
+    names += _key_in_table(texts.get("pyproject.toml", ""), r"project|tool\.poetry",
+                           r"""^name[ \t]*=[ \t]*["']([^"'\n]+)["']""")
+    names += _key_in_table(texts.get("setup.cfg", ""), r"metadata", r"^name[ \t]*=[ \t]*([A-Za-z0-9._-]+)[ \t]*$")
     names += re.findall(r"""\bname\s*=\s*["']([A-Za-z0-9._-]+)["']""", texts.get("setup.py", ""))[:1]
     names += re.findall(r"^Name:\s*(\S+)", texts.get("PKG-INFO", ""), re.M)[:1]
     return names

@@ -108,6 +108,22 @@ def choose(requires: str | None, named: list[str], commit_date: datetime | None)
     return pick, "; ".join(why) or "no constraint: the default"
 
 
+def nearest(hint: str, requires: str | None = None) -> tuple[str, str]:
+    """(version, why) for a version a Dockerfile or devcontainer names (``hint``, "3.10"): that one when it is
+    available, else the nearest available one ``requires`` allows (on a tie the older: the project named nothing
+    newer), said plainly. ConfigError when ``hint`` is not a Python 3 version."""
+    m = re.fullmatch(r"(?:python|py|cpython-?)?\s*(3)\.(\d{1,2})(?:\.\d+)?", str(hint).strip())
+    if m is None:
+        raise ConfigError(f"python {str(hint)[:40]!r} is not a Python 3 version")
+    want = (3, int(m.group(2)))
+    ok, _note = allowed(requires)
+    candidates = ok or list(AVAILABLE)
+    pick = min(candidates, key=lambda v: (abs(vkey(v)[1] - want[1]), vkey(v)))
+    if vkey(pick) == want:
+        return pick, f"names python {hint}"
+    return pick, f"names python {hint}, which environments do not have: using the nearest, {pick}"
+
+
 def _caps_below(requires: str | None, floor: tuple[int, ...]) -> bool:
     """Whether ``requires`` has an upper bound below ``floor`` (so the nearest is the oldest available)."""
     for m in re.finditer(r"(<=?|==|~=)\s*(\d+(?:\.\d+)*)", requires or ""):

@@ -123,27 +123,44 @@ def _as_list(value: Any) -> list[str]:
     return []
 
 
+_TYPE_NAMES = {dict: "a table", list: "an array", str: "a string"}
+
+
+def field_of(table: dict[str, Any], key: str, kind: type, where: str, f: Facts) -> Any:
+    """``table[key]`` when it has the type the format gives it (``kind``); otherwise None, with a note naming the
+    file and the field (a type-confused field is ignored, like a file that does not parse)."""
+    value = table.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    f.notes.append(f"{where} {key} is {type(value).__name__}, not {_TYPE_NAMES.get(kind, kind.__name__)}: ignored")
+    return None
+
+
 def read_pyproject(text: str, f: Facts) -> None:
     data = toml(text, "pyproject.toml", f.notes)
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
-    build = data.get("build-system") if isinstance(data.get("build-system"), dict) else {}
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    project = field_of(data, "project", dict, "pyproject.toml", f) or {}
+    build = field_of(data, "build-system", dict, "pyproject.toml", f) or {}
+    tool = field_of(data, "tool", dict, "pyproject.toml", f) or {}
     if project.get("name") or build.get("build-backend"):
         f.installable.append("pyproject.toml declares " + ("[project]" if project else "a build backend"))
     if isinstance(project.get("requires-python"), str):
         f.requires_python.append((project["requires-python"], "pyproject.toml [project] requires-python"))
-    classifiers = [c for c in project.get("classifiers", []) if isinstance(c, str)]
+    classifiers = [c for c in field_of(project, "classifiers", list, "pyproject.toml [project]", f) or []
+                   if isinstance(c, str)]
     if classifiers:
         f.named_pythons.append(("\n".join(c for c in classifiers if "Python ::" in c),
                                 "pyproject.toml classifiers"))
-    f.dependencies += [str(r) for r in project.get("dependencies", []) if isinstance(r, str)]
-    for name, reqs in (project.get("optional-dependencies") or {}).items():
+    f.dependencies += [str(r) for r in field_of(project, "dependencies", list, "pyproject.toml [project]", f) or []
+                       if isinstance(r, str)]
+    optional = field_of(project, "optional-dependencies", dict, "pyproject.toml [project]", f) or {}
+    for name, reqs in optional.items():
         if isinstance(reqs, list):
             f.extras[str(name)] = [str(r) for r in reqs if isinstance(r, str)]
-    for name, reqs in (data.get("dependency-groups") or {}).items():
+    for name, reqs in (field_of(data, "dependency-groups", dict, "pyproject.toml", f) or {}).items():
         if isinstance(reqs, list):
             f.groups[str(name)] = reqs
-    requires = [str(r).lower() for r in build.get("requires", []) if isinstance(r, str)]
+    requires = [str(r).lower() for r in field_of(build, "requires", list, "pyproject.toml [build-system]", f) or []
+                if isinstance(r, str)]
     for r in requires:
         base = re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip()
         if base in COMPILED_BUILD_REQUIRES:
@@ -172,7 +189,7 @@ def _read_poetry(poetry: Any, f: Facts) -> None:
         f.requires_python.append((poetry_constraint(deps["python"]),
                                   "pyproject.toml [tool.poetry.dependencies] python"))
     tables = [("dev-dependencies", poetry.get("dev-dependencies"))]
-    for name, group in (poetry.get("group") or {}).items():
+    for name, group in (field_of(poetry, "group", dict, "pyproject.toml [tool.poetry]", f) or {}).items():
         if isinstance(group, dict) and (name in TEST_EXTRAS or name in DEV_EXTRAS):
             tables.append((f"group.{name}", group.get("dependencies")))
     for where, table in tables:

@@ -3,25 +3,30 @@ detection").
 
 Detection never looks at a work tree: ``GitTree`` reads blobs out of the object store with hardened host git
 (sandbox/hostgit.py), so nothing a sandbox or a checkout could have changed (links, FIFOs, attributes) is
-followed. Reads are bounded: a file past ``MAX_FILE`` bytes or in a tree of more than ``MAX_PATHS`` entries is
-treated as absent; text is decoded leniently. ``MemoryFiles`` holds the same interface over a dict (tests).
+followed. Git runs without the repository's config (hostgit ``Borrowed``). Reads are streamed and bounded: a file
+past ``MAX_FILE`` bytes is treated as absent; a tree of more than ``MAX_PATHS`` files or a source tar past
+``MAX_SOURCE`` bytes is refused (ConfigError); text is decoded leniently.
+``MemoryFiles`` holds the same interface over a dict (tests).
 """
 
 from __future__ import annotations
 
-import os
 import re
+import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from infra.errors import ConfigError
-from sandbox.hostgit import check_revision, git, out
+from sandbox.hostgit import Borrowed, check_rev_expression, find_git_dir
 
 MAX_FILE = 512 * 1024
 """Bytes of one file detection reads (a bigger setup.py or requirements file is ignored)."""
 MAX_PATHS = 200_000
 """Entries of a tree detection lists."""
+MAX_SOURCE = 4 << 30
+"""Bytes of the source tar a build copies in (a bigger tree is refused)."""
 MAX_BATCH = 4000
 """Files read in one batch (test imports)."""
 
@@ -57,47 +62,71 @@ class MemoryFiles:
 
 
 class GitTree:
-    """RepoFiles of ``commit`` in a git directory (read from the object store, never a work tree)."""
+    """RepoFiles of ``commit`` in a git directory (read from the object store, never a work tree).
+
+    Git runs in a scratch git directory borrowing the repository's objects and refs (sandbox/hostgit.py:
+    ``Borrowed``): the repository's own config (filter drivers, includes) is never read, so nothing of it runs on
+    the host. Every output is read as a stream and bounded (``MAX_PATHS``, ``MAX_FILE``, ``MAX_SOURCE``)."""
 
     def __init__(self, git_dir: Path, commit: str) -> None:
         self.git_dir = Path(git_dir)
         self.commit = commit
         self._paths: list[str] | None = None
         self._sizes: dict[str, int] = {}
+        self._borrowed: Borrowed | None = None
+
+    @property
+    def scratch(self) -> Borrowed:
+        if self._borrowed is None:
+            self._borrowed = Borrowed(self.git_dir)
+        return self._borrowed
+
+    def close(self) -> None:
+        if self._borrowed is not None:
+            self._borrowed.close()
+            self._borrowed = None
 
     @classmethod
     def of_repository(cls, repo: str | Path, ref: str = "HEAD") -> GitTree:
-        """The tree of ``ref`` in a repository on this host (a work tree's top folder or a bare repository);
-        ConfigError for a missing repository or an unknown ref."""
+        """The tree of ``ref`` (anything ``git rev-parse --verify REF^{commit}`` resolves) in a repository on this
+        host (a work tree's top folder or a bare repository); ConfigError for a missing repository or an unknown
+        ref. The repository's config is never read."""
         path = Path(repo).expanduser()
         if not path.is_dir():
             raise ConfigError(f"--repo {repo}: no such directory")
-        check_revision(ref, "--ref")
-        proc = git(None, "-C", str(path.resolve()), "rev-parse", "--absolute-git-dir", check=False)
-        if proc.returncode != 0:
+        check_rev_expression(ref, "--ref")
+        git_dir = find_git_dir(path.resolve())
+        if git_dir is None:
             raise ConfigError(f"--repo {repo}: not a git repository")
-        git_dir = Path(os.fsdecode(proc.stdout.strip()))
-        found = git(git_dir, "rev-parse", "--verify", "-q", "--end-of-options", f"{ref}^{{commit}}", check=False)
+        tree = cls(git_dir, "")
+        found = tree.scratch.git("rev-parse", "--verify", "-q", "--end-of-options", f"{ref}^{{commit}}",
+                                 check=False, timeout_s=60)
         if found.returncode != 0:
+            tree.close()
             raise ConfigError(f"--ref {ref}: no such commit in {repo}")
-        return cls(git_dir, found.stdout.decode().strip())
+        tree.commit = found.stdout.decode().strip()
+        return tree
 
     def paths(self) -> list[str]:
         if self._paths is None:
-            raw = git(self.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", self.commit).stdout
             paths: list[str] = []
-            for rec in raw.split(b"\0"):
-                if not rec or b"\t" not in rec:
-                    continue
-                meta, name = rec.split(b"\t", 1)
-                fields = meta.split()
-                if len(fields) < 4 or fields[1] != b"blob":
-                    continue
-                path = name.decode("utf-8", "surrogateescape")
-                paths.append(path)
-                self._sizes[path] = int(fields[3]) if fields[3].isdigit() else MAX_FILE + 1
-                if len(paths) >= MAX_PATHS:
-                    break
+            with self.scratch.stream("ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", self.commit,
+                                     timeout_s=300) as proc:
+                assert proc.stdout is not None
+                for rec in _records(proc.stdout, b"\0", 8192):
+                    if b"\t" not in rec:
+                        continue
+                    meta, name = rec.split(b"\t", 1)
+                    fields = meta.split()
+                    if len(fields) < 4 or fields[1] != b"blob":
+                        continue
+                    if len(paths) >= MAX_PATHS:
+                        proc.kill()
+                        raise ConfigError(f"the tree of {self.commit[:12]} has more than {MAX_PATHS} files: "
+                                          "too many to detect an environment")
+                    path = name.decode("utf-8", "surrogateescape")
+                    paths.append(path)
+                    self._sizes[path] = int(fields[3]) if fields[3].isdigit() else MAX_FILE + 1
             self._paths = sorted(paths)
         return self._paths
 
@@ -109,45 +138,80 @@ class GitTree:
         wanted = [p for p in paths[:MAX_BATCH] if 0 <= self._sizes.get(p, -1) <= MAX_FILE and "\n" not in p]
         if not wanted:
             return {}
-        spec = "".join(f"{self.commit}:{p}\n" for p in wanted).encode("utf-8", "surrogateescape")
-        raw = git(self.git_dir, "cat-file", "--batch", input=spec, timeout_s=120).stdout
         found: dict[str, str] = {}
-        pos = 0
-        for p in wanted:
-            nl = raw.find(b"\n", pos)
-            if nl < 0:
-                break
-            header = raw[pos:nl].split()
-            pos = nl + 1
-            if len(header) != 3 or header[1] != b"blob":
-                continue
-            size = int(header[2])
-            data = raw[pos:pos + size]
-            pos += size + 1
-            if b"\0" in data[:8192]:
-                continue
-            found[p] = data.decode("utf-8", "replace")
+        with tempfile.NamedTemporaryFile(prefix="bosun-batch-") as spec:
+            spec.write("".join(f"{self.commit}:{p}\n" for p in wanted).encode("utf-8", "surrogateescape"))
+            spec.flush()
+            with self.scratch.stream("cat-file", "--batch", stdin=Path(spec.name), timeout_s=120) as proc:
+                assert proc.stdout is not None
+                pipe = proc.stdout
+                for p in wanted:
+                    header = pipe.readline(1024).split()
+                    if not header:
+                        break
+                    if len(header) != 3 or not header[2].isdigit():
+                        continue  # "<name> missing"
+                    size = int(header[2])
+                    if size > MAX_FILE:  # the tree said otherwise: never hold it
+                        proc.kill()
+                        break
+                    data = pipe.read(size + 1)[:size]
+                    if header[1] != b"blob" or b"\0" in data[:8192]:
+                        continue
+                    found[p] = data.decode("utf-8", "replace")
         return found
 
     def commit_date(self) -> datetime:
-        stamp = out(self.git_dir, "show", "-s", "--format=%ct", self.commit)
+        stamp = self.scratch.out("show", "-s", "--format=%ct", "--end-of-options", self.commit)
         return datetime.fromtimestamp(int(stamp), tz=UTC)
 
     def tree_id(self) -> str:
-        return out(self.git_dir, "rev-parse", f"{self.commit}^{{tree}}")
+        return self.scratch.out("rev-parse", "--end-of-options", f"{self.commit}^{{tree}}")
 
     def root_commit(self) -> str:
         """The repository's first commit (its identity across revisions)."""
-        roots = out(self.git_dir, "rev-list", "--max-parents=0", self.commit).split()
+        roots = self.scratch.out("rev-list", "--max-parents=0", "--end-of-options", self.commit).split()
         return sorted(roots)[0] if roots else self.commit
 
     def version_tag(self) -> str | None:
         """The nearest tag, as a version (``v1.2.3`` -> ``1.2.3``), if it looks like one."""
-        proc = git(self.git_dir, "describe", "--tags", "--abbrev=0", self.commit, check=False)
+        proc = self.scratch.git("describe", "--tags", "--abbrev=0", "--end-of-options", self.commit, check=False)
         tag = proc.stdout.decode("utf-8", "replace").strip()
         m = re.fullmatch(r"[vV]?(\d+(?:\.\d+){0,3}(?:[.-]?(?:a|b|rc|post|dev)\d*)?)", tag)
         return m.group(1) if proc.returncode == 0 and m else None
 
-    def archive(self) -> bytes:
-        """The tree as a tar (git archive): the build's source, unpacked inside the build container."""
-        return git(self.git_dir, "archive", "--format=tar", self.commit, timeout_s=600).stdout
+    def archive(self, dest: Path, max_bytes: int = MAX_SOURCE) -> Path:
+        """The tree as a tar (git archive, with no filter or config of the repository) written to ``dest``: the
+        build's source, unpacked inside the build container. ConfigError past ``max_bytes``."""
+        written = 0
+        with open(dest, "wb") as f, self.scratch.stream("archive", "--format=tar", "--end-of-options", self.commit,
+                                                        timeout_s=600) as proc:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read(1 << 20):
+                written += len(chunk)
+                if written > max_bytes:
+                    proc.kill()
+                    raise ConfigError(f"the source of {self.commit[:12]} is larger than {max_bytes >> 20} MB "
+                                      "as a tar: too big to build an environment from")
+                f.write(chunk)
+        return dest
+
+
+def _records(pipe: IO[bytes], sep: bytes, max_record: int) -> Iterator[bytes]:
+    """Records of a stream separated by ``sep``; a record longer than ``max_record`` is skipped (never held)."""
+    buf = b""
+    skipping = False
+    while chunk := pipe.read(1 << 16):
+        buf += chunk
+        while (end := buf.find(sep)) >= 0:
+            rec, buf = buf[:end], buf[end + 1:]
+            if skipping:
+                skipping = False
+                continue
+            if rec:
+                yield rec
+        if len(buf) > max_record:
+            buf = b""
+            skipping = True
+    if buf and not skipping:
+        yield buf

@@ -20,15 +20,15 @@ from typing import Any
 
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
-from sandbox.environments.bases import BUILD_UID, Bases, plan
-from sandbox.environments.builder import Builder, BuildFailed, log_tail
+from sandbox.environments.bases import BASE_BUILD_MAX_S, BUILD_UID, Bases, plan
+from sandbox.environments.builder import Builder, BuildFailed
 from sandbox.environments.declared import load_overrides, override_for
 from sandbox.environments.detect import detect
 from sandbox.environments.dockerping import image_exists
 from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.netconf import build_network
 from sandbox.environments.repofiles import GitTree
-from sandbox.environments.store import IMAGE_REPO, EnvStore, default_cache, dir_size_mb, key_of
+from sandbox.environments.store import IMAGE_REPO, EnvStore, default_cache, dir_size_mb, key_of, strip_setid
 
 KEEP_RECENT_S = 3600.0
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
@@ -43,6 +43,12 @@ def detection_key(commit: str, override: tuple[str, str] | None) -> str:
         with contextlib.suppress(OSError):
             h.update((here / name).read_bytes())
     return h.hexdigest()[:32]
+
+
+def ensure_timeout_s(settings: Settings) -> float:
+    """The longest :meth:`Environments.ensure` may take: its own base and build, after waiting for a concurrent
+    build of the same environment (which may have built its base too)."""
+    return 2 * (settings.env_build_timeout_s + BASE_BUILD_MAX_S)
 
 
 def uv_binary() -> Path:
@@ -188,14 +194,23 @@ class Environments:
         uv = uv_binary()
         base = self.bases.ensure(spec.python, compilers=spec.compilers, apt=spec.apt, docker=api,
                                  progress=self.progress)
-        self.progress(f"building environment env-{key} for {det.repository}@{det.commit[:12]} on {base.name} "
+        self.progress(f"building environment {env_id_for(key)} for {det.repository}@{det.commit[:12]} on {base.name} "
                       f"(python {base.python})")
         staging = self.store.staging(key)
         builder = Builder(api, uv=uv, network=build_network(), timeout_s=self.settings.env_build_timeout_s,
                           memory_mb=self.settings.env_build_memory_mb, progress=self.progress)
         try:
-            outcome = builder.build(det, base, key, tree.archive(), staging,
-                                    self.store.uv_cache(det.cache_scope or key, BUILD_UID))
+            try:
+                source = tree.archive(staging / "source.tar")
+            except ConfigError as exc:  # the tree is too big to build from: the repository's, not the host's
+                raise BuildFailed("source", str(exc), "") from None
+            uv_cache = self.store.uv_cache(key, BUILD_UID)
+            try:
+                outcome = builder.build(det, base, key, source, staging, uv_cache)
+            finally:
+                strip_setid(uv_cache)
+            for name in ("source.tar", "source-owned.tar"):
+                (staging / name).unlink(missing_ok=True)
         except BuildFailed as exc:
             kept = self.store.discard(staging, key, staging / "build.log")
             raise BuildFailed(exc.step, exc.reason, exc.tail, kept) from None
@@ -228,6 +243,7 @@ class Environments:
         record = self.store.find(env_id)
         with self.store.lock(key):
             self.store.remove_dir(key)
+            self.store.remove_uv_cache(key)
             with contextlib.suppress(Exception):
                 self.api.remove_image(record.backend_refs.get("docker", f"{IMAGE_REPO}:{key}"), force=True)
         return record
@@ -295,14 +311,3 @@ class Environments:
         out["freed_mb"] = round(out["freed_mb"], 1)
         return out
 
-
-def failure_summary(exc: BuildFailed) -> str:
-    return f"{exc}\n{exc.tail}" if exc.tail else str(exc)
-
-
-def tail_of(path: Path | None) -> str:
-    return log_tail(path) if path else ""
-
-
-def is_root() -> bool:
-    return os.geteuid() == 0

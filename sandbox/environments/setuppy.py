@@ -2,6 +2,10 @@
 
 Only literal values are understood: constants, lists, tuples, dicts, ``dict(...)`` calls, names assigned a literal
 at module level, ``+`` of lists and strings. Anything else is left out and said in ``notes``.
+
+Evaluation is bounded: a name is evaluated once (memoised; a name that refers to itself is unknown), at most
+``MAX_NODES`` nodes are visited and no value grows past ``MAX_SIZE`` items or characters per argument (``x = [x, x]``
+repeated, strings doubled): past a bound that argument is given up, with a note.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SOURCE = 512 * 1024
+MAX_NODES = 100_000
+"""Syntax nodes visited to evaluate one argument of setup()."""
+MAX_SIZE = 1_000_000
+"""Items and characters of one evaluated value."""
 
 
 @dataclass
@@ -35,12 +43,35 @@ class SetupFacts:
 _UNKNOWN = object()
 
 
+class _GiveUp(Exception):
+    """An argument past a bound of the module docstring."""
+
+
 class _Evaluator:
     def __init__(self, names: dict[str, ast.expr]) -> None:
         self.names = names
         self.depth = 0
+        self.visited = 0
+        self.memo: dict[str, Any] = {}
+        self.active: set[str] = set()
+        self.sizes: dict[int, int] = {}
+        self.keep: list[Any] = []
+
+    def top(self, node: ast.AST, what: str, notes: list[str]) -> Any:
+        """The value of one argument, or _UNKNOWN (with a note) past a bound."""
+        self.visited = 0
+        try:
+            return self.value(node)
+        except _GiveUp as exc:
+            self.active.clear()
+            self.depth = 0
+            notes.append(f"setup.py: {what} is too large to evaluate ({exc}): not read")
+            return _UNKNOWN
 
     def value(self, node: ast.AST) -> Any:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise _GiveUp(f"more than {MAX_NODES} steps")
         self.depth += 1
         try:
             if self.depth > 50:
@@ -49,12 +80,31 @@ class _Evaluator:
         finally:
             self.depth -= 1
 
+    def size(self, value: Any) -> int:
+        if isinstance(value, str | bytes):
+            return len(value)
+        return self.sizes.get(id(value), 1)
+
+    @staticmethod
+    def check(size: int) -> int:
+        if size > MAX_SIZE:
+            raise _GiveUp(f"more than {MAX_SIZE} items or characters")
+        return size
+
+    def made(self, value: Any, size: int) -> Any:
+        self.check(size)
+        self.sizes[id(value)] = size
+        self.keep.append(value)  # ids stay unique while the evaluator lives
+        return value
+
     def _value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = [self.value(e) for e in node.elts]
-            return _UNKNOWN if any(i is _UNKNOWN for i in items) else list(items)
+            if any(i is _UNKNOWN for i in items):
+                return _UNKNOWN
+            return self.made(list(items), 1 + sum(self.size(i) for i in items))
         if isinstance(node, ast.Dict):
             out = {}
             for k, v in zip(node.keys, node.values, strict=True):
@@ -68,15 +118,27 @@ class _Evaluator:
                 if key is _UNKNOWN or not isinstance(key, str):
                     return _UNKNOWN
                 out[key] = val
-            return out
+            return self.made(out, 1 + sum(self.size(k) + self.size(v) for k, v in out.items()))
         if isinstance(node, ast.Name):
+            if node.id in self.memo:
+                return self.memo[node.id]
             bound = self.names.get(node.id)
-            return self.value(bound) if bound is not None else _UNKNOWN
+            if bound is None or node.id in self.active:
+                return _UNKNOWN
+            self.active.add(node.id)
+            try:
+                got = self.value(bound)
+            finally:
+                self.active.discard(node.id)
+            self.memo[node.id] = got
+            return got
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.value(node.left), self.value(node.right)
             if isinstance(left, list) and isinstance(right, list):
-                return left + right
+                size = self.check(self.size(left) + self.size(right))  # before the list is made
+                return self.made(left + right, size)
             if isinstance(left, str) and isinstance(right, str):
+                self.check(len(left) + len(right))
                 return left + right
             return _UNKNOWN
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" \
@@ -90,7 +152,7 @@ class _Evaluator:
                     out.update(val)
                 else:
                     out[kw.arg] = val
-            return out
+            return self.made(out, 1 + sum(self.size(k) + self.size(v) for k, v in out.items()))
         return _UNKNOWN
 
 
@@ -137,13 +199,13 @@ def read_setup_py(source: str) -> SetupFacts:
     kwargs: dict[str, Any] = {}
     for kw in call.keywords:
         if kw.arg is None:
-            spread = ev.value(kw.value)
+            spread = ev.top(kw.value, "its **arguments", facts.notes)
             if isinstance(spread, dict):
                 kwargs.update(spread)
             else:
                 facts.notes.append("setup.py passes **arguments bosun cannot read")
             continue
-        kwargs[kw.arg] = ev.value(kw.value)
+        kwargs[kw.arg] = ev.top(kw.value, kw.arg, facts.notes)
     for key in ("install_requires", "tests_require", "setup_requires"):
         if key in kwargs:
             got = _strings(kwargs[key])

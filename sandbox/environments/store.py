@@ -20,6 +20,7 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -90,12 +91,8 @@ class EnvStore:
                 out.append(rec)
         return out
 
-    @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
-        self.locks.mkdir(parents=True, exist_ok=True)
-        with open(self.locks / f"{name}.lock", "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            yield
+    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.locks / f"{name}.lock")
 
     def staging(self, key: str) -> Path:
         self.ensure_dirs()
@@ -145,14 +142,47 @@ class EnvStore:
         now = time.time()
         return [p for p in self.envs.glob(".building-*") if now - p.stat().st_mtime > older_than_s]
 
-    def uv_cache(self, scope: str, uid: int) -> Path:
-        """The installer cache of one repository (``scope``: its identity), owned by the build user."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", scope)[:80] or "default"
-        path = self.root / "uv" / safe
-        path.mkdir(parents=True, exist_ok=True)
+    def uv_cache(self, key: str, uid: int) -> Path:
+        """The installer cache of one environment (``key``), owned by the build user, under a folder only root
+        can enter (0700): builds of other environments (another repository, a fork) never read or write it."""
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80] or "default"
+        root = self.root / "uv"
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o700)
+        path = root / safe
+        path.mkdir(exist_ok=True)
+        os.chmod(path, 0o700)
         if os.geteuid() == 0:
             os.chown(path, uid, uid)
         return path
+
+    def remove_uv_cache(self, key: str) -> None:
+        shutil.rmtree(self.root / "uv" / re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80], ignore_errors=True)
+
+
+def strip_setid(path: Path) -> int:
+    """Drop set-user-id, set-group-id and sticky bits below ``path`` (a folder a build wrote; links are not
+    followed); returns how many entries had them."""
+    found = 0
+    for dirpath, dirs, files in os.walk(path):
+        for name in dirs + files:
+            full = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                mode = os.lstat(full).st_mode
+                if stat.S_ISLNK(mode) or not mode & 0o7000:
+                    continue
+                os.chmod(full, stat.S_IMODE(mode) & ~0o7000, follow_symlinks=False)
+                found += 1
+    return found
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created with its folder) across processes of this host."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def dir_size_mb(path: Path) -> float:

@@ -15,14 +15,17 @@ import tarfile
 from pathlib import Path
 from typing import IO
 
-from infra.errors import UnexpectedEnvironment
+from infra.errors import BosunError
 
 MAX_ENTRIES = 400_000
 MAX_BYTES = 16 << 30
 
 
-class ExportRefused(UnexpectedEnvironment):
-    """The build's output broke a rule of the module docstring."""
+class ExportRefused(BosunError):
+    """The build's output broke a rule of the module docstring: the repository's build made it so, a build
+    failure (the builder reports it as step ``export``), never a broken host to retry on."""
+
+    kind = "EnvironmentFailed"
 
 
 def unpack(stream: IO[bytes], dest: Path, *, strip: str = "", max_entries: int = MAX_ENTRIES,
@@ -31,9 +34,16 @@ def unpack(stream: IO[bytes], dest: Path, *, strip: str = "", max_entries: int =
     directory name removed from every member. Returns the bytes written. Raises ExportRefused."""
     dest = Path(dest)
     dest.mkdir(parents=True)
+    prefix = strip.rstrip("/") + "/" if strip else ""
+    try:
+        return _unpack(stream, dest, strip, prefix, max_entries, max_bytes)
+    except tarfile.TarError as exc:  # a stream that is not a tar, or ends half-way
+        raise ExportRefused(f"the build's output is not a readable tar: {exc}") from None
+
+
+def _unpack(stream: IO[bytes], dest: Path, strip: str, prefix: str, max_entries: int, max_bytes: int) -> int:
     total = 0
     count = 0
-    prefix = strip.rstrip("/") + "/" if strip else ""
     with tarfile.open(fileobj=stream, mode="r|") as tar:
         for member in tar:
             count += 1

@@ -128,3 +128,42 @@ def test_tool_names_in_labels_are_bounded():
         telemetry.tool_label(f"made_up_{i}")
     assert telemetry.tool_label("one_more_name") == "other" and telemetry.tool_label("read_file") == "read_file"
     telemetry._tool_names.clear()
+
+
+async def test_sandbox_pool_metrics_warm_in_use_and_cold_starts(tmp_path):
+    """The sandbox manager reports starts (warm from a pool, cold otherwise), sandboxes in use and the pool's
+    ready sandboxes, on a real bwrap backend."""
+    from sandbox import get_provider
+    from sandbox.manager import SandboxManager
+
+    def point(name: str, **labels: str) -> float | None:
+        for rm in READER.get_metrics_data().resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    for p in m.data.data_points:
+                        if m.name == name and dict(p.attributes) == labels:
+                            return p.value
+        return None
+
+    cold_before = point("bosun.sandbox.starts", backend="bwrap", start="cold") or 0
+    manager = SandboxManager("bwrap", "unused")
+    manager._provider = get_provider("bwrap", pool_size=1)
+    await manager._provider.start()
+    ready = await manager._provider.wait_ready(timeout_s=30)
+    assert point("bosun.sandbox.warm", backend="bwrap") == ready
+    workspaces = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    for ws in workspaces:
+        ws.mkdir()
+    try:
+        for i, ws in enumerate(workspaces):
+            box = await manager.get(f"k{i}", str(ws))
+            assert (await box.exec(["true"])).exit_code == 0
+        assert point("bosun.sandbox.in_use", backend="bwrap") == 3
+        warm = point("bosun.sandbox.starts", backend="bwrap", start="warm") or 0
+        cold = (point("bosun.sandbox.starts", backend="bwrap", start="cold") or 0) - cold_before
+        # the pool's hits were warm starts (it refills between acquires), its misses cold ones
+        assert warm + cold == 3 and warm == manager._provider.hits >= ready
+    finally:
+        await manager.close_all()
+        await manager._provider.close()
+    assert point("bosun.sandbox.in_use", backend="bwrap") == 0

@@ -133,3 +133,37 @@ def test_agents_are_told_the_interpreter_and_test_command():
     facts = environment_facts(EnvironmentInfo(env_id="env-x", python="3.9.2", test_command="python -m pytest tests"))
     assert facts["Python"].startswith("3.9.2 in a virtualenv") and facts["Tests"].startswith("python -m pytest tests")
     assert "not installed" in environment_facts(None)["Python"]
+
+
+def test_the_installer_cache_is_per_environment_private_and_loses_set_id_bits(tmp_path: Path):
+    import os
+    import stat
+
+    from sandbox.environments.store import EnvStore, strip_setid
+
+    store = EnvStore(tmp_path / "cache")
+    a, b = store.uv_cache("key-a", os.getuid()), store.uv_cache("key-b", os.getuid())
+    assert a != b and a.parent == b.parent
+    assert stat.S_IMODE(a.stat().st_mode) == 0o700 and stat.S_IMODE(a.parent.stat().st_mode) == 0o700
+    (a / "wheels").mkdir()
+    planted = a / "wheels" / "tool"
+    planted.write_text("#!/bin/sh\n")
+    os.chmod(planted, 0o6755)
+    os.chmod(a / "wheels", 0o3777)
+    outside = tmp_path / "outside"
+    outside.write_text("x")
+    os.chmod(outside, 0o4755)
+    (a / "link").symlink_to(outside)
+    assert strip_setid(a) == 2
+    assert stat.S_IMODE(planted.stat().st_mode) == 0o755 and stat.S_IMODE((a / "wheels").stat().st_mode) == 0o777
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o4755  # a link is never followed
+    store.remove_uv_cache("key-a")
+    assert not a.exists() and b.exists()
+
+
+def test_one_sandbox_path_and_no_dead_helpers():
+    from sandbox import bwrap
+    from sandbox.environments import builder, service
+
+    assert builder.SANDBOX_PATH is bwrap.SANDBOX_PATH
+    assert not any(hasattr(service, n) for n in ("failure_summary", "tail_of", "is_root"))

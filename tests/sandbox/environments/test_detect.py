@@ -187,3 +187,53 @@ def test_interpreter_choice():
     assert interpreter("python3.11").suite == "bookworm"
     with pytest.raises(ConfigError, match="3.8"):
         interpreter("3.8")
+
+
+@pytest.mark.parametrize("toml, field", [
+    ('[project]\nname = "x"\nclassifiers = 5\n', "[project] classifiers"),
+    ('[project]\nname = "x"\noptional-dependencies = [1]\n', "[project] optional-dependencies"),
+    ('[project]\nname = "x"\ndependencies = "six"\n', "[project] dependencies"),
+    ('dependency-groups = [1]\n[project]\nname = "x"\n', "pyproject.toml dependency-groups"),
+    ('[build-system]\nrequires = 3\nbuild-backend = "x"\n', "[build-system] requires"),
+    ('[tool.poetry]\nname = "x"\ngroup = [1]\n', "[tool.poetry] group"),
+    ('project = 1\n', "pyproject.toml project"),
+])
+def test_type_confused_pyproject_fields_are_ignored_with_a_note(toml, field):
+    det = spec_of({"pyproject.toml": toml, "tests/test_a.py": "def test_a(): pass\n"})
+    assert any(n.startswith(f"pyproject.toml {field}".replace("pyproject.toml pyproject.toml", "pyproject.toml"))
+               and "ignored" in n for n in det.notes), det.notes
+
+
+def test_project_names_are_found_in_linear_time():
+    import time
+
+    assert spec_of({"pyproject.toml": '[project]\nname = "demo"\n[tool.x]\nname = "other"\n'}).spec.project_name \
+        == "demo"
+    assert spec_of({"setup.cfg": "[metadata]\nname = democfg\n"}).spec.project_name == "democfg"
+    assert spec_of({"setup.cfg": "[metadata]\nversion = 1\n[other]\nname = wrong\n"}).spec.project_name is None
+    started = time.monotonic()
+    spec_of({"pyproject.toml": "[project]\n" * 8000, "setup.cfg": "[metadata]\n" * 8000})
+    assert time.monotonic() - started < 1.5
+
+
+@pytest.mark.parametrize("image, python", [("3.8", "3.9"), ("3.10", "3.9"), ("3.12", "3.11"), ("3.13", "3.13"),
+                                           ("3.14", "3.13")])
+def test_a_dockerfile_python_is_a_hint_for_the_nearest_available(image, python):
+    files = {"Dockerfile": f"FROM python:{image}-slim\n", "setup.py": "from setuptools import setup\nsetup(name='d')\n"}
+    det = spec_of(files)
+    assert det.spec.python == python
+    assert any(f"names python {image}" in r.source for r in det.reasons if r.field == "python")
+    assert (python == image) != any("the nearest" in n for n in det.notes)
+    det = spec_of({".devcontainer/devcontainer.json": f'{{"image": "mcr.microsoft.com/devcontainers/python:{image}"}}'})
+    assert det.spec.python == python
+    det = spec_of({**files, "pyproject.toml": '[project]\nname = "d"\nrequires-python = ">=3.11"\n'})
+    assert det.spec.python == ("3.11" if image in ("3.8", "3.10", "3.12") else python)
+
+
+def test_setup_commands_make_an_environment_per_revision():
+    plain = spec_of({"setup.py": "from setuptools import setup\nsetup(name='d')\n"})
+    assert not plain.spec.per_revision
+    det = spec_of({".devcontainer/devcontainer.json": '{"postCreateCommand": "python gen.py > version.txt"}',
+                   "setup.py": "from setuptools import setup\nsetup(name='d')\n"})
+    assert det.spec.setup and det.spec.per_revision
+    assert "per_revision" in [r.field for r in det.reasons]

@@ -63,3 +63,37 @@ def test_the_export_is_bounded(tmp_path: Path):
     with pytest.raises(ExportRefused, match="larger than"):
         unpack(tar_of([(entry("bosun-env/big"), b"x" * (2 << 20))]), tmp_path / "b", strip="bosun-env",
                max_bytes=1 << 20)
+
+
+def test_a_refused_export_fails_the_build_at_step_export(tmp_path: Path):
+    """A build whose output breaks the rules is the repository's failure (BuildFailed, step "export", never
+    retried), not a broken host; a stream that is not a tar is refused the same way."""
+    from infra.errors import UnexpectedEnvironment
+    from sandbox.environments.builder import Builder, BuildFailed, _Run
+
+    class Api:
+        removed: list[str] = []
+
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def get_archive(self, _cid, _path):
+            return iter([self.data]), {}
+
+        def remove_image(self, tag, force=False):
+            self.removed.append(tag)
+
+    hostile = tar_of([(entry("bosun-env/"), None), (entry("bosun-env/x", tarfile.LNKTYPE, link="/etc/passwd"),
+                                                    None)]).getvalue()
+    for i, data in enumerate([hostile, b"not a tar at all" * 100]):
+        api = Api(data)
+        builder = Builder(api, uv=Path("/bin/true"), network=None, timeout_s=60, memory_mb=512)
+        log_path = tmp_path / f"build{i}.log"
+        with open(log_path, "wb") as log:
+            run = _Run(builder, log, log_path, deadline=0)
+            run.container = "c"
+            with pytest.raises(BuildFailed) as caught:
+                builder._export(run, "bosun-env:k", tmp_path / f"root{i}")
+        assert caught.value.step == "export" and not isinstance(caught.value, UnexpectedEnvironment)
+        assert api.removed[-1] == "bosun-env:k"
+    assert "hard link" in log_path.with_name("build0.log").read_text()
