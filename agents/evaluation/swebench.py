@@ -150,11 +150,18 @@ def load_predictions(source: str, instances: list[Instance]) -> dict[str, Predic
     return out
 
 
+NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+"""Files of a test patch the harness does not give the test runner (data, not tests; ``csv`` without its dot as
+the harness spells it)."""
+
+
 def patched_files(test_patch: str) -> list[str]:
-    """The files a test patch touches (the harness runs these for runners that take files)."""
+    """The files a test patch touches that the harness runs (for runners that take files): data files (a
+    template's ``.txt``, a fixture's ``.json``...) are left out, as the harness leaves them out -- given to pytest,
+    ``test*.txt`` would be collected as doctests."""
     files = []
     for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", test_patch, re.MULTILINE):
-        if m.group(2) not in files:
+        if m.group(2) not in files and not m.group(2).endswith(NON_TEST_EXTS):
             files.append(m.group(2))
     return files
 

@@ -46,6 +46,13 @@ def test_instances_and_predictions(tmp_path):
     assert patched_files(ROW["test_patch"]) == ["test_requests.py"]
 
 
+def test_the_test_patch_data_files_are_not_given_to_the_runner():
+    patch = "".join(f"diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n" for f in
+                    ("tests/test_a.py", "tests/res/test_doc.txt", "tests/data/x.json", "tests/conftest.py",
+                     "tests/test_a.py"))
+    assert patched_files(patch) == ["tests/test_a.py", "tests/conftest.py"]
+
+
 @pytest.mark.parametrize("row,message", [
     ({**ROW, "base_commit": "not-a-sha"}, "base_commit"),
     ({**ROW, "FAIL_TO_PASS": "[not json"}, "not a JSON list"),

@@ -73,6 +73,15 @@ def test_pytest_summary_and_verbose_lines():
     assert parse("pytest", "\x1b[32mPASSED\x1b[0m t.py::test_a") == {"t.py::test_a": "PASSED"}
 
 
+def test_pytest_names_are_the_first_word_after_the_status_as_the_harness_takes_them():
+    log = ("PASSED tests/test_ext.py::test_trans[a b]\n"
+           "FAILED tests/test_ext.py::test_plural[x - y] - AssertionError: no\n"
+           "SKIPPED [1] tests/test_ext.py:12: needs babel\n")
+    got = parse("pytest", log)
+    assert got["tests/test_ext.py::test_trans[a"] == "PASSED"  # as in the published FAIL_TO_PASS lists
+    assert got["tests/test_ext.py::test_plural[x"] == "FAILED"
+
+
 def test_sympy_bin_test():
     assert parse("sympy", SYMPY) == {"test__aresame": "PASSED", "test_structure": "FAILED",
                                      "test_equality": "ERROR", "test_not_implemented": "XFAIL"}
@@ -90,7 +99,7 @@ def test_django_and_unittest_with_docstrings_and_new_style_names():
 
 def test_hostile_output_is_only_matched():
     log = "PASSED $(rm -rf /)\n" + "x" * 100_000 + "\nFAILED t.py::test_b - ; echo pwned\n"
-    assert parse("pytest", log) == {"t.py::test_b": "FAILED"}  # matched as names, never run
+    assert parse("pytest", log) == {"$(rm": "PASSED", "t.py::test_b": "FAILED"}  # matched as names, never run
     with pytest.raises(ValueError, match="unknown test runner 'nose'"):
         parse("nose", "")
 
