@@ -17,7 +17,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # pytest -rA short summary: "PASSED tests/test_x.py::test_a", "FAILED tests/x.py::test_b - AssertionError: ...".
 # The name is the first word after the status, as the SWE-bench harness takes it: a parameter id with a space in
 # it ("t.py::test_a[a b]") is named "t.py::test_a[a" there, and so in the published FAIL_TO_PASS lists.
-_PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+)")
+# pytest before 5 says "FAIL" there.
+_PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|FAIL|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+)")
 # pytest -v: "tests/test_x.py::test_a PASSED  [ 10%]"
 _PYTEST_VERBOSE = re.compile(r"^(\S+::\S+(?:\[.*\])?)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 # sympy bin/test: "test_foo ok", "test_bar F", "test_baz E", "test_qux f" (expected failure), "test_s s"
@@ -47,7 +48,7 @@ def parse_pytest(log: str) -> dict[str, str]:
 
 
 def _pytest_status(word: str) -> str:
-    return {"XPASS": PASSED}.get(word, word)
+    return {"XPASS": PASSED, "FAIL": FAILED}.get(word, word)
 
 
 def parse_sympy(log: str) -> dict[str, str]:

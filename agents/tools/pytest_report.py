@@ -8,7 +8,9 @@ from pydantic import BaseModel
 
 _SUMMARY = re.compile(r"^=+ (?P<body>.*\d+ (passed|failed|error|errors|skipped|deselected|xfailed|xpassed|"
                       r"no tests ran).*?) =+$")
-_LINE = re.compile(r"^(?P<status>PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (?P<id>\S+)(?: - (?P<msg>.*))?$")
+# "FAILED t.py::test_a[x y] - AssertionError: ..." (pytest before 5 says FAIL); a parameter id may hold spaces.
+_LINE = re.compile(r"^(?P<status>PASSED|FAILED|FAIL|ERROR|XFAIL|XPASS|SKIPPED) (?P<id>[^\s\[]+(?:\[.*?\])?)"
+                   r"(?: - (?P<msg>.*))?$")
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped)")
 
 
@@ -46,7 +48,7 @@ def parse_pytest_output(output: str, exit_code: int | None) -> TestReport:
             tid = m["id"]
             if m["status"] in ("PASSED", "XPASS") and tid not in report.passed:
                 report.passed.append(tid)
-            elif m["status"] in ("FAILED", "ERROR") and tid not in report.failed:
+            elif m["status"] in ("FAILED", "FAIL", "ERROR") and tid not in report.failed:
                 report.failed.append(tid)
                 if m["msg"]:
                     report.messages[tid] = m["msg"]

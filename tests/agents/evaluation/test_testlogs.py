@@ -71,6 +71,9 @@ def test_pytest_summary_and_verbose_lines():
                    "tests/test_utils.py::test_known_bug": "XFAIL",
                    "tests/test_broken.py": "ERROR"}
     assert parse("pytest", "\x1b[32mPASSED\x1b[0m t.py::test_a") == {"t.py::test_a": "PASSED"}
+    # pytest before 5 (requests 2.22's environment) writes FAIL in the short summary
+    assert parse("pytest", "FAIL tests/test_requests.py::test_a\nPASSED t.py::b") == {
+        "tests/test_requests.py::test_a": "FAILED", "t.py::b": "PASSED"}
 
 
 def test_pytest_names_are_the_first_word_after_the_status_as_the_harness_takes_them():

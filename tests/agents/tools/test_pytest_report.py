@@ -28,3 +28,24 @@ def test_timeout_and_bar_summary():
     r = parse_pytest_output("===== 2 passed, 1 skipped in 0.1s =====", None)
     assert r.summary == "2 passed, 1 skipped in 0.1s" and r.headline() == "tests timed out"
     assert parse_pytest_output("===== 2 passed in 0.1s =====", 0).green
+
+
+# The short summary of requests 2.22.0's own suite under pytest 4.6 (its environment's pytest): "FAIL", not
+# "FAILED", and parameter ids with spaces.
+OLD_PYTEST = """\
+=========================== short test summary info ============================
+FAIL tests/test_requests.py::TestRequests::test_DIGEST_HTTP_200_OK_GET
+PASSED tests/test_utils.py::TestSuperLen::test_super_len_correctly_calculates_len_of_partially_read_file
+PASSED tests/test_utils.py::test_unquote_header_value[value with spaces-value with spaces]
+FAILED tests/test_help.py::test_idna[a - b] - AssertionError: x - y
+7 failed, 524 passed, 12 skipped, 1 xfailed in 60.96 seconds
+"""
+
+
+def test_old_pytest_fail_lines_and_ids_with_spaces():
+    r = parse_pytest_output(OLD_PYTEST, 1)
+    assert r.failed == ["tests/test_requests.py::TestRequests::test_DIGEST_HTTP_200_OK_GET",
+                        "tests/test_help.py::test_idna[a - b]"]
+    assert r.messages["tests/test_help.py::test_idna[a - b]"] == "AssertionError: x - y"
+    assert "tests/test_utils.py::test_unquote_header_value[value with spaces-value with spaces]" in r.passed
+    assert r.counts == {"failed": 7, "passed": 524, "skipped": 12}
