@@ -31,21 +31,13 @@ from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
 from bench.editcases.eval import eval_main as edits_main
 from infra.artifacts import ArtifactStore
+from infra.cliargs import Parser, UsageError
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
 from infra.history import collect
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, Variant
-
-
-class _Usage(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(message)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -60,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="bosun eval", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="bosun eval", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     sw = sub.add_parser("swebench", help="judge predictions as the SWE-bench harness does")
     _common(sw)
@@ -249,7 +241,7 @@ def eval_main(argv: list[str]) -> int:
         args = parser().parse_args(argv)
         s = load_settings()
         return asyncio.run(swebench(args, s) if args.what == "swebench" else run_agents(args, s))
-    except _Usage as e:
+    except UsageError as e:
         print(f"bosun eval: {e}", file=sys.stderr)
         return 2
     except BosunError as e:
