@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -275,19 +276,20 @@ class Metrics:
 
 
 _metrics: Metrics | None = None
-_warm_sources: list[Any] = []
+_warm_sources: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def add_warm_source(source: Any) -> None:
-    """Report ``source()`` (a {backend: ready sandboxes} map) as the ``bosun.sandbox.warm`` gauge."""
-    _warm_sources.append(source)
+    """Report ``source.warm()`` (a {backend: ready sandboxes} map) in the ``bosun.sandbox.warm`` gauge for as long
+    as ``source`` lives."""
+    _warm_sources.add(source)
 
 
 def _observe_warm(_options: Any) -> list[metrics.Observation]:
     totals: dict[str, int] = {}
     for source in list(_warm_sources):
         try:
-            for backend, ready in source().items():
+            for backend, ready in source.warm().items():
                 totals[backend] = totals.get(backend, 0) + ready
         except Exception:  # noqa: BLE001 - a gauge never breaks the exporter
             continue

@@ -184,18 +184,23 @@ def reachable_by(path: Path, uid: int, gid: int) -> bool:
     return True
 
 
+def _compiled_target(interpreter: bytes) -> Path:
+    """Where toolserver.py compiled for ``interpreter`` (bytes naming it) is cached: by content and interpreter. As
+    root, a root-owned world-readable place: sandboxes may run as the workspace owner and must read it."""
+    digest = hashlib.sha256(TOOLSERVER_PATH.read_bytes() + interpreter).hexdigest()[:16]
+    cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
+             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
+    return cache / f"toolserver-{digest}.pyc"
+
+
 def compiled_toolserver(python: str) -> Path:
     """toolserver.py compiled to bytecode by the sandbox's ``python`` (cached by content hash): a script run from
     source is compiled at every start, which costs several milliseconds of each cold start. Falls back to the
     source when compiling is not possible."""
-    source = TOOLSERVER_PATH.read_bytes()
-    digest = hashlib.sha256(source + python.encode()).hexdigest()[:16]
-    # As root, a root-owned world-readable place: sandboxes may run as the workspace owner and must read it.
-    cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
-             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
-    target = cache / f"toolserver-{digest}.pyc"
+    target = _compiled_target(python.encode())
     if target.is_file():
         return target
+    cache = target.parent
     try:
         cache.mkdir(parents=True, exist_ok=True, mode=0o755)
         tmp = cache / f".{target.name}.{secrets.token_hex(4)}"
@@ -213,15 +218,12 @@ def compiled_toolserver_in(rootfs: str, python: str, bwrap: str) -> Path:
     """toolserver.py compiled by the ``python`` of another root filesystem (an environment's base: its
     interpreter may not run on the host's libraries), inside a minimal bwrap of that root with no network.
     Cached by content and interpreter; falls back to the source."""
-    source = TOOLSERVER_PATH.read_bytes()
     version = Path(rootfs, "etc", "bosun-base").read_text().strip() if Path(rootfs, "etc", "bosun-base").is_file() \
         else rootfs
-    digest = hashlib.sha256(source + f"{rootfs}\0{version}\0{python}".encode()).hexdigest()[:16]
-    cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
-             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
-    target = cache / f"toolserver-{digest}.pyc"
+    target = _compiled_target(f"{rootfs}\0{version}\0{python}".encode())
     if target.is_file():
         return target
+    cache = target.parent
     try:
         cache.mkdir(parents=True, exist_ok=True, mode=0o755)
         out = Path(tempfile.mkdtemp(dir=cache, prefix=".compile-"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from pathlib import Path
 
 from infra import telemetry
@@ -30,15 +29,14 @@ class SandboxManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._provider: SandboxProvider | None = None
         self._env_providers: dict[str, SandboxProvider] = {}
-        ref = weakref.ref(self)
-        telemetry.add_warm_source(lambda: ref().warm() if ref() is not None else {})
+        telemetry.add_warm_source(self)
 
     def warm(self) -> dict[str, int]:
         """Ready sandboxes in warm pools, by backend (0 when no provider keeps a pool)."""
         out: dict[str, int] = {}
         for provider in [self._provider, *self._env_providers.values()]:
             if isinstance(provider, PooledProvider):
-                out[provider.backend] = out.get(provider.backend, 0) + sum(provider.stats()["ready"].values())
+                out[provider.backend] = out.get(provider.backend, 0) + provider.ready()
         return out
 
     def provider(self) -> SandboxProvider:

@@ -108,6 +108,10 @@ class PooledProvider(SandboxProvider):
         self.acquire_times.append(time.monotonic() - t0)
         return sandbox
 
+    def ready(self) -> int:
+        """Sandboxes waiting in the pool, over every key."""
+        return sum(len(v) for v in self._ready.values())
+
     def stats(self) -> dict[str, Any]:
         """Counts and p50/p99 (ms) of acquire and release; hits/misses; how many are ready per key."""
         return {"backend": self.backend, "size": self.size, "hits": self.hits, "misses": self.misses,
