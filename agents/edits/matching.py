@@ -208,20 +208,6 @@ class FileLines:
                 yield start
             pos = text.find(key, pos + 1, end)
 
-    def lines_with(self, kind: str, key: str) -> list[int]:
-        """Lines whose comparison key could be ``key`` (their text contains it), ascending."""
-        text = self.folded_text if kind == "fold" else self.text
-        out: list[int] = []
-        line, prev = 0, 0
-        pos = text.find(key)
-        while pos != -1:
-            line += text.count("\n", prev, pos)
-            prev = pos
-            if not out or out[-1] != line:
-                out.append(line)
-            pos = text.find(key, pos + 1)
-        return out
-
 
 def _has_line_starting(text: str, lead: str) -> bool:
     """True when a non-blank line of ``text`` is indented and its indentation starts with ``lead``.
@@ -547,7 +533,7 @@ def _find_loose_blanks(
     lines = fl.lines
     out: list[BlockMatch] = []
     seen: set[int] = set()
-    for row in fl.lines_with(level.key, keys[p]):
+    for row in fl.candidates(level.key, [keys[p]], lo, hi):
         if row < lo or row >= hi or keyfn(lines[row]) != keys[p]:
             continue
         rows = _skeleton_rows(lines, keyfn, keys, p, row, lo, hi)
