@@ -8,9 +8,7 @@ parsed on the host as data (agents/evaluation/testlogs.py)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -21,14 +19,13 @@ from agents.evaluation.runners import command, runner_for
 from agents.evaluation.swebench import Instance, Prediction, instance_report, patched_files
 from agents.evaluation.testlogs import parse
 from infra.artifacts import ArtifactStore
-from infra.errors import BosunError, ConfigError
+from infra.errors import ConfigError
 from infra.settings import Settings
-from sandbox import get_provider
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
-from sandbox.environments.runtime import provider_for
 from sandbox.environments.service import Environments
 from sandbox.hostrepo import TaskRepo
+from sandbox.manager import SandboxManager
 
 APPLY = "git apply --verbose .git/bosun-eval.patch || patch --batch --fuzz=5 -p1 -i .git/bosun-eval.patch"
 """How a prediction is applied (as the SWE-bench harness does: git apply, then patch with fuzz), in the sandbox."""
@@ -83,11 +80,12 @@ class PredictionInput(BaseModel):
 
 
 class EvalActivities:
-    """Given: the settings and the artifact store."""
+    """Given: the settings, the artifact store and the worker's sandboxes."""
 
-    def __init__(self, settings: Settings, store: ArtifactStore) -> None:
+    def __init__(self, settings: Settings, store: ArtifactStore, sandboxes: SandboxManager) -> None:
         self.settings = settings
         self.store = store
+        self.sandboxes = sandboxes
 
     def all(self) -> list:
         return [self.eval_prepare, self.eval_instance, self.eval_prediction]
@@ -111,6 +109,7 @@ class EvalActivities:
                 prepared = envs.ensure(det, tree)
             except BuildFailed as e:
                 return EvalPrepareResult(error=f"environment: {e}")
+            repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it
             has = set(tree.paths()) & {"bin/test", "tests/runtests.py"}
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python,
                                      runner=runner_for(inp.repo, has), build_s=prepared.seconds,
@@ -147,15 +146,13 @@ class EvalActivities:
 
         if not patch or not patch.strip():
             return done(False, None, "", "")
-        record = Environments(self.settings).find(inp.env_id)
-        backend = get_provider(self.settings.sandbox_backend).backend
-        provider = provider_for(record, backend)
         name = "eval"
+        sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
             workspace = await asyncio.to_thread(self.repo(inp.key).materialize, name, inp.base_commit,
                                                 owner=sandbox_user(self.settings),
                                                 quota_mb=self.settings.sandbox_disk_mb)
-            box = await provider.acquire(workspace, objects=TaskRepo.objects_for(workspace))
+            box = await self.sandboxes.get(sandbox_key, str(workspace))
             try:
                 await box.write(".git/bosun-eval.patch", _text(patch))
                 applied = await box.exec(["sh", "-c", APPLY], timeout_s=300, output_cap=100_000)
@@ -181,20 +178,9 @@ class EvalActivities:
                 return done(True, parse(inp.runner, output), log, "tests timed out" if res.timed_out else "",
                              test_s)
             finally:
-                await box.close()
+                await self.sandboxes.release(sandbox_key)
                 await asyncio.to_thread(self.repo(inp.key).drop_run, name)
 
 
 def _text(patch: str) -> str:
     return patch if patch.endswith("\n") else patch + "\n"
-
-
-def merge_reports(store: ArtifactStore, refs: list[str]) -> dict[str, Any]:
-    """The per-instance reports behind ``refs`` as one ``{instance_id: report}`` mapping."""
-    out: dict[str, Any] = {}
-    for ref in refs:
-        try:
-            out.update(store.get_json(ref))
-        except (BosunError, OSError, json.JSONDecodeError):
-            continue
-    return out

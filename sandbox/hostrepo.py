@@ -34,6 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, snapshot
 from sandbox.base import OBJECTS_IN_SANDBOX
@@ -194,9 +195,7 @@ class TaskRepo:
             self.env_marker.unlink(missing_ok=True)
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.env_marker.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"env_id": env_id, "cache": str(cache) if cache else ""}))
-        os.replace(tmp, self.env_marker)
+        write_json_atomically(self.env_marker, {"env_id": env_id, "cache": str(cache) if cache else ""})
 
     @staticmethod
     def environment_for(workspace: Path | str) -> tuple[str, Path | None] | None:

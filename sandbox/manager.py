@@ -33,11 +33,8 @@ class SandboxManager:
 
     def warm(self) -> dict[str, int]:
         """Ready sandboxes in warm pools, by backend (0 when no provider keeps a pool)."""
-        out: dict[str, int] = {}
-        for provider in [self._provider, *self._env_providers.values()]:
-            if isinstance(provider, PooledProvider):
-                out[provider.backend] = out.get(provider.backend, 0) + provider.ready()
-        return out
+        provider = self._provider  # an environment's provider keeps no pool
+        return {provider.backend: provider.ready()} if isinstance(provider, PooledProvider) else {}
 
     def provider(self) -> SandboxProvider:
         if self._provider is None:

@@ -171,7 +171,6 @@ class EvalWorkflow:
         self.total = 0
         self.outcomes: list[InstanceOutcome] = []
         self.started = 0.0
-        self.parallel = 1
 
     @workflow.query
     def progress(self) -> dict:

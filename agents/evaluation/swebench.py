@@ -23,7 +23,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agents.evaluation.testlogs import PASSING
-from infra.errors import ConfigError, describe_validation
+from infra.artifacts import ArtifactStore
+from infra.errors import BosunError, ConfigError, describe_validation
 
 INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 
@@ -198,3 +199,14 @@ def summary(reports: dict[str, dict[str, Any]], errors: dict[str, str]) -> dict[
             "empty_patch_instances": len(empty), "error_instances": len(errors),
             "resolved_ids": resolved, "unresolved_ids": unresolved, "error_ids": sorted(errors),
             "empty_patch_ids": empty}
+
+
+def merge_reports(store: ArtifactStore, refs: list[str]) -> dict[str, Any]:
+    """The per-instance reports behind ``refs`` as one ``{instance_id: report}`` mapping."""
+    out: dict[str, Any] = {}
+    for ref in refs:
+        try:
+            out.update(store.get_json(ref))
+        except (BosunError, OSError, json.JSONDecodeError):
+            continue
+    return out

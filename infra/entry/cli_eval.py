@@ -24,9 +24,8 @@ from typing import Any
 
 from temporalio.common import WorkflowIDConflictPolicy
 
-from activities.eval import merge_reports
 from agents.evaluation.compare import compare
-from agents.evaluation.swebench import Instance, load_instances, load_predictions, summary
+from agents.evaluation.swebench import Instance, load_instances, load_predictions, merge_reports, summary
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
 from bench.editcases.eval import eval_main as edits_main
@@ -153,8 +152,7 @@ def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStor
     return items
 
 
-def _report(store: ArtifactStore, result: EvalResult, instances: list[Instance], variant: str = ""
-            ) -> dict[str, Any]:
+def _report(store: ArtifactStore, result: EvalResult, variant: str = "") -> dict[str, Any]:
     outcomes = [o for o in result.outcomes if o.variant == variant]
     reports = merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])
     errors = {o.instance_id: o.error for o in outcomes if o.error and not o.report_ref}
@@ -175,7 +173,7 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
                     max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
     started = time.monotonic()
     result = await _run(s, inp)
-    report = _report(store, result, instances)
+    report = _report(store, result)
     report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
     if args.report:
         args.report.write_text(json.dumps(report, indent=2))
@@ -201,7 +199,7 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     client = await connect(s)
     out: dict[str, Any] = {"run_id": run_id, "variants": {}}
     for v in variants:
-        report = _report(store, result, instances, v.name)
+        report = _report(store, result, v.name)
         mine = [o for o in result.outcomes if o.variant == v.name]
         tasks = [o.task for o in mine if o.task]
         report["agents"] = {o.instance_id: o.task for o in mine}

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from infra.entry.cli import main as bosun
+from infra.entry.stack import ui_url
 from infra.settings import load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
@@ -44,7 +45,7 @@ def main() -> int:
                 "fix the failing tests"])
     print("\ndemo: the run's history, read back from Temporal:")
     bosun(["history", wf_id])
-    page = f"http://{s.ui_host if s.ui_host not in ('0.0.0.0', '::') else '127.0.0.1'}:{s.ui_port}/run?id={wf_id}"
+    page = f"{ui_url(s, local=True)}run?id={wf_id}"
     print(f"\ndemo: {'SUCCESS' if rc == 0 else 'FAILED'}. The stack keeps running: `bosun status`, `bosun down`.")
     print(f"demo: the run's page: {page}")
     print(f"demo: Temporal Web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/"

@@ -144,7 +144,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     errors = ErrorInterceptor()
     backend = sandboxes.provider().backend
     observed = [TelemetryInterceptor(Observer.for_settings(settings, backend))] if tel.on else []
-    evaluation = EvalActivities(settings, store)
+    evaluation = EvalActivities(settings, store, sandboxes)
     shared = Worker(client, task_queue=settings.task_queue,
                     workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
                     activities=[workspace.bind_worker], interceptors=[journal, errors])

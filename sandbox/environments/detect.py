@@ -42,10 +42,6 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _name(req: str) -> str:
-    return re.split(r"[<>=!~;\[ @(]", req.strip(), maxsplit=1)[0].strip().lower().replace("_", "-")
-
-
 def day_end(moment: datetime) -> str:
     """The end of ``moment``'s day (UTC), RFC 3339: builds of one day's commits share their resolution."""
     day = moment.astimezone(UTC).date()
@@ -53,7 +49,7 @@ def day_end(moment: datetime) -> str:
 
 
 def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository: str = "", commit: str = "",
-           tree: str = "", version_hint: str | None = None, cache_scope: str = "",
+           tree: str = "", version_hint: str | None = None,
            override: tuple[str, str] | None = None) -> Detection:
     """The spec of ``files`` (see the module docstring). ``override``: (where, text) of an operator's environment
     file. Raises ConfigError for a declared file that is not valid (nothing is built from a bad declaration)."""
@@ -211,10 +207,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
             guessed.append(req)
             reasons.append(Reason(field="guessed", value=req, source=f"{source} (dropped if it cannot be installed)"))
         provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
-        declared_names = {_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
-        own = {_name(n) for n in _project_names(texts)}
+        declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
+        own = {pyconfig.req_name(n) for n in _project_names(texts)}
         for dist, source in imports.required_imports(paths, files.read_many):
-            if _name(dist) not in declared_names and _name(dist) not in own:
+            if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
                 guessed.append(dist)
                 reasons.append(Reason(field="guessed", value=dist, source=source))
     if declared is not None:
@@ -276,7 +272,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
-                     cache_scope=cache_scope, notes=notes)
+                     notes=notes)
 
 
 def _pkg_info_version(text: str) -> str | None:

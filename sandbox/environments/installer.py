@@ -30,7 +30,7 @@ from typing import Protocol
 from sandbox.environments.imports import MODULE_TO_DIST, stdlib
 from sandbox.environments.interpreters import AVAILABLE, interpreter_env
 from sandbox.environments.models import VENV, EnvSpec
-from sandbox.environments.pyconfig import plugins_for, shlex_split
+from sandbox.environments.pyconfig import plugins_for, req_name, shlex_split
 
 TOOLS = "/opt/bosun-tools"
 UV = f"{TOOLS}/uv"
@@ -213,11 +213,6 @@ def collect_sample(spec: EnvSpec, test_files: list[str]) -> list[str] | None:
     return [files[int(i * step)] for i in range(COLLECT_SAMPLE)]
 
 
-def _norm(requirement: str) -> str:
-    """The normalized distribution name of a requirement string."""
-    return re.split(r"[<>=!~;\[ @(]", requirement.strip(), maxsplit=1)[0].strip().lower().replace("_", "-")
-
-
 def _dist(module: str) -> str:
     return (MODULE_TO_DIST.get(module) or module.replace("_", "-")).lower()
 
@@ -235,8 +230,8 @@ def implicated(text: str) -> str | None:
 
 def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
     """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
-    names = {_norm(m) for m in UNKNOWN_PACKAGE.findall(text)}
-    unknown = {r for r in spec.guessed + plan.added if _norm(r) in names} - plan.dropped
+    names = {req_name(m) for m in UNKNOWN_PACKAGE.findall(text)}
+    unknown = {r for r in spec.guessed + plan.added if req_name(r) in names} - plan.dropped
     if unknown:
         plan.dropped |= unknown
         plan.added = [a for a in plan.added if a not in unknown]

@@ -109,8 +109,6 @@ class Detection(BaseModel):
     commit_date: str = ""
     repository: str = ""
     """Where the source came from (a path or URL), for people."""
-    cache_scope: str = ""
-    """Identity of the repository (its root commit): builds of one repository share an installer cache."""
     notes: list[str] = []
 
     def key(self, base_key: str) -> str:

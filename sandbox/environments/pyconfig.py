@@ -86,6 +86,11 @@ class Facts:
     notes: list[str] = field(default_factory=list)
 
 
+def req_name(requirement: str) -> str:
+    """The normalized distribution name of a requirement string."""
+    return re.split(r"[<>=!~;\[ @(]", requirement.strip(), maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
 def toml(text: str, name: str, notes: list[str]) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)

@@ -168,11 +168,6 @@ class GitTree:
     def tree_id(self) -> str:
         return self.scratch.out("rev-parse", "--end-of-options", f"{self.commit}^{{tree}}")
 
-    def root_commit(self) -> str:
-        """The repository's first commit (its identity across revisions)."""
-        roots = self.scratch.out("rev-list", "--max-parents=0", "--end-of-options", self.commit).split()
-        return sorted(roots)[0] if roots else self.commit
-
     def version_tag(self) -> str | None:
         """The nearest tag, as a version (``v1.2.3`` -> ``1.2.3``), if it looks like one."""
         proc = self.scratch.git("describe", "--tags", "--abbrev=0", "--end-of-options", self.commit, check=False)

@@ -122,7 +122,7 @@ class Environments:
         except (OSError, ValueError):
             pass
         det = detect(tree, commit_date=tree.commit_date(), repository=repository, commit=tree.commit,
-                     tree=tree.tree_id(), version_hint=tree.version_tag(), cache_scope=tree.root_commit(),
+                     tree=tree.tree_id(), version_hint=tree.version_tag(),
                      override=override)
         with contextlib.suppress(OSError):
             memo.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ def test_the_repositorys_filters_never_run_on_the_host(tmp_path):
     tree = GitTree.of_repository(repo)
     assert "tinypkg/__init__.py" in tree.paths()
     assert tree.read("pyproject.toml") == TINY["pyproject.toml"]
-    tree.commit_date(), tree.tree_id(), tree.root_commit(), tree.version_tag()
+    tree.commit_date(), tree.tree_id(), tree.version_tag()
     out = tree.archive(tmp_path / "source.tar")
     with tarfile.open(out) as tar:
         assert tar.extractfile("tinypkg/__init__.py").read().decode() == TINY["tinypkg/__init__.py"]
