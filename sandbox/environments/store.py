@@ -7,7 +7,7 @@
     envs/<key>/root/           the environment's /opt/bosun-env (virtualenv, seed): bwrap binds it read-only
     envs/.building-<key>-*/    a build in progress (renamed to envs/<key> when complete, removed when not)
     failed/<key>.log           the log of the last failed build of a key (a failure is never cached as an env)
-    uv/<repository>/           the installer's cache, one per repository (only its own builds see it)
+    uv/<key>/                  the installer's cache, one per environment (0700; only its own builds see it)
     locks/                     one lock per key and per base: concurrent builds of one key wait for each other
 
 Docker images (``bosun-env:<key>``) are the other half of a record; a record whose image is gone is not ready.
