@@ -149,9 +149,9 @@ class WebView:
 
     # -- pages ----------------------------------------------------------------------------------------------------
 
-    def page(self, name: str, **values: Any) -> HTMLResponse:
+    def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = self.jinja.get_template(name).render(temporal_ui=self.temporal_ui(), **values)
-        return HTMLResponse(html, headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+        return HTMLResponse(html, status, headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                                            "Referrer-Policy": "same-origin", "Cache-Control": "no-store"})
 
     async def _summary(self, client: Client, wf) -> RunSummary:
@@ -255,7 +255,7 @@ class WebView:
         try:
             view, escalations = await self._view(workflow_id)
         except KeyError:
-            return self.page("trace.html", workflow_id=workflow_id, text=f"no run {workflow_id!r}")
+            return self.page("trace.html", 404, workflow_id=workflow_id, text=f"no run {workflow_id!r}")
         name = "run_body.html" if request.url.path.endswith("/fragment") else "run.html"
         values = self._run_values(view, escalations)
         if name == "run_body.html":  # the part a running page refreshes, wrapped like the page's own body

@@ -166,3 +166,18 @@ def test_a_token_is_required_beyond_loopback(stack):
     proc = stack.bosun("ui", env_extra={"BOSUN_UI_HOST": "0.0.0.0"}, timeout=30)
     assert proc.returncode == 2 and "set BOSUN_UI_TOKEN" in proc.stderr
 
+
+
+def test_unknown_empty_and_hostile_ids_get_a_clear_answer(stack):
+    base = ui(stack)
+    for path in ("/run?id=", "/run?id=no-such-run", "/run/fragment?id=no-such-run",
+                 "/run?id=%3Cscript%3Ex%3C/script%3E", "/trace?id=%3Cscript%3Ex%3C/script%3E",
+                 "/export?id=no-such-run"):
+        r = httpx.get(base + path, timeout=30)
+        assert r.status_code in (200, 404), (path, r.status_code, r.text[:200])
+        assert "<script>x" not in r.text, path  # shown as text, never as markup
+        if path.startswith("/run?id=no-such"):
+            assert r.status_code == 404 and "no run &#39;no-such-run&#39;" in r.text
+    refused = httpx.post(f"{base}/run/steer", data={"id": "no-such-run", "message": "hi"},
+                         headers={"Origin": base}, timeout=30)
+    assert refused.status_code == 409 and "could not do it" in refused.text
