@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -277,5 +276,3 @@ def _import(api, rootfs: Path, tag: str, name: str) -> None:
         raise UnexpectedEnvironment(f"importing base {name} into docker failed: {tag} is not there afterwards")
 
 
-def describe(info: BaseInfo) -> dict:
-    return json.loads(info.model_dump_json())

@@ -161,11 +161,6 @@ class Environments:
                 return None
         return record
 
-    def find(self, env_id: str) -> EnvRecord:
-        record = self.store.find(env_id)
-        self.store.touch(record.key)
-        return record
-
     # -- building --------------------------------------------------------------------------------------------
 
     def ensure(self, det: Detection, tree: GitTree) -> Prepared:
