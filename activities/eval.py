@@ -14,22 +14,32 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.agent import sandbox_user
-from activities.heartbeat import heartbeating
-from agents.evaluation.runners import command, runner_for
-from agents.evaluation.swebench import Instance, Prediction, instance_report, patched_files
-from agents.evaluation.testlogs import parse
+from activities.heartbeat import Progress, heartbeating
+from agents.evaluation.harness import (
+    PREDICTION,
+    TEST_PATCH,
+    apply_command,
+    generic_recipe,
+    judging_script,
+    needs_rebuild,
+    statuses,
+)
+from agents.evaluation.recipes import Recipe, declaration, recipe_for
+from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.settings import Settings
+from sandbox.base import ExecResult
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
+from sandbox.hostgit import OBJECT_ID
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 
-APPLY = "git apply --verbose .git/bosun-eval.patch || patch --batch --fuzz=5 -p1 -i .git/bosun-eval.patch"
-"""How a prediction is applied (as the SWE-bench harness does: git apply, then patch with fuzz), in the sandbox."""
-
+TESTS_OUTPUT_CAP = 64 << 20
+"""Bytes of the tests' output kept (the runners' summaries come at the end: nothing the harness would read is
+cut short)."""
 
 class EvalPrepareInput(BaseModel):
     key: str
@@ -38,13 +48,19 @@ class EvalPrepareInput(BaseModel):
     """The repository: a local path, a mirror or a clone URL."""
     base_commit: str
     repo: str
-    """owner/name, as the instance names it (picks the test runner of known repositories)."""
+    """owner/name, as the instance names it (picks the harness's recipe of known repositories)."""
+    version: str | None = None
+    """The instance's version field (picks the recipe's version)."""
+    environment_setup_commit: str | None = None
+    """Where the harness builds the version's environment (shared by the version's instances)."""
 
 
 class EvalPrepareResult(BaseModel):
     env_id: str | None = None
     python: str = ""
-    runner: str = "pytest"
+    recipe: Recipe | None = None
+    """How the instance is set up and tested (the harness's recipe, or bosun's for a repository it does not
+    know)."""
     error: str = ""
     """Why the instance cannot be evaluated (the repository, the commit or the environment)."""
     build_s: float = 0.0
@@ -56,7 +72,7 @@ class EvalRunInput(BaseModel):
     instance_ref: str
     prediction_ref: str
     env_id: str
-    runner: str
+    recipe: Recipe
     base_commit: str
     timeout_s: float = 1800.0
 
@@ -71,6 +87,8 @@ class EvalRunResult(BaseModel):
     seconds: float = 0.0
     test_seconds: float = 0.0
     error: str = ""
+    error_kind: str = ""
+    """``apply`` (the prediction does not apply: the harness counts it an error too), ``timeout``."""
 
 
 class PredictionInput(BaseModel):
@@ -95,26 +113,42 @@ class EvalActivities:
 
     @activity.defn
     async def eval_prepare(self, inp: EvalPrepareInput) -> EvalPrepareResult:
-        """The instance's repository at its base commit, and its environment (built or reused; heartbeats)."""
+        """The instance's repository at its base commit, its recipe, and its environment (built or reused;
+        heartbeats). A project that compiles code gets the environment of its base commit; any other, the one of
+        its version's setup commit (the harness's choice: one environment per version)."""
         def work() -> EvalPrepareResult:
             repo = self.repo(inp.key)
+            wanted = [c for c in (inp.base_commit, inp.environment_setup_commit) if c]
             try:
-                base = repo.prepare(inp.source, inp.base_commit)
+                if all(OBJECT_ID.match(c) for c in wanted):  # just these commits, not the whole history
+                    base = repo.prepare_commits(inp.source, wanted)
+                    setup = wanted[-1]
+                else:  # an abbreviated id is resolved in a full clone
+                    base = repo.prepare(inp.source, inp.base_commit)
+                    setup = repo.resolve(inp.environment_setup_commit) if inp.environment_setup_commit else base
             except ConfigError as e:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
-            envs = Environments(self.settings, progress=lambda m: activity.heartbeat(m[:200]))
-            tree = GitTree.of_repository(repo.git_dir, base)
+            envs = Environments(self.settings, progress=progress)
+            recipe = recipe_for(inp.repo, inp.version)
+            tree = GitTree.of_repository(repo.git_dir, setup if recipe and not recipe.rebuild else base)
             try:
-                det = envs.detect(tree, inp.repo)
+                present = set(tree.paths())
+                declared = None
+                if recipe is not None:
+                    declared = (f"the SWE-bench harness's recipe for {recipe.repo} {recipe.version}",
+                                declaration(recipe, present, tree.read))
+                det = envs.detect(tree, inp.repo, declared=declared,
+                                  version=f"{inp.version}.0" if inp.version and inp.version[:1].isdigit() else None)
                 prepared = envs.ensure(det, tree)
-            except BuildFailed as e:
+            except (BuildFailed, ConfigError) as e:
                 return EvalPrepareResult(error=f"environment: {e}")
             repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it
-            has = set(tree.paths()) & {"bin/test", "tests/runtests.py"}
-            return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python,
-                                     runner=runner_for(inp.repo, has), build_s=prepared.seconds,
-                                     cached=prepared.cached)
-        async with heartbeating():
+            recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
+                                              prepared.record.python)
+            return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
+                                     build_s=prepared.seconds, cached=prepared.cached)
+        progress = Progress()
+        async with heartbeating(details=progress.details):
             return await asyncio.to_thread(work)
 
     @activity.defn
@@ -126,13 +160,15 @@ class EvalActivities:
 
     @activity.defn
     async def eval_instance(self, inp: EvalRunInput) -> EvalRunResult:
-        """Apply the prediction and the test patch in a sandbox of the environment, run the tests, judge them."""
+        """Judge the prediction as the harness does (agents/evaluation/harness.py): in a network-off sandbox of
+        the environment, the recipe's edits, the prediction, a rebuild if it needs one, the test files reset, the
+        test patch, the tests; their output read by the recipe's parser."""
         started = time.monotonic()
         instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
         prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
-        patch = prediction.model_patch
+        patch, recipe = prediction.model_patch, inp.recipe
 
-        def done(applied: bool, statuses: dict[str, str] | None, log: str, error: str = "",
+        def done(applied: bool, statuses: dict[str, str] | None, log: str, error: str = "", kind: str = "",
                  test_s: float = 0.0) -> EvalRunResult:
             report = instance_report(instance, prediction, applied=applied, statuses=statuses)
             if error:
@@ -142,10 +178,10 @@ class EvalActivities:
                                  resolved=report["resolved"], applied=applied,
                                  log_ref=self.store.put_text(log) if log else None,
                                  seconds=round(time.monotonic() - started, 2), test_seconds=round(test_s, 2),
-                                 error=error)
+                                 error=error, error_kind=kind)
 
         if not patch or not patch.strip():
-            return done(False, None, "", "")
+            return done(False, None, "")
         name = "eval"
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
@@ -153,30 +189,36 @@ class EvalActivities:
                                                 owner=sandbox_user(self.settings),
                                                 quota_mb=self.settings.sandbox_disk_mb)
             box = await self.sandboxes.get(sandbox_key, str(workspace))
+            log = ""
+
+            async def step(title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
+                nonlocal log
+                res = await box.exec(["sh", "-c", script], timeout_s=timeout_s, output_cap=cap)
+                log += f"$ {title}\n{res.stdout}{res.stderr}"
+                if res.truncated:
+                    log += f"\n[output past {cap} bytes dropped]"
+                log += "\n"
+                return res
             try:
-                await box.write(".git/bosun-eval.patch", _text(patch))
-                applied = await box.exec(["sh", "-c", APPLY], timeout_s=300, output_cap=100_000)
-                log = f"$ apply the prediction\n{applied.stdout}{applied.stderr}\n"
+                if recipe.workspace_edits:
+                    await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
+                await box.write(PREDICTION, _text(patch))
+                applied = await step(f"apply the prediction: {apply_command()}", apply_command(), 300)
                 if applied.exit_code != 0:
-                    return done(False, None, log, "")
+                    return done(False, None, log, "the prediction does not apply", "apply")
+                deadline = time.monotonic() + inp.timeout_s
+                if needs_rebuild(recipe, patch):
+                    await step(f"rebuild: {recipe.rebuild}", recipe.rebuild, inp.timeout_s)
                 if instance.test_patch.strip():
-                    await box.write(".git/bosun-eval.patch", _text(instance.test_patch))
-                    tests = await box.exec(["sh", "-c", "git apply --verbose .git/bosun-eval.patch"],
-                                           timeout_s=300, output_cap=100_000)
-                    log += f"$ apply the test patch\n{tests.stdout}{tests.stderr}\n"
-                    if tests.exit_code != 0:
-                        return done(True, {}, log, "the test patch does not apply on top of the prediction")
-                cmd = command(inp.runner, patched_files(instance.test_patch))
+                    await box.write(TEST_PATCH, _text(instance.test_patch))
+                script = judging_script(recipe, instance)
                 t0 = time.monotonic()
-                res = await box.exec(["sh", "-c", cmd], timeout_s=inp.timeout_s,
-                                     output_cap=self.settings.tool_output_cap * 10)
+                res = await step(script, script, max(1.0, deadline - time.monotonic()), TESTS_OUTPUT_CAP)
                 test_s = time.monotonic() - t0
-                output = f"{res.stdout}\n{res.stderr}"
-                log += f"$ {cmd}\n{output}"
                 if res.timed_out:
-                    log += f"\n[timed out after {inp.timeout_s:g} s]"
-                return done(True, parse(inp.runner, output), log, "tests timed out" if res.timed_out else "",
-                             test_s)
+                    log += f"[timed out: the evaluation's {inp.timeout_s:g} s were up]\n"
+                    return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
+                return done(True, statuses(recipe, res.stdout + res.stderr), log, test_s=test_s)
             finally:
                 await self.sandboxes.release(sandbox_key)
                 await asyncio.to_thread(self.repo(inp.key).drop_run, name)

@@ -26,6 +26,8 @@ class PrepareInput(BaseModel):
     repo: str
     """Host path (or URL) of the git repository to work on."""
     ref: str = "HEAD"
+    env_id: str | None = None
+    """The environment to use when this host has it (TaskInput.env_id)."""
 
 
 class EnvironmentState(BaseModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.agent import sandbox_user
-from activities.heartbeat import heartbeating
+from activities.heartbeat import Progress, heartbeating
 from activities.models import (
     AgentWorkspaceInput,
     BranchInput,
@@ -42,6 +42,7 @@ from sandbox.environments.builder import BuildFailed, read_tail
 from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments, ensure_timeout_s
+from sandbox.environments.store import key_of
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
@@ -85,7 +86,7 @@ class WorkspaceActivities:
         environment: cached (ready), to be built (needed), or why there is none."""
         repo = self.repo(inp.workflow_id)
         base = await asyncio.to_thread(repo.prepare, inp.repo, inp.ref)
-        env = await asyncio.to_thread(self._find_environment, repo, base, inp.repo)
+        env = await asyncio.to_thread(self._find_environment, repo, base, inp.repo, inp.env_id)
         return PrepareResult(repository=str(repo.git_dir), base_commit=base, environment=env)
 
     # -- the task's environment (sandbox/environments) -------------------------------------------------------
@@ -109,11 +110,18 @@ class WorkspaceActivities:
             return None
         return self.store.put_text(read_tail(log, LOG_ARTIFACT_BYTES))
 
-    def _find_environment(self, repo: TaskRepo, base: str, source: str) -> EnvironmentState:
+    def _find_environment(self, repo: TaskRepo, base: str, source: str,
+                          env_id: str | None = None) -> EnvironmentState:
         if not self.settings.environments:
             repo.set_environment(None, None)
             return EnvironmentState(status="off", reason="BOSUN_ENVIRONMENTS=false: the plain sandbox image")
         envs = self._environments()
+        if env_id:
+            with contextlib.suppress(ConfigError, UnexpectedEnvironment):
+                given = envs.cached(key_of(env_id), need_docker=self.sandboxes.provider().backend == "docker")
+                if given is not None:
+                    envs.store.touch(given.key)
+                    return self._ready(envs, repo, given, cached=True)
         try:
             det = self._detect(envs, repo, base, source)
             key = envs.key(det)
@@ -144,39 +152,29 @@ class WorkspaceActivities:
         base, source = meta.get("base"), meta.get("source", "")
         if not base:
             raise UnexpectedEnvironment(f"task {inp.workflow_id}: its repository is not prepared on this host")
-        latest = {"line": "starting"}
-        envs = self._environments(progress=lambda line: latest.__setitem__("line", line))
-
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(2.0)
-                activity.heartbeat(latest["line"][:300])
-
-        beater = asyncio.create_task(beat())
+        progress = Progress()
+        envs = self._environments(progress=progress)
         try:
-            try:
-                det = await asyncio.to_thread(self._detect, envs, repo, base, source)
-                key = envs.key(det)
-            except ConfigError as exc:
-                return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
-            try:
-                prepared = await asyncio.to_thread(envs.ensure, det, GitTree(repo.git_dir, base))
-            except BuildFailed as exc:
-                return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
-                                        test_command=det.spec.test.text, origin=det.spec.origin, step=exc.step,
-                                        reason=str(exc).splitlines()[0][:1000], tail=exc.tail[-4000:],
-                                        log_ref=self._log_ref(exc.log))
-            except ConfigError as exc:  # the build's own input was refused (a base's packages, the source)
-                return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
-                                        test_command=det.spec.test.text, origin=det.spec.origin, step="build",
-                                        reason=str(exc).splitlines()[0][:500])
+            async with heartbeating(details=progress.details):
+                try:
+                    det = await asyncio.to_thread(self._detect, envs, repo, base, source)
+                    key = envs.key(det)
+                except ConfigError as exc:
+                    return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
+                try:
+                    prepared = await asyncio.to_thread(envs.ensure, det, GitTree(repo.git_dir, base))
+                except BuildFailed as exc:
+                    return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
+                                            test_command=det.spec.test.text, origin=det.spec.origin, step=exc.step,
+                                            reason=str(exc).splitlines()[0][:1000], tail=exc.tail[-4000:],
+                                            log_ref=self._log_ref(exc.log))
+                except ConfigError as exc:  # the build's own input was refused (a base's packages, the source)
+                    return EnvironmentState(status="failed", env_id=env_id_for(key), python=det.spec.python,
+                                            test_command=det.spec.test.text, origin=det.spec.origin, step="build",
+                                            reason=str(exc).splitlines()[0][:500])
         except UnexpectedEnvironment as exc:
             repo.set_environment(None, None)
             return EnvironmentState(status="unavailable", reason=str(exc).splitlines()[0][:500])
-        finally:
-            beater.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beater
         return await asyncio.to_thread(self._ready, envs, repo, prepared.record, prepared.cached, prepared.seconds)
 
     @activity.defn

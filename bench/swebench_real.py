@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agents.evaluation.runners import command  # noqa: E402
+
 from agents.evaluation.swebench import patched_files  # noqa: E402
 from agents.evaluation.testlogs import PASSING, parse  # noqa: E402
 from bench.environments import BOSUN, CACHE, repository  # noqa: E402

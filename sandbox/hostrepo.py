@@ -140,6 +140,44 @@ class TaskRepo:
         os.chmod(self.git_dir, 0o700)
         return base
 
+    def prepare_commits(self, source: str, commits: list[str]) -> str:
+        """The authoritative repository holding just ``commits`` (full object ids) of ``source`` (a path or URL),
+        each fetched at depth 1 and kept by a branch ``bosun/commit-N``; returns the first. For an evaluation: an
+        instance needs its base commit (and its environment's setup commit), not the history -- a full copy of a
+        large repository per instance would cost minutes and gigabytes. Idempotent."""
+        meta = self._meta()
+        if meta is not None:
+            return meta["base"]
+        if source.startswith("-"):
+            raise ConfigError(f"repository {source!r}: a path or URL may not start with '-'")
+        wanted = list(dict.fromkeys(check_object_id(c) for c in commits))
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".fetch-"))
+        try:
+            git(None, "init", "--quiet", "--bare", str(tmp))
+            fetched = git(tmp, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", source, *wanted, check=False,
+                          protocols=TRANSPORTS, timeout_s=1800)
+            if fetched.returncode != 0:
+                why = fetched.stderr.decode("utf-8", "replace").strip()[-300:] or "no such commit"
+                raise ConfigError(f"cannot fetch {', '.join(c[:12] for c in wanted)} from {source}: {why}")
+            for n, commit in enumerate(wanted):
+                git(tmp, "update-ref", f"refs/heads/bosun/commit-{n}", commit)
+            (tmp / "bosun.json").write_text(json.dumps({"base": wanted[0], "source": source, "ref": wanted[0],
+                                                        "commits": wanted}))
+            if self.git_dir.exists():  # half-made by a crash before the marker was written
+                shutil.rmtree(self.git_dir)
+            tmp.rename(self.git_dir)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        os.chmod(self.git_dir, 0o700)
+        return wanted[0]
+
+    def resolve(self, ref: str) -> str:
+        """The commit ``ref`` names in the prepared repository (fetched from its origin when the clone did not
+        bring it); ConfigError when there is none."""
+        return self._resolve(self.git_dir, check_revision(ref, "ref"))
+
     @staticmethod
     def _resolve(git_dir: Path, ref: str) -> str:
         """The commit ``ref`` names; a ref the clone did not bring (a pull request's head, a commit only the origin

@@ -32,6 +32,8 @@ class EvalItem(BaseModel):
     instance_id: str
     repo: str
     base_commit: str
+    version: str | None = None
+    environment_setup_commit: str | None = None
     source: str
     """Where the repository comes from (a path, a mirror or a URL)."""
     instance_ref: str
@@ -71,6 +73,10 @@ class InstanceOutcome(BaseModel):
     report_ref: str | None = None
     log_ref: str | None = None
     error: str = ""
+    error_kind: str = ""
+    """``environment`` (the repository or its environment could not be had), ``apply`` (the prediction does not
+    apply), ``timeout``, ``agents`` (agent mode: the agents' run failed), ``failed`` (the instance's workflow
+    failed)."""
     prediction_ref: str | None = None
     task_workflow_id: str | None = None
     task: dict[str, Any] = {}
@@ -117,12 +123,13 @@ class EvalInstanceWorkflow:
             WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
         prep = await workflow.execute_activity_method(
-            EvalActivities.eval_prepare, EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit,
-                                                          repo=item.repo),
+            EvalActivities.eval_prepare,
+            EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
+                             version=item.version, environment_setup_commit=item.environment_setup_commit),
             summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
         out.env_id, out.build_s = prep.env_id, prep.build_s
-        if prep.error or not prep.env_id:
-            out.error = prep.error or "no environment"
+        if prep.error or not prep.env_id or prep.recipe is None:
+            out.error, out.error_kind = prep.error or "no environment", "environment"
             return out
         prediction_ref = item.prediction_ref
         if inp.variant is not None:
@@ -133,12 +140,12 @@ class EvalInstanceWorkflow:
         run = await workflow.execute_activity_method(
             EvalActivities.eval_instance,
             EvalRunInput(key=key, instance_ref=item.instance_ref, prediction_ref=prediction_ref or "",
-                         env_id=prep.env_id, runner=prep.runner, base_commit=item.base_commit,
+                         env_id=prep.env_id, recipe=prep.recipe, base_commit=item.base_commit,
                          timeout_s=inp.timeout_s),
             summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
         out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, \
             run.log_ref
-        out.error = out.error or run.error
+        out.error, out.error_kind = out.error or run.error, out.error_kind or run.error_kind
         out.test_seconds = run.test_seconds
         out.seconds = round(workflow.time() - started, 2)
         return out
@@ -152,11 +159,11 @@ class EvalInstanceWorkflow:
         try:
             result: TaskResult = await workflow.execute_child_workflow(
                 TaskWorkflow.run, TaskInput(**{"repo": item.source, "ref": item.base_commit, "task": item.task,
-                                               **fields}),
+                                               "env_id": out.env_id, **fields}),
                 id=task_id, retry_policy=RetryPolicy(maximum_attempts=1),
                 static_summary=f"{item.instance_id} ({out.variant}): {item.task[:100]}")
         except ChildWorkflowError as e:
-            out.error = f"the agents' run failed: {e.cause or e}"[:500]
+            out.error, out.error_kind = f"the agents' run failed: {e.cause or e}"[:500], "agents"
             return None
         out.task = _task_summary(result)
         return await workflow.execute_activity_method(
@@ -202,7 +209,7 @@ class EvalWorkflow:
                         static_summary=f"{item.instance_id}{suffix}")
                 except ChildWorkflowError as e:
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
-                                              error=f"{e.cause or e}"[:500])
+                                              error=f"{e.cause or e}"[:500], error_kind="failed")
             self.outcomes.append(outcome)
             workflow.set_current_details(f"{len(self.outcomes)}/{self.total} done, "
                                          f"{sum(o.resolved for o in self.outcomes)} resolved")

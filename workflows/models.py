@@ -53,6 +53,10 @@ class TaskInput(BaseModel):
     budget: dict[str, Any] = {}
     """Task budget (agents.budget.Budget fields: tokens, usd, turns, wall_clock_s). Fan-out starts only the agents
     that fit in what is left (estimated from the agents so far); no debugger round starts once it is spent."""
+    env_id: str | None = None
+    """An environment already built on the worker host (``bosun env list``) to run the task's sandboxes in,
+    instead of the one detected for the base commit: an evaluation gives its agents the instance's environment.
+    When the host does not have it, the detected one is used."""
 
 
 class TaskResult(BaseModel):

@@ -322,7 +322,8 @@ class TaskWorkflow:
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
         prep = await workflow.execute_activity_method(
-            WorkspaceActivities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref),
+            WorkspaceActivities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref,
+                                                                env_id=inp.env_id),
             summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
         base = prep.base_commit
         env = await self._environment(queue, wf_id, prep.environment)

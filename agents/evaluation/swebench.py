@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agents.evaluation.testlogs import PASSING
+from agents.evaluation.testlogs import ERROR, FAILED, PASSING
 from infra.artifacts import ArtifactStore
 from infra.errors import BosunError, ConfigError, describe_validation
 
@@ -154,47 +154,65 @@ def load_predictions(source: str, instances: list[Instance]) -> dict[str, Predic
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
 """Files of a test patch the harness does not give the test runner (data, not tests; ``csv`` without its dot as
 the harness spells it)."""
+_PATCHED = re.compile(r"diff --git a/.* b/(.*)")
 
 
 def patched_files(test_patch: str) -> list[str]:
-    """The files a test patch touches that the harness runs (for runners that take files): data files (a
-    template's ``.txt``, a fixture's ``.json``...) are left out, as the harness leaves them out -- given to pytest,
-    ``test*.txt`` would be collected as doctests."""
-    files = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", test_patch, re.MULTILINE):
-        if m.group(2) not in files and not m.group(2).endswith(NON_TEST_EXTS):
-            files.append(m.group(2))
-    return files
+    """The files a test patch touches, as the harness finds them (the path after the last `` b/`` of each
+    ``diff --git`` line), without its data files (a template's ``.txt``, a fixture's ``.json``...): given to
+    pytest, ``test*.txt`` would be collected as doctests. In the patch's order, repeats kept, as the harness
+    passes them."""
+    return [f for f in _PATCHED.findall(test_patch) if not f.endswith(NON_TEST_EXTS)]
 
 
-def status_by_list(instance: Instance, statuses: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+def touched_files(test_patch: str) -> list[str]:
+    """Every file a test patch touches (data files too), once each: the files reset to the base commit before it
+    is applied."""
+    return list(dict.fromkeys(_PATCHED.findall(test_patch)))
+
+
+def tests_status(instance: Instance, statuses: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """The harness's ``tests_status`` (as in the releases that produced the published SWE-bench Verified results):
+    a FAIL_TO_PASS or PASS_TO_PASS test is a success when it passed (or failed as expected), a failure when it
+    failed, errored or is missing from the output; a skipped test is neither (it counts for nothing). FAIL_TO_FAIL
+    and PASS_TO_FAIL are listed empty, as in the harness's reports."""
     def split(tests: list[str]) -> dict[str, list[str]]:
-        return {"success": [t for t in tests if statuses.get(t) in PASSING],
-                "failure": [t for t in tests if statuses.get(t) not in PASSING]}
-    return {"FAIL_TO_PASS": split(instance.FAIL_TO_PASS), "PASS_TO_PASS": split(instance.PASS_TO_PASS)}
+        success = [t for t in tests if statuses.get(t) in PASSING]
+        failure = [t for t in tests if t not in statuses or statuses[t] in (FAILED, ERROR)]
+        return {"success": success, "failure": failure}
+    return {"FAIL_TO_PASS": split(instance.FAIL_TO_PASS), "PASS_TO_PASS": split(instance.PASS_TO_PASS),
+            "FAIL_TO_FAIL": {"success": [], "failure": []}, "PASS_TO_FAIL": {"success": [], "failure": []}}
+
+
+def resolved(status: dict[str, dict[str, list[str]]]) -> bool:
+    """Fully resolved, as the harness decides it: no FAIL_TO_PASS and no PASS_TO_PASS test is a failure."""
+    return not status["FAIL_TO_PASS"]["failure"] and not status["PASS_TO_PASS"]["failure"]
 
 
 def instance_report(instance: Instance, prediction: Prediction | None, *, applied: bool,
                     statuses: dict[str, str] | None) -> dict[str, Any]:
-    """The harness-compatible report of one instance."""
+    """The harness-compatible report of one instance. ``applied``: the prediction applied and the tests ran to
+    their end (``statuses``: what the output said of each test); a prediction that does not apply, or whose tests
+    ran out of time, has no verdict per test."""
     patch = prediction.model_patch if prediction is not None else None
     report: dict[str, Any] = {"patch_is_None": patch is None, "patch_exists": bool(patch and patch.strip()),
                               "patch_successfully_applied": applied, "resolved": False}
     if applied and statuses is not None:
-        status = status_by_list(instance, statuses)
+        status = tests_status(instance, statuses)
         report["tests_status"] = status
-        report["resolved"] = not status["FAIL_TO_PASS"]["failure"] and not status["PASS_TO_PASS"]["failure"]
+        report["resolved"] = resolved(status)
     return report
 
 
 def summary(reports: dict[str, dict[str, Any]], errors: dict[str, str]) -> dict[str, Any]:
-    """``{resolved_ids, unresolved_ids, error_ids, empty_patch_ids}`` and counts, as the harness's run report."""
-    empty = sorted(i for i, r in reports.items() if not r.get("patch_exists"))
-    resolved = sorted(i for i, r in reports.items() if r.get("resolved"))
-    unresolved = sorted(i for i, r in reports.items() if not r.get("resolved") and r.get("patch_exists")
-                        and i not in errors)
-    return {"total_instances": len(reports) + len([e for e in errors if e not in reports]),
-            "completed_instances": len(reports) - len([e for e in errors if e in reports]),
+    """The harness's run report: ``{resolved_ids, unresolved_ids, error_ids, empty_patch_ids}`` and their counts.
+    An instance is an error when it could not be judged, or -- as the harness counts it -- when its prediction
+    does not apply; one with an empty prediction is not run; the others were completed, resolved or not."""
+    empty = sorted(i for i, r in reports.items() if not r.get("patch_exists") and i not in errors)
+    completed = [i for i, r in reports.items() if r.get("patch_exists") and i not in errors]
+    resolved = sorted(i for i in completed if reports[i].get("resolved"))
+    unresolved = sorted(i for i in completed if not reports[i].get("resolved"))
+    return {"total_instances": len(set(reports) | set(errors)), "completed_instances": len(completed),
             "resolved_instances": len(resolved), "unresolved_instances": len(unresolved),
             "empty_patch_instances": len(empty), "error_instances": len(errors),
             "resolved_ids": resolved, "unresolved_ids": unresolved, "error_ids": sorted(errors),

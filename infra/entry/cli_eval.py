@@ -2,14 +2,16 @@
 bosun's own agents on them with A/B variants (``run``).
 
     bosun eval swebench --instances INSTANCES.jsonl --predictions PREDS.jsonl|gold|empty --repo owner/name=PATH_OR_URL
-        [--repo ...] [--max-parallel N] [--report REPORT.json] [--ids ID,...] [--run-id NAME] [--timeout S]
+        [--repo ...] [--max-parallel N] [--report REPORT.json] [--logs DIR] [--ids ID,...] [--run-id NAME]
+        [--timeout S]
     bosun eval run --instances FILE --model SPEC [--mode solo|team] [--variant NAME=SETTINGS.json ...]
         --repo owner/name=PATH_OR_URL ... [--max-parallel N] [--ids ...] [--run-id NAME] --out DIR
 
 Both run as an EvalWorkflow on the stack (``bosun up``): one child per instance (and variant), resumable — run the
 same command with the same ``--run-id`` to follow a run that is already going. Progress goes to stderr; the
-summary (JSON) to stdout. Exit 0 when every instance was evaluated (resolved or not), 1 when some could not be
-(error_ids), 2 on bad input.
+summary (JSON) to stdout. Exit 0 when every instance got a verdict (resolved or not; a prediction that does not
+apply is in error_ids, as the harness counts it, but it is a verdict), 1 when some could not be judged (the
+repository, the environment or a timeout: ``errors`` in the report says which and why), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from infra.export import export as export_run
 from infra.history import collect
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
-from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, Variant
+from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -57,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
     _common(sw)
     sw.add_argument("--predictions", required=True, help="predictions JSONL, or gold, or empty")
     sw.add_argument("--report", type=Path, help="write {\"summary\", \"instances\"} here")
+    sw.add_argument("--logs", type=Path, help="write each instance's report.json, test_output.txt and patch.diff "
+                                              "into DIR/INSTANCE_ID/ (the harness's layout)")
     rn = sub.add_parser("run", help="run bosun's agents on the instances and judge their diffs")
     _common(rn)
     rn.add_argument("--model", required=True, help="model spec of the agents (as for bosun run)")
@@ -144,6 +148,7 @@ def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStor
     for inst in instances:
         pred = predictions.get(inst.instance_id) if predictions is not None else None
         items.append(EvalItem(instance_id=inst.instance_id, repo=inst.repo, base_commit=inst.base_commit,
+                              version=inst.version, environment_setup_commit=inst.environment_setup_commit,
                               source=repos[inst.repo], instance_ref=store.put_json(inst.model_dump()),
                               prediction_ref=store.put_json(pred.model_dump()) if pred is not None else
                               (store.put_json({"instance_id": inst.instance_id, "model_patch": None})
@@ -155,11 +160,34 @@ def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStor
 def _report(store: ArtifactStore, result: EvalResult, variant: str = "") -> dict[str, Any]:
     outcomes = [o for o in result.outcomes if o.variant == variant]
     reports = merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])
-    errors = {o.instance_id: o.error for o in outcomes if o.error and not o.report_ref}
+    errors = {o.instance_id: o.error for o in outcomes if o.error}
     return {"summary": summary(reports, errors), "instances": reports,
-            "errors": errors, "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds,
-                                                         "environment": o.env_id, "build_s": o.build_s}
-                                         for o in outcomes}}
+            "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
+            "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
+                                       "build_s": o.build_s} for o in outcomes}}
+
+
+def write_logs(folder: Path, store: ArtifactStore, outcomes: list[InstanceOutcome],
+               reports: dict[str, Any]) -> None:
+    """Per instance, as the harness lays its logs out: ``report.json`` (``{id: report}``), ``test_output.txt``
+    (what ran and what it printed) and ``patch.diff`` (the prediction judged)."""
+    for o in outcomes:
+        where = folder / o.instance_id  # a checked instance id: letters, digits, '_', '.', '-'
+        where.mkdir(parents=True, exist_ok=True)
+        if o.instance_id in reports:
+            (where / "report.json").write_text(json.dumps({o.instance_id: reports[o.instance_id]}, indent=2))
+        if o.log_ref:
+            (where / "test_output.txt").write_text(store.get_text(o.log_ref))
+        elif o.error:
+            (where / "test_output.txt").write_text(f"{o.error}\n")
+        if o.prediction_ref:
+            (where / "patch.diff").write_text(store.get_json(o.prediction_ref).get("model_patch") or "")
+
+
+def _exit_code(report: dict[str, Any]) -> int:
+    """0 when every instance got a verdict (a prediction that does not apply is one: it is the prediction's
+    doing), 1 when some could not be judged (repository, environment, timeout)."""
+    return 1 if any(e["kind"] != "apply" for e in report["errors"].values()) else 0
 
 
 async def swebench(args: argparse.Namespace, s: Settings) -> int:
@@ -177,8 +205,10 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
     if args.report:
         args.report.write_text(json.dumps(report, indent=2))
+    if args.logs:
+        write_logs(args.logs, store, result.outcomes, report["instances"])
     print(json.dumps(report["summary"], indent=2))
-    return 1 if report["summary"]["error_ids"] else 0
+    return _exit_code(report)
 
 
 async def run_agents(args: argparse.Namespace, s: Settings) -> int:
@@ -229,7 +259,7 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     (args.out / "report.json").write_text(json.dumps(out, indent=2))
     print(json.dumps({n: out["variants"][n]["summary"] for n in names} | {"comparisons": out["comparisons"]},
                      indent=2))
-    return 1 if any(out["variants"][n]["summary"]["error_ids"] for n in names) else 0
+    return max(_exit_code(out["variants"][n]) for n in names)
 
 
 def eval_main(argv: list[str]) -> int:

@@ -7,7 +7,8 @@ services are not), memory and pids limits. The source (``git archive`` of the co
 host's CA bundle) are copied in through the engine into volumes that are never part of the image; the installer's
 cache is the repository's own. Steps, each logged under a header in ``build.log``:
 
-1. ``virtualenv``: ``uv venv`` at /opt/bosun-env/venv with the base's python3;
+1. ``prepare``: the declared commands that edit the source before the install; ``virtualenv``: ``uv venv`` at
+   /opt/bosun-env/venv with the base's python3;
 2. ``install``: ``uv pip install`` of the project (editable), its test extras, test requirements and pytest
    plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
    collect; what fails on this interpreter is moved to a later date (sandbox/environments/installer.py);
@@ -288,6 +289,9 @@ class Builder:
         owned.unlink()
         if not copied:
             raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
+        for i, cmd in enumerate(spec.prepare, 1):
+            self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
+            run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         self.progress(f"building: virtualenv (python {base.python})")
         run.step("virtualenv", [UV, "venv", "--python", "/usr/bin/python3", VENV], self._env(spec))
         fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python /usr/bin/python3 {VENV}"]

@@ -9,7 +9,9 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     extras = ["test"]                # extras of the project to install with it
     requirements = ["pytest<5"]      # more requirement specifiers
     requirement_files = ["requirements/ci.txt"]
+    soft_requirements = ["netCDF4"]  # installed when the index has them and they install; dropped otherwise
     exclude_newer = "2019-12-01"     # resolve as of this date; false: the newest versions
+    prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]    # run in the source before the install, with network
     setup = ["python setup.py build_ext --inplace"]   # run after the install, with network
     test_command = "python -m pytest tests"
     compilers = true                 # a C toolchain and Python headers in the base
@@ -55,7 +57,9 @@ class Declared(BaseModel):
     extras: list[str] = []
     requirements: list[str] = []
     requirement_files: list[str] = []
+    soft_requirements: list[str] = []
     exclude_newer: str | bool | None = None
+    prepare: list[str] = []
     setup: list[str] = []
     test_command: str | None = None
     compilers: bool = False
@@ -94,7 +98,7 @@ class Declared(BaseModel):
                 raise ValueError(f"requirement file {path[:60]!r} must be a path inside the repository")
         return v
 
-    @field_validator("requirements", "setup")
+    @field_validator("requirements", "soft_requirements", "prepare", "setup")
     @classmethod
     def _lines(cls, v: list[str]) -> list[str]:
         for item in v:

@@ -50,9 +50,10 @@ def day_end(moment: datetime) -> str:
 
 def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository: str = "", commit: str = "",
            tree: str = "", version_hint: str | None = None,
-           override: tuple[str, str] | None = None) -> Detection:
+           override: tuple[str, str | Declared] | None = None) -> Detection:
     """The spec of ``files`` (see the module docstring). ``override``: (where, text) of an operator's environment
-    file. Raises ConfigError for a declared file that is not valid (nothing is built from a bad declaration)."""
+    file, or (what, declaration) made by bosun itself (an evaluation's recipe). Raises ConfigError for a declared
+    file that is not valid (nothing is built from a bad declaration)."""
     paths = files.paths()
     present = set(paths)
     wanted = [p for p in CONFIG_FILES if p in present]
@@ -67,10 +68,12 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     declared: Declared | None = None
     origin = "detected"
     if override is not None:
-        declared = parse_declared(override[1], override[0])
+        where, given = override
+        declared = given if isinstance(given, Declared) else parse_declared(given, where)
         origin = "override"
-        shaping[f"override:{override[0]}"] = _sha(override[1])
-        reasons.append(Reason(field="origin", value="override", source=f"BOSUN_ENV_OVERRIDES names {override[0]}"))
+        shaping[f"override:{where}"] = _sha(given if isinstance(given, str) else given.model_dump_json())
+        reasons.append(Reason(field="origin", value="override",
+                              source=f"BOSUN_ENV_OVERRIDES names {where}" if isinstance(given, str) else where))
     elif DECLARED_FILE in texts:
         declared = parse_declared(texts[DECLARED_FILE], DECLARED_FILE)
         origin = "declared"
@@ -216,6 +219,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     if declared is not None:
         extras = list(dict.fromkeys(extras + declared.extras))
         requirements += declared.requirements
+        guessed += [r for r in declared.soft_requirements if r not in guessed]
+        for req in declared.soft_requirements:
+            reasons.append(Reason(field="guessed", value=req, source=f"declared ({origin}; dropped if it cannot be "
+                                                                     "installed)"))
         req_files = list(dict.fromkeys(req_files + declared.requirement_files))
         for req in declared.requirements:
             reasons.append(Reason(field="requirements", value=req, source=f"declared ({origin})"))
@@ -260,15 +267,18 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         if setup:
             reasons.append(Reason(field="setup", value=" && ".join(setup), source="tox.ini [testenv] commands "
                                                                                   "install them before the tests"))
-    if setup and not compiled:
-        reasons.append(Reason(field="per_revision", value="yes", source="setup commands run in the source tree: "
-                                                                        "what they write belongs to this revision"))
+    prepare = list(declared.prepare) if declared is not None else []
+    if prepare:
+        reasons.append(Reason(field="prepare", value=" && ".join(prepare), source=f"declared ({origin})"))
+    if (setup or prepare) and not compiled:
+        reasons.append(Reason(field="per_revision", value="yes", source="prepare/setup commands run in the "
+                              "source tree: what they write belongs to this revision"))
     names = [n for n in _project_names(texts) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n)]
     spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
                    project_name=names[0] if names and install and installable else None,
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
-                   optional_files=optional_files, exclude_newer=exclude_newer, setup=setup, env=env, test=test,
-                   scm_version=scm_version, per_revision=bool(compiled or setup),
+                   optional_files=optional_files, exclude_newer=exclude_newer, prepare=prepare, setup=setup,
+                   env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,

@@ -17,7 +17,7 @@ VENV = f"{ENV_ROOT}/venv"
 SEED = f"{ENV_ROOT}/seed.tar"
 """Files the build left in the source tree that git ignores (compiled extensions, generated version files): put
 into a workspace (never over an existing file) before its sandbox serves anything."""
-SCHEMA = 2
+SCHEMA = 3
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""
 
@@ -80,6 +80,9 @@ class EnvSpec(BaseModel):
     """Requirement files tried first and left out when the install fails with them (dev requirements)."""
     exclude_newer: str | None = None
     """Resolve as of this moment (RFC 3339, UTC): the commit's date. None: the newest versions."""
+    prepare: list[str] = []
+    """Shell commands run before the install, with network, in /workspace, as the unprivileged build user (edits
+    of the build's files)."""
     setup: list[str] = []
     """Shell commands run after the install, with network, in /workspace, as the unprivileged build user."""
     env: dict[str, str] = {}

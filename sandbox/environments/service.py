@@ -22,7 +22,7 @@ from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
 from sandbox.environments.bases import BASE_BUILD_MAX_S, BUILD_UID, Bases, plan
 from sandbox.environments.builder import Builder, BuildFailed
-from sandbox.environments.declared import load_overrides, override_for
+from sandbox.environments.declared import Declared, load_overrides, override_for
 from sandbox.environments.detect import detect
 from sandbox.environments.dockerping import image_exists
 from sandbox.environments.models import Detection, EnvRecord, env_id_for
@@ -35,9 +35,10 @@ DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testc
                   "interpreters.py", "models.py", "repofiles.py")
 
 
-def detection_key(commit: str, override: tuple[str, str] | None) -> str:
-    """What a remembered detection depends on: the commit, the override file, and the detector's own code."""
-    h = hashlib.sha256(f"{commit}\0{override!r}\0".encode())
+def detection_key(commit: str, override: tuple[str, str | Declared] | None, version: str | None = None) -> str:
+    """What a remembered detection depends on: the commit, the override (file or declaration), the version given,
+    and the detector's own code."""
+    h = hashlib.sha256(f"{commit}\0{override!r}\0{version!r}\0".encode())
     here = Path(__file__).parent
     for name in DETECTOR_FILES:
         with contextlib.suppress(OSError):
@@ -108,22 +109,24 @@ class Environments:
 
     # -- detection -------------------------------------------------------------------------------------------
 
-    def detect(self, tree: GitTree, repository: str) -> Detection:
-        """The spec of ``tree`` (see sandbox/environments/detect.py), with the operator's override if any.
-        Remembered per commit (and override, and detector version): a revision is read once."""
-        override = None
-        path = override_for(load_overrides(self.settings.env_overrides), repository)
+    def detect(self, tree: GitTree, repository: str, *, declared: tuple[str, Declared] | None = None,
+               version: str | None = None) -> Detection:
+        """The spec of ``tree`` (see sandbox/environments/detect.py), with the operator's override if any, or
+        ``declared``: (what, declaration) given by bosun itself (an evaluation's recipe), which wins over both.
+        ``version``: the project's version when its nearest tag does not say (a setuptools_scm project cloned
+        without its tags). Remembered per commit (and override, and detector version): a revision is read once."""
+        override: tuple[str, str | Declared] | None = declared
+        path = override_for(load_overrides(self.settings.env_overrides), repository) if declared is None else None
         if path is not None:
             override = (str(path), path.read_text())
-        memo = self.cache / "detected" / f"{detection_key(tree.commit, override)}.json"
+        memo = self.cache / "detected" / f"{detection_key(tree.commit, override, version)}.json"
         try:
             det = Detection.model_validate_json(memo.read_text())
             return det.model_copy(update={"repository": repository})
         except (OSError, ValueError):
             pass
         det = detect(tree, commit_date=tree.commit_date(), repository=repository, commit=tree.commit,
-                     tree=tree.tree_id(), version_hint=tree.version_tag(),
-                     override=override)
+                     tree=tree.tree_id(), version_hint=tree.version_tag() or version, override=override)
         with contextlib.suppress(OSError):
             memo.parent.mkdir(parents=True, exist_ok=True)
             tmp = memo.with_suffix(f".{os.getpid()}.tmp")

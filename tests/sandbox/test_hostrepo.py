@@ -221,3 +221,34 @@ def test_a_workspace_with_a_quota_fills_up_alone(task):
                 os.fsync(f.fileno())
     repo.drop_run("q")
     assert not ws.exists() and not diskquota.image_of(ws).exists()
+
+
+def test_an_evaluation_fetches_just_the_commits_it_needs(tmp_path):
+    src = make_example_repo(tmp_path / "src")
+    first = subprocess.run([*G, "rev-parse", "HEAD"], cwd=src, check=True, capture_output=True, text=True).stdout
+    for n in range(3):
+        (src / f"later{n}.txt").write_text(f"{n}\n")
+        subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+        subprocess.run([*G, "commit", "-qm", f"later {n}"], cwd=src, check=True)
+    second = subprocess.run([*G, "rev-parse", "HEAD~1"], cwd=src, check=True, capture_output=True, text=True).stdout
+    first, second = first.strip(), second.strip()
+    repo = TaskRepo(tmp_path / "workspaces", "eval-1/inst")
+    assert repo.prepare_commits(str(src), [second, first]) == second
+    assert repo.prepare_commits(str(src), [second, first]) == second  # idempotent
+    count = subprocess.run(["git", "--git-dir", str(repo.git_dir), "rev-list", "--all"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert sorted(count) == sorted([first, second])  # nothing of the history in between or after
+    ws = repo.materialize("eval", second)
+    assert (ws / "later1.txt").exists() and not (ws / "later2.txt").exists()
+    # git works in the workspace: reset a file to the commit, as the evaluation does
+    (ws / "later0.txt").write_text("changed\n")
+    subprocess.run(["git", "checkout", second, "--", "later0.txt"], cwd=ws, check=True, capture_output=True)
+    assert (ws / "later0.txt").read_text() == "0\n"
+    missing = TaskRepo(tmp_path / "workspaces", "eval-1/other")
+    with pytest.raises(ConfigError, match="cannot fetch 0000000000"):
+        missing.prepare_commits(str(src), ["0" * 40])
+    assert not missing.git_dir.exists()
+    with pytest.raises(ConfigError, match="full object id"):
+        missing.prepare_commits(str(src), ["abc123"])
+    with pytest.raises(ConfigError, match="may not start with '-'"):
+        missing.prepare_commits("--upload-pack=touch /tmp/x", [first])

@@ -47,10 +47,12 @@ def test_instances_and_predictions(tmp_path):
 
 
 def test_the_test_patch_data_files_are_not_given_to_the_runner():
+    """The harness's regex and extension list: repeats kept, ``csv`` without its dot, the path after the last
+    `` b/`` of the line."""
     patch = "".join(f"diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n" for f in
                     ("tests/test_a.py", "tests/res/test_doc.txt", "tests/data/x.json", "tests/conftest.py",
                      "tests/test_a.py"))
-    assert patched_files(patch) == ["tests/test_a.py", "tests/conftest.py"]
+    assert patched_files(patch) == ["tests/test_a.py", "tests/conftest.py", "tests/test_a.py"]  # as the harness
 
 
 @pytest.mark.parametrize("row,message", [
@@ -82,16 +84,30 @@ def test_the_verdict_per_test_and_instance(tmp_path):
     [inst] = load_instances(write(tmp_path, [ROW]))
     f2p, p2p = inst.FAIL_TO_PASS[0], inst.PASS_TO_PASS[0]
     pred = Prediction(instance_id=inst.instance_id, model_patch="diff ...")
+    empty = {"success": [], "failure": []}
     ok = instance_report(inst, pred, applied=True, statuses={f2p: "PASSED", p2p: "XFAIL"})
     assert ok == {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True,
                   "resolved": True, "tests_status": {"FAIL_TO_PASS": {"success": [f2p], "failure": []},
-                                                     "PASS_TO_PASS": {"success": [p2p], "failure": []}}}
+                                                     "PASS_TO_PASS": {"success": [p2p], "failure": []},
+                                                     "FAIL_TO_FAIL": empty, "PASS_TO_FAIL": empty}}
     missing = instance_report(inst, pred, applied=True, statuses={f2p: "PASSED"})  # a test not in the output fails
     assert not missing["resolved"] and missing["tests_status"]["PASS_TO_PASS"]["failure"] == [p2p]
+    errored = instance_report(inst, pred, applied=True, statuses={f2p: "ERROR", p2p: "PASSED"})
+    assert not errored["resolved"] and errored["tests_status"]["FAIL_TO_PASS"]["failure"] == [f2p]
+    # a skipped test counts for nothing either way, as in the harness's grading
+    skipped = instance_report(inst, pred, applied=True, statuses={f2p: "PASSED", p2p: "SKIPPED"})
+    assert skipped["resolved"] and skipped["tests_status"]["PASS_TO_PASS"] == empty
+    all_skipped = instance_report(inst, pred, applied=True, statuses={f2p: "SKIPPED", p2p: "PASSED"})
+    assert all_skipped["resolved"] and all_skipped["tests_status"]["FAIL_TO_PASS"] == empty
     not_applied = instance_report(inst, pred, applied=False, statuses=None)
     assert not_applied["resolved"] is False and "tests_status" not in not_applied
     none = instance_report(inst, Prediction(instance_id=inst.instance_id), applied=False, statuses=None)
     assert none["patch_is_None"] and not none["patch_exists"]
-    s = summary({"a": ok, "b": missing, "c": none}, errors={"d": "environment failed"})
+
+
+def test_the_run_summary_counts_as_the_harness_does():
+    reports = {"a": {"patch_exists": True, "resolved": True}, "b": {"patch_exists": True, "resolved": False},
+               "c": {"patch_exists": False, "patch_is_None": True}, "e": {"patch_exists": True, "resolved": False}}
+    s = summary(reports, errors={"d": "environment failed", "e": "the prediction does not apply"})
     assert s["resolved_ids"] == ["a"] and s["unresolved_ids"] == ["b"] and s["empty_patch_ids"] == ["c"]
-    assert s["error_ids"] == ["d"] and s["total_instances"] == 4
+    assert s["error_ids"] == ["d", "e"] and s["total_instances"] == 5 and s["completed_instances"] == 2

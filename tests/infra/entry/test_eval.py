@@ -79,7 +79,7 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     gold = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
                        f"example/calc={repo}", "--report", str(report), "--run-id", "it-gold", "--max-parallel",
                        "2", timeout=900)
-    assert gold.returncode == 0, gold.stderr[-3000:]
+    assert gold.returncode == 0, gold.stderr[-3000:] + (report.read_text()[-3000:] if report.exists() else "")
     summary = json.loads(gold.stdout)
     assert summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"] and summary["error_ids"] == []
     full = json.loads(report.read_text())

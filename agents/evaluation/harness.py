@@ -1,0 +1,110 @@
+"""How an instance is judged, step by step, the way the SWE-bench reference harness judges it (pure: the shell
+commands; activities/eval.py runs them in a network-off sandbox of the instance's environment).
+
+1. ``edits``: the recipe's edits of tracked files (Sphinx's ``-rA`` in tox.ini), left in the working tree as the
+   harness leaves them;
+2. ``apply``: the prediction, with ``git apply --verbose``, then ``git apply --verbose --reject``, then
+   ``patch --batch --fuzz=5 -p1 -i`` (what one attempt left behind stays for the next, as in the harness);
+   when all three fail the prediction does not apply and nothing is tested;
+3. ``rebuild`` (compiled projects): the project is built again when the prediction changes what the build
+   compiles (the harness re-runs its install after applying a prediction);
+4. ``tests``: the files the test patch modifies are reset to the base commit (``git checkout BASE FILES``), the
+   test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), and the
+   test command runs on the test patch's files -- stdout and stderr one stream, between the harness's markers.
+
+Test selection (``directives``): every ``diff --git a/... b/PATH`` of the test patch, data files left out
+(``NON_TEST_EXTS``); for Django a path becomes a module label (``tests/a/test_b.py`` -> ``a.test_b``). The paths
+are the patch's (hostile) text: they are quoted for the shell, which for any path the harness accepts changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from agents.evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
+from agents.evaluation.swebench import Instance, patched_files
+from agents.evaluation.testlogs import parse
+
+APPLY = ("git apply --verbose", "git apply --verbose --reject", "patch --batch --fuzz=5 -p1 -i")
+PREDICTION = ".git/bosun-prediction.patch"
+TEST_PATCH = ".git/bosun-test.patch"
+"""Where the patches are written in the workspace (its scratch .git: never part of the tree)."""
+START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
+BUILD_INPUTS = re.compile(r"(?:\.(?:pyx|pxd|pxi|c|cc|cpp|cxx|h|hpp|f|f90|m)|(?:^|/)(?:setup\.py|setup\.cfg|"
+                          r"pyproject\.toml|meson\.build))$")
+"""Files whose change the build must see (compiled code and build configuration)."""
+_RESET = re.compile(r"--- a/(.*)")
+
+
+def generic_recipe(repo: str, has: set[str], python: str) -> Recipe:
+    """The recipe of a repository the harness does not know: its own runner when it has one (``tests/runtests.py``:
+    Django's; ``bin/test``: sympy's), else pytest; its environment is bosun's detection (``python``)."""
+    if "tests/runtests.py" in has:
+        test_cmd, parser = DJANGO, "django"
+    elif "bin/test" in has:
+        test_cmd, parser = SYMPY, "sympy"
+    else:
+        test_cmd, parser = f"python -m {PYTEST} -p no:cacheprovider", "pytest"
+    return Recipe(repo=repo, version="", test_cmd=test_cmd, parser=parser, harness_python=python, python=python)
+
+
+def recipe_or_generic(instance: Instance, has: set[str], python: str) -> Recipe:
+    return recipe_for(instance.repo, instance.version) or generic_recipe(instance.repo, has, python)
+
+
+def directives(recipe: Recipe, test_patch: str) -> list[str]:
+    """The test runner's arguments: the test patch's files (Django: module labels)."""
+    files = patched_files(test_patch)
+    if recipe.parser != "django":
+        return files
+    labels = []
+    for path in files:
+        path = path.removesuffix(".py")
+        path = path.removeprefix("tests/")
+        labels.append(path.replace("/", "."))
+    return labels
+
+
+def reset_files(test_patch: str) -> list[str]:
+    """The files the test patch modifies (its ``--- a/PATH`` lines; files it creates are not listed): reset to the
+    base commit before it is applied."""
+    return _RESET.findall(test_patch)
+
+
+def apply_command() -> str:
+    return " || ".join(f"{cmd} {PREDICTION}" for cmd in APPLY)
+
+
+def needs_rebuild(recipe: Recipe, prediction: str) -> bool:
+    """Whether the prediction changes what the recipe's build compiles."""
+    if not recipe.rebuild:
+        return False
+    return any(BUILD_INPUTS.search(path) for path in re.findall(r"^diff --git a/.* b/(.*)$", prediction, re.M))
+
+
+def runner_command(recipe: Recipe, instance: Instance) -> str:
+    """The test command line: the recipe's command and variables, the test patch's files."""
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(recipe.eval_env.items()))
+    args = " ".join(shlex.quote(d) for d in directives(recipe, instance.test_patch))
+    return " ".join(part for part in (env, recipe.test_cmd, args) if part)
+
+
+def judging_script(recipe: Recipe, instance: Instance) -> str:
+    """The script of step 4: reset, test patch, the tests between the markers (one output stream)."""
+    lines = ["exec 2>&1"]
+    reset = reset_files(instance.test_patch)
+    if reset:
+        lines.append(f"git checkout {shlex.quote(instance.base_commit)} -- {' '.join(shlex.quote(f) for f in reset)}")
+    if instance.test_patch.strip():
+        lines.append(f"git apply -v {TEST_PATCH}")
+    lines += [f"echo '{START}'", runner_command(recipe, instance), f"echo '{END}'"]
+    return "\n".join(lines) + "\n"
+
+
+def statuses(recipe: Recipe, log: str) -> dict[str, str]:
+    """Each test's status in a tests script's output, as the harness reads it: the part between the markers,
+    or the whole output when that part names no test."""
+    part = log.split(START, 1)[1].split(END, 1)[0] if START in log else ""
+    return parse(recipe.parser, part) or parse(recipe.parser, log)

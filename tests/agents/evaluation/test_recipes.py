@@ -1,0 +1,85 @@
+"""The harness's recipes per repository and version, and the environment declaration each becomes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.evaluation.recipes import (
+    RECIPES,
+    REFERENCE_DATE,
+    conda_requirements,
+    declaration,
+    recipe_for,
+)
+from sandbox.environments.detect import detect
+from sandbox.environments.repofiles import MemoryFiles
+
+
+@pytest.mark.parametrize("repo,version,python,parser", [
+    ("django/django", "3.0", "3.9", "django"), ("django/django", "4.0", "3.9", "django"),
+    ("django/django", "5.0", "3.11", "django"), ("sympy/sympy", "1.1", "3.9", "sympy"),
+    ("sphinx-doc/sphinx", "7.1", "3.9", "pytest_v2"), ("matplotlib/matplotlib", "3.6", "3.11", "matplotlib"),
+    ("scikit-learn/scikit-learn", "0.21", "3.9", "pytest_v2"), ("astropy/astropy", "v5.3", "3.11", "pytest_v2"),
+    ("pydata/xarray", "2022.03", "3.9", "pytest"), ("pytest-dev/pytest", "5.4", "3.9", "pytest"),
+    ("pylint-dev/pylint", "2.15", "3.9", "pytest_options"), ("psf/requests", "2.0", "3.9", "pytest_options"),
+    ("mwaskom/seaborn", "0.12", "3.9", "seaborn"), ("pallets/flask", "2.3", "3.11", "pytest")])
+def test_each_repository_of_swe_bench_verified(repo, version, python, parser):
+    recipe = recipe_for(repo, version)
+    assert (recipe.python, recipe.parser) == (python, parser)
+
+
+def test_versions_between_below_and_without():
+    assert recipe_for("pytest-dev/pytest", "5.1").requirements == recipe_for("pytest-dev/pytest", "5.0").requirements
+    assert "pluggy==1.3.0" in recipe_for("pytest-dev/pytest", "8.0").requirements
+    assert recipe_for("pytest-dev/pytest", "3.1").requirements == recipe_for("pytest-dev/pytest", "4.4").requirements
+    assert recipe_for("django/django", None).version == RECIPES["django/django"][2]
+    assert recipe_for("acme/unknown", "1.0") is None
+
+
+def test_pins_that_need_wheels_keep_their_minor_version_and_sphinx_keeps_its_setup_bounds():
+    sklearn = recipe_for("scikit-learn/scikit-learn", "0.22")
+    assert "numpy~=1.19.2" in sklearn.requirements and "scipy~=1.5.2" in sklearn.requirements
+    sphinx3, sphinx5 = recipe_for("sphinx-doc/sphinx", "3.5"), recipe_for("sphinx-doc/sphinx", "5.0")
+    assert "Jinja2<3.0" in sphinx3.requirements and "Jinja2==3.0.3" not in sphinx3.requirements
+    assert "Jinja2==3.0.3" in sphinx5.requirements
+    assert sphinx3.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+
+
+ENV_YML = """\
+name: xarray-tests
+channels:
+  - conda-forge
+dependencies:
+  - python=3.10
+  - dask-core
+  - fsspec!=2021.7.0
+  - numpy=1.23   # pinned by the recipe too
+  - netcdf4
+  - hdf5
+  - pip
+  - pip:
+      - numbagg
+"""
+
+
+def test_conda_files_become_soft_requirements():
+    assert conda_requirements(ENV_YML) == ["dask", "fsspec!=2021.7.0", "numpy==1.23", "netcdf4", "numbagg"]
+    assert conda_requirements("dependencies: [numpy]\n") == []  # flow style is not read
+    assert conda_requirements("not: yaml: at: all\n  - x\n") == []
+
+
+def test_a_recipe_becomes_the_declaration_detection_takes():
+    files = MemoryFiles({"setup.py": "from setuptools import setup\nsetup(name='xarray')\n",
+                         "ci/requirements/environment.yml": ENV_YML, "xarray/tests/test_a.py": ""})
+    recipe = recipe_for("pydata/xarray", "2022.06")
+    declared = declaration(recipe, set(files.paths()), files.read)
+    assert declared.python == "3.9" and declared.exclude_newer == REFERENCE_DATE
+    assert "numpy~=1.23.0" in declared.requirements
+    assert declared.soft_requirements == ["fsspec!=2021.7.0", "netcdf4", "numbagg"]  # dask, numpy: pinned
+    det = detect(files, override=("the recipe", declared))
+    assert det.spec.origin == "override" and det.spec.python == "3.9"
+    assert det.spec.exclude_newer == "2024-08-13T23:59:59Z" and "netcdf4" in det.spec.guessed
+    django = recipe_for("django/django", "3.1")
+    declared = declaration(django, {"tests/requirements/py3.txt", "setup.py"}, lambda _p: None)
+    assert declared.requirement_files == ["tests/requirements/py3.txt"] and declared.apt == ["locales-all"]
+    assert declaration(django, {"setup.py"}, lambda _p: None).requirement_files == []
