@@ -1,26 +1,31 @@
 """SWE-bench-format instances from real projects' real fixes, judged with `bosun eval swebench` (prints JSON).
 
-Run: ``.venv/bin/python bench/swebench_real.py [--rebuild] [--pair NAME ...] [--max-parallel N]``.
+Run: ``.venv/bin/python bench/swebench_real.py [--rebuild] [--pair NAME ...] [--max-parallel N] [--no-eval]``.
 
 Each instance is a pair of consecutive releases of a project on PyPI whose difference is a small bug fix with a
-test. The releases are their sdists turned into git repositories with one commit dated at the upload
-(bench/environments.py's ``repository()``); the releases of one project are gathered into one repository (a branch
-per release, ``~/.cache/bosun-bench/swebench-real/<project>``; the commits are reproducible, so the checked-in
-instances name them by hash). For each pair:
+test: the repositories of SWE-bench Verified (Django, sympy, Sphinx, pytest, pylint, requests, xarray, seaborn,
+Flask...) under their upstream names, so that `bosun eval swebench` judges them with the harness's recipes, and a
+few others (Jinja2, MarkupSafe, attrs, click, Werkzeug) that bosun judges with its own. The releases are their
+sdists turned into git repositories with one commit dated at the upload (bench/environments.py's
+``repository()``); the releases of one project are gathered into one repository (a branch per release,
+``~/.cache/bosun-bench/swebench-real/<project>``; the commits are reproducible, so the checked-in instances name
+them by hash). For each pair:
 
-- ``base_commit``: the older release's commit; ``patch``: the newer release's changes to the package's Python
+- ``base_commit``: the older release's commit (also its ``environment_setup_commit``); ``version``: its
+  major.minor, as SWE-bench's version field; ``patch``: the newer release's changes to the package's Python
   sources (the version string left alone); ``test_patch``: its changes to the test files;
-- FAIL_TO_PASS / PASS_TO_PASS: found by execution, as the SWE-bench data were: the test patch's files are run (the
-  command `bosun eval swebench` runs) with `bosun sandbox exec --env` in the older release's environment
-  (`bosun env build`), once on base+test_patch and once on base+patch+test_patch. FAIL_TO_PASS = passing only with
-  the patch, PASS_TO_PASS = passing in both; a pair without a FAIL_TO_PASS test is dropped, and so is one without
-  a PASS_TO_PASS test (there the test patch alone stops the old tests from running: every test "fails to pass").
+- FAIL_TO_PASS / PASS_TO_PASS: found by execution, as the SWE-bench data were, with bosun's evaluator itself (the
+  same environments, commands and parsers): `bosun eval swebench --logs` once with a prediction that changes
+  nothing (base + test patch) and once with the gold patch; FAIL_TO_PASS = passing only with the patch,
+  PASS_TO_PASS = passing in both. A pair without a FAIL_TO_PASS or a PASS_TO_PASS test is dropped.
 
-The instances are written to ``bench/data/swebench_real/instances.jsonl`` (reused unless ``--rebuild``; rows in the
-published format, list fields as JSON strings). Then, on a private embedded stack (as bench/swebench.py), the same
-commands a user types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``. Printed:
-instances attempted, environments built, gold and empty resolved, per instance the evaluation time against its
-tests' time, and instances per hour (the gold pass; environments are warm from the derivation).
+The instances are written to ``bench/data/swebench_real/instances.jsonl`` (reused unless ``--rebuild``; rows in
+the published format, list fields as JSON strings). Then, on the same private embedded stack, the commands a user
+types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``, and a prediction
+that changes nothing (base + test patch: must not resolve). Printed: instances, environments built, gold and empty
+resolved, per instance the evaluation time against its tests' time, and instances per hour (the gold pass;
+environments are warm from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
+bench/swebench_conformance.py, which judges them again with the reference harness's own code.
 """
 
 from __future__ import annotations
@@ -40,22 +45,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.evaluation.runners import command  # noqa: E402
-
-from agents.evaluation.swebench import patched_files  # noqa: E402
-from agents.evaluation.testlogs import PASSING, parse  # noqa: E402
-from bench.environments import BOSUN, CACHE, repository  # noqa: E402
+from agents.evaluation.harness import generic_recipe, statuses  # noqa: E402
+from agents.evaluation.recipes import recipe_for  # noqa: E402
+from agents.evaluation.testlogs import PASSING  # noqa: E402
+from bench.environments import CACHE, repository  # noqa: E402
 from bench.swebench import bosun, free_port  # noqa: E402
 
 INSTANCES = ROOT / "bench" / "data" / "swebench_real" / "instances.jsonl"
 MIRRORS = CACHE.parent / "swebench-real"
-SANDBOX_UID = "64000:64000"
+LOGS = CACHE.parent / "swebench-real-logs"
+"""The last evaluation's per-instance logs (gold, and base + test patch), for bench/swebench_conformance.py."""
 MAX_PATCH_LINES = 300
 """A pair whose source change is longer than this is not a small fix: skipped."""
+NOOP = ("diff --git a/.bosun-noop b/.bosun-noop\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n"
+        "+++ b/.bosun-noop\n@@ -0,0 +1 @@\n+nothing\n")
+"""A prediction that changes nothing the tests see: judging it runs base + test patch."""
 
 PAIRS = [
-    # PyPI name, older release, newer release, owner/name upstream: each a small source change and a test change in
-    # the sdists that gave FAIL_TO_PASS and PASS_TO_PASS tests
+    # PyPI name, older release, newer release, owner/name upstream
     ("Jinja2", "3.1.5", "3.1.6", "pallets/jinja"),
     ("Jinja2", "3.1.3", "3.1.4", "pallets/jinja"),
     ("Jinja2", "3.1.2", "3.1.3", "pallets/jinja"),
@@ -67,15 +74,71 @@ PAIRS = [
     ("Flask", "2.3.2", "2.3.3", "pallets/flask"),
     ("click", "8.0.3", "8.0.4", "pallets/click"),
     ("Werkzeug", "2.3.6", "2.3.7", "pallets/werkzeug"),
+    ("Django", "3.0.1", "3.0.2", "django/django"),
+    ("Django", "3.0.5", "3.0.6", "django/django"),
+    ("Django", "3.1.4", "3.1.5", "django/django"),
+    ("Django", "3.2.1", "3.2.2", "django/django"),
+    ("Django", "3.2.2", "3.2.3", "django/django"),
+    ("Django", "3.2.5", "3.2.6", "django/django"),
+    ("Django", "3.2.7", "3.2.8", "django/django"),
+    ("Django", "4.0.4", "4.0.5", "django/django"),
+    ("Django", "4.0.5", "4.0.6", "django/django"),
+    ("Django", "4.2.3", "4.2.4", "django/django"),
+    ("sympy", "1.5", "1.5.1", "sympy/sympy"),
+    ("sympy", "1.6.1", "1.6.2", "sympy/sympy"),
+    ("sympy", "1.10", "1.10.1", "sympy/sympy"),
+    ("sympy", "1.11", "1.11.1", "sympy/sympy"),
+    ("sympy", "1.13.0", "1.13.1", "sympy/sympy"),
+    ("Sphinx", "3.3.0", "3.3.1", "sphinx-doc/sphinx"),
+    ("Sphinx", "4.3.0", "4.3.1", "sphinx-doc/sphinx"),
+    ("Sphinx", "5.2.0", "5.2.1", "sphinx-doc/sphinx"),
+    ("Sphinx", "6.2.0", "6.2.1", "sphinx-doc/sphinx"),
+    ("Sphinx", "7.1.0", "7.1.1", "sphinx-doc/sphinx"),
+    ("Sphinx", "7.1.1", "7.1.2", "sphinx-doc/sphinx"),
+    ("pytest", "5.2.3", "5.2.4", "pytest-dev/pytest"),
+    ("pytest", "6.1.0", "6.1.1", "pytest-dev/pytest"),
+    ("pytest", "6.2.2", "6.2.3", "pytest-dev/pytest"),
+    ("pytest", "7.1.0", "7.1.1", "pytest-dev/pytest"),
+    ("pytest", "8.0.1", "8.0.2", "pytest-dev/pytest"),
+    ("requests", "2.20.0", "2.20.1", "psf/requests"),
+    ("requests", "2.27.0", "2.27.1", "psf/requests"),
+    ("requests", "2.30.0", "2.31.0", "psf/requests"),
+    ("xarray", "2023.4.0", "2023.4.1", "pydata/xarray"),
+    ("astropy", "4.0.2", "4.0.3", "astropy/astropy"),
+    ("astropy", "5.0.2", "5.0.3", "astropy/astropy"),
+    ("scikit-learn", "0.22.1", "0.22.2.post1", "scikit-learn/scikit-learn"),
+    ("matplotlib", "3.7.2", "3.7.3", "matplotlib/matplotlib"),
 ]
 # Tried and left out: packaging 21.2 -> 21.3 and Werkzeug 3.0.3 -> 3.0.4 (their new tests spin on the old
 # release -- Werkzeug's is a ReDoS test of parse_options_header -- and the run gave no status before the timeout);
 # click 8.0.1 -> 8.0.2 (no PASS_TO_PASS); Flask 2.2.2 -> 2.2.3 and 3.0.2 -> 3.0.3 (no FAIL_TO_PASS: their tests
 # changed for typing only). The sdists of itsdangerous 2.1.2, click 8.1.7, six 1.16.0 and MarkupSafe 2.0.1 carry
-# no test change.
+# no test change. pylint: the sdists SWE-bench Verified's versions (2.13-2.15) would come from carry no tests, and
+# its fixes are tested through tests/functional/ lint inputs; seaborn: every 0.11-0.13 release is a 360-2000 line
+# change.
 
 _TEST_DIRS = {"tests", "test", "testing"}
-_NOISE = re.compile(r"^[-+]\s*(__version__|version)\s*=")
+_NOISE = re.compile(r"^[-+]\s*(__version__|version|VERSION|version_info|__version_info__|__version_tuple__|"
+                    r"__build__)\s*=")
+_NOT_SOURCE = {"docs", "doc", "examples", "artwork", "scripts", "bin", "extra", "extras", "release", "tools",
+               "tutorials", "plot_types", "benchmarks", "asv_bench", "galleries", "ci", "requirements",
+               ".github", ".circleci", ".azure-pipelines", "changelog", "changes"}
+SYMPY_BIN_TEST = """#!/usr/bin/env python
+# bosun's bench: sympy's sdists leave out the repository's bin/test, which the SWE-bench harness runs. This stands
+# in for it: the same options it is given (-C: no cache; --verbose) and sympy's own test runner (its output).
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+args = [a for a in sys.argv[1:] if a not in ("-C", "--no-cache", "--verbose", "-v")]
+if "-C" in sys.argv or "--no-cache" in sys.argv:
+    os.environ["SYMPY_USE_CACHE"] = "no"
+import sympy  # noqa: E402
+
+sys.exit(0 if sympy.test(*args, verbose="--verbose" in sys.argv or "-v" in sys.argv) else 1)
+"""
+ADDED_FILES = {"sympy": {"bin/test": (SYMPY_BIN_TEST, 0o755)}}
+"""Files a project's repository has and its sdists do not, put in each release's commit (see SYMPY_BIN_TEST)."""
 
 
 def log(msg: str) -> None:
@@ -84,7 +147,8 @@ def log(msg: str) -> None:
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
-                           *args], check=check, capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout
+                           *args], check=check, capture_output=True, stdin=subprocess.DEVNULL
+                          ).stdout.decode("utf-8", "surrogateescape")
 
 
 def mirror(name: str, versions: list[str]) -> tuple[Path, dict[str, str]]:
@@ -98,8 +162,33 @@ def mirror(name: str, versions: list[str]) -> tuple[Path, dict[str, str]]:
         branch = f"release/{version}"
         if not git(repo, "rev-parse", "--verify", "--quiet", branch, check=False).strip():
             git(repo, "fetch", "-q", str(repository(name, version)), f"main:{branch}")
+        add_files(repo, branch, ADDED_FILES.get(name.lower(), {}))
         commits[version] = git(repo, "rev-parse", branch).strip()
     return repo, commits
+
+
+def add_files(repo: Path, branch: str, files: dict[str, tuple[str, int]]) -> None:
+    """Commit ``files`` (path -> text, mode) on ``branch`` when it lacks them, dated as the branch's commit (so the
+    commit is the same on every machine)."""
+    missing = {p: f for p, f in files.items() if not git(repo, "ls-tree", branch, "--", p).strip()}
+    if not missing:
+        return
+    date = git(repo, "log", "-1", "--format=%cI", branch).strip()
+    with tempfile.TemporaryDirectory(prefix="bench-add-") as tmp:
+        work = Path(tmp) / "wt"
+        git(repo, "worktree", "add", "-q", str(work), branch)
+        try:
+            for path, (text, mode) in missing.items():
+                (work / path).parent.mkdir(parents=True, exist_ok=True)
+                (work / path).write_text(text)
+                (work / path).chmod(mode)
+            git(work, "add", "-f", *missing)
+            subprocess.run(["git", "-C", str(work), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
+                            "commit", "-q", "-m", f"bench: add {', '.join(missing)}"], check=True,
+                           env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+                           capture_output=True)
+        finally:
+            git(repo, "worktree", "remove", "--force", str(work), check=False)
 
 
 def is_test(path: str) -> bool:
@@ -108,10 +197,11 @@ def is_test(path: str) -> bool:
 
 
 def is_source(path: str) -> bool:
-    """A Python source file of the package (not docs, examples, build scripts or packaging metadata)."""
-    top = path.split("/")[0]
-    return (path.endswith(".py") and not is_test(path) and top not in {"docs", "examples", "artwork", "scripts"}
-            and path not in {"setup.py", "conftest.py", "noxfile.py"})
+    """A file of the package (its code, templates, compiled sources; not tests, docs, examples, tools or packaging
+    metadata), as a fix's patch holds it."""
+    parts = path.split("/")
+    return (not is_test(path) and parts[0] not in _NOT_SOURCE and "/" in path and not parts[0].endswith(".egg-info")
+            and parts[-1] not in {"PKG-INFO", "SOURCES.txt"})
 
 
 def without_version_bumps(diff: str) -> str:
@@ -134,145 +224,175 @@ def split_diff(repo: Path, old: str, new: str) -> tuple[str, str]:
     changed = git(repo, "diff", "--no-renames", "--name-status", old, new).splitlines()
     sources = [p for s, p in (line.split("\t", 1) for line in changed) if is_source(p)]
     tests = [p for s, p in (line.split("\t", 1) for line in changed) if is_test(p) and s != "D"]
-    patch = without_version_bumps(git(repo, "diff", "--no-renames", old, new, "--", *sources)) if sources else ""
-    test_patch = git(repo, "diff", "--no-renames", old, new, "--", *tests) if tests else ""
+    patch = without_version_bumps(git(repo, "diff", "--binary", "--no-renames", old, new, "--", *sources)) \
+        if sources else ""
+    test_patch = git(repo, "diff", "--binary", "--no-renames", old, new, "--", *tests) if tests else ""
     return patch, test_patch
 
 
-def env_build(repo: Path, commit: str) -> dict:
-    proc = subprocess.run([BOSUN, "env", "build", "--repo", str(repo), "--ref", commit, "--json"],
-                          capture_output=True, text=True, timeout=7200, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or [""]
-        raise RuntimeError(f"env build exited {proc.returncode}: {tail[0]}")
-    return json.loads(proc.stdout)
+def version_of(release: str) -> str:
+    """SWE-bench's version field of a release: its major.minor (``3.0.5`` -> ``3.0``)."""
+    return ".".join(release.split(".")[:2])
 
 
-def run_tests(repo: Path, commit: str, env_id: str, patches: list[str], test_patch: str) -> tuple[dict, float]:
-    """Each test's status after applying ``patches`` at ``commit``, the tests being the test patch's files run as
-    `bosun eval swebench` runs them, in a sandbox of the environment; and the tests' seconds."""
-    with tempfile.TemporaryDirectory(prefix="bench-swe-real-") as tmp:
-        ws = Path(tmp) / "ws"
-        subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(ws)], check=True)
-        git(ws, "checkout", "-q", "--detach", commit)
-        for n, p in enumerate(patches):
-            f = Path(tmp) / f"{n}.patch"
-            f.write_text(p)
-            git(ws, "apply", str(f))
-        if os.geteuid() == 0:
-            subprocess.run(["chown", "-R", SANDBOX_UID, str(ws)], check=False)
-        cmd = command("pytest", patched_files(test_patch))
-        started = time.monotonic()
-        proc = subprocess.run([BOSUN, "sandbox", "exec", "--env", env_id, "--workspace", str(ws), "--timeout",
-                               "600", "--json", "--", "sh", "-c", cmd], capture_output=True, text=True,
-                              timeout=720, stdin=subprocess.DEVNULL)
-        took = time.monotonic() - started
-        if proc.returncode != 0:
-            raise RuntimeError(f"sandbox exec exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
-        data = json.loads(proc.stdout)
-        return parse("pytest", data["stdout"] + "\n" + data["stderr"]), took
-
-
-def derive(name: str, old: str, new: str, owner_name: str) -> dict | None:
-    """The instance of one pair of releases, or None when it is not a small fix with a failing test."""
+def candidate(name: str, old: str, new: str, owner_name: str) -> dict | None:
+    """The instance of one pair of releases without its tests lists, or None when it is not a small fix."""
     repo, commits = mirror(name, [old, new])
     patch, test_patch = split_diff(repo, commits[old], commits[new])
     lines = sum(1 for line in patch.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---"))
     if not patch or not test_patch or lines > MAX_PATCH_LINES:
         log(f"{name} {old}->{new}: skipped (patch {lines} lines, test patch {len(test_patch)} chars)")
         return None
-    built = env_build(repo, commits[old])
-    before, _ = run_tests(repo, commits[old], built["env_id"], [test_patch], test_patch)
-    after, _ = run_tests(repo, commits[old], built["env_id"], [patch, test_patch], test_patch)
-    f2p = sorted(t for t, s in after.items() if s in PASSING and before.get(t) not in PASSING)
-    p2p = sorted(t for t, s in after.items() if s in PASSING and before.get(t) in PASSING)
-    log(f"{name} {old}->{new}: {lines} patch lines, {len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS")
-    if not f2p or not p2p:  # no PASS_TO_PASS: the test patch alone breaks the old tests (a collection error)
-        return None
     return {"repo": owner_name, "instance_id": f"{owner_name.replace('/', '__')}-{new}",
             "base_commit": commits[old], "patch": patch, "test_patch": test_patch,
             "problem_statement": f"Changes between {name} {old} and {new} (see the project's changelog).",
-            "version": old, "environment_setup_commit": commits[old],
+            "version": version_of(old), "environment_setup_commit": commits[old],
             "created_at": git(repo, "log", "-1", "--format=%cI", commits[new]).strip(),
-            "FAIL_TO_PASS": json.dumps(f2p), "PASS_TO_PASS": json.dumps(p2p)}
+            "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}
 
 
-def build_instances(wanted: set[str]) -> None:
+class Stack:
+    """A private embedded stack (own data dir and ports) for the bench's `bosun eval` runs."""
+
+    def __init__(self) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-real-"))
+        self.env = {"BOSUN_DATA_DIR": str(self.work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
+                    "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
+                    "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
+                    "BOSUN_WORKER_ID": f"bench-swe-real-{os.getpid()}"}
+
+    def __enter__(self) -> Stack:
+        up = bosun(self.env, "up", timeout=180)
+        if up.returncode != 0:
+            raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        bosun(self.env, "down", timeout=120)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def judge(self, rows: list[dict], predictions: str, run_id: str, max_parallel: int) -> tuple[dict, Path, float]:
+        """`bosun eval swebench` on ``rows``: (the report, the logs folder, wall seconds)."""
+        path = self.work / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        report, logs = self.work / f"{run_id}.json", self.work / f"{run_id}-logs"
+        started = time.monotonic()
+        proc = bosun(self.env, "eval", "swebench", "--instances", str(path), "--predictions", predictions,
+                     "--max-parallel", str(max_parallel), "--run-id", run_id, "--report", str(report), "--logs",
+                     str(logs), *sources(rows), timeout=6 * 3600)
+        wall = time.monotonic() - started
+        if not report.exists():
+            raise RuntimeError(f"bosun eval swebench ({run_id}) wrote no report: {proc.stderr[-2000:]}")
+        return json.loads(report.read_text()), logs, wall
+
+
+def statuses_in(logs: Path, row: dict) -> dict[str, str]:
+    """Each test's status in an instance's test output, read by the parser its recipe names."""
+    out = logs / row["instance_id"] / "test_output.txt"
+    recipe = recipe_for(row["repo"], row["version"]) or generic_recipe(row["repo"], set(), "")
+    return statuses(recipe, out.read_text()) if out.exists() else {}
+
+
+def derive(stack: Stack, rows: list[dict], max_parallel: int) -> list[dict]:
+    """FAIL_TO_PASS / PASS_TO_PASS of each candidate, found by the evaluator; candidates without both dropped."""
+    _, before_logs, _ = stack.judge(rows, noop_predictions(stack, rows), "derive-before", max_parallel)
+    after, after_logs, _ = stack.judge(rows, "gold", "derive-after", max_parallel)
+    kept = []
+    for row in rows:
+        if row["instance_id"] in after["errors"]:
+            log(f"{row['instance_id']}: {after['errors'][row['instance_id']]}")
+            continue
+        before, now = statuses_in(before_logs, row), statuses_in(after_logs, row)
+        f2p = sorted(t for t, s in now.items() if s in PASSING and before.get(t) not in PASSING)
+        p2p = sorted(t for t, s in now.items() if s in PASSING and before.get(t) in PASSING)
+        log(f"{row['instance_id']}: {len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS")
+        if f2p and p2p:  # no PASS_TO_PASS: the test patch alone stops the old tests from running
+            kept.append({**row, "FAIL_TO_PASS": json.dumps(f2p), "PASS_TO_PASS": json.dumps(p2p)})
+    return kept
+
+
+def build_instances(stack: Stack, wanted: set[str], max_parallel: int) -> None:
     """Derive the instances of the pairs (``wanted``: only these projects, or ``PROJECT-NEWVERSION``s) into the
-    instances file, replacing their rows and keeping the others; written after each pair."""
+    instances file, replacing their rows and keeping the others."""
     rows = {}
     if INSTANCES.exists():
         rows = {r["instance_id"]: r for r in map(json.loads, INSTANCES.read_text().splitlines()) if r}
-    INSTANCES.parent.mkdir(parents=True, exist_ok=True)
+    todo = []
     for name, old, new, owner_name in PAIRS:
         if wanted and not wanted & {name.lower(), f"{name.lower()}-{new}"}:
             continue
         rows.pop(f"{owner_name.replace('/', '__')}-{new}", None)
         try:
-            row = derive(name, old, new, owner_name)
+            row = candidate(name, old, new, owner_name)
         except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
             log(f"{name} {old}->{new}: {type(e).__name__}: {e}")
             row = None
         if row is not None:
-            rows[row["instance_id"]] = row
-        INSTANCES.write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
+            todo.append(row)
+    for row in derive(stack, todo, max_parallel) if todo else []:
+        rows[row["instance_id"]] = row
+    INSTANCES.parent.mkdir(parents=True, exist_ok=True)
+    INSTANCES.write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
 
 
 def sources(rows: list[dict]) -> list[str]:
     """``--repo OWNER/NAME=PATH`` for each project, its releases' repository made (or reused) from PyPI."""
     by_repo: dict[str, tuple[str, list[str]]] = {}
     for name, old, _new, owner_name in PAIRS:
-        if any(r["repo"] == owner_name and r["version"] == old for r in rows):
+        if any(r["repo"] == owner_name and r["version"] == version_of(old) for r in rows):
             by_repo.setdefault(owner_name, (name, []))[1].append(old)
     out = []
     for owner_name, (name, versions) in by_repo.items():
         repo, commits = mirror(name, versions)
         for r in rows:
             if r["repo"] == owner_name and r["base_commit"] not in commits.values():
-                raise RuntimeError(f"{r['instance_id']}: {name} {r['version']} is not commit {r['base_commit']}")
+                raise RuntimeError(f"{r['instance_id']}: {name} {r['version']} is not a commit of {repo}")
         out += ["--repo", f"{owner_name}={repo}"]
     return out
 
 
-def evaluate(rows: list[dict], max_parallel: int) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-real-"))
-    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
-           "BOSUN_WORKER_ID": f"bench-swe-real-{os.getpid()}"}
-    if bosun(env, "up", timeout=120).returncode != 0:
-        return {"error": "bosun up failed"}
-    try:
-        common = ["eval", "swebench", "--instances", str(INSTANCES), "--max-parallel", str(max_parallel),
-                  *sources(rows)]
-        started = time.monotonic()
-        gold = bosun(env, *common, "--predictions", "gold", "--run-id", "gold", "--report", str(work / "gold.json"))
-        gold_wall = time.monotonic() - started
-        empty = bosun(env, *common, "--predictions", "empty", "--run-id", "empty", "--report",
-                      str(work / "empty.json"))
-        if not (work / "gold.json").exists() or not (work / "empty.json").exists():
-            return {"error": (gold.stderr + empty.stderr)[-2000:]}
-        g = json.loads((work / "gold.json").read_text())
-        e = json.loads((work / "empty.json").read_text())
-        timing = g["timing"]
-        built = [i for i, t in timing.items() if t["environment"]]
-        ratios = [t["seconds"] / t["tests_s"] for t in timing.values() if t["tests_s"]]
-        return {
-            "instances_attempted": len(rows), "environments_built": len(built),
-            "gold_resolved": f"{len(g['summary']['resolved_ids'])}/{len(built)}",
-            "gold_unresolved_ids": g["summary"]["unresolved_ids"], "gold_error_ids": g["summary"]["error_ids"],
-            "empty_resolved": len(e["summary"]["resolved_ids"]),
-            "empty_patch_ids": len(e["summary"]["empty_patch_ids"]),
-            "gold_wall_s": round(gold_wall, 1), "max_parallel": max_parallel,
-            "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
-            "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
-                                 "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None}
-                             for i, t in sorted(timing.items())},
-            "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
-        }
-    finally:
-        bosun(env, "down", timeout=120)
-        shutil.rmtree(work, ignore_errors=True)
+def noop_predictions(stack: Stack, rows: list[dict]) -> str:
+    path = stack.work / "noop.jsonl"
+    path.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "noop",
+                                        "model_patch": NOOP}) + "\n" for r in rows))
+    return str(path)
+
+
+def keep_logs(logs: Path, name: str) -> None:
+    """A run's logs kept for bench/swebench_conformance.py (``LOGS/<name>``)."""
+    dest = LOGS / name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(logs, dest)
+
+
+def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
+    gold, gold_logs, gold_wall = stack.judge(rows, "gold", "gold", max_parallel)
+    empty, _, _ = stack.judge(rows, "empty", "empty", max_parallel)
+    noop, noop_logs, _ = stack.judge(rows, noop_predictions(stack, rows), "noop", max_parallel)
+    keep_logs(gold_logs, "gold")
+    keep_logs(noop_logs, "noop")
+    timing = gold["timing"]
+    built = [i for i, t in timing.items() if t["environment"]]
+    ratios = [t["seconds"] / t["tests_s"] for t in timing.values() if t["tests_s"]]
+    by_repo: dict[str, dict[str, int]] = {}
+    for r in rows:
+        tally = by_repo.setdefault(r["repo"], {"instances": 0, "gold_resolved": 0})
+        tally["instances"] += 1
+        tally["gold_resolved"] += r["instance_id"] in gold["summary"]["resolved_ids"]
+    return {
+        "instances_attempted": len(rows), "environments_built": len(built),
+        "gold_resolved": f"{len(gold['summary']['resolved_ids'])}/{len(built)}",
+        "gold_unresolved_ids": gold["summary"]["unresolved_ids"], "gold_errors": gold["errors"],
+        "empty_resolved": len(empty["summary"]["resolved_ids"]),
+        "base_and_test_patch_resolved": len(noop["summary"]["resolved_ids"]),
+        "empty_patch_ids": len(empty["summary"]["empty_patch_ids"]), "by_repository": by_repo,
+        "gold_wall_s": round(gold_wall, 1), "max_parallel": max_parallel,
+        "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
+        "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
+                             "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None}
+                         for i, t in sorted(timing.items())},
+        "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
+    }
 
 
 def main() -> int:
@@ -282,17 +402,18 @@ def main() -> int:
     ap.add_argument("--max-parallel", type=int, default=2)
     ap.add_argument("--no-eval", action="store_true", help="only build the instances")
     args = ap.parse_args()
-    if args.rebuild or not INSTANCES.exists():
-        build_instances({p.lower() for p in args.pair})
-    rows = [json.loads(line) for line in INSTANCES.read_text().splitlines() if line.strip()]
-    if args.no_eval:
-        print(json.dumps({"instances": [r["instance_id"] for r in rows]}, indent=2))
-        return 0
-    out = evaluate(rows, args.max_parallel)
+    with Stack() as stack:
+        if args.rebuild or not INSTANCES.exists():
+            build_instances(stack, {p.lower() for p in args.pair}, args.max_parallel)
+        rows = [json.loads(line) for line in INSTANCES.read_text().splitlines() if line.strip()]
+        if args.no_eval:
+            print(json.dumps({"instances": [r["instance_id"] for r in rows]}, indent=2))
+            return 0
+        out = evaluate(stack, rows, args.max_parallel)
     out["instances"] = {r["instance_id"]: {"FAIL_TO_PASS": len(json.loads(r["FAIL_TO_PASS"])),
                                            "PASS_TO_PASS": len(json.loads(r["PASS_TO_PASS"]))} for r in rows}
     print(json.dumps(out, indent=2))
-    return 0 if "error" not in out else 1
+    return 0
 
 
 if __name__ == "__main__":

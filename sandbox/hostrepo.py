@@ -291,9 +291,14 @@ class TaskRepo:
                              owner=owner)
         else:
             dest.mkdir(parents=True)
-        git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
-            protocols=("file",))
         scratch = dest / ".git"
+        if (self.git_dir / "shallow").exists():  # clone would copy a shallow repository's objects: borrow them
+            git(None, "init", "--quiet", str(dest))
+            (scratch / "objects" / "info" / "alternates").write_text(f"{self.git_dir / 'objects'}\n")
+            shutil.copyfile(self.git_dir / "shallow", scratch / "shallow")
+        else:
+            git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
+                protocols=("file",))
         git(scratch, "checkout", "--quiet", "--detach", commit, work_tree=dest)
         (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
         with open(scratch / "config", "a", encoding="utf-8") as f:

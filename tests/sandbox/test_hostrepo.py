@@ -240,10 +240,15 @@ def test_an_evaluation_fetches_just_the_commits_it_needs(tmp_path):
     assert sorted(count) == sorted([first, second])  # nothing of the history in between or after
     ws = repo.materialize("eval", second)
     assert (ws / "later1.txt").exists() and not (ws / "later2.txt").exists()
-    # git works in the workspace: reset a file to the commit, as the evaluation does
+    # the workspace borrows the repository's objects (bound at OBJECTS_IN_SANDBOX inside its sandbox): nothing
+    # was copied; git works there, here emulated by naming the objects directory
+    assert not list((ws / ".git" / "objects" / "pack").glob("*.pack")) and (ws / ".git" / "shallow").exists()
     (ws / "later0.txt").write_text("changed\n")
-    subprocess.run(["git", "checkout", second, "--", "later0.txt"], cwd=ws, check=True, capture_output=True)
+    env = {**os.environ, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.git_dir / "objects")}
+    subprocess.run(["git", "checkout", second, "--", "later0.txt"], cwd=ws, check=True, capture_output=True, env=env)
     assert (ws / "later0.txt").read_text() == "0\n"
+    log = subprocess.run(["git", "log", "--format=%H"], cwd=ws, check=True, capture_output=True, text=True, env=env)
+    assert log.stdout.split() == [second]  # the history stops at the fetched commit
     missing = TaskRepo(tmp_path / "workspaces", "eval-1/other")
     with pytest.raises(ConfigError, match="cannot fetch 0000000000"):
         missing.prepare_commits(str(src), ["0" * 40])

@@ -77,7 +77,8 @@ def test_a_failing_setup_names_the_step_and_caches_nothing(envs, tmp_path):
 
 async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_path):
     files = {**TINY, ".bosun/environment.toml": (
-        'setup = ["echo made-by-the-build > generated.txt"]\n'
+        'prepare = ["echo made-before-the-install > prepared.txt"]\n'
+        'setup = ["cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt"]\n'
         'test_command = "python -m pytest -q tests/test_tiny.py"\n[env]\nTINY_MODE = "declared"\n')}
     repo = make_repo(tmp_path / "declared", files)
     record = envs.ensure(*envs.detect_repo(str(repo))).record
@@ -88,7 +89,7 @@ async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_pa
         box = await provider_for(record, backend, limits=TEST_LIMITS).acquire(ws)
         try:
             res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE"], timeout_s=30)
-            assert res.stdout.split() == ["made-by-the-build", "declared"], (backend, res)
+            assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "declared"], (backend, res)
         finally:
             await box.close()
     assert (ws / "tests" / "keep.txt").read_text() == "mine"

@@ -131,6 +131,18 @@ DEMO_MODE = "1"
     assert spec.setup == ["python -c 'print(1)'"]
 
 
+def test_prepare_commands_and_soft_requirements_are_declared():
+    det = spec_of({"setup.py": SETUP_PY, ".bosun/environment.toml": """
+prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]
+soft_requirements = ["netCDF4", "no-such-package-xyz"]
+"""})
+    assert det.spec.prepare == ["sed -i 's/==1.2/>=1.2/' setup.py"] and det.spec.per_revision
+    assert {"netCDF4", "no-such-package-xyz"} <= set(det.spec.guessed)  # dropped at install when unknown
+    assert any(r.field == "prepare" for r in det.reasons)
+    with pytest.raises(ConfigError, match="one non-empty line each"):
+        spec_of({".bosun/environment.toml": 'prepare = ["echo a\\necho b"]\n'})
+
+
 def test_an_override_file_wins_over_the_repository():
     det = spec_of({".bosun/environment.toml": 'python = "3.13"\n'}, override=("/etc/envs/x.toml", 'python = "3.9"\n'))
     assert det.spec.origin == "override" and det.spec.python == "3.9"
