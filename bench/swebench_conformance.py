@@ -158,7 +158,7 @@ def compare_recipes(keys: list[tuple[str, str]], counts: dict[tuple[str, str], i
             "eval_env": (sorted(_exports(spec.get("eval_commands", []))), sorted(recipe.eval_env.items())),
         }
         for field, (theirs, ours) in checks.items():
-            same = _pins_kept(repo, version, theirs, ours) if field == "pip_packages" else theirs == ours
+            same = _pins_kept(repo, theirs, ours) if field == "pip_packages" else theirs == ours
             if same:
                 fields[field] += n
             else:
@@ -174,7 +174,7 @@ DELIBERATE = {("sphinx-doc/sphinx", "jinja2"): "Sphinx 3.0-4.4: the harness's ow
 """Pins bosun does not copy, and why (reported with the comparison)."""
 
 
-def _pins_kept(repo: str, version: str, theirs: list[str], ours: list[str]) -> bool:
+def _pins_kept(repo: str, theirs: list[str], ours: list[str]) -> bool:
     """Every package the harness installs is asked for by the recipe, with the same pin when the harness pins it
     (bosun's requirements are the harness's pip_packages and conda packages together)."""
     mine = {req_name(r): r for r in ours}

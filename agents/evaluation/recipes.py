@@ -184,8 +184,9 @@ _ASTROPY_MODERN = ["attrs==23.1.0", "exceptiongroup==1.1.3", "execnet==2.0.2", "
                    "pytest-filter-subpackage==0.1.2", "pytest-mock==3.11.1", "pytest-openfiles==0.5.0",
                    "pytest-remotedata==0.4.0", "pytest-xdist==3.3.1", "pytest==7.4.0", "PyYAML==6.0.1",
                    "setuptools==68.0.0", "sortedcontainers==2.4.0", "tomli==2.0.1"]
-_ASTROPY_OLD = ["attrs==17.3.0", "exceptiongroup==0.0.0a0", "execnet==1.5.0", "hypothesis==3.44.2", "cython==0.27.3", "jinja2==2.10",
-                "MarkupSafe==1.0", "numpy==1.16.0", "packaging==16.8", "pluggy==0.6.0", "psutil==5.4.2",
+_ASTROPY_OLD = ["attrs==17.3.0", "exceptiongroup==0.0.0a0", "execnet==1.5.0", "hypothesis==3.44.2",
+                "cython==0.27.3", "jinja2==2.10", "MarkupSafe==1.0", "numpy==1.16.0", "packaging==16.8",
+                "pluggy==0.6.0", "psutil==5.4.2",
                 "pyerfa==1.7.0", "pytest-arraydiff==0.1", "pytest-astropy-header==0.1", "pytest-astropy==0.2.1",
                 "pytest-cov==2.5.1", "pytest-doctestplus==0.1.2", "pytest-filter-subpackage==0.1",
                 "pytest-forked==0.2", "pytest-mock==1.6.3", "pytest-openfiles==0.2.0", "pytest-remotedata==0.2.0",
