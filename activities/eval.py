@@ -1,9 +1,9 @@
 """Evaluation activities: thin adapters from the evaluation workflows to the task repository, environments and
-sandboxes. The instance's repository is cloned by the host at ``base_commit`` into a host-owned repository (as
-for a task); its environment is built or reused; the prediction and the test patch are applied INSIDE a
-network-off sandbox of that environment (``git apply``, then ``patch --fuzz`` as the reference harness does: the
-patches are hostile text and the host never applies them); the tests run there with a timeout; their output is
-parsed on the host as data (agents/evaluation/testlogs.py)."""
+sandboxes. ``eval_prepare``: the instance's commits are fetched by the host into a host-owned repository (as for a
+task), its recipe picked (agents/evaluation/recipes.py) and its environment built or reused. ``eval_instance``:
+the steps of agents/evaluation/harness.py run INSIDE a network-off sandbox of that environment -- the patches are
+hostile text and the host never applies them --; the tests' output is read on the host as data
+(agents/evaluation/testlogs.py)."""
 
 from __future__ import annotations
 

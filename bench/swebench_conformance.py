@@ -283,9 +283,10 @@ def main() -> int:
     for version in args.reference or list(REFERENCES):
         ref = ask_reference(version, [list(k) for k in keys], plain, logs)
         known = [r for r in rows if recipe_for(r["repo"], r["version"])]
+        verdicts = compare_verdicts(known, ref) if any(logs.values()) else {
+            "note": f"no logs in {LOGS}: run bench/swebench_real.py first"}
         out[f"swebench=={version}"] = {"recipes": compare_recipes(keys, counts, ref),
-                                       "scripts": compare_scripts(known, ref),
-                                       "verdicts": compare_verdicts(known, ref),
+                                       "scripts": compare_scripts(known, ref), "verdicts": verdicts,
                                        "reference_errors": ref["errors"]}
     print(json.dumps(out, indent=2))
     return 0

@@ -7,7 +7,8 @@ the harness's recipe: the same test command and parser, the same pinned packages
 edits and variables. Where bosun cannot do the same thing it does the nearest one, and says so here:
 
 - interpreters: the harness's Python 3.5-3.8 become 3.9 and 3.10 becomes 3.11 (the interpreters environments have;
-  xarray takes 3.9, where its pinned numpy 1.23.0 has wheels);
+  xarray takes 3.9, where its pinned numpy 1.23.0 has wheels); where the harness's is older, the versions are
+  first resolved as if for it (``resolve_for_python``: the versions its images had) and installed on ours;
 - conda packages become PyPI requirements of the same name; an ``environment.yml``'s packages are soft
   requirements (dropped when the index does not know them);
 - an exact pin of a package that only installs from wheels (numpy 1.19.2 has none for 3.9) keeps its minor version
@@ -354,6 +355,8 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     env_file = next((f for f in recipe.env_files if f in present), None)
     soft = conda_requirements(read(env_file) or "") if env_file else []
     named = {req_name(r) for r in recipe.requirements}
+    older = recipe.harness_python if _vkey(recipe.harness_python) < _vkey(recipe.python) else None
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
-                    exclude_newer=REFERENCE_DATE, prepare=recipe.build_edits, test_command=recipe.test_cmd)
+                    exclude_newer=REFERENCE_DATE, resolve_for_python=older, prepare=recipe.build_edits,
+                    test_command=recipe.test_cmd)

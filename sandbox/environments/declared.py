@@ -11,6 +11,7 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     requirement_files = ["requirements/ci.txt"]
     soft_requirements = ["netCDF4"]  # installed when the index has them and they install; dropped otherwise
     exclude_newer = "2019-12-01"     # resolve as of this date; false: the newest versions
+    resolve_for_python = "3.6"       # resolve versions as if for this older Python, install them on ours
     prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]    # run in the source before the install, with network
     setup = ["python setup.py build_ext --inplace"]   # run after the install, with network
     test_command = "python -m pytest tests"
@@ -59,6 +60,7 @@ class Declared(BaseModel):
     requirement_files: list[str] = []
     soft_requirements: list[str] = []
     exclude_newer: str | bool | None = None
+    resolve_for_python: str | None = None
     prepare: list[str] = []
     setup: list[str] = []
     test_command: str | None = None
@@ -69,6 +71,13 @@ class Declared(BaseModel):
     @classmethod
     def _python(cls, v: str | None) -> str | None:
         return None if v is None else interpreter(v).version
+
+    @field_validator("resolve_for_python")
+    @classmethod
+    def _resolve_for(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"3\.\d{1,2}", v):
+            raise ValueError(f"resolve_for_python {v[:20]!r}: a Python version, major.minor (3.6)")
+        return v
 
     @field_validator("base")
     @classmethod

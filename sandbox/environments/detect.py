@@ -273,11 +273,19 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     if (setup or prepare) and not compiled:
         reasons.append(Reason(field="per_revision", value="yes", source="prepare/setup commands run in the "
                               "source tree: what they write belongs to this revision"))
+    resolve_for = declared.resolve_for_python if declared is not None else None
+    if resolve_for and interpreters.vkey(resolve_for) < interpreters.vkey(python):
+        reasons.append(Reason(field="resolve_for_python", value=resolve_for,
+                              source=f"declared ({origin}): versions as for Python {resolve_for}, installed on "
+                                     f"{python}"))
+    else:
+        resolve_for = None
     names = [n for n in _project_names(texts) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n)]
     spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
                    project_name=names[0] if names and install and installable else None,
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
-                   optional_files=optional_files, exclude_newer=exclude_newer, prepare=prepare, setup=setup,
+                   optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
+                   prepare=prepare, setup=setup,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,

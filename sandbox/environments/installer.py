@@ -22,6 +22,7 @@ project (with its test extras) and the test runner. The first whose install succ
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -86,6 +87,9 @@ class Attempt:
     """Where a failing package moves (None: nowhere)."""
     files: bool = True
     """With the repository's requirement files (the last attempt has only the project and the test runner)."""
+    resolve_for: str | None = None
+    """Versions resolved as if for this older interpreter first (``uv pip compile --python-version``), then
+    installed on the environment's own as constraints."""
 
 
 @dataclass
@@ -126,6 +130,12 @@ def _iso(moment: datetime) -> str:
 
 def attempts_for(spec: EnvSpec) -> list[Attempt]:
     """The install attempts, in order (see the module docstring)."""
+    first = [Attempt(f"as of {(spec.exclude_newer or 'now')[:10]}, versions as for Python {spec.resolve_for_python}",
+                     spec.exclude_newer, True, resolve_for=spec.resolve_for_python)] if spec.resolve_for_python else []
+    return first + _dated_attempts(spec)
+
+
+def _dated_attempts(spec: EnvSpec) -> list[Attempt]:
     extra = bool(spec.optional_files or spec.guessed)
     files = bool(spec.requirement_files)
     if spec.exclude_newer is None:
@@ -169,10 +179,36 @@ def tools_date(date: str) -> str:
     return _iso(max(datetime.fromisoformat(date.replace("Z", "+00:00")), TOOLS_DATE))
 
 
+CONSTRAINTS = f"{TOOLS}/resolved-for.txt"
+
+
+def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
+    """``uv pip compile`` of what the attempt installs, resolved as for ``attempt.resolve_for``: the versions, as
+    constraints for the install (the project's own editable line dropped: constraints name versions only)."""
+    attempt = plan.attempt
+    args = _inputs(spec, plan)
+    compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
+                str(attempt.resolve_for), *(["--exclude-newer", attempt.date] if attempt.date else []),
+                "-o", CONSTRAINTS, *args]
+    return ["sh", "-c", shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {CONSTRAINTS}"]
+
+
+def _inputs(spec: EnvSpec, plan: Plan) -> list[str]:
+    attempt = plan.attempt
+    args: list[str] = []
+    if spec.install_project:
+        args += ["-e", "/workspace" + (f"[{','.join(spec.extras)}]" if spec.extras else "")]
+    for path in (spec.requirement_files if attempt.files else []) + (spec.optional_files if attempt.optional else []):
+        args += ["-r", f"/workspace/{path}"]
+    return [*args, "-r", f"{TOOLS}/requirements.txt"]
+
+
 def install_command(spec: EnvSpec, plan: Plan) -> list[str]:
     """The ``uv pip install`` command line (requirements come from a file, never as arguments)."""
     attempt = plan.attempt
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
+    if attempt.resolve_for:
+        cmd += ["-c", CONSTRAINTS]
     if attempt.date:
         cmd += ["--exclude-newer", attempt.date]
         for name, date in sorted(moved_packages(attempt, plan.bumps).items()):
@@ -183,11 +219,7 @@ def install_command(spec: EnvSpec, plan: Plan) -> list[str]:
             for name in HEAVY:
                 if name != (spec.project_name or "").lower():
                     cmd += ["--only-binary", name]
-    if spec.install_project:
-        cmd += ["-e", "/workspace" + (f"[{','.join(spec.extras)}]" if spec.extras else "")]
-    for path in (spec.requirement_files if attempt.files else []) + (spec.optional_files if attempt.optional else []):
-        cmd += ["-r", f"/workspace/{path}"]
-    return [*cmd, "-r", f"{TOOLS}/requirements.txt"]
+    return [*cmd, *_inputs(spec, plan)]
 
 
 def requirements_text(spec: EnvSpec, plan: Plan) -> str:
@@ -301,6 +333,13 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
         outcome = "failed"
         for _round in range(MAX_ROUNDS):
             put_requirements(requirements_text(spec, plan))
+            if attempt.resolve_for:
+                progress(f"building: resolve as for Python {attempt.resolve_for}")
+                rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),
+                                    env, check=False)
+                if rc != 0:
+                    outcome = f"failed (the resolution for Python {attempt.resolve_for}, exit {rc})"
+                    break
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
             rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
             if rc != 0:

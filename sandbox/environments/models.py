@@ -80,6 +80,9 @@ class EnvSpec(BaseModel):
     """Requirement files tried first and left out when the install fails with them (dev requirements)."""
     exclude_newer: str | None = None
     """Resolve as of this moment (RFC 3339, UTC): the commit's date. None: the newest versions."""
+    resolve_for_python: str | None = None
+    """Resolve the versions as if for this (older) interpreter -- the ones its users had -- and install them on the
+    environment's own (the first attempt; the next ones resolve for the environment's)."""
     prepare: list[str] = []
     """Shell commands run before the install, with network, in /workspace, as the unprivileged build user (edits
     of the build's files)."""

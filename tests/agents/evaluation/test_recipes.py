@@ -82,4 +82,6 @@ def test_a_recipe_becomes_the_declaration_detection_takes():
     django = recipe_for("django/django", "3.1")
     declared = declaration(django, {"tests/requirements/py3.txt", "setup.py"}, lambda _p: None)
     assert declared.requirement_files == ["tests/requirements/py3.txt"] and declared.apt == ["locales-all"]
+    assert declared.resolve_for_python == "3.6"  # the harness's interpreter: its versions, on bosun's 3.9
+    assert declaration(recipe_for("django/django", "4.2"), set(), lambda _p: None).resolve_for_python is None
     assert declaration(django, {"setup.py"}, lambda _p: None).requirement_files == []

@@ -76,9 +76,10 @@ def instances(tmp_path_factory):
 def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path):
     path, repo = instances
     report = tmp_path / "report.json"
+    logs = tmp_path / "logs"
     gold = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
                        f"example/calc={repo}", "--report", str(report), "--run-id", "it-gold", "--max-parallel",
-                       "2", timeout=900)
+                       "2", "--logs", str(logs), timeout=900)
     assert gold.returncode == 0, gold.stderr[-3000:] + (report.read_text()[-3000:] if report.exists() else "")
     summary = json.loads(gold.stdout)
     assert summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"] and summary["error_ids"] == []
@@ -90,6 +91,12 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
         "success": ["tests/test_stats.py::test_median_even", "tests/test_stats.py::test_median_even_floats"],
         "failure": []}
     assert len(median["tests_status"]["PASS_TO_PASS"]["success"]) == 4
+    # the harness's per-instance layout: its report, what ran and printed, the prediction judged
+    one = logs / "calc__median-1"
+    assert json.loads((one / "report.json").read_text()) == {"calc__median-1": median}
+    output = (one / "test_output.txt").read_text()
+    assert ">>>>> Start Test Output" in output and "PASSED tests/test_stats.py::test_median_even" in output
+    assert (one / "patch.diff").read_text() == json.loads(path.read_text().splitlines()[0])["patch"]
     assert "done" in gold.stderr and "resolved" in gold.stderr  # progress on stderr
     empty = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "empty", "--repo",
                         f"example/calc={repo}", "--run-id", "it-empty", timeout=900)

@@ -131,6 +131,15 @@ DEMO_MODE = "1"
     assert spec.setup == ["python -c 'print(1)'"]
 
 
+def test_versions_may_be_resolved_as_for_an_older_interpreter():
+    det = spec_of({"setup.py": SETUP_PY, ".bosun/environment.toml": 'python = "3.9"\nresolve_for_python = "3.6"\n'})
+    assert det.spec.resolve_for_python == "3.6"
+    det = spec_of({"setup.py": SETUP_PY, ".bosun/environment.toml": 'python = "3.9"\nresolve_for_python = "3.11"\n'})
+    assert det.spec.resolve_for_python is None  # not older than the environment's own: nothing to do
+    with pytest.raises(ConfigError, match="major.minor"):
+        spec_of({".bosun/environment.toml": 'resolve_for_python = "three"\n'})
+
+
 def test_prepare_commands_and_soft_requirements_are_declared():
     det = spec_of({"setup.py": SETUP_PY, ".bosun/environment.toml": """
 prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from sandbox.environments.installer import (
+    CONSTRAINTS,
     Plan,
     adjust_install,
     adjust_runtime,
     attempts_for,
     collect_sample,
+    compile_command,
     install,
     install_command,
     requirements_text,
@@ -175,3 +177,24 @@ def test_a_large_suite_is_collected_by_sample():
     sample = collect_sample(spec, files)
     assert len(sample) == 30 and sample[0] == "pkg/sub0/tests/test_0.py" and "docs/test_doc.py" not in sample
     assert collect_sample(spec, files[:20]) is None
+
+
+def test_versions_resolved_as_for_an_older_interpreter_first():
+    spec = OLD.model_copy(update={"exclude_newer": "2024-08-13T23:59:59Z", "resolve_for_python": "3.6",
+                                  "requirement_files": ["tests/requirements/py3.txt"]})
+    attempts = attempts_for(spec)
+    assert attempts[0].resolve_for == "3.6" and all(a.resolve_for is None for a in attempts[1:])
+    plan = Plan(attempts[0])
+    compile_ = compile_command(spec, plan)[2]
+    assert "pip compile" in compile_ and "--python-version 3.6" in compile_ and f"-o {CONSTRAINTS}" in compile_
+    assert "-r /workspace/tests/requirements/py3.txt" in compile_ and "sed -i -e '/^-e /d'" in compile_
+    install_ = install_command(spec, plan)
+    assert install_[install_.index("-c") + 1] == CONSTRAINTS
+    assert "-c" not in install_command(spec, Plan(attempts[1]))
+    # versions for 3.6 that cannot be had on 3.9: the next attempt resolves for 3.9
+    run = FakeRun([("resolve", 1, "error: No solution found when resolving dependencies")])
+    got = install(run, spec.model_copy(update={"test": TestCommand(paths=["tests"])}), {},
+                  put_requirements=lambda _t: None, fresh_venv=lambda: run.steps.append("fresh"),
+                  progress=lambda _m: None, local=set())
+    assert got is not None and "failed (the resolution for Python 3.6" in got.history[0]
+    assert run.steps[0].startswith("resolve") and "fresh" in run.steps
