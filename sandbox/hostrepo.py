@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,41 +120,21 @@ class TaskRepo:
     def prepare(self, source: str, ref: str) -> str:
         """Clone ``source`` (a path or URL) into the authoritative repository and resolve ``ref``; returns the
         base commit. Idempotent: a prepared repository is kept."""
-        meta = self._meta()
-        if meta is not None:
-            return meta["base"]
         check_revision(ref, "ref")
-        if source.startswith("-"):
-            raise ConfigError(f"repository {source!r}: a path or URL may not start with '-'")
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".clone-"))
-        try:
+
+        def fill(tmp: Path) -> dict:
             git(None, "clone", "--bare", "--no-hardlinks", "--quiet", "--", source, str(tmp), protocols=TRANSPORTS)
-            base = self._resolve(tmp, ref)
-            (tmp / "bosun.json").write_text(json.dumps({"base": base, "source": source, "ref": ref}))
-            if self.git_dir.exists():  # half-made by a crash before the marker was written
-                shutil.rmtree(self.git_dir)
-            tmp.rename(self.git_dir)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        os.chmod(self.git_dir, 0o700)
-        return base
+            return {"base": self._resolve(tmp, ref), "source": source, "ref": ref}
+        return self._make(source, ".clone-", fill)
 
     def prepare_commits(self, source: str, commits: list[str]) -> str:
         """The authoritative repository holding just ``commits`` (full object ids) of ``source`` (a path or URL),
         each fetched at depth 1 and kept by a branch ``bosun/commit-N``; returns the first. For an evaluation: an
         instance needs its base commit (and its environment's setup commit), not the history -- a full copy of a
         large repository per instance would cost minutes and gigabytes. Idempotent."""
-        meta = self._meta()
-        if meta is not None:
-            return meta["base"]
-        if source.startswith("-"):
-            raise ConfigError(f"repository {source!r}: a path or URL may not start with '-'")
         wanted = list(dict.fromkeys(check_object_id(c) for c in commits))
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".fetch-"))
-        try:
+
+        def fill(tmp: Path) -> dict:
             git(None, "init", "--quiet", "--bare", str(tmp))
             fetched = git(tmp, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", source, *wanted, check=False,
                           protocols=TRANSPORTS, timeout_s=1800)
@@ -162,8 +143,23 @@ class TaskRepo:
                 raise ConfigError(f"cannot fetch {', '.join(c[:12] for c in wanted)} from {source}: {why}")
             for n, commit in enumerate(wanted):
                 git(tmp, "update-ref", f"refs/heads/bosun/commit-{n}", commit)
-            (tmp / "bosun.json").write_text(json.dumps({"base": wanted[0], "source": source, "ref": wanted[0],
-                                                        "commits": wanted}))
+            return {"base": wanted[0], "source": source, "ref": wanted[0], "commits": wanted}
+        return self._make(source, ".fetch-", fill)
+
+    def _make(self, source: str, prefix: str, fill: Callable[[Path], dict]) -> str:
+        """The authoritative repository, made in a scratch directory by ``fill`` (which returns what is recorded:
+        the base commit, the source...) and moved in place whole: a crash leaves nothing half-made. A repository
+        already made is kept. Returns the base commit."""
+        meta = self._meta()
+        if meta is not None:
+            return meta["base"]
+        if source.startswith("-"):
+            raise ConfigError(f"repository {source!r}: a path or URL may not start with '-'")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=prefix))
+        try:
+            made = fill(tmp)
+            (tmp / "bosun.json").write_text(json.dumps(made))
             if self.git_dir.exists():  # half-made by a crash before the marker was written
                 shutil.rmtree(self.git_dir)
             tmp.rename(self.git_dir)
@@ -171,7 +167,7 @@ class TaskRepo:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         os.chmod(self.git_dir, 0o700)
-        return wanted[0]
+        return made["base"]
 
     def resolve(self, ref: str) -> str:
         """The commit ``ref`` names in the prepared repository (fetched from its origin when the clone did not
