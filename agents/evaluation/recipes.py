@@ -80,6 +80,8 @@ class Recipe(BaseModel):
     tracked files that stay in its working tree, e.g. ``-rA`` in Sphinx's tox.ini)."""
     eval_env: dict[str, str] = {}
     """Variables the tests run with (Django's locale)."""
+    build_isolation: bool = True
+    """False: the project is built against the installed packages (the harness's ``--no-build-isolation``)."""
     rebuild: str = ""
     """Compiled projects: the command that rebuilds the project in the workspace when a prediction changes what
     the build compiles (the harness re-runs its install after applying a prediction)."""
@@ -158,7 +160,8 @@ def _matplotlib(v: str) -> Recipe:
                   rebuild="python -m pip install --no-build-isolation --no-deps -e .")
     if key >= (3, 5):
         return _r("matplotlib/matplotlib", v, PYTEST, "matplotlib", "3.11", requirements=_MPL_PINS,
-                  env_files=["environment.yml"], extras=["dev"] if key >= (3, 8) else [], **common)
+                  env_files=["environment.yml"], extras=["dev"] if key >= (3, 8) else [],
+                  build_isolation=key < (3, 8), **common)
     if key >= (3, 0):
         return _r("matplotlib/matplotlib", v, PYTEST, "matplotlib", "3.8" if key >= (3, 1) else "3.7",
                   requirements=["pytest", "ipython"] if key >= (3, 1) else ["pytest"],
@@ -170,10 +173,10 @@ def _matplotlib(v: str) -> Recipe:
 def _sklearn(v: str) -> Recipe:
     rebuild = "python -m pip install -v --no-use-pep517 --no-build-isolation --no-deps -e ."
     if _vkey(v) >= (1, 3):
-        return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.9", rebuild=rebuild,
+        return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.9", rebuild=rebuild, build_isolation=False,
                   requirements=["numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10", "pytest", "pandas<2.0.0",
                                 "matplotlib<3.9.0", "setuptools", "joblib", "threadpoolctl"])
-    return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.6", rebuild=rebuild,
+    return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.6", rebuild=rebuild, build_isolation=False,
               requirements=["numpy==1.19.2", "scipy==1.5.2", "cython", "pytest", "pandas", "matplotlib",
                             "setuptools"])
 
@@ -238,7 +241,9 @@ _PYTEST_PINS = [
 def _pytest(v: str) -> Recipe:
     key = _vkey(v)
     pins = next((p for k, p in reversed(_PYTEST_PINS) if key >= k), _PYTEST_PINS[0][1])
-    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split())
+    # the harness's 6.3 edit (setup.cfg's "setuptools>=>=42.0" does not parse), also needed by 6.2's releases
+    edits = ["sed -i 's/>=>=/>=/' setup.cfg"] if (6, 2) <= key < (7, 0) else []
+    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split(), build_edits=edits)
 
 
 def _pylint(v: str) -> Recipe:
@@ -358,5 +363,6 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     older = recipe.harness_python if _vkey(recipe.harness_python) < _vkey(recipe.python) else None
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
-                    exclude_newer=REFERENCE_DATE, resolve_for_python=older, prepare=recipe.build_edits,
+                    exclude_newer=REFERENCE_DATE, resolve_for_python=older, build_isolation=recipe.build_isolation,
+                    prepare=recipe.build_edits,
                     test_command=recipe.test_cmd)

@@ -187,28 +187,38 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     constraints for the install (the project's own editable line dropped: constraints name versions only)."""
     attempt = plan.attempt
     args = _inputs(spec, plan)
+    editable = args[1] if args[:1] == ["-e"] else None
+    project = f"printf '%s\\n' {shlex.quote('-e ' + editable)} > {PROJECT} && " if editable else ""
+    files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
     compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
                 str(attempt.resolve_for), *(["--exclude-newer", attempt.date] if attempt.date else []),
-                "-o", CONSTRAINTS, *args]
-    return ["sh", "-c", shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {CONSTRAINTS}"]
+                "-o", CONSTRAINTS, *files]
+    return ["sh", "-c", project + shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {CONSTRAINTS}"]
 
 
-def _inputs(spec: EnvSpec, plan: Plan) -> list[str]:
+PROJECT = f"{TOOLS}/project.txt"
+"""The project's editable line, as a requirement file (``uv pip compile`` reads files only)."""
+
+
+def _inputs(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
     attempt = plan.attempt
     args: list[str] = []
-    if spec.install_project:
+    if spec.install_project and project:
         args += ["-e", "/workspace" + (f"[{','.join(spec.extras)}]" if spec.extras else "")]
     for path in (spec.requirement_files if attempt.files else []) + (spec.optional_files if attempt.optional else []):
         args += ["-r", f"/workspace/{path}"]
     return [*args, "-r", f"{TOOLS}/requirements.txt"]
 
 
-def install_command(spec: EnvSpec, plan: Plan) -> list[str]:
-    """The ``uv pip install`` command line (requirements come from a file, never as arguments)."""
+def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
+    """The ``uv pip install`` command line (requirements come from a file, never as arguments). ``project=False``:
+    everything but the project (what a build without isolation needs installed first)."""
     attempt = plan.attempt
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
     if attempt.resolve_for:
         cmd += ["-c", CONSTRAINTS]
+    if not spec.build_isolation and project:
+        cmd += ["--no-build-isolation"]
     if attempt.date:
         cmd += ["--exclude-newer", attempt.date]
         for name, date in sorted(moved_packages(attempt, plan.bumps).items()):
@@ -219,7 +229,7 @@ def install_command(spec: EnvSpec, plan: Plan) -> list[str]:
             for name in HEAVY:
                 if name != (spec.project_name or "").lower():
                     cmd += ["--only-binary", name]
-    return [*cmd, *_inputs(spec, plan)]
+    return [*cmd, *_inputs(spec, plan, project=project)]
 
 
 def requirements_text(spec: EnvSpec, plan: Plan) -> str:
@@ -277,6 +287,12 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
              f"later): taken as of that upload")
         return True
     wanted = {m.lower() for m in WHEELS_REQUIRED.findall(text) + FAILED_BUILD.findall(text)}
+    optional = {r for r in spec.guessed + plan.added if req_name(r) in {req_name(w) for w in wanted}} - plan.dropped
+    if optional:  # a guess, or a module the tests import that nobody asked for: not worth the environment
+        plan.dropped |= optional
+        plan.added = [a for a in plan.added if a not in optional]
+        note(f"dropping requirement(s) that do not build here: {', '.join(sorted(optional))}")
+        return True
     return _bump(spec, plan, wanted, note, "has no wheel for the interpreter and does not build from source")
 
 
@@ -341,7 +357,12 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                     outcome = f"failed (the resolution for Python {attempt.resolve_for}, exit {rc})"
                     break
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
-            rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
+            rc, text = 0, ""
+            if not spec.build_isolation and spec.install_project:  # what the project's build imports, first
+                rc, text = run.step(f"install the build's requirements ({attempt.label})",
+                                    install_command(spec, plan, project=False), env, check=False)
+            if rc == 0:
+                rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
             if rc != 0:
                 if adjust_install(spec, plan, text, run.note):
                     continue

@@ -80,6 +80,9 @@ class EnvSpec(BaseModel):
     """Requirement files tried first and left out when the install fails with them (dev requirements)."""
     exclude_newer: str | None = None
     """Resolve as of this moment (RFC 3339, UTC): the commit's date. None: the newest versions."""
+    build_isolation: bool = True
+    """False: the project is built against what the environment has (its build requirements installed first),
+    as ``pip install --no-build-isolation`` does."""
     resolve_for_python: str | None = None
     """Resolve the versions as if for this (older) interpreter -- the ones its users had -- and install them on the
     environment's own (the first attempt; the next ones resolve for the environment's)."""
@@ -99,7 +102,9 @@ class EnvSpec(BaseModel):
     """Needs a C compiler and Python headers (the base's build variant)."""
 
     def canonical(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The spec as key material: fields left at their defaults are not in it, so a field added later (with
+        a default that changes nothing) keeps every existing key; a change of meaning bumps SCHEMA."""
+        return json.dumps(self.model_dump(mode="json", exclude_defaults=True), sort_keys=True, separators=(",", ":"))
 
 
 class Detection(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sandbox.environments.installer import (
     CONSTRAINTS,
+    PROJECT,
     Plan,
     adjust_install,
     adjust_runtime,
@@ -187,7 +188,8 @@ def test_versions_resolved_as_for_an_older_interpreter_first():
     plan = Plan(attempts[0])
     compile_ = compile_command(spec, plan)[2]
     assert "pip compile" in compile_ and "--python-version 3.6" in compile_ and f"-o {CONSTRAINTS}" in compile_
-    assert "-r /workspace/tests/requirements/py3.txt" in compile_ and "sed -i -e '/^-e /d'" in compile_
+    assert "-e /workspace[test]" in compile_ and f"{PROJECT} /workspace/tests/requirements/py3.txt" in compile_
+    assert " -r " not in compile_.split("&&")[1] and "sed -i -e '/^-e /d'" in compile_  # compile reads files only
     install_ = install_command(spec, plan)
     assert install_[install_.index("-c") + 1] == CONSTRAINTS
     assert "-c" not in install_command(spec, Plan(attempts[1]))
@@ -198,3 +200,22 @@ def test_versions_resolved_as_for_an_older_interpreter_first():
                   progress=lambda _m: None, local=set())
     assert got is not None and "failed (the resolution for Python 3.6" in got.history[0]
     assert run.steps[0].startswith("resolve") and "fresh" in run.steps
+
+
+def test_a_project_built_without_isolation_gets_its_build_requirements_first():
+    spec = OLD.model_copy(update={"build_isolation": False, "test": TestCommand(paths=["tests"])})
+    first = install_command(spec, Plan(attempts_for(spec)[0]), project=False)
+    assert "-e" not in first and "--no-build-isolation" not in first
+    assert "--no-build-isolation" in install_command(spec, Plan(attempts_for(spec)[0]))
+    run = FakeRun([])
+    got = install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: None,
+                  progress=lambda _m: None, local=set())
+    assert got is not None and run.steps[0].startswith("install the build's requirements")
+
+
+def test_an_added_module_that_does_not_build_is_dropped_not_the_environment():
+    plan = Plan(attempts_for(OLD)[0], added=["cupy"])
+    notes: list[str] = []
+    failed = "error: Failed to build `cupy==13.2.0`\n  cause: The build backend returned an error\n"
+    assert adjust_install(OLD, plan, failed, notes.append)
+    assert plan.added == [] and "cupy" in plan.dropped and "do not build here" in notes[0]
