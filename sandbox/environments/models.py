@@ -17,7 +17,7 @@ VENV = f"{ENV_ROOT}/venv"
 SEED = f"{ENV_ROOT}/seed.tar"
 """Files the build left in the source tree that git ignores (compiled extensions, generated version files): put
 into a workspace (never over an existing file) before its sandbox serves anything."""
-SCHEMA = 3
+SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""
 
