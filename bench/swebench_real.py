@@ -112,11 +112,11 @@ PAIRS = [
 # release -- Werkzeug's is a ReDoS test of parse_options_header -- and the run gave no status before the timeout);
 # click 8.0.1 -> 8.0.2 (no PASS_TO_PASS); Flask 2.2.2 -> 2.2.3 and 3.0.2 -> 3.0.3 (no FAIL_TO_PASS: their tests
 # changed for typing only). The sdists of itsdangerous 2.1.2, click 8.1.7, six 1.16.0 and MarkupSafe 2.0.1 carry
-# no test change. sympy 1.6.1 -> 1.6.2: its test files (test_matrices, test_polytools with the cache off) take
-# more than the 1800 s the harness allows on this machine. astropy 4.0.2 -> 4.0.3: 4.0 is no version the harness has a recipe for (its neighbour's pins
-# break it: numpy.asscalar). pylint: the sdists SWE-bench Verified's versions (2.13-2.15) would come from carry no tests, and
-# its fixes are tested through tests/functional/ lint inputs; seaborn: every 0.11-0.13 release is a 360-2000 line
-# change.
+# no test change. sympy 1.6.1 -> 1.6.2: its test files (test_matrices and test_polytools, cache off) take more
+# than the harness's 1800 s on this machine. astropy 4.0.2 -> 4.0.3: 4.0 is no version the harness has a recipe
+# for (its neighbour's pins break it: numpy.asscalar). pylint: the sdists of the versions SWE-bench Verified has
+# (2.13-2.15) carry no tests, and its fixes are tested through tests/functional/ lint inputs. seaborn: every
+# 0.11-0.13 release is a 360-2000 line change.
 
 _TEST_DIRS = {"tests", "test", "testing"}
 _NOISE = re.compile(r"^[-+]\s*(__version__|version|VERSION|version_info|__version_info__|__version_tuple__|"
