@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments.declared import Declared
+from sandbox.environments.models import VENV
 from sandbox.environments.pyconfig import req_name
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
@@ -137,13 +138,20 @@ _SPHINX_3 = ["Jinja2<3.0", "sphinxcontrib-applehelp<=1.0.7", "sphinxcontrib-devh
 is then undone by the install, which needs ``Jinja2<3.0``)."""
 
 
+SPHINX_SITE = {"PYTHONPATH": f"{VENV}/lib/python3.9/site-packages"}
+"""tox-current-env runs the tests with a link to the current interpreter (``.tox/py39/bin/python``); in the
+harness's conda environment that is the environment's Python, in bosun's virtualenv it is the base Python (a
+virtualenv is found next to the path a Python is started by, links not followed), which then needs the
+virtualenv's packages named."""
+
+
 def _sphinx(v: str) -> Recipe:
     key = _vkey(v)
     reqs = ["tox==4.16.0", "tox-current-env==0.0.11"]
     reqs += _SPHINX_3 if (3, 0) <= key <= (4, 4) else ["Jinja2==3.0.3"]
     return _r("sphinx-doc/sphinx", v, SPHINX, "pytest_v2", "3.9" if key < (8, 0) else "3.10", python="3.9",
               extras=["test"], requirements=reqs, apt=["graphviz"] if key >= (7, 2) else [],
-              workspace_edits=["sed -i 's/pytest/pytest -rA/' tox.ini"])
+              workspace_edits=["sed -i 's/pytest/pytest -rA/' tox.ini"], eval_env=SPHINX_SITE)
 
 
 _MPL_PINS = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "ghostscript", "kiwisolver==1.4.5",

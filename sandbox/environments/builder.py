@@ -8,7 +8,7 @@ host's CA bundle) are copied in through the engine into volumes that are never p
 cache is the repository's own. Steps, each logged under a header in ``build.log``:
 
 1. ``prepare``: the declared commands that edit the source before the install; ``virtualenv``: ``uv venv`` at
-   /opt/bosun-env/venv with the base's python3 (``MAKE_VENV``);
+   /opt/bosun-env/venv with the base's python3;
 2. ``install``: ``uv pip install`` of the project (editable), its test extras, test requirements and pytest
    plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
    collect; what fails on this interpreter is moved to a later date (sandbox/environments/installer.py);
@@ -47,11 +47,6 @@ from sandbox.environments.models import ENV_ROOT, VENV, Detection, EnvSpec
 from sandbox.environments.netconf import BuildNetwork
 from sandbox.environments.unpack import ExportRefused, unpack
 
-MAKE_VENV = (f"{UV} venv --python /usr/bin/python3 {VENV} && "
-             f"cp --remove-destination \"$(readlink -f {VENV}/bin/python)\" {VENV}/bin/python")
-"""The environment's virtualenv, its ``python`` a copy of the interpreter rather than a link to it: a tool that
-links to ``sys.executable`` (tox-current-env's ``.tox/ENV/bin/python``) then still starts the virtualenv's Python
-(a chain of links resolves to /usr/bin, where there is no pyvenv.cfg: the base Python, without the packages)."""
 LOG_TAIL = 25
 LOG_HEAD_BYTES = 8 << 20
 """Bytes of build.log kept from its start..."""
@@ -298,8 +293,8 @@ class Builder:
             self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
             run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         self.progress(f"building: virtualenv (python {base.python})")
-        run.step("virtualenv", ["sh", "-c", MAKE_VENV], self._env(spec))
-        fresh = ["sh", "-c", f"rm -rf {VENV} && {MAKE_VENV}"]
+        run.step("virtualenv", [UV, "venv", "--python", "/usr/bin/python3", VENV], self._env(spec))
+        fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python /usr/bin/python3 {VENV}"]
         installed = install(
             run, spec, self._env(spec),
             put_requirements=lambda text: api.put_archive(cid, TOOLS, _tools_tar({"requirements.txt": (text.encode(),

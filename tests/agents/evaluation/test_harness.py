@@ -58,7 +58,8 @@ def test_the_test_command_of_each_known_repository():
              ("django/django", "4.2"): "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 test_a",
              ("sympy/sympy", "1.11"): "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C "
                                       "--verbose tests/test_a.py",
-             ("sphinx-doc/sphinx", "3.5"): "tox --current-env -epy39 -v -- tests/test_a.py",
+             ("sphinx-doc/sphinx", "3.5"): "PYTHONPATH=/opt/bosun-env/venv/lib/python3.9/site-packages tox "
+                                           "--current-env -epy39 -v -- tests/test_a.py",
              ("astropy/astropy", "1.3"): "pytest -rA -vv -o console_output_style=classic --tb=no tests/test_a.py",
              ("astropy/astropy", "4.3"): "pytest -rA tests/test_a.py",
              ("mwaskom/seaborn", "0.12"): "pytest --no-header -rA tests/test_a.py",
