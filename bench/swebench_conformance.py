@@ -155,7 +155,8 @@ def compare_recipes(keys: list[tuple[str, str]], counts: dict[tuple[str, str], i
             "parser": (PARSER_NAMES.get(ref["parsers"].get(repo, ""), ref["parsers"].get(repo)), recipe.parser),
             "python": (str(spec.get("python")), recipe.harness_python),
             "pip_packages": (sorted(spec.get("pip_packages", [])), sorted(_unheavy(recipe.requirements))),
-            "eval_env": (sorted(_exports(spec.get("eval_commands", []))), sorted(recipe.eval_env.items())),
+            "eval_env": (sorted(_exports(spec.get("eval_commands", []))),
+                         sorted((k, v) for k, v in recipe.eval_env.items() if (repo, k) not in DELIBERATE)),
         }
         for field, (theirs, ours) in checks.items():
             same = _pins_kept(repo, theirs, ours) if field == "pip_packages" else theirs == ours
@@ -170,7 +171,10 @@ def compare_recipes(keys: list[tuple[str, str]], counts: dict[tuple[str, str], i
 
 
 DELIBERATE = {("sphinx-doc/sphinx", "jinja2"): "Sphinx 3.0-4.4: the harness's own install replaces its Jinja2==3.0.3 "
-                                               "with setup.py's Jinja2<3.0 (after its sed); bosun asks for that"}
+                                               "with setup.py's Jinja2<3.0 (after its sed); bosun asks for that",
+              ("sphinx-doc/sphinx", "PYTHONPATH"): "Sphinx: tox-current-env's link to the interpreter starts the "
+                                                   "base Python outside bosun's virtualenv (the harness's conda "
+                                                   "environment has none): its packages are named"}
 """Pins bosun does not copy, and why (reported with the comparison)."""
 
 
