@@ -126,8 +126,9 @@ def reference_python(version: str) -> Path:
 
 
 def test_output(text: str) -> str:
-    """The tests' own output in a test_output.txt bosun wrote (the part between the markers)."""
-    return text.split(START, 1)[1].split(END, 1)[0] if START in text else ""
+    """The tests' own output in a test_output.txt bosun wrote: between the last start marker (the script bosun
+    ran is printed above its output, markers and all) and the end marker after it."""
+    return text.rsplit(START, 1)[1].split(END, 1)[0] if START in text else ""
 
 
 def ask_reference(version: str, keys: list[tuple[str, str]], rows: list[dict], logs: dict) -> dict:

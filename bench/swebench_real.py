@@ -356,7 +356,7 @@ def sources(rows: list[dict]) -> list[str]:
 
 
 def noop_predictions(stack: Stack, rows: list[dict]) -> str:
-    path = stack.work / "noop.jsonl"
+    path = stack.work / "noop-predictions.jsonl"
     path.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "noop",
                                         "model_patch": NOOP}) + "\n" for r in rows))
     return str(path)

@@ -3,14 +3,14 @@
 The published FAIL_TO_PASS / PASS_TO_PASS lists hold the names the harness's log parsers produced, so a verdict
 agrees with the published one only if the names are taken exactly as the harness takes them, quirks included:
 
-- ``pytest``: a line starting with a status (``PASSED t.py::test_a``; for ``FAILED``, ``" - "`` is dropped first,
-  so ``FAILED t.py::test_a - msg`` names ``t.py::test_a``), the name being the first word after it (a parameter
-  id with a space is cut there: ``t.py::test[a b]`` is named ``t.py::test[a``); or a verbose line
-  ``t.py::test_a PASSED``. ``SKIPPED [2] t.py:12: reason`` (a skip summary) names no test. ``XPASS`` is not a
-  status the harness knows: such a test is missing (a failure).
+- ``pytest``: a line starting with a status word (``PASSED t.py::test_a``; for ``FAILED``, ``" - "`` is dropped
+  first): the second word is the name, the first the status -- a parameter id with a space is cut there
+  (``t.py::test[a b]`` is named ``t.py::test[a``); verbose lines (``t.py::test_a PASSED``) are not read, nor is
+  ``XPASS``: such a test is missing (a failure).
 - ``pytest_options`` (requests, pylint): as pytest, then a parameter that is an absolute path keeps only its last
   part (``test_x[/tmp/a/b.py]`` -> ``test_x[/b.py]``).
-- ``pytest_v2`` (astropy, scikit-learn, Sphinx): as pytest, after removing colour codes and control characters.
+- ``pytest_v2`` (astropy, scikit-learn, Sphinx): as pytest, after removing colour codes and control characters,
+  and a line that ends with a status names its first word (pytest 3's ``-vv`` lines).
 - ``django``: the text before ``" ... "`` is the name, whatever it is -- ``test_x (app.tests.C)``,
   ``test_x (app.tests.C.test_x)`` on Python 3.11, or the first line of a test's docstring, which unittest prints
   instead of the name; ``FAIL: name`` / ``ERROR: name`` lines name their second word; a lone ``ok`` line closes
@@ -33,44 +33,33 @@ PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", 
 STATUSES = (FAILED, PASSED, SKIPPED, ERROR, XFAIL)
 PASSING = {PASSED, XFAIL}
 
-_STATUS = "|".join(STATUSES)
-_STATUS_FIRST = re.compile(rf"^({_STATUS})\s+(\S+)")
-_TEST_FIRST = re.compile(rf"^(\S+)\s+({_STATUS})(?:\s|$)")
-_SKIP_COUNT = re.compile(r"\[\d+\]")
 _COLOUR = re.compile(r"\[(\d+)m")
 _CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32)))
+_OPTION = re.compile(r"(.*?)\[(.*)\]")
 
 
-def _pytest_line(line: str) -> tuple[str, str] | None:
-    """(name, status) of one pytest result line, or None."""
-    m = _STATUS_FIRST.match(line)
-    if m:
-        status, name = m.groups()
-        if status == FAILED:
-            name = line.replace(" - ", " ").split()[1]
-        if status == SKIPPED and _SKIP_COUNT.match(name):
-            return None  # "SKIPPED [3] t.py:12: reason" counts skips; it names no test
-        return name, status
-    m = _TEST_FIRST.match(line)
-    return (m.group(1), m.group(2)) if m else None
-
-
-def _pytest_lines(log: str, clean: Callable[[str], str] = lambda s: s,
-                  name: Callable[[str], str] = lambda s: s) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in log.split("\n"):
-        found = _pytest_line(clean(line))
-        if found is not None:
-            out[name(found[0])] = found[1]
-    return out
+def _status_first(line: str) -> tuple[str, str] | None:
+    """(name, status) of a line that starts with a status word: the second word is the name, the first the
+    status (``SKIPPED [1] t.py:12: why`` names "[1]", as in the harness: no published list has such a name)."""
+    if not line.startswith(STATUSES):
+        return None
+    if line.startswith(FAILED):
+        line = line.replace(" - ", " ")
+    words = line.split()
+    return (words[1], words[0]) if len(words) > 1 else None
 
 
 def parse_pytest(log: str) -> dict[str, str]:
-    return _pytest_lines(log)
+    out: dict[str, str] = {}
+    for line in log.split("\n"):
+        found = _status_first(line)
+        if found is not None:
+            out[found[0]] = found[1]
+    return out
 
 
 def _option_name(name: str) -> str:
-    m = re.search(r"(.*?)\[(.*)\]", name)
+    m = _OPTION.search(name)
     if not m:
         return name
     main, option = m.groups()
@@ -80,11 +69,21 @@ def _option_name(name: str) -> str:
 
 
 def parse_pytest_options(log: str) -> dict[str, str]:
-    return _pytest_lines(log, name=_option_name)
+    return {_option_name(name): status for name, status in parse_pytest(log).items()}
 
 
 def parse_pytest_v2(log: str) -> dict[str, str]:
-    return _pytest_lines(log, clean=lambda s: _COLOUR.sub("", s).translate(_CONTROL))
+    """pytest with colour codes and control characters removed; a line that ends with a status (``t.py::test_a
+    PASSED``, as pytest 3 prints with ``-vv``) names its first word."""
+    out: dict[str, str] = {}
+    for raw in log.split("\n"):
+        line = _COLOUR.sub("", raw).translate(_CONTROL)
+        found = _status_first(line)
+        if found is None and line.endswith(STATUSES) and len(line.split()) > 1:
+            found = tuple(line.split()[:2])
+        if found is not None:
+            out[found[0]] = found[1]
+    return out
 
 
 _DJANGO_PASS = (" ... ok", " ... OK", " ...  OK")
@@ -149,15 +148,10 @@ def parse_sympy(log: str) -> dict[str, str]:
 
 def parse_matplotlib(log: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for raw in log.split("\n"):
-        line = raw.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
-        if not line.startswith(STATUSES):
-            continue
-        if line.startswith(FAILED):
-            line = line.replace(" - ", " ")
-        words = line.split()
-        if len(words) > 1:
-            out[words[1]] = words[0]
+    for line in log.split("\n"):
+        found = _status_first(line.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3"))
+        if found is not None:
+            out[found[0]] = found[1]
     return out
 
 
