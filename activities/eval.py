@@ -185,6 +185,9 @@ class EvalActivities:
         name = "eval"
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
+            # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
+            # attempt left holds the patches it applied, and would refuse them a second time.
+            await asyncio.to_thread(self.repo(inp.key).drop_run, name)
             workspace = await asyncio.to_thread(self.repo(inp.key).materialize, name, inp.base_commit,
                                                 owner=sandbox_user(self.settings),
                                                 quota_mb=self.settings.sandbox_disk_mb)

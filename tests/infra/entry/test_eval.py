@@ -182,6 +182,11 @@ def test_a_worker_killed_mid_evaluation_re_runs_no_finished_instance(stack, inst
         return [e for e in stack.journal() if e["type"] == "eval_instance" and e["event"] == "complete"
                 and e["workflow_id"].startswith(f"eval-it-kill/{instance}")]
     wait_for(lambda: finished("calc__median-1"), 300, 0.5, "the first instance to finish")
+    # Killed once the second instance's workspace holds the applied prediction: its retry must start afresh.
+    applied = stack.data_dir / "workspaces"
+    wait_for(lambda: any("if whole == 0" in p.read_text()
+                         for p in applied.glob("*percent-1*.runs/eval/calc/report.py")), 300, 0.05,
+             "the second instance's prediction to be applied")
     victim = stack.state()["components"]["worker"]["pid"]
     os.kill(victim, signal.SIGKILL)
     out, err = run.communicate(timeout=600)
