@@ -187,11 +187,10 @@ class EvalActivities:
         async with heartbeating():
             # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
             # attempt left holds the patches it applied, and would refuse them a second time.
-            await asyncio.to_thread(self.repo(inp.key).drop_run, name)
-            workspace = await asyncio.to_thread(self.repo(inp.key).materialize, name, inp.base_commit,
-                                                owner=sandbox_user(self.settings),
+            repo, owner = self.repo(inp.key), sandbox_user(self.settings)
+            await asyncio.to_thread(repo.drop_run, name)
+            workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
                                                 quota_mb=self.settings.sandbox_disk_mb)
-            box = await self.sandboxes.get(sandbox_key, str(workspace))
             log = ""
 
             async def step(title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
@@ -202,7 +201,11 @@ class EvalActivities:
                     log += f"\n[output past {cap} bytes dropped]"
                 log += "\n"
                 return res
+            # The sandbox starts while the files are checked out; nothing runs in it before both are done.
+            checkout = asyncio.ensure_future(asyncio.to_thread(repo.check_out, name, inp.base_commit, owner=owner))
             try:
+                box = await self.sandboxes.get(sandbox_key, str(workspace))
+                await asyncio.shield(checkout)
                 if recipe.workspace_edits:
                     await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
                 await box.write(PREDICTION, _text(patch))
@@ -223,8 +226,11 @@ class EvalActivities:
                     return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
                 return done(True, statuses(recipe, res.stdout + res.stderr), log, test_s=test_s)
             finally:
+                await asyncio.wait([checkout])  # nothing is removed under a checkout still writing
+                if not checkout.cancelled():
+                    checkout.exception()  # (raised above when it mattered)
                 await self.sandboxes.release(sandbox_key)
-                await asyncio.to_thread(self.repo(inp.key).drop_run, name)
+                await asyncio.to_thread(repo.drop_run, name)
 
 
 def _text(patch: str) -> str:

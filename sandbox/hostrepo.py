@@ -12,7 +12,8 @@ Layout under the workspaces directory, for a task with key ``K`` (its workflow i
 The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 
 - Host git runs only on ``K.git`` and on directories the host just made, never in a directory a sandbox has
-  written: a run workspace is checked out before its sandbox starts and never touched by host git again.
+  written: a run workspace is checked out before anything runs in its sandbox (an evaluation starts the sandbox
+  while the checkout runs: its tool server idles until then) and never touched by host git again.
 - A run workspace gets its own scratch ``.git`` (a ``--shared`` clone whose object store is the read-only
   ``/run/bosun/objects`` inside the sandbox): the agent may do anything with it; the host never reads it.
 - An agent's work comes back as data: :mod:`sandbox.snapshot` reads the files (no links followed, bounded), and
@@ -270,6 +271,15 @@ class TaskRepo:
         file system with room for the checkout plus that much (sandbox/diskquota.py), where the host allows it.
         Idempotent: a workspace already made from ``commit`` is kept (and remounted after a reboot).
         """
+        dest = self.open_run(name, commit, owner=owner, quota_mb=quota_mb, quota_inodes=quota_inodes)
+        self.check_out(name, commit, owner=owner)
+        return dest
+
+    def open_run(self, name: str, commit: str, *, owner: tuple[int, int] | None = None, quota_mb: int = 0,
+                 quota_inodes: int = 200_000) -> Path:
+        """The first half of :meth:`materialize`: the workspace directory (or file system) with its scratch
+        ``.git`` complete (what a sandbox binds: config, hooks, info) but no files yet. A sandbox may be started
+        on it while :meth:`check_out` fills it, provided nothing runs in the sandbox before that returns."""
         check_object_id(commit)
         dest = self.run_dir(name)
         state = self.runs / ".state" / name
@@ -278,7 +288,6 @@ class TaskRepo:
         if state.is_file() and state.read_text().strip() == commit and dest.is_dir():
             diskquota.ensure_mounted(dest)
             return dest
-        state.parent.mkdir(parents=True, exist_ok=True)
         state.unlink(missing_ok=True)
         diskquota.remove(dest)
         if quota_mb > 0 and diskquota.support()[0]:
@@ -295,14 +304,25 @@ class TaskRepo:
         else:
             git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
                 protocols=("file",))
-        git(scratch, "checkout", "--quiet", "--detach", commit, work_tree=dest)
-        (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
+        (scratch / "hooks").mkdir(exist_ok=True)
         with open(scratch / "config", "a", encoding="utf-8") as f:
             f.write("[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n")
         if owner is not None and os.geteuid() == 0:
             _chown_tree(dest, *owner)
-        state.write_text(commit + "\n")
         return dest
+
+    def check_out(self, name: str, commit: str, *, owner: tuple[int, int] | None = None) -> None:
+        """The second half of :meth:`materialize`: ``commit``'s files into the workspace :meth:`open_run` made
+        (nothing to do when it holds them already)."""
+        dest, state = self.run_dir(name), self.runs / ".state" / name
+        if state.is_file() and state.read_text().strip() == commit:
+            return
+        scratch = dest / ".git"
+        git(scratch, "checkout", "--quiet", "--detach", check_object_id(commit), work_tree=dest)
+        (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
+        if owner is not None and os.geteuid() == 0:
+            _chown_tree(dest, *owner)
+        state.write_text(commit + "\n")
 
     def checkout_size(self, commit: str) -> tuple[int, int]:
         """(bytes, files) of the checkout of ``commit``."""

@@ -96,6 +96,25 @@ def test_materialize_is_idempotent_and_fresh_for_another_commit(task):
     assert not (ws2 / "build").exists() and (ws2 / "calc" / "stats.py").read_text() == "changed\n"
 
 
+def test_a_run_opened_first_has_what_a_sandbox_binds_and_its_checkout_completes_it(task):
+    """An evaluation starts the sandbox on an opened run while the files are checked out: what the sandbox binds
+    (the scratch .git's config, hooks, info) is there before, the files after; the result is a materialized run."""
+    repo, base = task
+    ws = repo.open_run("a", base)
+    assert "bosun agent" in (ws / ".git" / "config").read_text() and (ws / ".git" / "hooks").is_dir()
+    assert not (ws / "calc").exists()
+    repo.check_out("a", base)
+    made = repo.materialize("b", base)
+    files = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if ".git" not in p.parts)
+    assert files == sorted(str(p.relative_to(made)) for p in made.rglob("*") if ".git" not in p.parts)
+    assert (ws / ".git" / "objects" / "info" / "alternates").read_text() == \
+        (made / ".git" / "objects" / "info" / "alternates").read_text()
+    (ws / "calc" / "stats.py").write_text("kept\n")
+    assert repo.open_run("a", base) == ws  # done already: neither half redoes anything
+    repo.check_out("a", base)
+    assert (ws / "calc" / "stats.py").read_text() == "kept\n"
+
+
 def test_import_reads_links_and_names_as_data(task):
     repo, base = task
     ws = repo.materialize("a", base)
