@@ -180,6 +180,12 @@ class SandboxProvider(abc.ABC):
 
     backend: str
 
+    @property
+    def writes_on_start(self) -> bool:
+        """Whether ``acquire`` runs something in the new sandbox that writes the workspace (an environment's build
+        files): then the workspace must be complete before the sandbox starts."""
+        return False
+
     @abc.abstractmethod
     async def acquire(self, workspace: Path, *, objects: Path | None = None) -> Sandbox:
         """Start (or take from the warm pool) a sandbox bound to ``workspace``; ``objects``: a repository object

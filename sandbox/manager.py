@@ -60,6 +60,10 @@ class SandboxManager:
         self._env_providers[f"{env_id}:{backend}"] = provider
         return provider
 
+    def writes_on_start(self, workspace: str | Path) -> bool:
+        """Whether starting a sandbox for ``workspace`` writes into it (its environment's build files)."""
+        return self.provider_for(workspace).writes_on_start
+
     async def get(self, key: str, workspace: str) -> Sandbox:
         """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died."""
         lock = self._locks.setdefault(key, asyncio.Lock())

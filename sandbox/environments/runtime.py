@@ -46,6 +46,10 @@ class EnvironmentProvider(SandboxProvider):
         self.backend = inner.backend
         self.info = info_of(record)
 
+    @property
+    def writes_on_start(self) -> bool:
+        return bool(self.record.seed)
+
     async def acquire(self, workspace: Path, *, objects: Path | None = None) -> Sandbox:
         box = await self.inner.acquire(workspace, objects=objects)
         box.environment = self.info

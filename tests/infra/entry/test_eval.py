@@ -35,9 +35,16 @@ def diff_of(repo: Path, path: str, old: str, new: str) -> str:
         f.write_text(before)
 
 
-def calc_instances(root: Path, copies: int = 1) -> tuple[Path, Path]:
-    """SWE-bench rows for the example's two bugs (``copies`` times under distinct ids) and the repository."""
+def calc_instances(root: Path, copies: int = 1, files: dict[str, str] | None = None) -> tuple[Path, Path]:
+    """SWE-bench rows for the example's two bugs (``copies`` times under distinct ids) and the repository
+    (``files``: more files committed into it first)."""
     repo = make_example_repo(root / "calc")
+    if files:
+        for name, text in files.items():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "more files")
     base = git(repo, "rev-parse", "HEAD").strip()
     median_test = diff_of(repo, "tests/test_stats.py", "def test_spread():",
                           "def test_median_even_floats():\n    assert median([1.0, 2.0]) == 1.5\n\n\n"
@@ -103,6 +110,29 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     assert empty.returncode == 0, empty.stderr[-3000:]
     s = json.loads(empty.stdout)
     assert s["resolved_ids"] == [] and s["empty_patch_ids"] == ["calc__median-1", "calc__percent-1"]
+
+
+@pytest.mark.slow
+def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them(stack, tmp_path):
+    """The build's files (compiled extensions, in real projects) are put into each instance's workspace when its
+    sandbox starts, after the checkout (the sandbox of an environment without them starts while the checkout
+    runs: sandbox/environments' writes_on_start); the tests see them."""
+    path, repo = calc_instances(tmp_path, files={".bosun/environment.toml": 'setup = ["echo built > calc/BUILT.txt"]\n',
+                                                 ".gitignore": "calc/BUILT.txt\n"})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    # the median row's test patch also checks the build's file is there
+    rows[0]["test_patch"] = diff_of(
+        repo, "tests/test_stats.py", "def test_spread():",
+        "def test_median_even_floats():\n    assert median([1.0, 2.0]) == 1.5\n\n\n"
+        "def test_the_build_file_is_there():\n    import pathlib\n"
+        "    assert pathlib.Path('calc/BUILT.txt').read_text() == 'built\\n'\n\n\ndef test_spread():")
+    rows[0]["PASS_TO_PASS"] = json.dumps(["tests/test_stats.py::test_the_build_file_is_there"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo}", "--run-id", "it-seeded", "--max-parallel", "2", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["error_ids"] == [] and summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"]
 
 
 @pytest.mark.slow

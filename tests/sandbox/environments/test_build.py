@@ -42,6 +42,7 @@ async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_bac
     ws = checkout(tiny_repo, tmp_path / "ws")
     for backend in ("docker", "bwrap"):
         provider = provider_for(record, backend, limits=TEST_LIMITS)
+        assert not provider.writes_on_start  # no build files: a sandbox may start while its checkout runs
         box = await provider.acquire(ws)
         try:
             assert box.environment is not None and box.environment.env_id == record.env_id
@@ -86,7 +87,9 @@ async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_pa
     ws = checkout(repo, tmp_path / "ws")
     (ws / "tests" / "keep.txt").write_text("mine")
     for backend in ("docker", "bwrap"):
-        box = await provider_for(record, backend, limits=TEST_LIMITS).acquire(ws)
+        provider = provider_for(record, backend, limits=TEST_LIMITS)
+        assert provider.writes_on_start  # the build's files go in at start: the checkout must be complete before
+        box = await provider.acquire(ws)
         try:
             res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE"], timeout_s=30)
             assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "declared"], (backend, res)
