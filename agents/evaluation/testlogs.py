@@ -49,13 +49,18 @@ def _status_first(line: str) -> tuple[str, str] | None:
     return (words[1], words[0]) if len(words) > 1 else None
 
 
-def parse_pytest(log: str) -> dict[str, str]:
+def _by_line(log: str, read: Callable[[str], tuple[str, str] | None]) -> dict[str, str]:
+    """{name: status} of every line ``read`` finds a test in (a later line wins)."""
     out: dict[str, str] = {}
     for line in log.split("\n"):
-        found = _status_first(line)
+        found = read(line)
         if found is not None:
             out[found[0]] = found[1]
     return out
+
+
+def parse_pytest(log: str) -> dict[str, str]:
+    return _by_line(log, _status_first)
 
 
 def _option_name(name: str) -> str:
@@ -75,15 +80,13 @@ def parse_pytest_options(log: str) -> dict[str, str]:
 def parse_pytest_v2(log: str) -> dict[str, str]:
     """pytest with colour codes and control characters removed; a line that ends with a status (``t.py::test_a
     PASSED``, as pytest 3 prints with ``-vv``) names its first word."""
-    out: dict[str, str] = {}
-    for raw in log.split("\n"):
+    def read(raw: str) -> tuple[str, str] | None:
         line = _COLOUR.sub("", raw).translate(_CONTROL)
         found = _status_first(line)
-        if found is None and line.endswith(STATUSES) and len(line.split()) > 1:
-            found = tuple(line.split()[:2])
-        if found is not None:
-            out[found[0]] = found[1]
-    return out
+        if found is None and line.endswith(STATUSES) and len(words := line.split()) > 1:
+            found = (words[0], words[1])
+        return found
+    return _by_line(log, read)
 
 
 _DJANGO_PASS = (" ... ok", " ... OK", " ...  OK")
@@ -147,12 +150,8 @@ def parse_sympy(log: str) -> dict[str, str]:
 
 
 def parse_matplotlib(log: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in log.split("\n"):
-        found = _status_first(line.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3"))
-        if found is not None:
-            out[found[0]] = found[1]
-    return out
+    return _by_line(log, lambda line: _status_first(line.replace("MouseButton.LEFT", "1")
+                                                    .replace("MouseButton.RIGHT", "3")))
 
 
 def parse_seaborn(log: str) -> dict[str, str]:
