@@ -201,14 +201,10 @@ class EvalActivities:
                     log += f"\n[output past {cap} bytes dropped]"
                 log += "\n"
                 return res
-            # The sandbox starts while the files are checked out; nothing runs in it before both are done (an
-            # environment that puts its build's files into the workspace at start waits for the checkout).
+            # The sandbox starts while the files are checked out (SandboxManager.get: filling).
             checkout = asyncio.ensure_future(asyncio.to_thread(repo.check_out, name, inp.base_commit, owner=owner))
             try:
-                if await asyncio.to_thread(self.sandboxes.writes_on_start, str(workspace)):
-                    await asyncio.shield(checkout)
-                box = await self.sandboxes.get(sandbox_key, str(workspace))
-                await asyncio.shield(checkout)
+                box = await self.sandboxes.get(sandbox_key, str(workspace), filling=checkout)
                 if recipe.workspace_edits:
                     await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
                 await box.write(PREDICTION, _text(patch))

@@ -60,36 +60,44 @@ class SandboxManager:
         self._env_providers[f"{env_id}:{backend}"] = provider
         return provider
 
-    def writes_on_start(self, workspace: str | Path) -> bool:
-        """Whether starting a sandbox for ``workspace`` writes into it (its environment's build files)."""
-        return self.provider_for(workspace).writes_on_start
+    async def get(self, key: str, workspace: str, *, filling: asyncio.Future | None = None) -> Sandbox:
+        """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died.
 
-    async def get(self, key: str, workspace: str) -> Sandbox:
-        """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died."""
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        ``filling``: the host still checking ``workspace`` out (hostrepo's ``open_run`` then ``check_out``). A new
+        sandbox starts meanwhile unless its provider writes into the workspace at start (an environment's build
+        files); either way it is handed out only once the checkout is done, with nothing run in it before."""
+        async with self._locks.setdefault(key, asyncio.Lock()):
             box = self._boxes.get(key)
-            if box is not None and box.alive:
-                return box
-            if box is not None:
-                telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
-                await box.close()
-            # A run workspace on a file system of its own is mounted again if a stopped worker unmounted it.
-            await asyncio.to_thread(diskquota.ensure_mounted, Path(workspace))
-            # Its scratch .git borrows the task repository's objects (read-only in the sandbox); which store is
-            # derived from the path bosun chose, never from the workspace's content.
-            provider = await asyncio.to_thread(self.provider_for, workspace)
-            started = time.monotonic()
-            hits = provider.hits if isinstance(provider, PooledProvider) else 0
-            box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
-            warm = isinstance(provider, PooledProvider) and provider.hits > hits
-            labels = {"backend": provider.backend, "start": "warm" if warm else "cold"}
-            metrics = telemetry.instruments()
-            metrics.sandbox_acquire.record(time.monotonic() - started, labels)
-            metrics.sandbox_starts.add(1, labels)
-            metrics.sandbox_in_use.add(1, {"backend": provider.backend})
-            self._boxes[key] = box
-            return box
+            if box is None or not box.alive:
+                box = await self._start(key, workspace, filling)
+        if filling is not None:
+            await asyncio.shield(filling)
+        return box
+
+    async def _start(self, key: str, workspace: str, filling: asyncio.Future | None) -> Sandbox:
+        """A new sandbox for ``key`` (under its lock), the dead one it replaces closed first."""
+        dead = self._boxes.get(key)
+        if dead is not None:
+            telemetry.instruments().sandbox_in_use.add(-1, {"backend": dead.backend})
+            await dead.close()
+        # A run workspace on a file system of its own is mounted again if a stopped worker unmounted it.
+        await asyncio.to_thread(diskquota.ensure_mounted, Path(workspace))
+        # Its scratch .git borrows the task repository's objects (read-only in the sandbox); which store is
+        # derived from the path bosun chose, never from the workspace's content.
+        provider = await asyncio.to_thread(self.provider_for, workspace)
+        if filling is not None and provider.writes_on_start:
+            await asyncio.shield(filling)
+        started = time.monotonic()
+        hits = provider.hits if isinstance(provider, PooledProvider) else 0
+        box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
+        warm = isinstance(provider, PooledProvider) and provider.hits > hits
+        labels = {"backend": provider.backend, "start": "warm" if warm else "cold"}
+        metrics = telemetry.instruments()
+        metrics.sandbox_acquire.record(time.monotonic() - started, labels)
+        metrics.sandbox_starts.add(1, labels)
+        metrics.sandbox_in_use.add(1, {"backend": provider.backend})
+        self._boxes[key] = box
+        return box
 
     async def release(self, key: str) -> bool:
         """Destroy the sandbox of ``key``; False when there was none."""

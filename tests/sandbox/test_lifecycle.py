@@ -17,6 +17,7 @@ from infra.errors import EscalationRefused, UnexpectedEnvironment
 from sandbox import get_provider, run_escalated
 from sandbox.bwrap import BwrapProvider
 from sandbox.image import BUILD_SCRIPT, image_tag
+from sandbox.manager import SandboxManager
 from sandbox.pool import PooledProvider
 from sandbox.seccomp import build_filter, docker_profile
 from sandbox.slots import SlotManager, mount_points
@@ -262,3 +263,43 @@ def test_module_level_reap_orphans(docker_image: str) -> None:
 
     out = reap_orphans()
     assert out["errors"] == [], out
+
+
+class _StartWriter(BwrapProvider):
+    """bwrap whose start writes into the workspace, as an environment's build files do."""
+
+    @property
+    def writes_on_start(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("writes", [False, True])
+async def test_a_sandbox_started_beside_a_checkout_is_handed_out_after_it(workspace: Path, writes: bool) -> None:
+    """SandboxManager.get(filling=...): a sandbox starts while the host still checks the workspace out, unless its
+    start writes there; either way it is handed out only once the checkout is done."""
+    manager = SandboxManager("bwrap", "unused")
+    manager._provider = (_StartWriter if writes else BwrapProvider)(TEST_LIMITS)
+    checked_out = asyncio.Event()
+    started: list[bool] = []
+    real_acquire = manager._provider.acquire
+
+    async def acquire(ws: Path, *, objects: Path | None = None):
+        started.append(checked_out.is_set())  # was the checkout done when the sandbox started?
+        return await real_acquire(ws, objects=objects)
+
+    manager._provider.acquire = acquire
+
+    async def check_out() -> None:
+        await asyncio.sleep(0.5)
+        (workspace / "checked-out.txt").write_text("files\n")
+        checked_out.set()
+
+    filling = asyncio.ensure_future(check_out())
+    try:
+        box = await manager.get("k", str(workspace), filling=filling)
+        assert filling.done() and started == [writes]
+        assert (await box.exec(["cat", "checked-out.txt"])).stdout == "files\n"
+        again = asyncio.ensure_future(asyncio.sleep(0.2))
+        assert await manager.get("k", str(workspace), filling=again) is box and again.done()
+    finally:
+        await manager.close_all()
