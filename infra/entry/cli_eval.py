@@ -184,6 +184,26 @@ def write_logs(folder: Path, store: ArtifactStore, outcomes: list[InstanceOutcom
             (where / "patch.diff").write_text(store.get_json(o.prediction_ref).get("model_patch") or "")
 
 
+def _output_file(path: Path | None, flag: str) -> None:
+    """Refuse a result file that cannot be written, before the evaluation runs rather than after it."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path}: is a folder; pass a file path")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{flag} {path}: there is no folder {path.parent}; create it first")
+
+
+def _output_folder(path: Path | None, flag: str) -> None:
+    """Make the folder results go to now: one that cannot be made is refused before the evaluation runs."""
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot be made a folder ({e.strerror or e}); pass a folder path") from None
+
+
 def _exit_code(report: dict[str, Any]) -> int:
     """0 when every instance got a verdict (a prediction that does not apply is one: it is the prediction's
     doing), 1 when some could not be judged (repository, environment, timeout)."""
@@ -195,6 +215,8 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     repos = _repos(args.repo)
     _sources(instances, repos)
     predictions = load_predictions(args.predictions, instances)
+    _output_file(args.report, "--report")
+    _output_folder(args.logs, "--logs")
     store = ArtifactStore(s.artifacts_dir)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, predictions),
@@ -221,7 +243,7 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
         [_with_model(Variant(name="default", task={"model": args.model, "mode": args.mode}), store)]
     if len({v.name for v in variants}) != len(variants):
         raise ConfigError("--variant names must differ")
-    args.out.mkdir(parents=True, exist_ok=True)
+    _output_folder(args.out, "--out")
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, None), variants=variants,
                     max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)

@@ -167,6 +167,23 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
     assert proc.returncode == 2 and "is not a directory" in proc.stderr
     proc = stack.bosun("eval", "swebench", "--instances", str(path))
     assert proc.returncode == 2 and "--predictions" in proc.stderr
+    # where the results go is checked before the evaluation runs, not after
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine\n")
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                       "--repo", f"example/calc={repo}", "--logs", str(a_file), "--run-id", "it-bad-logs")
+    assert proc.returncode == 2 and f"--logs {a_file}: cannot be made a folder" in proc.stderr
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                       "--repo", f"example/calc={repo}", "--report", str(tmp_path), "--run-id", "it-bad-report")
+    assert proc.returncode == 2 and "is a folder; pass a file path" in proc.stderr
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo}", "--report", str(tmp_path / "no" / "r.json"), "--run-id", "it-bad-dir")
+    assert proc.returncode == 2 and "there is no folder" in proc.stderr
+    proc = stack.bosun("eval", "run", "--instances", str(path), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}",
+                       "--repo", f"example/calc={repo}", "--out", str(a_file / "out"), "--run-id", "it-bad-out")
+    assert proc.returncode == 2 and "--out" in proc.stderr and "cannot be made a folder" in proc.stderr
+    assert a_file.read_text() == "mine\n" and not (tmp_path / "no").exists()
+    assert not [e for e in stack.journal() if e.get("workflow_id", "").startswith("eval-it-bad")]  # nothing ran
 
 
 @pytest.mark.slow
