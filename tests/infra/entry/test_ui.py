@@ -110,7 +110,8 @@ def test_steer_a_running_task_from_its_page(stack, browser, tmp_path, example_re
     WebDriverWait(browser, 20).until(ec.url_contains("/run?id=ui-steer"))
 
     def done() -> bool:
-        return "running" not in browser.find_element(By.ID, "run-status").text
+        # read in one script call: the page replaces its body every 2 s, so a found element can go stale before .text
+        return "running" not in browser.execute_script("return document.getElementById('run-status').textContent")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not done():
         time.sleep(1)  # the page refreshes itself while the run goes on
