@@ -167,8 +167,10 @@ def test_a_sandbox_that_dies_mid_call_is_replaced_and_the_call_retried(stack, ex
     """UnexpectedEnvironment (the sandbox's tool server died under a command) re-provisions the sandbox: the
     activity is retried on a fresh one and the run carries on."""
     wf = f"it-sandbox-dies-{int(time.time())}"
+    # a duration of its own, so that pgrep finds this run's command and not one of another suite on the machine
+    sleep = f"sleep 4.{int.from_bytes(os.urandom(3), 'big'):08d}"
     turns = [{"content": "waiting", "tool_calls": [{"name": "run_command",
-                                                    "arguments": {"command": "sleep 4.321 && echo survived"}}]},
+                                                    "arguments": {"command": f"{sleep} && echo survived"}}]},
              {"content": "reading", "expect": [{"tool": "run_command", "contains": "survived"}],
               "tool_calls": [{"name": "read_file", "arguments": {"path": "calc/stats.py"}}]},
              {"content": "done"}]
@@ -179,7 +181,7 @@ def test_a_sandbox_that_dies_mid_call_is_replaced_and_the_call_retried(stack, ex
                            env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sleeping() -> int | None:
-        out = subprocess.run(["pgrep", "-f", "^sleep 4.321"], capture_output=True, text=True).stdout.split()
+        out = subprocess.run(["pgrep", "-f", f"^{sleep}$"], capture_output=True, text=True).stdout.split()
         return int(out[0]) if out else None
 
     first = wait_for(sleeping, 120, interval=0.1, what="the command to run in the sandbox")
