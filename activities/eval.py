@@ -8,6 +8,7 @@ hostile text and the host never applies them --; the tests' output is read on th
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from pydantic import BaseModel
@@ -22,6 +23,7 @@ from agents.evaluation.harness import (
     generic_recipe,
     judging_script,
     needs_rebuild,
+    reset_files,
     statuses,
 )
 from agents.evaluation.recipes import Recipe, declaration, recipe_for
@@ -36,6 +38,8 @@ from sandbox.environments.service import Environments
 from sandbox.hostgit import OBJECT_ID
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
+
+log = logging.getLogger(__name__)
 
 TESTS_OUTPUT_CAP = 64 << 20
 """Bytes of the tests' output kept (the runners' summaries come at the end: nothing the harness would read is
@@ -104,6 +108,13 @@ class EvalActivities:
         self.settings = settings
         self.store = store
         self.sandboxes = sandboxes
+        self._cleanups: dict[str, asyncio.Future] = {}
+        """Per instance key: the removal of its judged workspace and sandbox, still going."""
+
+    async def close(self) -> None:
+        """Wait for the workspaces still being removed (a worker that stops leaves none half-removed)."""
+        if self._cleanups:
+            await asyncio.wait(list(self._cleanups.values()))
 
     def all(self) -> list:
         return [self.eval_prepare, self.eval_instance, self.eval_prediction]
@@ -130,7 +141,7 @@ class EvalActivities:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
             envs = Environments(self.settings, progress=progress)
             recipe = recipe_for(inp.repo, inp.version)
-            tree = GitTree.of_repository(repo.git_dir, setup if recipe and not recipe.rebuild else base)
+            tree = GitTree.of_repository(repo.objects_git, setup if recipe and not recipe.rebuild else base)
             try:
                 present = set(tree.paths())
                 declared = None
@@ -184,11 +195,15 @@ class EvalActivities:
             return done(False, None, "")
         name = "eval"
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
+        if (earlier := self._cleanups.get(inp.key)) is not None:
+            await asyncio.wait([earlier])  # an earlier attempt's workspace is still being removed
         async with heartbeating():
             # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
             # attempt left holds the patches it applied, and would refuse them a second time.
             repo, owner = self.repo(inp.key), sandbox_user(self.settings)
             await asyncio.to_thread(repo.drop_run, name)
+            # the files the judging script resets with git in the sandbox (its repository holds only trees)
+            await asyncio.to_thread(repo.expose, inp.base_commit, reset_files(instance.test_patch))
             workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
                                                 quota_mb=self.settings.sandbox_disk_mb)
             log = ""
@@ -225,11 +240,30 @@ class EvalActivities:
                     return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
                 return done(True, statuses(recipe, res.stdout + res.stderr), log, test_s=test_s)
             finally:
-                await asyncio.wait([checkout])  # nothing is removed under a checkout still writing
-                if not checkout.cancelled():
-                    checkout.exception()  # (raised above when it mattered)
-                await self.sandboxes.release(sandbox_key)
-                await asyncio.to_thread(repo.drop_run, name)
+                self._clean_up_later(inp.key, checkout, sandbox_key, repo, name)
+
+    def _clean_up_later(self, key: str, checkout: asyncio.Future, sandbox_key: str, repo: TaskRepo,
+                        name: str) -> None:
+        """Release the sandbox and remove the workspace after the verdict is returned: unmounting a large
+        checkout's file system takes a third of a second or more, which no verdict needs to wait for. The next
+        attempt of the same instance and a stopping worker wait for it; if the worker dies first, its reaper
+        removes what is left (the instance's workflow is over)."""
+        async def clean() -> None:
+            await asyncio.wait([checkout])  # nothing is removed under a checkout still writing
+            if not checkout.cancelled():
+                checkout.exception()  # (raised in the activity when it mattered)
+            await self.sandboxes.release(sandbox_key)
+            await asyncio.to_thread(repo.drop_run, name)
+
+        def done(task: asyncio.Future) -> None:
+            if self._cleanups.get(key) is task:
+                del self._cleanups[key]
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("removing the judged workspace of %s failed (the reaper tries again): %s", key,
+                            task.exception())
+        task = asyncio.ensure_future(clean())
+        self._cleanups[key] = task
+        task.add_done_callback(done)
 
 
 def _text(patch: str) -> str:

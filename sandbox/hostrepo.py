@@ -8,6 +8,7 @@ Layout under the workspaces directory, for a task with key ``K`` (its workflow i
                       (optionally its own loop-mounted file system: sandbox/diskquota.py)
     K.runs/.state/    which commit each run workspace was made from (host-only bookkeeping)
     K/                a plain checkout of the result branch, made at delivery for people to look at
+    .sources/H.git    an evaluation source's commits, shared by its instances (:class:`SourceStore`; host-only)
 
 The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 
@@ -40,6 +41,7 @@ from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, snapshot
 from sandbox.base import OBJECTS_IN_SANDBOX
+from sandbox.environments.store import file_lock
 from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
 from sandbox.hostgit import clean_env as git_env
 
@@ -129,23 +131,53 @@ class TaskRepo:
         return self._make(source, ".clone-", fill)
 
     def prepare_commits(self, source: str, commits: list[str]) -> str:
-        """The authoritative repository holding just ``commits`` (full object ids) of ``source`` (a path or URL),
-        each fetched at depth 1 and kept by a branch ``bosun/commit-N``; returns the first. For an evaluation: an
-        instance needs its base commit (and its environment's setup commit), not the history -- a full copy of a
-        large repository per instance would cost minutes and gigabytes. Idempotent."""
+        """The authoritative repository of ``commits`` (full object ids) of ``source`` (a path or URL), each kept
+        by a branch ``bosun/commit-N``; returns the first. For an evaluation: an instance needs its base commit (and
+        its environment's setup commit), not the history -- a full copy of a large repository per instance would
+        cost minutes and gigabytes.
+
+        The commits' objects are fetched (at depth 1, once) into the worker's :class:`SourceStore` of ``source``,
+        shared by every instance of every evaluation; the host reads them there (:attr:`objects_git`). This
+        repository holds only what a sandbox's git may read: the commits and their trees (:meth:`expose` adds
+        files). Idempotent."""
         wanted = list(dict.fromkeys(check_object_id(c) for c in commits))
+        store = SourceStore(self.root, source)
 
         def fill(tmp: Path) -> dict:
+            store.ensure(wanted)
             git(None, "init", "--quiet", "--bare", str(tmp))
-            fetched = git(tmp, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", source, *wanted, check=False,
-                          protocols=TRANSPORTS, timeout_s=1800)
-            if fetched.returncode != 0:
-                why = fetched.stderr.decode("utf-8", "replace").strip()[-300:] or "no such commit"
-                raise ConfigError(f"cannot fetch {', '.join(c[:12] for c in wanted)} from {source}: {why}")
+            ids = list(wanted)
+            for commit in wanted:
+                ids.append(out(store.git_dir, "rev-parse", f"{commit}^{{tree}}"))
+                listing = git(store.git_dir, "ls-tree", "-r", "-t", "-z", "--full-tree", commit).stdout
+                ids += [rec.split()[2].decode() for rec in listing.split(b"\0") if rec.split(b" ", 2)[1:2] == [b"tree"]]
+            _pack(store.git_dir, tmp, ids)
+            (tmp / "shallow").write_text("".join(c + "\n" for c in wanted))
             for n, commit in enumerate(wanted):
                 git(tmp, "update-ref", f"refs/heads/bosun/commit-{n}", commit)
-            return {"base": wanted[0], "source": source, "ref": wanted[0], "commits": wanted}
+            return {"base": wanted[0], "source": source, "ref": wanted[0], "commits": wanted,
+                    "objects_from": str(store.git_dir)}
         return self._make(source, ".fetch-", fill)
+
+    @property
+    def objects_git(self) -> Path:
+        """The repository whose objects the host reads for this task: the shared :class:`SourceStore` of an
+        evaluation's instance (:meth:`prepare_commits`), else the authoritative repository itself."""
+        meta = self._meta() or {}
+        return Path(meta["objects_from"]) if meta.get("objects_from") else self.git_dir
+
+    def expose(self, commit: str, paths: list[str]) -> None:
+        """Let a sandbox's git read ``paths`` (those that exist) at ``commit`` too, when this repository holds only
+        the trees (:meth:`prepare_commits`): an evaluation resets the files its test patch touches with ``git
+        checkout BASE -- FILES`` in the sandbox. Paths are looked up as literal names, never as patterns."""
+        source = self.objects_git
+        if source == self.git_dir or not paths:
+            return
+        listing = git(source, "--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", check_object_id(commit),
+                      "--", *paths).stdout
+        blobs = [rec.split()[2].decode() for rec in listing.split(b"\0") if rec.split(b" ", 2)[1:2] == [b"blob"]]
+        if blobs:
+            _pack(source, self.git_dir, blobs)
 
     def _make(self, source: str, prefix: str, fill: Callable[[Path], dict]) -> str:
         """The authoritative repository, made in a scratch directory by ``fill`` (which returns what is recorded:
@@ -299,7 +331,7 @@ class TaskRepo:
         scratch = dest / ".git"
         if (self.git_dir / "shallow").exists():  # clone would copy a shallow repository's objects: borrow them
             git(None, "init", "--quiet", str(dest))
-            (scratch / "objects" / "info" / "alternates").write_text(f"{self.git_dir / 'objects'}\n")
+            (scratch / "objects" / "info" / "alternates").write_text(f"{self.objects_git / 'objects'}\n")
             shutil.copyfile(self.git_dir / "shallow", scratch / "shallow")
         else:
             git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
@@ -326,7 +358,7 @@ class TaskRepo:
 
     def checkout_size(self, commit: str) -> tuple[int, int]:
         """(bytes, files) of the checkout of ``commit``."""
-        listing = git(self.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", check_object_id(commit)).stdout
+        listing = git(self.objects_git, "ls-tree", "-r", "-l", "-z", "--full-tree", check_object_id(commit)).stdout
         total = files = 0
         for rec in listing.split(b"\0"):
             if not rec:
@@ -534,6 +566,62 @@ class TaskRepo:
         git(self.git_dir, "push", "--porcelain", "--", remote, f"{commit}:refs/heads/{branch}", config=config,
             protocols=TRANSPORTS, timeout_s=timeout_s, secret=token)
         return commit
+
+
+SOURCES = ".sources"
+"""Under the workspaces directory: the worker's :class:`SourceStore` of each evaluation source."""
+STORE_MAX_PACKS = 64
+"""A source store with more packs than this (one per fetch) is repacked into one."""
+
+
+class SourceStore:
+    """The commits an evaluation's instances need from one source (a path or URL), fetched at depth 1 into one
+    host-owned bare repository per source on this worker (``<workspaces>/.sources/<hash>.git``) and shared by every
+    instance of every evaluation: an instance whose commit is there already fetches nothing, and one near it
+    fetches only the difference. Never bound into a sandbox: a sandbox sees only its own instance's commit
+    (:meth:`TaskRepo.prepare_commits`). Fetches are serialized by a lock file; readers need none (git adds objects
+    atomically)."""
+
+    def __init__(self, root: Path, source: str) -> None:
+        self.source = source
+        self.git_dir = Path(root) / SOURCES / f"{hashlib.sha256(source.encode()).hexdigest()[:24]}.git"
+
+    def missing(self, commits: list[str]) -> list[str]:
+        if not (self.git_dir / "HEAD").exists():
+            return list(commits)
+        query = "".join(f"{check_object_id(c)}^{{commit}}\n" for c in commits)
+        found = git(self.git_dir, "cat-file", "--batch-check=%(objectname)", input=query).stdout.decode()
+        return [c for c, line in zip(commits, found.split("\n")[:len(commits)], strict=True) if line.strip() != c]
+
+    def ensure(self, commits: list[str]) -> None:
+        """Fetch those of ``commits`` the store lacks (ConfigError when the source does not have them)."""
+        if not self.missing(commits):
+            return
+        if self.source.startswith("-"):
+            raise ConfigError(f"repository {self.source!r}: a path or URL may not start with '-'")
+        with file_lock(self.git_dir.with_suffix(".lock")):
+            if not (self.git_dir / "HEAD").exists():
+                shutil.rmtree(self.git_dir, ignore_errors=True)  # half-made by a crash
+                git(None, "init", "--quiet", "--bare", str(self.git_dir))
+                os.chmod(self.git_dir, 0o700)
+            need = self.missing(commits)
+            if not need:
+                return
+            fetched = git(self.git_dir, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", self.source, *need,
+                          check=False, protocols=TRANSPORTS, timeout_s=1800)
+            if fetched.returncode != 0:
+                why = fetched.stderr.decode("utf-8", "replace").strip()[-300:] or "no such commit"
+                raise ConfigError(f"cannot fetch {', '.join(c[:12] for c in need)} from {self.source}: {why}")
+            for commit in need:
+                git(self.git_dir, "update-ref", f"refs/bosun/keep/{commit}", commit)
+            if len(list((self.git_dir / "objects" / "pack").glob("*.pack"))) > STORE_MAX_PACKS:
+                git(self.git_dir, "repack", "-a", "-d", "-q", timeout_s=1800)
+
+
+def _pack(source: Path, dest: Path, ids: list[str]) -> None:
+    """Copy the objects ``ids`` of the repository ``source`` into the repository ``dest``, as one pack."""
+    git(source, "pack-objects", "--quiet", str(Path(dest).resolve() / "objects" / "pack" / "pack"),
+        input="".join(i + "\n" for i in dict.fromkeys(ids)))
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:

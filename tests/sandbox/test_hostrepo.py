@@ -15,7 +15,7 @@ import pytest
 from infra.errors import ConfigError
 from sandbox import diskquota
 from sandbox.hostgit import check_ref, check_revision, quote_path
-from sandbox.hostrepo import TaskRepo, task_key
+from sandbox.hostrepo import SourceStore, TaskRepo, task_key
 from sandbox.snapshot import Bounds, SnapshotRefused
 from tests.conftest import make_example_repo
 
@@ -242,32 +242,51 @@ def test_a_workspace_with_a_quota_fills_up_alone(task):
     assert not ws.exists() and not diskquota.image_of(ws).exists()
 
 
+def _git_out(*args: str, env: dict | None = None, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, env=env, cwd=cwd).stdout
+
+
 def test_an_evaluation_fetches_just_the_commits_it_needs(tmp_path):
     src = make_example_repo(tmp_path / "src")
-    first = subprocess.run([*G, "rev-parse", "HEAD"], cwd=src, check=True, capture_output=True, text=True).stdout
+    first = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
     for n in range(3):
         (src / f"later{n}.txt").write_text(f"{n}\n")
         subprocess.run([*G, "add", "-A"], cwd=src, check=True)
         subprocess.run([*G, "commit", "-qm", f"later {n}"], cwd=src, check=True)
-    second = subprocess.run([*G, "rev-parse", "HEAD~1"], cwd=src, check=True, capture_output=True, text=True).stdout
-    first, second = first.strip(), second.strip()
+    second = _git_out("-C", str(src), "rev-parse", "HEAD~1").strip()
     repo = TaskRepo(tmp_path / "workspaces", "eval-1/inst")
     assert repo.prepare_commits(str(src), [second, first]) == second
     assert repo.prepare_commits(str(src), [second, first]) == second  # idempotent
-    count = subprocess.run(["git", "--git-dir", str(repo.git_dir), "rev-list", "--all"], capture_output=True,
-                           text=True, check=True).stdout.split()
-    assert sorted(count) == sorted([first, second])  # nothing of the history in between or after
-    ws = repo.materialize("eval", second)
+    store = SourceStore(tmp_path / "workspaces", str(src))
+    assert repo.objects_git == store.git_dir
+    assert sorted(_git_out("--git-dir", str(store.git_dir), "rev-list", "--all").split()) == sorted([first, second])
+    # the instance's own repository (what its sandbox may read) holds the commits and their trees, no file
+    assert sorted(_git_out("--git-dir", str(repo.git_dir), "rev-list", "--all").split()) == sorted([first, second])
+    blob = _git_out("--git-dir", str(store.git_dir), "rev-parse", f"{second}:later0.txt").strip()
+    has = ["git", "--git-dir", str(repo.git_dir), "cat-file", "-e", blob]
+    assert subprocess.run(has, capture_output=True).returncode != 0
+    ws = repo.materialize("eval", second)  # the host checks out from the store
     assert (ws / "later1.txt").exists() and not (ws / "later2.txt").exists()
-    # the workspace borrows the repository's objects (bound at OBJECTS_IN_SANDBOX inside its sandbox): nothing
-    # was copied; git works there, here emulated by naming the objects directory
     assert not list((ws / ".git" / "objects" / "pack").glob("*.pack")) and (ws / ".git" / "shallow").exists()
-    (ws / "later0.txt").write_text("changed\n")
+    # inside the sandbox git reads the instance's repository (bound at OBJECTS_IN_SANDBOX), here emulated by
+    # naming its objects directory: a file it was not lent cannot be checked out ...
     env = {**os.environ, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.git_dir / "objects")}
-    subprocess.run(["git", "checkout", second, "--", "later0.txt"], cwd=ws, check=True, capture_output=True, env=env)
+    (ws / "later0.txt").write_text("changed\n")
+    reset = ["git", "checkout", second, "--", "later0.txt"]
+    assert subprocess.run(reset, cwd=ws, capture_output=True, env=env).returncode != 0
+    # ... one lent by expose can; names are literal (a pattern lends nothing), a missing one is skipped
+    repo.expose(second, ["*.txt", "no/such/file.py"])
+    assert subprocess.run(has, capture_output=True).returncode != 0
+    repo.expose(second, ["later0.txt", "no/such/file.py"])
+    subprocess.run(reset, cwd=ws, check=True, capture_output=True, env=env)
     assert (ws / "later0.txt").read_text() == "0\n"
-    log = subprocess.run(["git", "log", "--format=%H"], cwd=ws, check=True, capture_output=True, text=True, env=env)
-    assert log.stdout.split() == [second]  # the history stops at the fetched commit
+    assert _git_out("log", "--format=%H", cwd=ws, env=env).split() == [second]  # the history stops there
+    # another instance of the same source and commit fetches nothing
+    packs = sorted((store.git_dir / "objects" / "pack").glob("*.pack"))
+    other = TaskRepo(tmp_path / "workspaces", "eval-2/inst")
+    assert other.prepare_commits(str(src), [second]) == second
+    assert sorted((store.git_dir / "objects" / "pack").glob("*.pack")) == packs
+    assert (other.materialize("eval", second) / "later1.txt").exists()
     missing = TaskRepo(tmp_path / "workspaces", "eval-1/other")
     with pytest.raises(ConfigError, match="cannot fetch 0000000000"):
         missing.prepare_commits(str(src), ["0" * 40])

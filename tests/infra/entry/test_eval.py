@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, make_example_repo
+from tests.conftest import EXAMPLE, make_example_repo, wait_for
 
 MEDIAN_FIX = ("    middle = len(ordered) // 2\n    return ordered[middle]\n",
               "    middle = len(ordered) // 2\n    if len(ordered) % 2 == 0:\n"
@@ -133,6 +133,35 @@ def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["error_ids"] == [] and summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"]
+
+
+@pytest.mark.slow
+def test_test_files_a_prediction_edits_are_reset_before_the_test_patch(stack, instances, tmp_path):
+    """As in the harness, the files the test patch touches are reset to the base commit inside the sandbox (git
+    there reads only what the instance's repository lends it: the commit's trees and those files). Here the
+    prediction also renames a test the test patch's context names: without the reset the test patch would not
+    apply and the instance would not resolve."""
+    path, repo = instances
+    rename = diff_of(repo, "tests/test_stats.py", "def test_spread():", "def test_spread_renamed():")
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "calc__median-1", "model_name_or_path": "both",
+                                 "model_patch": diff_of(repo, "calc/stats.py", *MEDIAN_FIX) + rename}) + "\n")
+    report, logs = tmp_path / "r.json", tmp_path / "logs"
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--repo",
+                       f"example/calc={repo}", "--ids", "calc__median-1", "--report", str(report), "--logs",
+                       str(logs), "--run-id", "it-reset", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    median = json.loads(report.read_text())["instances"]["calc__median-1"]
+    output = (logs / "calc__median-1" / "test_output.txt").read_text()
+    assert median["resolved"], output[-3000:]
+    assert "test_spread_renamed" not in output and "error:" not in output, output[-3000:]
+    # the judged workspace is removed after the verdict (its file system unmounted), and the source's commits
+    # stay in the worker's store for the next evaluation
+    workspaces = stack.data_dir / "workspaces"
+    wait_for(lambda: not any(p.name == "eval" for p in workspaces.glob("eval-it-reset*.runs/*")), 30,
+             what="the judged workspace to be removed")
+    assert f"{workspaces}/eval-it-reset" not in Path("/proc/mounts").read_text()
+    assert list((workspaces / ".sources").glob("*.git"))
 
 
 @pytest.mark.slow
