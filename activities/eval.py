@@ -141,7 +141,7 @@ class EvalActivities:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
             envs = Environments(self.settings, progress=progress)
             recipe = recipe_for(inp.repo, inp.version)
-            tree = GitTree.of_repository(repo.objects_git, setup if recipe and not recipe.rebuild else base)
+            tree = GitTree(repo.objects_git, setup if recipe and not recipe.rebuild else base, refs=False)
             try:
                 present = set(tree.paths())
                 declared = None
@@ -195,15 +195,17 @@ class EvalActivities:
             return done(False, None, "")
         name = "eval"
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
-        if (earlier := self._cleanups.get(inp.key)) is not None:
-            await asyncio.wait([earlier])  # an earlier attempt's workspace is still being removed
         async with heartbeating():
+            if (earlier := self._cleanups.get(inp.key)) is not None:
+                await asyncio.wait([earlier])  # an earlier attempt's workspace is still being removed
             # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
             # attempt left holds the patches it applied, and would refuse them a second time.
             repo, owner = self.repo(inp.key), sandbox_user(self.settings)
             await asyncio.to_thread(repo.drop_run, name)
-            # the files the judging script resets with git in the sandbox (its repository holds only trees)
-            await asyncio.to_thread(repo.expose, inp.base_commit, reset_files(instance.test_patch))
+            # what git in the sandbox reads (its repository holds only trees): the files the judging script
+            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm)
+            await asyncio.to_thread(repo.expose, inp.base_commit, reset_files(instance.test_patch),
+                                    everything=needs_rebuild(recipe, patch))
             workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
                                                 quota_mb=self.settings.sandbox_disk_mb)
             log = ""

@@ -231,8 +231,8 @@ class Borrowed:
     its refs (``HEAD``, ``packed-refs``, loose refs, ``shallow``, each read as data and bounded): git run here
     sees the repository's history but never its config, hooks or attributes, so a repository that is not bosun's
     own (a ``filter.<driver>.smudge``, an ``include.path`` of /dev/zero) cannot make host git run or read anything.
-    ``refs=False``: objects only (the caller names full object ids). Removed with :meth:`close` (or when
-    collected)."""
+    ``refs=False``: objects (and ``shallow``) only (the caller names full object ids). Removed with
+    :meth:`close` (or when collected)."""
 
     def __init__(self, git_dir: Path | str, *, refs: bool = True) -> None:
         self.source = Path(git_dir).resolve()
@@ -249,23 +249,26 @@ class Borrowed:
         try:
             git(None, "init", "-q", "--bare", f"--object-format={'sha256' if sha256 else 'sha1'}", str(self.path))
             (self.path / "objects" / "info" / "alternates").write_text(f"{objects}\n")
+            self._copy(common, "shallow")  # where a shallow history stops: git must not look past it
             if refs:
                 self._copy_refs(common)
         except BaseException:
             self.close()
             raise
 
+    def _copy(self, common: Path, name: str) -> None:
+        if (common / name).exists():
+            data = read_data(common / name, MAX_REF_BYTES)
+            if data is None:
+                raise ConfigError(f"{self.source}: its {name} is not a regular file of at most "
+                                  f"{MAX_REF_BYTES >> 20} MB")
+            (self.path / name).write_bytes(data)
+
     def _copy_refs(self, common: Path) -> None:
         head = read_data(self.source / "HEAD", 4096)
         if head and re.fullmatch(rb"ref: refs/[^\0\n]{1,400}\n?|[0-9a-f]{40}\n?|[0-9a-f]{64}\n?", head):
             (self.path / "HEAD").write_bytes(head)
-        for name in ("packed-refs", "shallow"):
-            if (common / name).exists():
-                data = read_data(common / name, MAX_REF_BYTES)
-                if data is None:
-                    raise ConfigError(f"{self.source}: its {name} is not a regular file of at most "
-                                      f"{MAX_REF_BYTES >> 20} MB")
-                (self.path / name).write_bytes(data)
+        self._copy(common, "packed-refs")
         refs = common / "refs"
         if not refs.is_dir() or refs.is_symlink():
             return

@@ -3,7 +3,8 @@
 Layout under the workspaces directory, for a task with key ``K`` (its workflow id made file-safe)::
 
     K.git/            the authoritative repository (bare). No sandbox ever sees it, except its ``objects``
-                      directory, bound read-only into a sandbox so git works in there
+                      directory, bound read-only into a sandbox so git works in there (an evaluation's
+                      instance: only its commits' trees and the files it lends, :meth:`TaskRepo.expose`)
     K.runs/NAME/      one fresh workspace per agent run and per test run, checked out by the host from a commit
                       (optionally its own loop-mounted file system: sandbox/diskquota.py)
     K.runs/.state/    which commit each run workspace was made from (host-only bookkeeping)
@@ -12,9 +13,10 @@ Layout under the workspaces directory, for a task with key ``K`` (its workflow i
 
 The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 
-- Host git runs only on ``K.git`` and on directories the host just made, never in a directory a sandbox has
-  written: a run workspace is checked out before anything runs in its sandbox (an evaluation starts the sandbox
-  while the checkout runs: its tool server idles until then) and never touched by host git again.
+- Host git runs only on ``K.git``, on an evaluation source's store and on directories the host just made,
+  never in a directory a sandbox has written: a run workspace is checked out before anything runs in its
+  sandbox (an evaluation starts the sandbox while the checkout runs: its tool server idles until then) and never
+  touched by host git again.
 - A run workspace gets its own scratch ``.git`` (a ``--shared`` clone whose object store is the read-only
   ``/run/bosun/objects`` inside the sandbox): the agent may do anything with it; the host never reads it.
 - An agent's work comes back as data: :mod:`sandbox.snapshot` reads the files (no links followed, bounded), and
@@ -26,14 +28,16 @@ The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +48,8 @@ from sandbox.base import OBJECTS_IN_SANDBOX
 from sandbox.environments.store import file_lock
 from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
 from sandbox.hostgit import clean_env as git_env
+
+log = logging.getLogger(__name__)
 
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$")
 TRANSPORTS = ("file", "https", "ssh", "git")
@@ -149,8 +155,7 @@ class TaskRepo:
             ids = list(wanted)
             for commit in wanted:
                 ids.append(out(store.git_dir, "rev-parse", f"{commit}^{{tree}}"))
-                listing = git(store.git_dir, "ls-tree", "-r", "-t", "-z", "--full-tree", commit).stdout
-                ids += [rec.split()[2].decode() for rec in listing.split(b"\0") if rec.split(b" ", 2)[1:2] == [b"tree"]]
+                ids += [oid for kind, oid, _ in _entries(store.git_dir, commit) if kind == "tree"]
             _pack(store.git_dir, tmp, ids)
             (tmp / "shallow").write_text("".join(c + "\n" for c in wanted))
             for n, commit in enumerate(wanted):
@@ -166,16 +171,22 @@ class TaskRepo:
         meta = self._meta() or {}
         return Path(meta["objects_from"]) if meta.get("objects_from") else self.git_dir
 
-    def expose(self, commit: str, paths: list[str]) -> None:
-        """Let a sandbox's git read ``paths`` (those that exist) at ``commit`` too, when this repository holds only
-        the trees (:meth:`prepare_commits`): an evaluation resets the files its test patch touches with ``git
-        checkout BASE -- FILES`` in the sandbox. Paths are looked up as literal names, never as patterns."""
+    def expose(self, commit: str, paths: list[str], *, everything: bool = False) -> None:
+        """Let a sandbox's git read the files ``paths`` name at ``commit`` too (``everything``: all its files),
+        when this repository holds only the trees (:meth:`prepare_commits`): an evaluation resets the files its
+        test patch touches with ``git checkout BASE -- FILES`` in the sandbox, and a rebuild may read the commit
+        with git. The names are matched as git matches a pathspec there (the name itself, a folder's files, and
+        ``* ? [`` patterns), so every file that command can reach is lent; all are files of ``commit``."""
         source = self.objects_git
-        if source == self.git_dir or not paths:
+        if source == self.git_dir:
             return
-        listing = git(source, "--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", check_object_id(commit),
-                      "--", *paths).stdout
-        blobs = [rec.split()[2].decode() for rec in listing.split(b"\0") if rec.split(b" ", 2)[1:2] == [b"blob"]]
+        names = [p.rstrip("/") for p in paths if p and not p.startswith("/") and ".." not in p.split("/")]
+        if not names and not everything:
+            return
+        patterns = [p for p in names if any(c in p for c in "*?[\\")]
+        blobs = [oid for kind, oid, path in _entries(source, check_object_id(commit)) if kind == "blob" and (
+            everything or any(path == n or path.startswith(n + "/") for n in names)
+            or any(fnmatch.fnmatchcase(path, p) for p in patterns))]
         if blobs:
             _pack(source, self.git_dir, blobs)
 
@@ -579,19 +590,22 @@ class SourceStore:
     host-owned bare repository per source on this worker (``<workspaces>/.sources/<hash>.git``) and shared by every
     instance of every evaluation: an instance whose commit is there already fetches nothing, and one near it
     fetches only the difference. Never bound into a sandbox: a sandbox sees only its own instance's commit
-    (:meth:`TaskRepo.prepare_commits`). Fetches are serialized by a lock file; readers need none (git adds objects
-    atomically)."""
+    (:meth:`TaskRepo.prepare_commits`).
+
+    Crash-safe: the store is initialised in a scratch directory and moved in place whole; a commit counts as held
+    only once its ref ``refs/bosun/keep/<id>`` exists (fetch writes the ref last), so a fetch cut short is simply
+    done again. Fetches are serialized by a lock file; readers need none (git adds objects atomically, and a
+    reader re-scans the packs when a repack removed one)."""
 
     def __init__(self, root: Path, source: str) -> None:
         self.source = source
         self.git_dir = Path(root) / SOURCES / f"{hashlib.sha256(source.encode()).hexdigest()[:24]}.git"
 
     def missing(self, commits: list[str]) -> list[str]:
-        if not (self.git_dir / "HEAD").exists():
+        if not (self.git_dir / "bosun-store").exists():
             return list(commits)
-        query = "".join(f"{check_object_id(c)}^{{commit}}\n" for c in commits)
-        found = git(self.git_dir, "cat-file", "--batch-check=%(objectname)", input=query).stdout.decode()
-        return [c for c, line in zip(commits, found.split("\n")[:len(commits)], strict=True) if line.strip() != c]
+        held = set(out(self.git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/").split())
+        return [c for c in commits if check_object_id(c) not in held]
 
     def ensure(self, commits: list[str]) -> None:
         """Fetch those of ``commits`` the store lacks (ConfigError when the source does not have them)."""
@@ -600,22 +614,44 @@ class SourceStore:
         if self.source.startswith("-"):
             raise ConfigError(f"repository {self.source!r}: a path or URL may not start with '-'")
         with file_lock(self.git_dir.with_suffix(".lock")):
-            if not (self.git_dir / "HEAD").exists():
-                shutil.rmtree(self.git_dir, ignore_errors=True)  # half-made by a crash
-                git(None, "init", "--quiet", "--bare", str(self.git_dir))
-                os.chmod(self.git_dir, 0o700)
+            if not (self.git_dir / "bosun-store").exists():
+                self._init()
             need = self.missing(commits)
             if not need:
                 return
-            fetched = git(self.git_dir, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", self.source, *need,
-                          check=False, protocols=TRANSPORTS, timeout_s=1800)
+            fetched = git(self.git_dir, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", self.source,
+                          *(f"{c}:refs/bosun/keep/{c}" for c in need), check=False, protocols=TRANSPORTS,
+                          timeout_s=1800)
             if fetched.returncode != 0:
                 why = fetched.stderr.decode("utf-8", "replace").strip()[-300:] or "no such commit"
                 raise ConfigError(f"cannot fetch {', '.join(c[:12] for c in need)} from {self.source}: {why}")
-            for commit in need:
-                git(self.git_dir, "update-ref", f"refs/bosun/keep/{commit}", commit)
+            git(self.git_dir, "pack-refs", "--all", check=False)
             if len(list((self.git_dir / "objects" / "pack").glob("*.pack"))) > STORE_MAX_PACKS:
-                git(self.git_dir, "repack", "-a", "-d", "-q", timeout_s=1800)
+                repacked = git(self.git_dir, "repack", "-a", "-d", "-q", check=False, timeout_s=1800)
+                if repacked.returncode != 0:  # many packs only cost lookups: not worth failing an instance for
+                    log.warning("repacking %s failed: %s", self.git_dir,
+                                repacked.stderr.decode("utf-8", "replace").strip()[-300:])
+
+    def _init(self) -> None:
+        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.git_dir.parent, prefix=".init-"))
+        try:
+            git(None, "init", "--quiet", "--bare", str(tmp))
+            (tmp / "bosun-store").write_text(json.dumps({"source": self.source}))
+            os.chmod(tmp, 0o700)
+            shutil.rmtree(self.git_dir, ignore_errors=True)  # half-made by a crash (no marker)
+            tmp.rename(self.git_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _entries(git_dir: Path, commit: str) -> Iterator[tuple[str, str, str]]:
+    """(kind, object id, path) of every entry of ``commit``'s tree, folders included."""
+    for rec in git(git_dir, "ls-tree", "-r", "-t", "-z", "--full-tree", commit).stdout.split(b"\0"):
+        meta, _, path = rec.partition(b"\t")
+        fields = meta.split()
+        if len(fields) == 3:
+            yield fields[1].decode(), fields[2].decode(), os.fsdecode(path)
 
 
 def _pack(source: Path, dest: Path, ids: list[str]) -> None:

@@ -68,9 +68,11 @@ class GitTree:
     ``Borrowed``): the repository's own config (filter drivers, includes) is never read, so nothing of it runs on
     the host. Every output is read as a stream and bounded (``MAX_PATHS``, ``MAX_FILE``, ``MAX_SOURCE``)."""
 
-    def __init__(self, git_dir: Path, commit: str) -> None:
+    def __init__(self, git_dir: Path, commit: str, *, refs: bool = True) -> None:
+        """``refs=False``: ``commit`` is a full object id, the repository's refs are not needed (nor copied)."""
         self.git_dir = Path(git_dir)
         self.commit = commit
+        self.refs = refs
         self._paths: list[str] | None = None
         self._sizes: dict[str, int] = {}
         self._borrowed: Borrowed | None = None
@@ -78,7 +80,7 @@ class GitTree:
     @property
     def scratch(self) -> Borrowed:
         if self._borrowed is None:
-            self._borrowed = Borrowed(self.git_dir)
+            self._borrowed = Borrowed(self.git_dir, refs=self.refs)
         return self._borrowed
 
     def close(self) -> None:

@@ -274,8 +274,8 @@ def test_an_evaluation_fetches_just_the_commits_it_needs(tmp_path):
     (ws / "later0.txt").write_text("changed\n")
     reset = ["git", "checkout", second, "--", "later0.txt"]
     assert subprocess.run(reset, cwd=ws, capture_output=True, env=env).returncode != 0
-    # ... one lent by expose can; names are literal (a pattern lends nothing), a missing one is skipped
-    repo.expose(second, ["*.txt", "no/such/file.py"])
+    # ... one lent by expose can (a name the commit does not have lends nothing)
+    repo.expose(second, ["no/such/file.py"])
     assert subprocess.run(has, capture_output=True).returncode != 0
     repo.expose(second, ["later0.txt", "no/such/file.py"])
     subprocess.run(reset, cwd=ws, check=True, capture_output=True, env=env)
@@ -295,3 +295,47 @@ def test_an_evaluation_fetches_just_the_commits_it_needs(tmp_path):
         missing.prepare_commits(str(src), ["abc123"])
     with pytest.raises(ConfigError, match="may not start with '-'"):
         missing.prepare_commits("--upload-pack=touch /tmp/x", [first])
+
+
+def test_a_source_store_cut_short_is_made_good_and_expose_lends_what_git_would_match(tmp_path):
+    src = make_example_repo(tmp_path / "src")
+    (src / "d").mkdir()
+    for name in ("a[1].py", "a1.py", "b.py"):
+        (src / "d" / name).write_text(f"# {name}\n")
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "more"], cwd=src, check=True)
+    head = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
+    root = tmp_path / "workspaces"
+    store = SourceStore(root, str(src))
+    store.git_dir.mkdir(parents=True)
+    (store.git_dir / "HEAD").write_text("ref: refs/heads/main\n")  # a crash while it was being made
+    repo = TaskRepo(root, "eval-1/inst")
+    assert repo.prepare_commits(str(src), [head]) == head
+    assert (store.git_dir / "bosun-store").exists() and store.missing([head]) == []
+    # a fetch cut short before its ref was written: the objects are there, the commit counts as missing and is
+    # fetched again (so a repack can never drop it)
+    subprocess.run(["git", "--git-dir", str(store.git_dir), "update-ref", "-d", f"refs/bosun/keep/{head}"],
+                   check=True)
+    assert store.missing([head]) == [head]
+    store.ensure([head])
+    assert store.missing([head]) == []
+
+    def lent() -> set[str]:
+        found = set()
+        for line in _git_out("--git-dir", str(store.git_dir), "ls-tree", "-r", "--full-tree", head).splitlines():
+            meta, path = line.split("\t", 1)
+            has = subprocess.run(["git", "--git-dir", str(repo.git_dir), "cat-file", "-e", meta.split()[2]],
+                                 capture_output=True)
+            if has.returncode == 0:
+                found.add(path)
+        return found
+
+    assert lent() == set()
+    # bad names are skipped, not an error; a name lends what git's pathspec would match there (d/a[1].py: itself
+    # and, as a pattern, d/a1.py: git checkout resets both, as in the harness), a folder lends its files
+    repo.expose(head, ["", "/etc/passwd", "../outside", "d/a[1].py"])
+    assert lent() == {"d/a[1].py", "d/a1.py"}
+    repo.expose(head, ["calc"])
+    assert {p for p in lent() if p.startswith("calc/")} == set(_git_out("-C", str(src), "ls-files", "calc").split())
+    repo.expose(head, [], everything=True)
+    assert lent() == set(_git_out("-C", str(src), "ls-files").split())
