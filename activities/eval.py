@@ -8,7 +8,9 @@ hostile text and the host never applies them --; the tests' output is read on th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import time
 
 from pydantic import BaseModel
@@ -29,14 +31,14 @@ from agents.evaluation.harness import (
 from agents.evaluation.recipes import Recipe, declaration, recipe_for
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
-from infra.errors import ConfigError
+from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
 from sandbox.base import ExecResult
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
 from sandbox.hostgit import OBJECT_ID
-from sandbox.hostrepo import TaskRepo
+from sandbox.hostrepo import SourceStore, TaskRepo
 from sandbox.manager import SandboxManager
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,21 @@ log = logging.getLogger(__name__)
 TESTS_OUTPUT_CAP = 64 << 20
 """Bytes of the tests' output kept (the runners' summaries come at the end: nothing the harness would read is
 cut short)."""
+
+class EvalFetchInput(BaseModel):
+    source: str
+    """The repository: a local path, a mirror or a clone URL."""
+    commits: list[str]
+    """Every commit an evaluation's instances need from it (abbreviated ids are left to the instances)."""
+
+
+class EvalFetchResult(BaseModel):
+    fetched: int = 0
+    """Commits the worker's store did not hold before."""
+    seconds: float = 0.0
+    error: str = ""
+    """Why the fetch failed (each instance then fetches its own commits and reports what is wrong)."""
+
 
 class EvalPrepareInput(BaseModel):
     key: str
@@ -57,6 +74,9 @@ class EvalPrepareInput(BaseModel):
     """The instance's version field (picks the recipe's version)."""
     environment_setup_commit: str | None = None
     """Where the harness builds the version's environment (shared by the version's instances)."""
+    sandbox_ahead: bool = False
+    """Start the sandbox that will judge the instance (or its agents' first one) in the background as soon as
+    the environment is known: its start overlaps the rest of the preparation and the checkout."""
 
 
 class EvalPrepareResult(BaseModel):
@@ -69,6 +89,8 @@ class EvalPrepareResult(BaseModel):
     """Why the instance cannot be evaluated (the repository, the commit or the environment)."""
     build_s: float = 0.0
     cached: bool = False
+    phases: dict[str, float] = {}
+    """Seconds per step: ``fetch`` (the commits), ``environment`` (detected and found or built)."""
 
 
 class EvalRunInput(BaseModel):
@@ -93,6 +115,10 @@ class EvalRunResult(BaseModel):
     error: str = ""
     error_kind: str = ""
     """``apply`` (the prediction does not apply: the harness counts it an error too), ``timeout``."""
+    phases: dict[str, float] = {}
+    """Seconds per step: ``workspace`` (an earlier attempt's removal awaited, the instance's files lent, the
+    workspace's file system made), ``checkout``, ``sandbox`` (started; it overlaps the checkout), ``ready`` (both
+    done), ``apply`` (the recipe's edits and the prediction), ``rebuild``, ``tests`` (the judging script)."""
 
 
 class PredictionInput(BaseModel):
@@ -117,7 +143,25 @@ class EvalActivities:
             await asyncio.wait(list(self._cleanups.values()))
 
     def all(self) -> list:
-        return [self.eval_prepare, self.eval_instance, self.eval_prediction]
+        return [self.eval_fetch, self.eval_prepare, self.eval_instance, self.eval_prediction]
+
+    @activity.defn
+    async def eval_fetch(self, inp: EvalFetchInput) -> EvalFetchResult:
+        """The commits of an evaluation's instances from one source, into this worker's store in one fetch
+        (sandbox/hostrepo.py: SourceStore); heartbeats. Never fails the evaluation: what goes wrong is reported
+        again, per instance, by eval_prepare."""
+        def work() -> EvalFetchResult:
+            t0 = time.monotonic()
+            store = SourceStore(self.settings.workspaces_dir, inp.source)
+            try:
+                need = store.missing([c for c in inp.commits if OBJECT_ID.match(c)])
+                store.ensure(need)
+            except Exception as e:  # noqa: BLE001 - best effort: the instances fetch what is missing themselves
+                log.info("fetching ahead from %s failed (the instances fetch their own commits): %s", inp.source, e)
+                return EvalFetchResult(seconds=round(time.monotonic() - t0, 2), error=str(e)[:500])
+            return EvalFetchResult(fetched=len(need), seconds=round(time.monotonic() - t0, 2))
+        async with heartbeating():
+            return await asyncio.to_thread(work)
 
     def repo(self, key: str) -> TaskRepo:
         return TaskRepo(self.settings.workspaces_dir, key)
@@ -128,7 +172,7 @@ class EvalActivities:
         heartbeats). A project that compiles code gets the environment of its base commit; any other, the one of
         its version's setup commit (the harness's choice: one environment per version)."""
         def work() -> EvalPrepareResult:
-            repo = self.repo(inp.key)
+            repo, t0 = self.repo(inp.key), time.monotonic()
             wanted = [c for c in (inp.base_commit, inp.environment_setup_commit) if c]
             try:
                 if all(OBJECT_ID.match(c) for c in wanted):  # just these commits, not the whole history
@@ -139,6 +183,7 @@ class EvalActivities:
                     setup = repo.resolve(inp.environment_setup_commit) if inp.environment_setup_commit else base
             except ConfigError as e:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
+            t1 = time.monotonic()
             envs = Environments(self.settings, progress=progress)
             recipe = recipe_for(inp.repo, inp.version)
             tree = GitTree(repo.objects_git, setup if recipe and not recipe.rebuild else base, refs=False)
@@ -154,13 +199,20 @@ class EvalActivities:
             except (BuildFailed, ConfigError) as e:
                 return EvalPrepareResult(error=f"environment: {e}")
             repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it
+            caches.append(envs.cache)
             recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
                                               prepared.record.python)
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
-                                     build_s=prepared.seconds, cached=prepared.cached)
-        progress = Progress()
+                                     build_s=prepared.seconds, cached=prepared.cached,
+                                     phases=_rounded(fetch=t1 - t0, environment=time.monotonic() - t1))
+        progress, caches = Progress(), []
         async with heartbeating(details=progress.details):
-            return await asyncio.to_thread(work)
+            result = await asyncio.to_thread(work)
+        if inp.sandbox_ahead and result.env_id and caches:
+            owner = sandbox_user(self.settings) or (os.geteuid(), os.getegid())
+            with contextlib.suppress(UnexpectedEnvironment):  # (then the instance's sandbox starts cold)
+                self.sandboxes.prestart(result.env_id, caches[0], owner)
+        return result
 
     @activity.defn
     async def eval_prediction(self, inp: PredictionInput) -> str:
@@ -178,6 +230,14 @@ class EvalActivities:
         instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
         prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
         patch, recipe = prediction.model_patch, inp.recipe
+        phases: dict[str, float] = {}
+        mark = started
+
+        def lap(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            phases[name] = phases.get(name, 0.0) + now - mark
+            mark = now
 
         def done(applied: bool, statuses: dict[str, str] | None, log: str, error: str = "", kind: str = "",
                  test_s: float = 0.0) -> EvalRunResult:
@@ -189,7 +249,7 @@ class EvalActivities:
                                  resolved=report["resolved"], applied=applied,
                                  log_ref=self.store.put_text(log) if log else None,
                                  seconds=round(time.monotonic() - started, 2), test_seconds=round(test_s, 2),
-                                 error=error, error_kind=kind)
+                                 error=error, error_kind=kind, phases=_rounded(**phases))
 
         if not patch or not patch.strip():
             return done(False, None, "")
@@ -208,6 +268,7 @@ class EvalActivities:
                                     everything=needs_rebuild(recipe, patch))
             workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
                                                 quota_mb=self.settings.sandbox_disk_mb)
+            lap("workspace")
             log = ""
 
             async def step(title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
@@ -219,24 +280,31 @@ class EvalActivities:
                 log += "\n"
                 return res
             # The sandbox starts while the files are checked out (SandboxManager.get: filling).
-            checkout = asyncio.ensure_future(asyncio.to_thread(repo.check_out, name, inp.base_commit, owner=owner))
+            checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, name, inp.base_commit,
+                                                   owner=owner))
             try:
-                box = await self.sandboxes.get(sandbox_key, str(workspace), filling=checkout)
+                box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace),
+                                  filling=checkout)
+                lap("ready")
                 if recipe.workspace_edits:
                     await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
                 await box.write(PREDICTION, _text(patch))
                 applied = await step(f"apply the prediction: {apply_command()}", apply_command(), 300)
+                lap("apply")
                 if applied.exit_code != 0:
                     return done(False, None, log, "the prediction does not apply", "apply")
                 deadline = time.monotonic() + inp.timeout_s
                 if needs_rebuild(recipe, patch):
                     await step(f"rebuild: {recipe.rebuild}", recipe.rebuild, inp.timeout_s)
+                    lap("rebuild")
                 if instance.test_patch.strip():
                     await box.write(TEST_PATCH, _text(instance.test_patch))
+                lap("apply")
                 script = judging_script(recipe, instance)
                 t0 = time.monotonic()
                 res = await step(script, script, max(1.0, deadline - time.monotonic()), TESTS_OUTPUT_CAP)
                 test_s = time.monotonic() - t0
+                lap("tests")
                 if res.timed_out:
                     log += f"[timed out: the evaluation's {inp.timeout_s:g} s were up]\n"
                     return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
@@ -266,6 +334,22 @@ class EvalActivities:
         task = asyncio.ensure_future(clean())
         self._cleanups[key] = task
         task.add_done_callback(done)
+
+
+async def timed(phases: dict[str, float], name: str, fn, *args, **kwargs):
+    """``fn``'s result (a coroutine function's, or a blocking one's run in a thread); its seconds in
+    ``phases[name]``."""
+    t0 = time.monotonic()
+    try:
+        if asyncio.iscoroutinefunction(fn):
+            return await fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    finally:
+        phases[name] = time.monotonic() - t0
+
+
+def _rounded(**seconds: float) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in seconds.items()}
 
 
 def _text(patch: str) -> str:

@@ -23,7 +23,9 @@ The instances are written to ``bench/data/swebench_real/instances.jsonl`` (reuse
 the published format, list fields as JSON strings). Then, on the same private embedded stack, the commands a user
 types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``, and a prediction
 that changes nothing (base + test patch: must not resolve). Printed: instances, environments built, gold and empty
-resolved, per instance the evaluation time against its tests' time, and instances per hour (the gold pass;
+resolved, per instance the evaluation time (its workflow's seconds plus its share of the evaluation's fetch of
+every instance's commits ahead; ``phases``: where they went) against its tests' time, the instances over 2x, and
+instances per hour (the gold pass;
 environments are warm from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
 bench/swebench_conformance.py, which judges them again with the reference harness's own code.
 """
@@ -375,7 +377,9 @@ def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
     noop, noop_logs, _ = stack.judge(rows, noop_predictions(stack, rows), "noop", max_parallel)
     keep_logs(gold_logs, "gold")
     keep_logs(noop_logs, "noop")
-    timing = gold["timing"]
+    # an instance's cost: its own workflow's seconds and its share of fetching every instance's commits ahead
+    share = gold.get("fetch_ahead_s", 0.0) / max(1, len(gold["timing"]))
+    timing = {i: {**t, "seconds": round(t["seconds"] + share, 2)} for i, t in gold["timing"].items()}
     built = [i for i, t in timing.items() if t["environment"]]
     ratios = [t["seconds"] / t["tests_s"] for t in timing.values() if t["tests_s"]]
     by_repo: dict[str, dict[str, int]] = {}
@@ -391,11 +395,14 @@ def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
         "base_and_test_patch_resolved": len(noop["summary"]["resolved_ids"]),
         "empty_patch_ids": len(empty["summary"]["empty_patch_ids"]), "by_repository": by_repo,
         "gold_wall_s": round(gold_wall, 1), "max_parallel": max_parallel,
+        "fetch_ahead_s": gold.get("fetch_ahead_s", 0.0),
         "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
         "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
-                             "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None}
+                             "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None,
+                             "phases": t.get("phases", {})}
                          for i, t in sorted(timing.items())},
         "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
+        "over_2x": sorted(i for i, t in timing.items() if t["tests_s"] and t["seconds"] > 2 * t["tests_s"]),
     }
 
 

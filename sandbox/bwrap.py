@@ -384,18 +384,25 @@ class BwrapProvider(SandboxProvider):
                                         f"create it (or clone the repository) before acquiring a sandbox")
         return await self._launch(ws, self.user_for(ws), git_binds=True, objects=objects)
 
-    async def start_unbound(self, slot: Path, key: str = "") -> BwrapSandbox:
+    async def start_unbound(self, slot: Path, key: str = "", *, objects_slot: Path | None = None) -> BwrapSandbox:
         """Start a sandbox whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py), as ``key``
-        (a uid:gid from pool_key)."""
-        return await self._launch(slot, key or f"{os.geteuid()}:{os.getegid()}", git_binds=False)
+        (a uid:gid from pool_key), and whose object store, if ``objects_slot``, is that slot."""
+        return await self._launch(slot, key or f"{os.geteuid()}:{os.getegid()}", git_binds=False,
+                                  objects=objects_slot)
 
     def user_for(self, workspace: Path) -> str:
         """uid:gid the sandbox for ``workspace`` runs as (see the class docstring)."""
+        if self.user or os.geteuid() != 0:
+            return self.owner_key(0, 0)
+        st = workspace.stat()
+        return self.owner_key(st.st_uid, st.st_gid)
+
+    def owner_key(self, uid: int, gid: int) -> str:
+        """The pool key of a workspace owned by ``uid``:``gid`` (see user_for)."""
         if self.user:
             return self.user
         if os.geteuid() == 0:
-            st = workspace.stat()
-            return f"{st.st_uid}:{st.st_gid}"
+            return f"{uid}:{gid}"
         return f"{os.geteuid()}:{os.getegid()}"
 
     def pool_key(self, workspace: Path) -> str:

@@ -209,10 +209,8 @@ class DockerProvider(SandboxProvider):
 
     def user_for(self, workspace: Path) -> str:
         """The uid:gid commands run as: ``user`` if set, else the workspace directory's owner."""
-        if self.user:
-            return self.user
         st = workspace.stat()
-        return f"{st.st_uid}:{st.st_gid}"
+        return self.owner_key(st.st_uid, st.st_gid)
 
     def security_opt(self, user: str) -> list[str]:
         """no-new-privileges always; as root, bosun's own seccomp profile (see seccomp.docker_profile)."""
@@ -224,8 +222,9 @@ class DockerProvider(SandboxProvider):
     def container_config(self, workspace: Path, sandbox_id: str, user: str, *, slot: bool = False,
                          objects: Path | None = None) -> dict[str, Any]:
         """Arguments of ``api.create_container`` (host config included). ``slot``: ``workspace`` is a workspace
-        slot, bound with slave propagation so the real workspace can be mounted into it later. ``objects``: a
-        repository object store bound read-only at OBJECTS_IN_SANDBOX."""
+        slot, bound with slave propagation so the real workspace can be mounted into it later, and ``objects``,
+        if given, the slot the object store will be mounted into. ``objects``: a repository object store bound
+        read-only at OBJECTS_IN_SANDBOX."""
         from docker.types import Mount, Ulimit  # noqa: PLC0415
 
         lim = self.limits
@@ -236,7 +235,8 @@ class DockerProvider(SandboxProvider):
             for src, dst, ro in git_mounts(workspace):
                 mounts.append(Mount(dst, src, type="bind", read_only=ro))
         if objects is not None:
-            mounts.append(Mount(OBJECTS_IN_SANDBOX, str(objects), type="bind", read_only=True))
+            mounts.append(Mount(OBJECTS_IN_SANDBOX, str(objects), type="bind", read_only=True,
+                                propagation="rslave" if slot else None))
         host_config = self.api.create_host_config(
             network_mode="none",
             cap_drop=["ALL"],
@@ -280,13 +280,18 @@ class DockerProvider(SandboxProvider):
                                         f"create it (or clone the repository) before acquiring a sandbox")
         return await self._launch(ws, self.user_for(ws), slot=False, objects=objects)
 
-    async def start_unbound(self, slot: Path, user: str) -> DockerSandbox:
-        """Start a container whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py)."""
-        return await self._launch(slot, user, slot=True)
+    async def start_unbound(self, slot: Path, user: str, *, objects_slot: Path | None = None) -> DockerSandbox:
+        """Start a container whose /workspace is ``slot`` (a workspace slot, see sandbox/slots.py), and whose
+        object store, if ``objects_slot``, is that slot."""
+        return await self._launch(slot, user, slot=True, objects=objects_slot)
 
     def pool_key(self, workspace: Path) -> str:
         """Warm sandboxes are interchangeable only for the same user."""
         return self.user_for(Path(workspace).resolve())
+
+    def owner_key(self, uid: int, gid: int) -> str:
+        """The pool key of a workspace owned by ``uid``:``gid`` (see user_for)."""
+        return self.user or f"{uid}:{gid}"
 
     async def _launch(self, ws: Path, user: str, *, slot: bool, objects: Path | None = None) -> DockerSandbox:
         sandbox_id = f"dk-{secrets.token_hex(6)}"

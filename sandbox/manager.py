@@ -15,7 +15,7 @@ from infra import telemetry
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, get_provider
 from sandbox.base import Sandbox, SandboxProvider
-from sandbox.environments.runtime import provider_for
+from sandbox.environments.runtime import EnvironmentProvider, provider_for
 from sandbox.environments.store import EnvStore, default_cache
 from sandbox.hostrepo import TaskRepo
 from sandbox.pool import PooledProvider
@@ -46,7 +46,10 @@ class SandboxManager:
         found = TaskRepo.environment_for(workspace)
         if found is None:
             return self.provider()
-        env_id, cache = found
+        return self.environment(*found)
+
+    def environment(self, env_id: str, cache: Path | None) -> EnvironmentProvider:
+        """The provider of environment ``env_id`` (kept in ``cache``, None: the default one)."""
         backend = self.provider().backend
         cached = self._env_providers.get(f"{env_id}:{backend}")
         if cached is not None:
@@ -56,9 +59,16 @@ class SandboxManager:
         except ConfigError as exc:
             raise UnexpectedEnvironment(f"the task's environment is gone from this host ({exc}); run the task "
                                         "again to rebuild it") from None
-        provider = provider_for(record, backend)
+        provider = provider_for(record, backend, pooled=True)
         self._env_providers[f"{env_id}:{backend}"] = provider
         return provider
+
+    def prestart(self, env_id: str, cache: Path | None, owner: tuple[int, int]) -> bool:
+        """Start a sandbox of environment ``env_id`` for a workspace of ``owner`` (uid, gid) in the background:
+        the next acquire of that environment for that owner takes it instead of starting one (an evaluation's
+        instance, between finding its environment and judging). Unused, it goes after a minute. False when
+        nothing was started (the host cannot bind a workspace into a started sandbox)."""
+        return self.environment(env_id, cache).prestart(owner)
 
     async def get(self, key: str, workspace: str, *, filling: asyncio.Future | None = None) -> Sandbox:
         """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died.
@@ -88,9 +98,10 @@ class SandboxManager:
         if filling is not None and provider.writes_on_start:
             await asyncio.shield(filling)
         started = time.monotonic()
-        hits = provider.hits if isinstance(provider, PooledProvider) else 0
+        pool = provider.inner if isinstance(provider, EnvironmentProvider) else provider
+        hits = pool.hits if isinstance(pool, PooledProvider) else 0
         box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
-        warm = isinstance(provider, PooledProvider) and provider.hits > hits
+        warm = isinstance(pool, PooledProvider) and pool.hits > hits
         labels = {"backend": provider.backend, "start": "warm" if warm else "cold"}
         metrics = telemetry.instruments()
         metrics.sandbox_acquire.record(time.monotonic() - started, labels)
@@ -121,3 +132,5 @@ class SandboxManager:
     async def close_all(self) -> None:
         for key in list(self._boxes):
             await self.release(key)
+        for provider in list(self._env_providers.values()):
+            await provider.close()

@@ -2,10 +2,13 @@
 
 A ``PooledProvider`` wraps a backend provider (one backend, image and limits profile). It keeps up to ``size``
 ready sandboxes per pool key (docker: the uid:gid commands run as; bwrap: one key), started with an empty
-workspace slot; ``acquire(workspace)`` takes one, binds the workspace into its slot (sandbox/slots.py), checks
-from inside that the right directory arrived, and hands it out. Refills are rate-capped (``refill_per_s``) so a
-burst of acquires does not stampede the host. When the pool is empty, the workspace cannot go into a slot, or the
-host does not allow slots, acquire starts a sandbox cold: never a shared or reused one, and never none.
+workspace slot and an empty object-store slot; ``acquire(workspace, objects=...)`` takes one, binds the workspace
+into its slot and the task's object store read-only into the other (sandbox/slots.py), checks from inside that
+the right directories arrived, and hands it out. Refills are rate-capped (``refill_per_s``) so a burst of acquires
+does not stampede the host. ``prestart(owner)`` starts one more ahead of a known use (an evaluation's instance
+whose environment was just found; it goes when unused for ``idle_s``), whatever ``size`` is. When the pool is
+empty, the workspace cannot go into a slot, or the host does not allow slots, acquire starts a sandbox cold: never
+a shared or reused one, and never none.
 
 Release = ``sandbox.close()``: the sandbox is destroyed, its slot unbound and removed, and a refill scheduled.
 Acquire and release durations are recorded; ``stats()`` gives counts and p50/p99.
@@ -19,6 +22,7 @@ import logging
 import os
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +51,18 @@ class PooledProvider(SandboxProvider):
     """A warm pool in front of ``provider``; see the module docstring."""
 
     def __init__(self, provider: SandboxProvider, *, size: int = 4, refill_per_s: float = 10.0,
-                 slots: SlotManager | None = None, keys: list[str] | None = None) -> None:
+                 slots: SlotManager | None = None, keys: list[str] | None = None, idle_s: float = 60.0) -> None:
         self.provider = provider
         self.backend = provider.backend
         self.size = max(0, size)
         self.refill_interval = 1.0 / refill_per_s if refill_per_s > 0 else 0.0
+        self.idle_s = idle_s
         self.slots = slots or SlotManager()
-        self._ready: dict[str, deque[tuple[Sandbox, Path]]] = {}
+        self._ready: dict[str, deque[Warm]] = {}
+        self._prestarts: set[asyncio.Task[None]] = set()
+        self._ahead: dict[str, int] = {}
+        """Per key: sandboxes started ahead and still starting (an acquire waits for one of them)."""
+        self._arrived: dict[str, asyncio.Event] = {}
         self._starting: dict[str, int] = {}
         self._refill_tasks: dict[str, asyncio.Task[None]] = {}
         self._last_start = 0.0
@@ -95,9 +104,11 @@ class PooledProvider(SandboxProvider):
         key = self._key(ws)
         usable, _why = self.slots.usable()
         sandbox = None
-        if usable and self.size > 0 and objects is None and self.slots.supports(ws):
+        while usable and not self._ready.get(key) and self._ahead.get(key):
+            await self._arrived.setdefault(key, asyncio.Event()).wait()  # started ahead: it is nearly there
+        if usable and (self.size > 0 or self._ready.get(key)) and self.slots.supports(ws):
             self._ensure_refill(key)
-            sandbox = await self._take_warm(key, ws)
+            sandbox = await self._take_warm(key, ws, objects)
         if sandbox is None:
             self.misses += 1
             sandbox = await self.provider.acquire(ws, objects=objects)
@@ -107,6 +118,18 @@ class PooledProvider(SandboxProvider):
         self._hook_release(sandbox)
         self.acquire_times.append(time.monotonic() - t0)
         return sandbox
+
+    def prestart(self, owner: tuple[int, int]) -> bool:
+        """Start one sandbox for ``owner`` (uid, gid of the workspace to come) in the background, ahead of an
+        acquire known to follow; it is destroyed if nobody takes it within ``idle_s``. False (nothing started)
+        when the host does not allow slots or the pool is closed."""
+        if self._closed or not self.slots.usable()[0]:
+            return False
+        key = self._owner_key(owner)
+        task = asyncio.create_task(self._prestart(key), name=f"pool-prestart-{key}")
+        self._prestarts.add(task)
+        task.add_done_callback(self._prestarts.discard)
+        return True
 
     def ready(self) -> int:
         """Sandboxes waiting in the pool, over every key."""
@@ -128,16 +151,16 @@ class PooledProvider(SandboxProvider):
     async def close(self) -> None:
         """Stop refilling and destroy every ready sandbox."""
         self._closed = True
-        for task in self._refill_tasks.values():
+        tasks = [*self._refill_tasks.values(), *self._prestarts]
+        for task in tasks:
             task.cancel()
-        for task in self._refill_tasks.values():
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         while any(self._ready.values()):
             for q in self._ready.values():
                 while q:
-                    sb, _slot = q.popleft()
-                    await sb.close()
+                    await q.popleft().sandbox.close()
 
     # -- internals -------------------------------------------------------------------------------------------
 
@@ -145,27 +168,37 @@ class PooledProvider(SandboxProvider):
         fn = getattr(self.provider, "pool_key", None)
         return fn(ws) if fn else ""
 
+    def _owner_key(self, owner: tuple[int, int]) -> str:
+        fn = getattr(self.provider, "owner_key", None)
+        return fn(*owner) if fn else ""
+
     def _default_key(self) -> str:
         fn = getattr(self.provider, "pool_key", None)
         if fn is None:
             return ""
         return fn(Path(os.getcwd()))
 
-    async def _take_warm(self, key: str, ws: Path) -> Sandbox | None:
+    async def _take_warm(self, key: str, ws: Path, objects: Path | None) -> Sandbox | None:
         q = self._ready.setdefault(key, deque())
         while q:
-            sb, slot = q.popleft()
+            warm = q.popleft()
+            sb = warm.sandbox
             self._ensure_refill(key)
             if not sb.alive:
                 await sb.close()
                 continue
             try:
-                await asyncio.to_thread(self.slots.attach, slot, ws)
+                await asyncio.to_thread(self.slots.attach, warm.slot, ws)
+                if objects is not None:
+                    await asyncio.to_thread(self.slots.attach_read_only, warm.objects_slot, objects)
                 pong = await sb.request("ping", timeout_s=10)
-                st = ws.stat()
-                if (pong.get("workspace_dev"), pong.get("workspace_ino")) != (st.st_dev, st.st_ino):
-                    raise UnexpectedEnvironment(f"the workspace did not arrive in warm sandbox {sb.id} "
-                                                f"(mount propagation failed)")
+                for what, path in (("workspace", ws), ("objects", objects)):
+                    if path is None:
+                        continue
+                    st = path.stat()
+                    if (pong.get(f"{what}_dev"), pong.get(f"{what}_ino")) != (st.st_dev, st.st_ino):
+                        raise UnexpectedEnvironment(f"the {what} did not arrive in warm sandbox {sb.id} "
+                                                    f"(mount propagation failed)")
             except Exception as exc:  # noqa: BLE001 - a broken warm sandbox is discarded, never handed out
                 log.warning("discarding warm sandbox %s: %s", sb.id, exc)
                 await sb.close()
@@ -204,32 +237,72 @@ class PooledProvider(SandboxProvider):
             return
         failures = 0
         while not self._closed and len(q) + self._starting.get(key, 0) < self.size:
-            async with self._start_lock:  # the rate cap covers every key
-                wait = self._last_start + self.refill_interval - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                self._last_start = time.monotonic()
-            self._starting[key] = self._starting.get(key, 0) + 1
-            slot: Path | None = None
             try:
-                slot = await asyncio.to_thread(self.slots.new_slot)
-                sb = await self.provider.start_unbound(slot, key)  # type: ignore[attr-defined]
+                warm = await self._start_one(key)
             except Exception as exc:  # noqa: BLE001 - keep the pool alive, back off
                 self.refill_failures += 1
                 failures += 1
-                if slot is not None:
-                    await asyncio.to_thread(self.slots.detach, slot)
                 log.warning("pool refill for %s failed (%s); backing off", self.backend, exc)
                 await asyncio.sleep(min(30.0, 0.5 * 2 ** failures))
                 continue
-            finally:
-                self._starting[key] -= 1
             failures = 0
-
-            async def unbind(slot: Path = slot) -> None:  # type: ignore[assignment]
-                await asyncio.to_thread(self.slots.detach, slot)
-            sb.on_close.append(unbind)  # type: ignore[attr-defined]
             if self._closed:
-                await sb.close()
+                await warm.sandbox.close()
                 return
-            q.append((sb, slot))
+            q.append(warm)
+
+    async def _prestart(self, key: str) -> None:
+        self._ahead[key] = self._ahead.get(key, 0) + 1
+        try:
+            warm = await self._start_one(key)
+        except Exception as exc:  # noqa: BLE001 - the acquire that follows starts one cold
+            self.refill_failures += 1
+            log.warning("starting a %s sandbox ahead failed (%s); the next one starts cold", self.backend, exc)
+            return
+        finally:
+            self._ahead[key] -= 1
+            if (arrived := self._arrived.pop(key, None)) is not None:
+                arrived.set()
+        if self._closed:
+            await warm.sandbox.close()
+            return
+        q = self._ready.setdefault(key, deque())
+        q.append(warm)
+        await asyncio.sleep(self.idle_s)
+        if warm in q:  # nobody took it
+            q.remove(warm)
+            await warm.sandbox.close()
+
+    async def _start_one(self, key: str) -> Warm:
+        """A new sandbox with an empty workspace slot and object-store slot (rate-capped over every key)."""
+        async with self._start_lock:
+            wait = self._last_start + self.refill_interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._last_start = time.monotonic()
+        self._starting[key] = self._starting.get(key, 0) + 1
+        made: list[Path] = []
+        try:
+            made.append(await asyncio.to_thread(self.slots.new_slot))
+            made.append(await asyncio.to_thread(self.slots.new_slot))
+            sb = await self.provider.start_unbound(made[0], key, objects_slot=made[1])  # type: ignore[attr-defined]
+        except BaseException:
+            for slot in made:
+                await asyncio.to_thread(self.slots.detach, slot)
+            raise
+        finally:
+            self._starting[key] -= 1
+
+        async def unbind() -> None:
+            for slot in made:
+                await asyncio.to_thread(self.slots.detach, slot)
+        sb.on_close.append(unbind)  # type: ignore[attr-defined]
+        return Warm(sb, made[0], made[1])
+
+
+@dataclass(eq=False)
+class Warm:
+    """A ready sandbox and its two empty slots: /workspace and the object store."""
+    sandbox: Sandbox
+    slot: Path
+    objects_slot: Path

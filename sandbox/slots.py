@@ -171,6 +171,10 @@ class SlotManager:
             self.detach(slot, remove=False)
             raise
 
+    def attach_read_only(self, slot: Path, directory: Path) -> None:
+        """Bind ``directory`` (read-only, nosuid, nodev) onto ``slot``: a task's object store."""
+        self._move_in(str(directory), slot, MS_NOSUID | MS_NODEV | MS_RDONLY)
+
     def _move_in(self, source: str, target: Path, flags: int) -> None:
         stage = self.staging / secrets.token_hex(6)
         if os.path.isdir(source):

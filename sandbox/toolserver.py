@@ -145,9 +145,15 @@ def _os_error(exc: OSError, what: str, path: str) -> ToolError:
 def op_ping(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
     """Liveness check; also reports what the server runs on."""
     st = os.stat(ws.root)
-    return {"pong": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "workspace": ws.display,
+    pong = {"pong": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "workspace": ws.display,
             "workspace_dev": st.st_dev, "workspace_ino": st.st_ino, "python": sys.version.split()[0],
             "rg": _which("rg") is not None}
+    try:  # a task's object store (sandbox/base.py: OBJECTS_IN_SANDBOX)
+        objects = os.stat("/run/bosun/objects")
+        pong.update(objects_dev=objects.st_dev, objects_ino=objects.st_ino)
+    except OSError:
+        pass
+    return pong
 
 
 def op_read(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:

@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.eval import EvalActivities, EvalPrepareInput, EvalRunInput, PredictionInput
+    from activities.eval import EvalActivities, EvalFetchInput, EvalPrepareInput, EvalRunInput, PredictionInput
     from activities.workspace import WorkspaceActivities
     from workflows import policies
     from workflows.models import TaskInput, TaskResult
@@ -41,6 +41,8 @@ class EvalItem(BaseModel):
     """The prediction to judge; None in agent mode (the agents make it)."""
     task: str = ""
     """Agent mode: the problem statement."""
+    empty_prediction: bool = False
+    """The prediction is empty or missing: it is judged without a sandbox (none is started ahead for it)."""
 
 
 class Variant(BaseModel):
@@ -85,11 +87,16 @@ class InstanceOutcome(BaseModel):
     test_seconds: float = 0.0
     env_id: str | None = None
     build_s: float = 0.0
+    phases: dict[str, float] = {}
+    """Seconds per step of the instance (eval_prepare's and eval_instance's ``phases``)."""
 
 
 class EvalResult(BaseModel):
     run_id: str
     outcomes: list[InstanceOutcome]
+    fetch_ahead_s: float = 0.0
+    """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
+    this over the number of instances)."""
 
 
 def _opts(queue: str, minutes: float, heartbeat: bool = False) -> dict:
@@ -125,9 +132,10 @@ class EvalInstanceWorkflow:
         prep = await workflow.execute_activity_method(
             EvalActivities.eval_prepare,
             EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
-                             version=item.version, environment_setup_commit=item.environment_setup_commit),
+                             version=item.version, environment_setup_commit=item.environment_setup_commit,
+                             sandbox_ahead=not item.empty_prediction),
             summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
-        out.env_id, out.build_s = prep.env_id, prep.build_s
+        out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
         if prep.error or not prep.env_id or prep.recipe is None:
             out.error, out.error_kind = prep.error or "no environment", "environment"
             return out
@@ -147,6 +155,7 @@ class EvalInstanceWorkflow:
             run.log_ref
         out.error, out.error_kind = out.error or run.error, out.error_kind or run.error_kind
         out.test_seconds = run.test_seconds
+        out.phases.update(run.phases)
         out.seconds = round(workflow.time() - started, 2)
         return out
 
@@ -197,6 +206,10 @@ class EvalWorkflow:
         self.total = len(jobs)
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
         base = workflow.info().workflow_id
+        fetch_ahead_s = 0.0
+        if workflow.patched("eval-fetch-ahead"):
+            await self._fetch_ahead(inp, limit)
+            fetch_ahead_s = round(workflow.time() - self.started, 2)
 
         async def one(item: EvalItem, variant: Variant | None) -> InstanceOutcome:
             suffix = f"/{variant.name}" if variant else ""
@@ -216,4 +229,31 @@ class EvalWorkflow:
             return outcome
 
         results = await asyncio.gather(*[one(item, v) for item, v in jobs])
-        return EvalResult(run_id=inp.run_id, outcomes=list(results))
+        return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
+
+    async def _fetch_ahead(self, inp: EvalInput, limit: asyncio.Semaphore) -> None:
+        """Every instance's commits, fetched per source in one go on a worker before the instances start: one
+        negotiation and one pack per source instead of one per instance (which would also queue on the
+        source's lock). Best effort: an instance whose commit this misses fetches it itself, and reports why
+        it cannot."""
+        by_source: dict[str, list[str]] = {}
+        for item in inp.items:
+            wanted = by_source.setdefault(item.source, [])
+            for commit in (item.base_commit, item.environment_setup_commit):
+                if commit and commit not in wanted:
+                    wanted.append(commit)
+        if not by_source:
+            return
+        workflow.set_current_details(f"fetching the commits of {len(inp.items)} instances")
+        queue = await workflow.execute_activity_method(
+            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+
+        async def fetch(source: str, commits: list[str]) -> None:
+            async with limit:
+                try:
+                    await workflow.execute_activity_method(
+                        EvalActivities.eval_fetch, EvalFetchInput(source=source, commits=commits),
+                        summary=f"{len(commits)} commits from {source}"[:200], **_opts(queue, 150, heartbeat=True))
+                except ActivityError as e:  # (a worker lost for good...): the instances fetch for themselves
+                    workflow.logger.warning("fetching ahead from %s failed: %s", source, e.cause or e)
+        await asyncio.gather(*[fetch(source, commits) for source, commits in by_source.items()])

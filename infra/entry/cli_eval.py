@@ -153,7 +153,9 @@ def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStor
                               prediction_ref=store.put_json(pred.model_dump()) if pred is not None else
                               (store.put_json({"instance_id": inst.instance_id, "model_patch": None})
                                if predictions is not None else None),
-                              task=inst.problem_statement))
+                              task=inst.problem_statement,
+                              empty_prediction=predictions is not None and
+                              not (pred is not None and (pred.model_patch or "").strip())))
     return items
 
 
@@ -164,7 +166,8 @@ def _report(store: ArtifactStore, result: EvalResult, variant: str = "") -> dict
     return {"summary": summary(reports, errors), "instances": reports,
             "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
             "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
-                                       "build_s": o.build_s} for o in outcomes}}
+                                       "build_s": o.build_s, "phases": o.phases} for o in outcomes},
+            "fetch_ahead_s": result.fetch_ahead_s}
 
 
 def write_logs(folder: Path, store: ArtifactStore, outcomes: list[InstanceOutcome],

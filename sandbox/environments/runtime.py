@@ -21,6 +21,7 @@ from sandbox.bwrap import SANDBOX_PATH, BwrapProvider
 from sandbox.docker_backend import DockerProvider
 from sandbox.environments.interpreters import interpreter_env
 from sandbox.environments.models import SEED, VENV, EnvRecord
+from sandbox.pool import PooledProvider
 
 SEED_COMMAND = f"tar -xf {SEED} --skip-old-files --no-same-owner --no-same-permissions -C /workspace"
 
@@ -50,6 +51,16 @@ class EnvironmentProvider(SandboxProvider):
     def writes_on_start(self) -> bool:
         return bool(self.record.seed)
 
+    def prestart(self, owner: tuple[int, int]) -> bool:
+        """Start a sandbox ahead for a workspace of ``owner`` (uid, gid) about to be acquired (sandbox/pool.py);
+        False when this provider keeps no pool or the host cannot bind workspaces into started sandboxes."""
+        return isinstance(self.inner, PooledProvider) and self.inner.prestart(owner)
+
+    async def close(self) -> None:
+        """Destroy the sandboxes started ahead and not taken."""
+        if isinstance(self.inner, PooledProvider):
+            await self.inner.close()
+
     async def acquire(self, workspace: Path, *, objects: Path | None = None) -> Sandbox:
         box = await self.inner.acquire(workspace, objects=objects)
         box.environment = self.info
@@ -69,9 +80,11 @@ class EnvironmentProvider(SandboxProvider):
         return {**self.inner.limits_report(), "environment": self.record.env_id}
 
 
-def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = None) -> EnvironmentProvider:
+def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = None,
+                 pooled: bool = False) -> EnvironmentProvider:
     """A provider of ``backend`` ("docker" or "bwrap") for ``record``'s environment; UnexpectedEnvironment when
-    that half of the environment is missing on this host."""
+    that half of the environment is missing on this host. ``pooled``: its sandboxes can be started ahead
+    (``EnvironmentProvider.prestart``)."""
     if backend == "docker":
         image = record.backend_refs.get("docker")
         if not image:
@@ -89,4 +102,4 @@ def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = Non
                               env=sandbox_env(record))
     else:
         raise UnexpectedEnvironment(f"unknown backend {backend!r} for an environment")
-    return EnvironmentProvider(inner, record)
+    return EnvironmentProvider(PooledProvider(inner, size=0) if pooled else inner, record)

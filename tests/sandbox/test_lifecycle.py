@@ -173,6 +173,59 @@ async def test_pool_falls_back_to_cold_start_for_unsupported_workspaces(bwrap_pr
         await pool.close()
 
 
+@pytest.mark.parametrize("backend", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+async def test_a_sandbox_started_ahead_gets_the_workspace_and_a_read_only_object_store(
+        backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    provider = request.getfixturevalue(f"{backend}_provider")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    origin = tmp_path / "origin"
+    subprocess.run([*git, "init", "-q", str(origin)], check=True)
+    (origin / "f.txt").write_text("from the object store\n")
+    subprocess.run([*git, "-C", str(origin), "add", "f.txt"], check=True)
+    subprocess.run([*git, "-C", str(origin), "commit", "-qm", "c"], check=True)
+    commit = subprocess.run(["git", "-C", str(origin), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    objects = tmp_path / "K.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(objects)], check=True)
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / ".git" / "objects" / "info" / "alternates").write_text("/run/bosun/objects/objects\n")
+    if backend == "docker":
+        chown_tree(ws, SANDBOX_UID, SANDBOX_UID)
+    owner = (ws.stat().st_uid, ws.stat().st_gid)
+    pool = PooledProvider(provider, size=0, idle_s=1.0)  # no pool kept: only what is started ahead
+    try:
+        assert pool.prestart(owner)
+        key = provider.pool_key(ws)
+        deadline = time.monotonic() + 60
+        while pool.stats()["ready"].get(key, 0) < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        sb = await pool.acquire(ws, objects=objects)
+        try:
+            assert pool.stats()["hits"] == 1 and pool.stats()["misses"] == 0
+            res = await sb.exec(["git", "show", f"{commit}:f.txt"], timeout_s=20)
+            assert res.stdout == "from the object store\n", res
+            res = await sb.exec(["sh", "-c", "touch /run/bosun/objects/x || echo REFUSED"], timeout_s=20)
+            assert "REFUSED" in res.stdout and not (objects / "x").exists(), res
+        finally:
+            await sb.close()
+        assert not any(p.startswith(str(pool.slots.mine) + "/") for p in mount_points())  # slots released
+        # one more started ahead and never taken goes after idle_s
+        assert pool.prestart(owner)
+        deadline = time.monotonic() + 60
+        while pool.stats()["ready"].get(key, 0) < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert pool.ready() == 1
+        await asyncio.sleep(1.5)
+        assert pool.ready() == 0
+        sb = await pool.acquire(ws, objects=objects)  # none ready and size 0: a cold start
+        await sb.close()
+        assert pool.stats()["misses"] == 1
+    finally:
+        await pool.close()
+    assert not any(p.startswith(str(pool.slots.mine) + "/") for p in mount_points())
+
+
 # -- CLI, escalation, provider selection ------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ the harness's fields; bosun's agents (the scripted test double) judged in two va
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -105,11 +106,50 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     assert ">>>>> Start Test Output" in output and "PASSED tests/test_stats.py::test_median_even" in output
     assert (one / "patch.diff").read_text() == json.loads(path.read_text().splitlines()[0])["patch"]
     assert "done" in gold.stderr and "resolved" in gold.stderr  # progress on stderr
+    # where each instance's time went; the tests' share is the one the verdict waited for
+    for t in full["timing"].values():
+        assert {"fetch", "environment", "workspace", "checkout", "sandbox", "apply", "tests"} <= set(t["phases"])
+        assert t["phases"]["tests"] == pytest.approx(t["tests_s"], abs=0.02)
+        steps = sum(v for k, v in t["phases"].items() if k not in ("sandbox", "checkout"))  # (inside "ready")
+        assert 0 < steps <= t["seconds"]
+    assert full["fetch_ahead_s"] > 0
+    asyncio.run(_fetched_ahead_and_replays(stack, "eval-it-gold", [json.loads(line)["base_commit"]
+                                                                   for line in path.read_text().splitlines()]))
     empty = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "empty", "--repo",
                         f"example/calc={repo}", "--run-id", "it-empty", timeout=900)
     assert empty.returncode == 0, empty.stderr[-3000:]
     s = json.loads(empty.stdout)
     assert s["resolved_ids"] == [] and s["empty_patch_ids"] == ["calc__median-1", "calc__percent-1"]
+
+
+async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> None:
+    """Before any instance started, one activity fetched every instance's commit; the recorded histories replay
+    deterministically (temporalio's Replayer)."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
+                                  data_converter=pydantic_data_converter)
+    history = await client.get_workflow_handle(wf_id).fetch_history()
+    kinds = [(e.event_type, e.activity_task_scheduled_event_attributes.activity_type.name,
+              e.start_child_workflow_execution_initiated_event_attributes.workflow_type.name) for e in history.events]
+    fetches = [i for i, (k, act, _) in enumerate(kinds)
+               if k == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED and act == "eval_fetch"]
+    children = [i for i, (k, _, wf) in enumerate(kinds)
+                if k == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED]
+    assert len(fetches) == 1 and children and fetches[0] < min(children), kinds
+    scheduled = history.events[fetches[0]].activity_task_scheduled_event_attributes
+    fetched = json.loads(scheduled.input.payloads[0].data)
+    assert sorted(fetched["commits"]) == sorted(set(commits))
+    replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
+    for one in (wf_id, f"{wf_id}/calc__median-1"):
+        result = await replayer.replay_workflow(await client.get_workflow_handle(one).fetch_history(),
+                                                raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{one}: {result.replay_failure}"
 
 
 @pytest.mark.slow
