@@ -51,12 +51,16 @@ class PooledProvider(SandboxProvider):
     """A warm pool in front of ``provider``; see the module docstring."""
 
     def __init__(self, provider: SandboxProvider, *, size: int = 4, refill_per_s: float = 10.0,
-                 slots: SlotManager | None = None, keys: list[str] | None = None, idle_s: float = 60.0) -> None:
+                 slots: SlotManager | None = None, keys: list[str] | None = None, idle_s: float = 60.0,
+                 spare: bool = False) -> None:
         self.provider = provider
         self.backend = provider.backend
         self.size = max(0, size)
         self.refill_interval = 1.0 / refill_per_s if refill_per_s > 0 else 0.0
         self.idle_s = idle_s
+        self.spare = spare
+        """After an acquire for a key acquired before (a reused environment), start one ahead for the next."""
+        self._acquired: dict[str, int] = {}
         self.slots = slots or SlotManager()
         self._ready: dict[str, deque[Warm]] = {}
         self._prestarts: set[asyncio.Task[None]] = set()
@@ -104,7 +108,7 @@ class PooledProvider(SandboxProvider):
         key = self._key(ws)
         usable, _why = self.slots.usable()
         sandbox = None
-        while usable and not self._ready.get(key) and self._ahead.get(key):
+        while usable and not self._closed and not self._ready.get(key) and self._ahead.get(key):
             await self._arrived.setdefault(key, asyncio.Event()).wait()  # started ahead: it is nearly there
         if usable and (self.size > 0 or self._ready.get(key)) and self.slots.supports(ws):
             self._ensure_refill(key)
@@ -117,19 +121,27 @@ class PooledProvider(SandboxProvider):
             self.hits += 1
         self._hook_release(sandbox)
         self.acquire_times.append(time.monotonic() - t0)
+        self._acquired[key] = self._acquired.get(key, 0) + 1
+        if self.spare and usable and self._acquired[key] > 1 and self.slots.supports(ws):
+            self._ahead_one(key)
         return sandbox
 
     def prestart(self, owner: tuple[int, int]) -> bool:
-        """Start one sandbox for ``owner`` (uid, gid of the workspace to come) in the background, ahead of an
-        acquire known to follow; it is destroyed if nobody takes it within ``idle_s``. False (nothing started)
+        """Have one sandbox for ``owner`` (uid, gid of the workspace to come) ready or starting in the background,
+        ahead of an acquire known to follow (nothing new when one is); unused, it goes after ``idle_s``. False
         when the host does not allow slots or the pool is closed."""
         if self._closed or not self.slots.usable()[0]:
             return False
-        key = self._owner_key(owner)
+        self._ahead_one(self._owner_key(owner))
+        return True
+
+    def _ahead_one(self, key: str) -> None:
+        if self._closed or self._ready.get(key) or self._ahead.get(key):
+            return
+        self._ahead[key] = self._ahead.get(key, 0) + 1  # counted now: a second call before the task runs adds none
         task = asyncio.create_task(self._prestart(key), name=f"pool-prestart-{key}")
         self._prestarts.add(task)
         task.add_done_callback(self._prestarts.discard)
-        return True
 
     def ready(self) -> int:
         """Sandboxes waiting in the pool, over every key."""
@@ -157,6 +169,9 @@ class PooledProvider(SandboxProvider):
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        self._ahead.clear()  # (a task cancelled before it ran never counted itself down)
+        for arrived in self._arrived.values():
+            arrived.set()
         while any(self._ready.values()):
             for q in self._ready.values():
                 while q:
@@ -252,7 +267,6 @@ class PooledProvider(SandboxProvider):
             q.append(warm)
 
     async def _prestart(self, key: str) -> None:
-        self._ahead[key] = self._ahead.get(key, 0) + 1
         try:
             warm = await self._start_one(key)
         except Exception as exc:  # noqa: BLE001 - the acquire that follows starts one cold

@@ -84,7 +84,8 @@ def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = Non
                  pooled: bool = False) -> EnvironmentProvider:
     """A provider of ``backend`` ("docker" or "bwrap") for ``record``'s environment; UnexpectedEnvironment when
     that half of the environment is missing on this host. ``pooled``: its sandboxes can be started ahead
-    (``EnvironmentProvider.prestart``)."""
+    (``EnvironmentProvider.prestart``), and once the environment is used again, one is kept ready for the next
+    use (sandbox/pool.py: ``spare``)."""
     if backend == "docker":
         image = record.backend_refs.get("docker")
         if not image:
@@ -102,4 +103,4 @@ def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = Non
                               env=sandbox_env(record))
     else:
         raise UnexpectedEnvironment(f"unknown backend {backend!r} for an environment")
-    return EnvironmentProvider(PooledProvider(inner, size=0) if pooled else inner, record)
+    return EnvironmentProvider(PooledProvider(inner, size=0, spare=True) if pooled else inner, record)

@@ -226,6 +226,44 @@ async def test_a_sandbox_started_ahead_gets_the_workspace_and_a_read_only_object
     assert not any(p.startswith(str(pool.slots.mine) + "/") for p in mount_points())
 
 
+async def test_a_reused_pool_keeps_one_spare_for_the_next_acquire(bwrap_provider, tmp_path: Path) -> None:
+    workspaces = []
+    for i in range(4):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        (ws / "name.txt").write_text(f"workspace {i}\n")
+        workspaces.append(ws)
+    key = bwrap_provider.pool_key(workspaces[0])
+    pool = PooledProvider(bwrap_provider, size=0, spare=True, idle_s=30)
+
+    async def use(ws: Path) -> None:
+        sb = await pool.acquire(ws)
+        try:
+            assert (await sb.request("read", {"path": "name.txt"}))["text"] == (ws / "name.txt").read_text()
+        finally:
+            await sb.close()
+
+    async def settled() -> int:
+        deadline = time.monotonic() + 60
+        while pool._ahead.get(key) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return pool.ready()
+    try:
+        await use(workspaces[0])  # a first use: nothing says the key will be used again
+        assert await settled() == 0 and pool.stats()["misses"] == 1
+        await use(workspaces[1])  # used again: one is started for the next
+        assert await settled() == 1
+        await use(workspaces[2])  # ...which takes it, and another is started
+        assert pool.stats()["hits"] == 1 and await settled() == 1
+        assert pool.prestart((os.geteuid(), os.getegid())) and pool.ready() == 1  # one is there: none added
+        await use(workspaces[3])
+        assert pool.stats()["hits"] == 2 and pool.stats()["misses"] == 2
+    finally:
+        await pool.close()
+    assert pool.ready() == 0
+    assert not any(p.startswith(str(pool.slots.mine) + "/") for p in mount_points())
+
+
 # -- CLI, escalation, provider selection ------------------------------------------------------------------------
 
 
