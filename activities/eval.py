@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -43,6 +44,8 @@ from sandbox.manager import SandboxManager
 
 log = logging.getLogger(__name__)
 
+RUN = "eval"
+"""The run workspace an instance is judged in (``K.runs/eval``)."""
 TESTS_OUTPUT_CAP = 64 << 20
 """Bytes of the tests' output kept (the runners' summaries come at the end: nothing the harness would read is
 cut short)."""
@@ -116,9 +119,10 @@ class EvalRunResult(BaseModel):
     error_kind: str = ""
     """``apply`` (the prediction does not apply: the harness counts it an error too), ``timeout``."""
     phases: dict[str, float] = {}
-    """Seconds per step: ``workspace`` (an earlier attempt's removal awaited, the instance's files lent, the
-    workspace's file system made), ``checkout``, ``sandbox`` (started; it overlaps the checkout), ``ready`` (both
-    done), ``apply`` (the recipe's edits and the prediction), ``rebuild``, ``tests`` (the judging script)."""
+    """Seconds per step: ``workspace`` (an earlier attempt's removal awaited, the workspace's file system made),
+    ``checkout``, ``expose`` (the files the judging script resets lent), ``sandbox`` (started or taken; these
+    three overlap), ``ready`` (all three done), ``apply`` (the recipe's edits and the prediction), ``rebuild``,
+    ``tests`` (the judging script)."""
 
 
 class PredictionInput(BaseModel):
@@ -199,19 +203,16 @@ class EvalActivities:
             except (BuildFailed, ConfigError) as e:
                 return EvalPrepareResult(error=f"environment: {e}")
             repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it
-            caches.append(envs.cache)
             recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
                                               prepared.record.python)
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
                                      build_s=prepared.seconds, cached=prepared.cached,
                                      phases=_rounded(fetch=t1 - t0, environment=time.monotonic() - t1))
-        progress, caches = Progress(), []
+        progress = Progress()
         async with heartbeating(details=progress.details):
             result = await asyncio.to_thread(work)
-        if inp.sandbox_ahead and result.env_id and caches:
-            owner = sandbox_user(self.settings) or (os.geteuid(), os.getegid())
-            with contextlib.suppress(UnexpectedEnvironment):  # (then the instance's sandbox starts cold)
-                self.sandboxes.prestart(result.env_id, caches[0], owner)
+        if inp.sandbox_ahead and result.env_id:
+            self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings))
         return result
 
     @activity.defn
@@ -253,7 +254,7 @@ class EvalActivities:
 
         if not patch or not patch.strip():
             return done(False, None, "")
-        name = "eval"
+        name = RUN
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
             if (earlier := self._cleanups.get(inp.key)) is not None:
@@ -261,14 +262,20 @@ class EvalActivities:
             # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
             # attempt left holds the patches it applied, and would refuse them a second time.
             repo, owner = self.repo(inp.key), sandbox_user(self.settings)
+            self._sandbox_ahead(repo, name, owner)
             await asyncio.to_thread(repo.drop_run, name)
-            # what git in the sandbox reads (its repository holds only trees): the files the judging script
-            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm)
-            await asyncio.to_thread(repo.expose, inp.base_commit, reset_files(instance.test_patch),
-                                    everything=needs_rebuild(recipe, patch))
+            # the version's setup commit, which its other instances share, is the one worth a checkout template
+            setup = instance.environment_setup_commit or ""
+            template = setup if OBJECT_ID.match(setup) and setup != inp.base_commit else None
             workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
-                                                quota_mb=self.settings.sandbox_disk_mb)
+                                                quota_mb=self.settings.sandbox_disk_mb, template=template)
             lap("workspace")
+            # what git in the sandbox reads (its repository holds only trees): the files the judging script
+            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
+            # lent while the sandbox starts, before anything runs in it
+            lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, inp.base_commit,
+                                                  reset_files(instance.test_patch),
+                                                  everything=needs_rebuild(recipe, patch)))
             log = ""
 
             async def step(title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
@@ -285,6 +292,7 @@ class EvalActivities:
             try:
                 box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace),
                                   filling=checkout)
+                await lending
                 lap("ready")
                 if recipe.workspace_edits:
                     await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
@@ -310,20 +318,36 @@ class EvalActivities:
                     return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
                 return done(True, statuses(recipe, res.stdout + res.stderr), log, test_s=test_s)
             finally:
-                self._clean_up_later(inp.key, checkout, sandbox_key, repo, name)
+                self._clean_up_later(inp.key, [checkout, lending], sandbox_key, repo, name,
+                                     lambda: template and repo.make_template(
+                                         template, owner=owner, quota_mb=self.settings.sandbox_disk_mb))
 
-    def _clean_up_later(self, key: str, checkout: asyncio.Future, sandbox_key: str, repo: TaskRepo,
-                        name: str) -> None:
+    def _sandbox_ahead(self, repo: TaskRepo, name: str, owner: tuple[int, int] | None) -> None:
+        """Have the instance's sandbox start while its workspace is made (eval_prepare started one already,
+        unless agents ran in between and took it)."""
+        found = TaskRepo.environment_for(repo.run_dir(name))
+        if found is not None:
+            with contextlib.suppress(UnexpectedEnvironment):  # (then it starts cold)
+                self.sandboxes.prestart(*found, owner or (os.geteuid(), os.getegid()))
+
+    def _clean_up_later(self, key: str, running: list[asyncio.Future], sandbox_key: str, repo: TaskRepo,
+                        name: str, then: Callable[[], object]) -> None:
         """Release the sandbox and remove the workspace after the verdict is returned: unmounting a large
-        checkout's file system takes a third of a second or more, which no verdict needs to wait for. The next
-        attempt of the same instance and a stopping worker wait for it; if the worker dies first, its reaper
-        removes what is left (the instance's workflow is over)."""
+        checkout's file system takes a third of a second or more, which no verdict needs to wait for; ``then``
+        (the source's checkout template made, for the next instances) runs after. The next attempt of the same
+        instance and a stopping worker wait for it; if the worker dies first, its reaper removes what is left
+        (the instance's workflow is over)."""
         async def clean() -> None:
-            await asyncio.wait([checkout])  # nothing is removed under a checkout still writing
-            if not checkout.cancelled():
-                checkout.exception()  # (raised in the activity when it mattered)
+            await asyncio.wait(running)  # nothing is removed under a checkout still writing
+            for job in running:
+                if not job.cancelled():
+                    job.exception()  # (raised in the activity when it mattered)
             await self.sandboxes.release(sandbox_key)
             await asyncio.to_thread(repo.drop_run, name)
+            try:
+                await asyncio.to_thread(then)
+            except Exception as exc:  # noqa: BLE001 - an optimisation: the next instances check out in full
+                log.warning("making the checkout template for %s failed: %s", key, exc)
 
         def done(task: asyncio.Future) -> None:
             if self._cleanups.get(key) is task:

@@ -70,6 +70,24 @@ def create(mount_point: Path, size_mb: int, inodes: int, owner: tuple[int, int] 
         (mount_point / "lost+found").rmdir()
 
 
+def create_from(mount_point: Path, image: Path) -> None:
+    """A workspace file system that starts as a copy of ``image`` (an unmounted one made by :func:`create`),
+    mounted (nosuid, nodev) at ``mount_point``. The copy is block for block (sparse): inode numbers and times
+    are the image's, so a git index saved in it stays valid."""
+    remove(mount_point)
+    mount_point.mkdir(parents=True)
+    _run(["cp", "--sparse=auto", "--", str(image), str(image_of(mount_point))],
+         f"copying the workspace file system {image}")
+    ensure_mounted(mount_point)
+
+
+def unmount(mount_point: Path) -> Path:
+    """Unmount a workspace made by :func:`create` and remove its mount point; returns its image (kept)."""
+    _run(["umount", str(mount_point)], f"unmounting {mount_point}")
+    mount_point.rmdir()
+    return image_of(mount_point)
+
+
 def ensure_mounted(mount_point: Path) -> bool:
     """Mount the workspace's image if it has one and is not mounted (after a reboot). True if it is mounted."""
     img = image_of(mount_point)

@@ -45,6 +45,15 @@ from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, snapshot
 from sandbox.base import OBJECTS_IN_SANDBOX
+from sandbox.checkouts import (
+    CHECKOUT_CONFIG,
+    MARK,
+    CheckoutTemplates,
+    borrowing_scratch,
+    chown_paths,
+    chown_tree,
+    finish_scratch,
+)
 from sandbox.environments.store import file_lock
 from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
 from sandbox.hostgit import clean_env as git_env
@@ -53,9 +62,6 @@ log = logging.getLogger(__name__)
 
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$")
 TRANSPORTS = ("file", "https", "ssh", "git")
-CHECKOUT_CONFIG = (f"checkout.workers={min(4, os.cpu_count() or 1)}", "checkout.thresholdForParallelism=1000")
-"""A large tree (1,000 files or more) is checked out by parallel workers: Django's 6,500 files take about a
-third less time in a workspace's own file system on this 2-core machine; a small one stays sequential."""
 """Protocols a clone or fetch of the task's repository may use (never ``ext``)."""
 
 
@@ -322,10 +328,13 @@ class TaskRepo:
         return dest
 
     def open_run(self, name: str, commit: str, *, owner: tuple[int, int] | None = None, quota_mb: int = 0,
-                 quota_inodes: int = 200_000) -> Path:
+                 quota_inodes: int = 200_000, template: str | None = None) -> Path:
         """The first half of :meth:`materialize`: the workspace directory (or file system) with its scratch
         ``.git`` complete (what a sandbox binds: config, hooks, info) but no files yet. A sandbox may be started
-        on it while :meth:`check_out` fills it, provided nothing runs in the sandbox before that returns."""
+        on it while :meth:`check_out` fills it, provided nothing runs in the sandbox before that returns.
+
+        ``template``: a commit of an evaluation's source whose checkout template (sandbox/checkouts.py), if the
+        worker has one, the workspace starts from; it then holds that commit's files until :meth:`check_out`."""
         check_object_id(commit)
         dest = self.run_dir(name)
         state = self.runs / ".state" / name
@@ -336,26 +345,54 @@ class TaskRepo:
             return dest
         state.unlink(missing_ok=True)
         diskquota.remove(dest)
+        image = None
         if quota_mb > 0 and diskquota.support()[0]:
             size, files = self.checkout_size(commit)
-            diskquota.create(dest, size_mb=(size >> 20) * 2 + quota_mb + 16, inodes=files * 2 + quota_inodes,
-                             owner=owner)
+            size_mb, inodes = (size >> 20) * 2 + quota_mb + 16, files * 2 + quota_inodes
+            templates = self.templates()
+            if template and templates is not None:
+                image = templates.find(template, owner, size_mb, inodes)
+            if image is not None:
+                try:
+                    diskquota.create_from(dest, image)
+                except UnexpectedEnvironment as exc:  # (removed meanwhile as the least recently used)
+                    log.info("workspace %s made without its template: %s", dest, exc)
+                    image = None
+            if image is None:
+                diskquota.create(dest, size_mb=size_mb, inodes=inodes, owner=owner)
         else:
             dest.mkdir(parents=True)
         scratch = dest / ".git"
-        if (self.git_dir / "shallow").exists():  # clone would copy a shallow repository's objects: borrow them
-            git(None, "init", "--quiet", str(dest))
+        if image is not None:  # the template's scratch .git, given this task's objects and shallow list
             (scratch / "objects" / "info" / "alternates").write_text(f"{self.objects_git / 'objects'}\n")
             shutil.copyfile(self.git_dir / "shallow", scratch / "shallow")
+            if owner is not None and os.geteuid() == 0:  # (the template's files are the owner's already)
+                chown_tree(scratch, *owner)
+            return dest
+        if (self.git_dir / "shallow").exists():  # clone would copy a shallow repository's objects: borrow them
+            borrowing_scratch(dest, self.objects_git, self.git_dir / "shallow")
         else:
             git(None, "clone", "--shared", "--no-checkout", "--quiet", "--", str(self.git_dir), str(dest),
                 protocols=("file",))
-        (scratch / "hooks").mkdir(exist_ok=True)
-        with open(scratch / "config", "a", encoding="utf-8") as f:
-            f.write("[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n")
+            finish_scratch(scratch)
         if owner is not None and os.geteuid() == 0:
-            _chown_tree(dest, *owner)
+            chown_tree(dest, *owner)
         return dest
+
+    def templates(self) -> CheckoutTemplates | None:
+        """The checkout templates of this task's source store (an evaluation's instance); None for a task."""
+        objects = self.objects_git
+        return CheckoutTemplates(objects) if objects != self.git_dir else None
+
+    def make_template(self, commit: str, *, owner: tuple[int, int] | None = None, quota_mb: int = 0,
+                      quota_inodes: int = 200_000) -> bool:
+        """Make the checkout template of ``commit`` (a commit of this instance's source) unless the worker has
+        it; False when it had it, or templates do not apply (a task, or no workspace file systems here)."""
+        templates = self.templates()
+        if templates is None or quota_mb <= 0 or not diskquota.support()[0]:
+            return False
+        size, files = self.checkout_size(commit)
+        return templates.build(commit, owner, (size >> 20) * 2 + quota_mb + 16, files * 2 + quota_inodes)
 
     def check_out(self, name: str, commit: str, *, owner: tuple[int, int] | None = None) -> None:
         """The second half of :meth:`materialize`: ``commit``'s files into the workspace :meth:`open_run` made
@@ -364,11 +401,20 @@ class TaskRepo:
         if state.is_file() and state.read_text().strip() == commit:
             return
         scratch = dest / ".git"
+        mark = scratch / MARK  # a template's copy: its commit's files are there, the rest is a small update
+        template = check_object_id(mark.read_text().strip()) if mark.exists() else None
         git(scratch, "checkout", "--quiet", "--detach", check_object_id(commit), work_tree=dest,
-            config=CHECKOUT_CONFIG)
-        (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
+            config=(*CHECKOUT_CONFIG, *(("core.logAllRefUpdates=false",) if template else ())))
         if owner is not None and os.geteuid() == 0:
-            _chown_tree(dest, *owner)
+            if template is None:
+                chown_tree(dest, *owner)
+            else:  # only what the checkout wrote: walking every file of a fresh copy costs more than it saved
+                changed = git(scratch, "diff-tree", "-r", "-z", "--name-only", "--no-renames", template,
+                              commit).stdout.decode("utf-8", "surrogateescape").split("\0")
+                chown_paths(dest, [p for p in changed if p], *owner)
+                chown_tree(scratch, *owner)
+        mark.unlink(missing_ok=True)
+        (scratch / "objects" / "info" / "alternates").write_text(OBJECTS_IN_SANDBOX + "\n")
         state.write_text(commit + "\n")
 
     def checkout_size(self, commit: str) -> tuple[int, int]:
@@ -662,11 +708,3 @@ def _pack(source: Path, dest: Path, ids: list[str]) -> None:
     """Copy the objects ``ids`` of the repository ``source`` into the repository ``dest``, as one pack."""
     git(source, "pack-objects", "--quiet", str(Path(dest).resolve() / "objects" / "pack" / "pack"),
         input="".join(i + "\n" for i in dict.fromkeys(ids)))
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """chown a tree the host just made (no symlink is followed)."""
-    os.chown(root, uid, gid, follow_symlinks=False)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)

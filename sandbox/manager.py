@@ -32,9 +32,14 @@ class SandboxManager:
         telemetry.add_warm_source(self)
 
     def warm(self) -> dict[str, int]:
-        """Ready sandboxes in warm pools, by backend (0 when no provider keeps a pool)."""
-        provider = self._provider  # an environment's provider keeps no pool
-        return {provider.backend: provider.ready()} if isinstance(provider, PooledProvider) else {}
+        """Ready sandboxes in warm pools (the plain provider's, environments' spares and sandboxes started
+        ahead), by backend."""
+        counts: dict[str, int] = {}
+        pools = [self._provider, *(p.inner for p in self._env_providers.values())]
+        for pool in pools:
+            if isinstance(pool, PooledProvider):
+                counts[pool.backend] = counts.get(pool.backend, 0) + pool.ready()
+        return counts
 
     def provider(self) -> SandboxProvider:
         if self._provider is None:

@@ -5,8 +5,10 @@ ready sandboxes per pool key (docker: the uid:gid commands run as; bwrap: one ke
 workspace slot and an empty object-store slot; ``acquire(workspace, objects=...)`` takes one, binds the workspace
 into its slot and the task's object store read-only into the other (sandbox/slots.py), checks from inside that
 the right directories arrived, and hands it out. Refills are rate-capped (``refill_per_s``) so a burst of acquires
-does not stampede the host. ``prestart(owner)`` starts one more ahead of a known use (an evaluation's instance
-whose environment was just found; it goes when unused for ``idle_s``), whatever ``size`` is. When the pool is
+does not stampede the host. ``prestart(owner)`` has one ready or starting ahead of a known use (an evaluation's
+instance whose environment was just found), whatever ``size`` is; with ``spare``, a key acquired a second time
+(a reused environment) gets one started ahead for its next acquire. One started ahead goes when unused for
+``idle_s``, and an acquire waits for one still starting rather than start another. When the pool is
 empty, the workspace cannot go into a slot, or the host does not allow slots, acquire starts a sandbox cold: never
 a shared or reused one, and never none.
 

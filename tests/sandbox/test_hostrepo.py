@@ -14,6 +14,7 @@ import pytest
 
 from infra.errors import ConfigError
 from sandbox import diskquota
+from sandbox.checkouts import TEMPLATES_PER_SOURCE, CheckoutTemplates
 from sandbox.hostgit import check_ref, check_revision, quote_path
 from sandbox.hostrepo import SourceStore, TaskRepo, task_key
 from sandbox.snapshot import Bounds, SnapshotRefused
@@ -339,3 +340,87 @@ def test_a_source_store_cut_short_is_made_good_and_expose_lends_what_git_would_m
     assert {p for p in lent() if p.startswith("calc/")} == set(_git_out("-C", str(src), "ls-files", "calc").split())
     repo.expose(head, [], everything=True)
     assert lent() == set(_git_out("-C", str(src), "ls-files").split())
+
+
+def _tree(ws: Path) -> dict[str, tuple]:
+    """Every path of a work tree but .git: kind, mode, owner, content or link target."""
+    found = {}
+    for path in sorted(ws.rglob("*")):
+        rel = path.relative_to(ws).as_posix()
+        if rel == ".git" or rel.startswith(".git/"):
+            continue
+        st = path.lstat()
+        if path.is_symlink():
+            found[rel] = ("link", os.readlink(path), st.st_uid)
+        elif path.is_dir():
+            found[rel] = ("dir", st.st_uid)
+        else:
+            found[rel] = ("file", oct(st.st_mode), st.st_uid, path.read_bytes())
+    return found
+
+
+def test_a_workspace_from_a_checkout_template_equals_a_fresh_checkout(tmp_path, monkeypatch):
+    src = make_example_repo(tmp_path / "src")
+    (src / "gone.txt").write_text("removed later\n")
+    (src / "run.sh").write_text("echo hi\n")
+    (src / "deep" / "er").mkdir(parents=True)
+    (src / "deep" / "er" / "old.py").write_text("x = 1\n")
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "template commit"], cwd=src, check=True)
+    template = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
+    (src / "gone.txt").unlink()
+    (src / "run.sh").chmod(0o755)
+    (src / "README.md").write_text("changed\n")
+    subprocess.run([*G, "mv", "deep/er/old.py", "deep/new.py"], cwd=src, check=True)
+    (src / "added").mkdir()
+    (src / "added" / "f.txt").write_text("new\n")
+    os.symlink("added/f.txt", src / "link")
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "base commit"], cwd=src, check=True)
+    base = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
+    fresh = TaskRepo(tmp_path / "workspaces", "eval-1/inst")
+    repo = TaskRepo(tmp_path / "workspaces", "eval-2/inst")
+    try:
+        _from_a_template(tmp_path, monkeypatch, src, fresh, repo, template, base)
+    finally:  # no workspace file system left mounted
+        fresh.drop_run("eval")
+        repo.drop_run("eval")
+
+
+def _from_a_template(tmp_path, monkeypatch, src, fresh, repo, template, base):
+    owner = (64000, 64000)
+    fresh.prepare_commits(str(src), [base, template])
+    expected = _tree(fresh.materialize("eval", base, owner=owner, quota_mb=64))
+    # no template yet: a full checkout; then the template is made (once) for the next instances
+    assert fresh.make_template(template, owner=owner, quota_mb=64)
+    assert not fresh.make_template(template, owner=owner, quota_mb=64)
+    repo.prepare_commits(str(src), [base, template])
+    ws = repo.open_run("eval", base, owner=owner, quota_mb=64, template=template)
+    assert (ws / "gone.txt").exists() and (ws / ".git" / "bosun-template").exists()  # the template's copy
+    repo.check_out("eval", base, owner=owner)
+    assert _tree(ws) == expected  # added, removed, renamed, mode and symlink changes; every file the sandbox's
+    scratch = ws / ".git"
+    assert not (scratch / "bosun-template").exists() and not (scratch / "logs").exists()
+    assert (scratch / "shallow").read_text() == (repo.git_dir / "shallow").read_text()
+    assert (scratch / "objects" / "info" / "alternates").read_text() == "/run/bosun/objects\n"
+    env = {**os.environ, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.objects_git / "objects")}
+    assert _git_out("-c", "safe.directory=*", "rev-parse", "HEAD", cwd=ws, env=env).strip() == base
+    assert _git_out("-c", "safe.directory=*", "status", "--porcelain", cwd=ws, env=env) == ""
+    # too small for a commit whose checkout needs more room: a fresh file system instead
+    templates = repo.templates()
+    assert templates is not None and templates.find(template, owner, 10**6, 0) is None
+    # at most TEMPLATES_PER_SOURCE per source, the least recently used removed first
+    for commit in (base, template):
+        other = TaskRepo(tmp_path / "workspaces", f"eval-3/{commit[:8]}")
+        other.prepare_commits(str(src), [commit])
+    for uid in range(64001, 64001 + TEMPLATES_PER_SOURCE):
+        assert repo.make_template(base, owner=(uid, uid), quota_mb=64)
+    assert len(list(templates.dir.glob("*.img"))) == TEMPLATES_PER_SOURCE
+    assert templates.find(template, owner, 0, 0) is None and templates.find(base, (64001, 64001), 0, 0)
+    # a template removed between finding and copying it: the workspace is made fresh
+    monkeypatch.setattr(CheckoutTemplates, "find", lambda *_a: templates.dir / "removed-meanwhile.img")
+    repo.drop_run("eval")
+    ws = repo.open_run("eval", base, owner=owner, quota_mb=64, template=template)
+    assert not (ws / ".git" / "bosun-template").exists() and not (ws / "README.md").exists()
+    repo.check_out("eval", base, owner=owner)
+    assert _tree(ws) == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -108,9 +109,10 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     assert "done" in gold.stderr and "resolved" in gold.stderr  # progress on stderr
     # where each instance's time went; the tests' share is the one the verdict waited for
     for t in full["timing"].values():
-        assert {"fetch", "environment", "workspace", "checkout", "sandbox", "apply", "tests"} <= set(t["phases"])
+        assert {"fetch", "environment", "workspace", "checkout", "expose", "sandbox", "ready", "apply",
+                "tests"} <= set(t["phases"])
         assert t["phases"]["tests"] == pytest.approx(t["tests_s"], abs=0.02)
-        steps = sum(v for k, v in t["phases"].items() if k not in ("sandbox", "checkout"))  # (inside "ready")
+        steps = sum(v for k, v in t["phases"].items() if k not in ("sandbox", "checkout", "expose"))  # (in "ready")
         assert 0 < steps <= t["seconds"]
     assert full["fetch_ahead_s"] > 0
     asyncio.run(_fetched_ahead_and_replays(stack, "eval-it-gold", [json.loads(line)["base_commit"]
@@ -150,6 +152,27 @@ async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> N
         result = await replayer.replay_workflow(await client.get_workflow_handle(one).fetch_history(),
                                                 raise_on_replay_failure=False)
         assert result.replay_failure is None, f"{one}: {result.replay_failure}"
+
+
+def test_instances_of_one_version_start_from_its_checkout_template(stack, tmp_path):
+    """Instances sharing their version's environment_setup_commit: once one is judged, a checkout template of
+    that commit is made (sandbox/checkouts.py); the next ones start from a copy of it, moved to their own base
+    commit, and are judged as from a fresh checkout."""
+    path, repo = calc_instances(tmp_path, copies=2, files={"docs/later.txt": "a file the setup commit lacks\n"})
+    setup = git(repo, "rev-parse", "HEAD~1").strip()
+    rows = [{**json.loads(line), "environment_setup_commit": setup} for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    templates = stack.data_dir / "workspaces" / ".sources"
+    ids = sorted(r["instance_id"] for r in rows)
+    for run in ("it-tpl-1", "it-tpl-2"):
+        started = time.time()
+        proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                           f"example/calc={repo}", "--run-id", run, "--max-parallel", "1", timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert sorted(json.loads(proc.stdout)["resolved_ids"]) == ids
+        wait_for(lambda: list(templates.glob(f"*.templates/{setup}-*.img")), timeout=60)
+    image = next(templates.glob(f"*.templates/{setup}-*.img"))
+    assert image.stat().st_mtime >= started  # the second run's instances were made from it
 
 
 @pytest.mark.slow
