@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -143,18 +144,26 @@ def chown_tree(root: Path, uid: int, gid: int) -> None:
 
 
 def chown_paths(root: Path, paths: list[str], uid: int, gid: int) -> None:
-    """chown the files ``paths`` (relative to ``root``; gone ones skipped) and the folders holding them, up to
-    ``root``, where they are not owned already (no symlink is followed)."""
-    todo: set[str] = set()
+    """chown the files ``paths`` (relative to ``root``, as git names them; gone ones skipped) and the folders
+    holding them, up to ``root``, where they are not owned already. No symlink is followed, not even as a
+    folder on the way: a path below a symlink (a folder of the template's commit that is a link at the
+    instance's) is left alone, and a name with an empty, ``.`` or ``..`` part is skipped."""
+    todo: set[tuple[str, ...]] = set()
     for rel in paths:
-        parts = rel.split("/")
-        for i in range(1, len(parts) + 1):
-            todo.add("/".join(parts[:i]))
-    for rel in todo:
-        path = os.path.join(root, rel)
+        parts = tuple(rel.split("/"))
+        if any(part in ("", ".", "..") for part in parts):
+            continue
+        todo.update(parts[:i] for i in range(1, len(parts) + 1))
+    links: set[tuple[str, ...]] = set()
+    for parts in sorted(todo, key=len):  # a folder before what it holds
+        if any(parts[:i] in links for i in range(1, len(parts))):
+            continue
+        path = os.path.join(root, *parts)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             continue
+        if stat.S_ISLNK(st.st_mode):
+            links.add(parts)
         if st.st_uid != uid or st.st_gid != gid:
             os.chown(path, uid, gid, follow_symlinks=False)

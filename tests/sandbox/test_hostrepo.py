@@ -365,6 +365,8 @@ def test_a_workspace_from_a_checkout_template_equals_a_fresh_checkout(tmp_path, 
     (src / "run.sh").write_text("echo hi\n")
     (src / "deep" / "er").mkdir(parents=True)
     (src / "deep" / "er" / "old.py").write_text("x = 1\n")
+    (src / "esc").mkdir()
+    (src / "esc" / "f.txt").write_text("a folder in the template's commit\n")
     subprocess.run([*G, "add", "-A"], cwd=src, check=True)
     subprocess.run([*G, "commit", "-qm", "template commit"], cwd=src, check=True)
     template = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
@@ -375,6 +377,12 @@ def test_a_workspace_from_a_checkout_template_equals_a_fresh_checkout(tmp_path, 
     (src / "added").mkdir()
     (src / "added" / "f.txt").write_text("new\n")
     os.symlink("added/f.txt", src / "link")
+    # ... and a link out of the workspace at the base commit: its old files' names must not lead the host there
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("the host's\n")
+    subprocess.run([*G, "rm", "-rq", "esc"], cwd=src, check=True)
+    os.symlink(str(outside), src / "esc")
     subprocess.run([*G, "add", "-A"], cwd=src, check=True)
     subprocess.run([*G, "commit", "-qm", "base commit"], cwd=src, check=True)
     base = _git_out("-C", str(src), "rev-parse", "HEAD").strip()
@@ -399,6 +407,7 @@ def _from_a_template(tmp_path, monkeypatch, src, fresh, repo, template, base):
     assert (ws / "gone.txt").exists() and (ws / ".git" / "bosun-template").exists()  # the template's copy
     repo.check_out("eval", base, owner=owner)
     assert _tree(ws) == expected  # added, removed, renamed, mode and symlink changes; every file the sandbox's
+    assert (tmp_path / "outside" / "f.txt").stat().st_uid == os.getuid()  # not chowned through the link
     scratch = ws / ".git"
     assert not (scratch / "bosun-template").exists() and not (scratch / "logs").exists()
     assert (scratch / "shallow").read_text() == (repo.git_dir / "shallow").read_text()
