@@ -3,6 +3,7 @@ private data dir on free ports, so it never touches a stack a developer is runni
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -122,21 +123,37 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.1, what: str = 
 
 
 def leftovers(st: Stack, wf: str = "") -> list[str]:
-    """Sandboxes of the run still alive on the host: containers by label, bwrap processes on its workspaces."""
+    """Sandboxes of the stack still alive on the host: containers by label, bwrap processes, bound to one of its
+    workspaces directly or, started ahead (sandbox/pool.py), through a workspace slot that holds one."""
     found = []
+    runs = set()
+    for ws in st.data_dir.glob("workspaces/*.runs/*"):
+        with contextlib.suppress(OSError):
+            runs.add((ws.stat().st_dev, ws.stat().st_ino))
+
+    def bound(paths: list[str]) -> bool:
+        for path in paths:
+            if path.startswith(str(st.data_dir)):
+                return True
+            if path.startswith("/run/bosun-slots/"):
+                with contextlib.suppress(OSError):
+                    if (os.stat(path).st_dev, os.stat(path).st_ino) in runs:
+                        return True
+        return False
+
     ps = subprocess.run(["docker", "ps", "-q", "--filter", "label=bosun.sandbox=1"], capture_output=True, text=True)
     for cid in ps.stdout.split():
         mounts = subprocess.run(["docker", "inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", cid],
                                 capture_output=True, text=True).stdout
-        if str(st.data_dir) in mounts:
+        if bound(mounts.split()):
             found.append(f"container {cid}")
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if "bwrap" in cmdline.split(" ")[0] and str(st.data_dir) in cmdline:
+            if "bwrap" in args[0] and bound(args):
                 found.append(f"bwrap pid {pid}")
     return found
 
