@@ -89,8 +89,7 @@ class CheckoutTemplates:
                 os.utime(image)
         return image
 
-    def build(self, commit: str, owner: tuple[int, int] | None, size_mb: int, inodes: int,
-              chown: bool = True) -> bool:
+    def build(self, commit: str, owner: tuple[int, int] | None, size_mb: int, inodes: int) -> bool:
         """Make the template of ``commit`` (files owned by ``owner``) with room for a quarter more than
         ``size_mb`` and ``inodes``, unless it exists; then keep only the newest TEMPLATES_PER_SOURCE. True if
         one was made. A template half-made by a crash is never used (its image is renamed into place last)."""
@@ -109,7 +108,7 @@ class CheckoutTemplates:
                 scratch = borrowing_scratch(work, self.store_git, shallow if shallow.exists() else None)
                 git(scratch, "checkout", "--quiet", "--detach", check_object_id(commit), work_tree=work,
                     config=(*CHECKOUT_CONFIG, "core.logAllRefUpdates=false"), timeout_s=1800)
-                if owner is not None and chown and os.geteuid() == 0:
+                if owner is not None and os.geteuid() == 0:
                     chown_tree(work, *owner)
                 time.sleep(RACY_S)
                 git(scratch, "update-index", "-q", "--refresh", work_tree=work, check=False)
@@ -132,15 +131,10 @@ class CheckoutTemplates:
 def chown_tree(root: Path, uid: int, gid: int) -> None:
     """chown a tree the host just made (no symlink is followed); what is owned already is left alone, so that
     its change time, which a git index records, stays."""
-    for path in (root,):
-        if os.lstat(path).st_uid != uid or os.lstat(path).st_gid != gid:
-            os.chown(path, uid, gid, follow_symlinks=False)
+    _own(str(root), uid, gid)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if st.st_uid != uid or st.st_gid != gid:
-                os.chown(path, uid, gid, follow_symlinks=False)
+            _own(os.path.join(dirpath, name), uid, gid)
 
 
 def chown_paths(root: Path, paths: list[str], uid: int, gid: int) -> None:
@@ -165,5 +159,11 @@ def chown_paths(root: Path, paths: list[str], uid: int, gid: int) -> None:
             continue
         if stat.S_ISLNK(st.st_mode):
             links.add(parts)
-        if st.st_uid != uid or st.st_gid != gid:
-            os.chown(path, uid, gid, follow_symlinks=False)
+        _own(path, uid, gid, st)
+
+
+def _own(path: str, uid: int, gid: int, st: os.stat_result | None = None) -> None:
+    """chown ``path`` itself (never what a symlink points to) unless it is owned already (``st``: its lstat)."""
+    st = st or os.lstat(path)
+    if st.st_uid != uid or st.st_gid != gid:
+        os.chown(path, uid, gid, follow_symlinks=False)

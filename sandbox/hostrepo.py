@@ -347,8 +347,7 @@ class TaskRepo:
         diskquota.remove(dest)
         image = None
         if quota_mb > 0 and diskquota.support()[0]:
-            size, files = self.checkout_size(commit)
-            size_mb, inodes = (size >> 20) * 2 + quota_mb + 16, files * 2 + quota_inodes
+            size_mb, inodes = self._room(commit, quota_mb, quota_inodes)
             templates = self.templates()
             if template and templates is not None:
                 image = templates.find(template, owner, size_mb, inodes)
@@ -391,8 +390,12 @@ class TaskRepo:
         templates = self.templates()
         if templates is None or quota_mb <= 0 or not diskquota.support()[0]:
             return False
+        return templates.build(commit, owner, *self._room(commit, quota_mb, quota_inodes))
+
+    def _room(self, commit: str, quota_mb: int, quota_inodes: int) -> tuple[int, int]:
+        """(MB, inodes) of a workspace file system for ``commit``: twice its checkout, plus the quota."""
         size, files = self.checkout_size(commit)
-        return templates.build(commit, owner, (size >> 20) * 2 + quota_mb + 16, files * 2 + quota_inodes)
+        return (size >> 20) * 2 + quota_mb + 16, files * 2 + quota_inodes
 
     def check_out(self, name: str, commit: str, *, owner: tuple[int, int] | None = None) -> None:
         """The second half of :meth:`materialize`: ``commit``'s files into the workspace :meth:`open_run` made
