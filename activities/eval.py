@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -34,7 +35,7 @@ from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
-from sandbox.base import ExecResult
+from sandbox.base import ExecResult, Sandbox
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
@@ -80,6 +81,11 @@ class EvalPrepareInput(BaseModel):
     sandbox_ahead: bool = False
     """Start the sandbox that will judge the instance (or its agents' first one) in the background as soon as
     the environment is known: its start overlaps the rest of the preparation and the checkout."""
+    instance_ref: str = ""
+    prediction_ref: str = ""
+    """Both given (a prediction to judge, not agents to run): once the environment is known, the instance's
+    workspace is made and checked out and its sandbox started in the background, for eval_instance (which
+    may wait for a free slot of the evaluation meanwhile). Empty: eval_instance does it."""
 
 
 class EvalPrepareResult(BaseModel):
@@ -118,6 +124,8 @@ class EvalRunResult(BaseModel):
     error: str = ""
     error_kind: str = ""
     """``apply`` (the prediction does not apply: the harness counts it an error too), ``timeout``."""
+    set_up_ahead: bool = False
+    """The workspace and sandbox were set up ahead (eval_prepare): the phases up to ``ready`` ran before."""
     phases: dict[str, float] = {}
     """Seconds per step: ``workspace`` (an earlier attempt's removal awaited, the workspace's file system made),
     ``checkout``, ``expose`` (the files the judging script resets lent), ``sandbox`` (started or taken; these
@@ -131,6 +139,34 @@ class PredictionInput(BaseModel):
     diff_ref: str
 
 
+@dataclass
+class Judging:
+    """An instance's judging workspace, checked out, its sandbox, bound to it, and the prediction applied there
+    (``EvalActivities._set_up``)."""
+    repo: TaskRepo
+    box: Sandbox
+    running: list[asyncio.Future]
+    """The checkout and the lending (done; the cleanup looks at them again)."""
+    template: str | None
+    """The setup commit worth a checkout template once the instance is judged."""
+    phases: dict[str, float]
+    given: tuple[str, str, str]
+    """(instance ref, prediction ref, base commit) it was set up for."""
+    applied: bool = False
+    """The prediction applied (else the verdict: it does not apply)."""
+    log: str = ""
+    """What ran in the sandbox and printed, so far."""
+
+    async def step(self, title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
+        """Run ``script`` in the sandbox; its output goes to the log."""
+        res = await self.box.exec(["sh", "-c", script], timeout_s=timeout_s, output_cap=cap)
+        self.log += f"$ {title}\n{res.stdout}{res.stderr}"
+        if res.truncated:
+            self.log += f"\n[output past {cap} bytes dropped]"
+        self.log += "\n"
+        return res
+
+
 class EvalActivities:
     """Given: the settings, the artifact store and the worker's sandboxes."""
 
@@ -140,9 +176,14 @@ class EvalActivities:
         self.sandboxes = sandboxes
         self._cleanups: dict[str, asyncio.Future] = {}
         """Per instance key: the removal of its judged workspace and sandbox, still going."""
+        self._staged: dict[str, asyncio.Future[Judging]] = {}
+        """Per instance key: its workspace and sandbox set up ahead by eval_prepare, for eval_instance."""
 
     async def close(self) -> None:
-        """Wait for the workspaces still being removed (a worker that stops leaves none half-removed)."""
+        """Wait for the workspaces still being set up or removed (a worker that stops leaves none half-made or
+        half-removed; the reaper removes the set-up ones of instances that are over)."""
+        if self._staged:
+            await asyncio.wait(list(self._staged.values()))
         if self._cleanups:
             await asyncio.wait(list(self._cleanups.values()))
 
@@ -211,9 +252,26 @@ class EvalActivities:
         progress = Progress()
         async with heartbeating(details=progress.details):
             result = await asyncio.to_thread(work)
-        if inp.sandbox_ahead and result.env_id:
+        if result.env_id and result.recipe is not None and inp.instance_ref and inp.prediction_ref:
+            self._stage(inp, result.recipe, activity.info().workflow_id)
+        elif inp.sandbox_ahead and result.env_id:
             self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings))
         return result
+
+    def _stage(self, inp: EvalPrepareInput, recipe: Recipe, sandbox_key: str) -> None:
+        """Set the instance's judging workspace and sandbox up in the background (``_staged``)."""
+        for key, job in list(self._staged.items()):  # set up for instances that never came: the reaper took them
+            if job.done() and (job.cancelled() or job.exception() is not None or key not in self.sandboxes.keys()):
+                del self._staged[key]
+        if inp.key in self._staged:  # (eval_prepare again after its result was lost: set up already)
+            return
+
+        async def stage() -> Judging:
+            instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
+            prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
+            return await self._set_up(inp.key, sandbox_key, instance, prediction.model_patch, recipe,
+                                      inp.base_commit, (inp.instance_ref, inp.prediction_ref, inp.base_commit))
+        self._staged[inp.key] = asyncio.ensure_future(stage())
 
     @activity.defn
     async def eval_prediction(self, inp: PredictionInput) -> str:
@@ -250,77 +308,109 @@ class EvalActivities:
                                  resolved=report["resolved"], applied=applied,
                                  log_ref=self.store.put_text(log) if log else None,
                                  seconds=round(time.monotonic() - started, 2), test_seconds=round(test_s, 2),
-                                 error=error, error_kind=kind, phases=_rounded(**phases))
+                                 error=error, error_kind=kind, phases=_rounded(**phases), set_up_ahead=ahead)
 
+        ahead = False
         if not patch or not patch.strip():
             return done(False, None, "")
-        name = RUN
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
-            if (earlier := self._cleanups.get(inp.key)) is not None:
-                await asyncio.wait([earlier])  # an earlier attempt's workspace is still being removed
-            # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
-            # attempt left holds the patches it applied, and would refuse them a second time.
-            repo, owner = self.repo(inp.key), sandbox_user(self.settings)
-            self._sandbox_ahead(repo, name, owner)
-            await asyncio.to_thread(repo.drop_run, name)
-            # the version's setup commit, which its other instances share, is the one worth a checkout template
-            setup = instance.environment_setup_commit or ""
-            template = setup if OBJECT_ID.match(setup) and setup != inp.base_commit else None
-            workspace = await asyncio.to_thread(repo.open_run, name, inp.base_commit, owner=owner,
-                                                quota_mb=self.settings.sandbox_disk_mb, template=template)
-            lap("workspace")
-            # what git in the sandbox reads (its repository holds only trees): the files the judging script
-            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
-            # lent while the sandbox starts, before anything runs in it
-            lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, inp.base_commit,
-                                                  reset_files(instance.test_patch),
-                                                  everything=needs_rebuild(recipe, patch)))
-            log = ""
-
-            async def step(title: str, script: str, timeout_s: float, cap: int = 1_000_000) -> ExecResult:
-                nonlocal log
-                res = await box.exec(["sh", "-c", script], timeout_s=timeout_s, output_cap=cap)
-                log += f"$ {title}\n{res.stdout}{res.stderr}"
-                if res.truncated:
-                    log += f"\n[output past {cap} bytes dropped]"
-                log += "\n"
-                return res
-            # The sandbox starts while the files are checked out (SandboxManager.get: filling).
-            checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, name, inp.base_commit,
-                                                   owner=owner))
+            judging = await self._staged_for(inp)
+            ahead = judging is not None
+            if judging is None:
+                judging = await self._set_up(inp.key, sandbox_key, instance, patch, recipe, inp.base_commit,
+                                             (inp.instance_ref, inp.prediction_ref, inp.base_commit))
+            phases.update(judging.phases)
+            mark = time.monotonic()
+            box, repo, template, owner = judging.box, judging.repo, judging.template, sandbox_user(self.settings)
             try:
-                box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace),
-                                  filling=checkout)
-                await lending
-                lap("ready")
-                if recipe.workspace_edits:
-                    await step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
-                await box.write(PREDICTION, _text(patch))
-                applied = await step(f"apply the prediction: {apply_command()}", apply_command(), 300)
-                lap("apply")
-                if applied.exit_code != 0:
-                    return done(False, None, log, "the prediction does not apply", "apply")
+                if not judging.applied:
+                    return done(False, None, judging.log, "the prediction does not apply", "apply")
                 deadline = time.monotonic() + inp.timeout_s
                 if needs_rebuild(recipe, patch):
-                    await step(f"rebuild: {recipe.rebuild}", recipe.rebuild, inp.timeout_s)
+                    await judging.step(f"rebuild: {recipe.rebuild}", recipe.rebuild, inp.timeout_s)
                     lap("rebuild")
-                if instance.test_patch.strip():
+                if instance.test_patch.strip():  # (after the rebuild: the prediction's build never sees it)
                     await box.write(TEST_PATCH, _text(instance.test_patch))
                 lap("apply")
                 script = judging_script(recipe, instance)
                 t0 = time.monotonic()
-                res = await step(script, script, max(1.0, deadline - time.monotonic()), TESTS_OUTPUT_CAP)
+                res = await judging.step(script, script, max(1.0, deadline - time.monotonic()), TESTS_OUTPUT_CAP)
                 test_s = time.monotonic() - t0
                 lap("tests")
                 if res.timed_out:
-                    log += f"[timed out: the evaluation's {inp.timeout_s:g} s were up]\n"
-                    return done(False, None, log, f"tests timed out after {inp.timeout_s:g} s", "timeout", test_s)
-                return done(True, statuses(recipe, res.stdout + res.stderr), log, test_s=test_s)
+                    judging.log += f"[timed out: the evaluation's {inp.timeout_s:g} s were up]\n"
+                    return done(False, None, judging.log, f"tests timed out after {inp.timeout_s:g} s", "timeout",
+                                test_s)
+                return done(True, statuses(recipe, res.stdout + res.stderr), judging.log, test_s=test_s)
             finally:
-                self._clean_up_later(inp.key, [checkout, lending], sandbox_key, repo, name,
+                self._clean_up_later(inp.key, judging.running, sandbox_key, repo, RUN,
                                      lambda: template and repo.make_template(
                                          template, owner=owner, quota_mb=self.settings.sandbox_disk_mb))
+
+    async def _staged_for(self, inp: EvalRunInput) -> Judging | None:
+        """The workspace and sandbox eval_prepare set up ahead for this instance, if it did and they are sound
+        (the first attempt on the worker that prepared it); None: set them up here."""
+        job = self._staged.pop(inp.key, None)
+        if job is None:
+            return None
+        try:
+            judging = await job
+        except Exception as e:  # noqa: BLE001 - set up again (what is wrong shows there)
+            log.info("setting %s up ahead failed (setting it up again): %s", inp.key, e)
+            return None
+        if judging.given == (inp.instance_ref, inp.prediction_ref, inp.base_commit) and judging.box.alive:
+            return judging
+        await self.sandboxes.release(activity.info().workflow_id)
+        return None
+
+    async def _set_up(self, key: str, sandbox_key: str, instance: Instance, patch: str, recipe: Recipe,
+                      base_commit: str, given: tuple[str, str, str]) -> Judging:
+        """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
+        is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
+        overlap; then the recipe's edits and the prediction applied in the sandbox (``git apply`` and its
+        fallbacks: no code of the prediction's runs). Whatever was made is removed again when this fails."""
+        phases: dict[str, float] = {}
+        t0 = time.monotonic()
+        if (earlier := self._cleanups.get(key)) is not None:
+            await asyncio.wait([earlier])  # an earlier attempt's workspace is still being removed
+        # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
+        # attempt left holds the patches it applied, and would refuse them a second time.
+        repo, owner = self.repo(key), sandbox_user(self.settings)
+        self._sandbox_ahead(repo, RUN, owner)
+        await asyncio.to_thread(repo.drop_run, RUN)
+        # the version's setup commit, which its other instances share, is the one worth a checkout template
+        setup = instance.environment_setup_commit or ""
+        template = setup if OBJECT_ID.match(setup) and setup != base_commit else None
+        workspace = await asyncio.to_thread(repo.open_run, RUN, base_commit, owner=owner,
+                                            quota_mb=self.settings.sandbox_disk_mb, template=template)
+        t1 = time.monotonic()
+        phases["workspace"] = t1 - t0
+        # what git in the sandbox reads (its repository holds only trees): the files the judging script
+        # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
+        # lent while the sandbox starts, before anything runs in it
+        lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, base_commit,
+                                              reset_files(instance.test_patch),
+                                              everything=needs_rebuild(recipe, patch)))
+        # The sandbox starts while the files are checked out (SandboxManager.get: filling).
+        checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit, owner=owner))
+        try:
+            box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace), filling=checkout)
+            await lending
+            t2 = time.monotonic()
+            phases["ready"] = t2 - t1
+            judging = Judging(repo=repo, box=box, running=[checkout, lending], template=template, phases=phases,
+                              given=given)
+            if recipe.workspace_edits:
+                await judging.step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
+            await box.write(PREDICTION, _text(patch))
+            applied = await judging.step(f"apply the prediction: {apply_command()}", apply_command(), 300)
+            judging.applied = applied.exit_code == 0
+            phases["apply"] = time.monotonic() - t2
+        except BaseException:
+            self._clean_up_later(key, [checkout, lending], sandbox_key, repo, RUN, lambda: None)
+            raise
+        return judging
 
     def _sandbox_ahead(self, repo: TaskRepo, name: str, owner: tuple[int, int] | None) -> None:
         """Have the instance's sandbox start while its workspace is made (eval_prepare started one already,

@@ -24,7 +24,9 @@ the published format, list fields as JSON strings). Then, on the same private em
 types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``, and a prediction
 that changes nothing (base + test patch: must not resolve). Printed: instances, environments built, gold and empty
 resolved, per instance the evaluation time (its workflow's seconds plus its share of the evaluation's fetch of
-every instance's commits ahead; ``phases``: where they went) against its tests' time, the instances over 2x, and
+every instance's commits ahead, its wait for a judging slot left out; ``phases``: where they went; ``waited_s``,
+``set_up_ahead``: an instance started ahead, its workspace and sandbox set up while it waited) against its tests'
+time, the instances over 2x, how many instances waited, started ahead, and
 instances per hour (the gold pass;
 environments are warm from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
 bench/swebench_conformance.py, which judges them again with the reference harness's own code.
@@ -399,10 +401,12 @@ def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
         "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
         "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
                              "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None,
+                             "waited_s": t.get("waited_s", 0.0), "set_up_ahead": t.get("set_up_ahead", False),
                              "phases": t.get("phases", {})}
                          for i, t in sorted(timing.items())},
         "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
         "over_2x": sorted(i for i, t in timing.items() if t["tests_s"] and t["seconds"] > 2 * t["tests_s"]),
+        "started_ahead": sum(1 for t in timing.values() if t.get("waited_s")),
     }
 
 

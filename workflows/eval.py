@@ -2,11 +2,15 @@
 long, parallel and resumable (a worker restart re-runs no finished instance: each is a child workflow whose
 result is recorded).
 
-- ``EvalWorkflow``: one child per instance, at most ``max_parallel`` at a time; the ``progress`` query gives
-  done/total, resolved so far, errors and an ETA. With ``variants`` (``bosun eval run``) each instance runs once
-  per variant, the agents' diff as its prediction.
-- ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (agent mode: run a
-  TaskWorkflow at the base commit on the problem statement, its diff becomes the prediction), apply and test.
+- ``EvalWorkflow``: one child per instance, at most ``max_parallel`` judged at a time; the ``progress`` query
+  gives done/total, resolved so far, errors and an ETA. Judging given predictions, up to ``max_parallel`` more
+  children start ahead: they prepare (their environment found or built, their workspace checked out and their
+  sandbox started, on the worker) while the others' tests run, then wait for the ``go`` signal, which the
+  evaluation sends, in order, as judging slots free up. With ``variants`` (``bosun eval run``) each instance runs
+  once per variant, the agents' diff as its prediction (no child starts ahead: the agents are the long part).
+- ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (started ahead:
+  wait for the go), (agent mode: run a TaskWorkflow at the base commit on the problem statement, its diff becomes
+  the prediction), apply and test.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from activities.eval import EvalActivities, EvalFetchInput, EvalPrepareInput, EvalRunInput, PredictionInput
@@ -65,6 +69,8 @@ class InstanceInput(BaseModel):
     item: EvalItem
     timeout_s: float
     variant: Variant | None = None
+    gated: bool = False
+    """Started ahead: prepare, then wait for the evaluation's ``go`` signal (a free judging slot)."""
 
 
 class InstanceOutcome(BaseModel):
@@ -84,6 +90,12 @@ class InstanceOutcome(BaseModel):
     task: dict[str, Any] = {}
     """Agent mode: what the run cost and did (status, cost, tokens, turns, tool calls, errors by class, wall)."""
     seconds: float = 0.0
+    """The instance's workflow's seconds, its wait for a judging slot (``waited_s``) left out."""
+    waited_s: float = 0.0
+    """Started ahead: seconds it waited, prepared, for a judging slot (its workspace and sandbox were being set
+    up meanwhile, on the worker)."""
+    set_up_ahead: bool = False
+    """Its workspace and sandbox were set up as soon as it was prepared, not when its judging began."""
     test_seconds: float = 0.0
     env_id: str | None = None
     build_s: float = 0.0
@@ -122,10 +134,21 @@ def _task_summary(result: TaskResult) -> dict[str, Any]:
 
 @workflow.defn
 class EvalInstanceWorkflow:
+    def __init__(self) -> None:
+        self._go = False
+
+    @workflow.signal
+    def go(self) -> None:
+        """A judging slot is free (an instance started ahead waits for it once prepared)."""
+        self._go = True
+
     @workflow.run
     async def run(self, inp: InstanceInput) -> InstanceOutcome:
         item, key = inp.item, workflow.info().workflow_id
         started = workflow.time()
+        # a prediction to judge: the worker sets the workspace and sandbox up as soon as it is prepared
+        stage = workflow.patched("eval-set-up-ahead") and bool(
+            inp.variant is None and item.prediction_ref and not item.empty_prediction)
         queue = await workflow.execute_activity_method(
             WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
@@ -133,12 +156,22 @@ class EvalInstanceWorkflow:
             EvalActivities.eval_prepare,
             EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
                              version=item.version, environment_setup_commit=item.environment_setup_commit,
-                             sandbox_ahead=not item.empty_prediction),
+                             sandbox_ahead=not item.empty_prediction,
+                             instance_ref=item.instance_ref if stage else "",
+                             prediction_ref=(item.prediction_ref or "") if stage else ""),
             summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
         out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
         if prep.error or not prep.env_id or prep.recipe is None:
             out.error, out.error_kind = prep.error or "no environment", "environment"
+            out.seconds = round(workflow.time() - started, 2)
             return out
+        waited = 0.0
+        if inp.gated:
+            workflow.set_current_details("prepared; waiting for a judging slot")
+            t0 = workflow.time()
+            await workflow.wait_condition(lambda: self._go)
+            waited = workflow.time() - t0
+            out.waited_s = round(waited, 2)
         prediction_ref = item.prediction_ref
         if inp.variant is not None:
             prediction_ref = await self._agents(inp, out, queue)
@@ -154,9 +187,9 @@ class EvalInstanceWorkflow:
         out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, \
             run.log_ref
         out.error, out.error_kind = out.error or run.error, out.error_kind or run.error_kind
-        out.test_seconds = run.test_seconds
+        out.test_seconds, out.set_up_ahead = run.test_seconds, run.set_up_ahead
         out.phases.update(run.phases)
-        out.seconds = round(workflow.time() - started, 2)
+        out.seconds = round(workflow.time() - started - waited, 2)
         return out
 
     async def _agents(self, inp: InstanceInput, out: InstanceOutcome, queue: str) -> str | None:
@@ -187,6 +220,10 @@ class EvalWorkflow:
         self.total = 0
         self.outcomes: list[InstanceOutcome] = []
         self.started = 0.0
+        self._judging: set[str] = set()
+        """Children given a judging slot (started with it, or sent the go) and not over."""
+        self._waiting: list[workflow.ChildWorkflowHandle] = []
+        """Children started ahead, not yet sent the go, in the order they started."""
 
     @workflow.query
     def progress(self) -> dict:
@@ -211,18 +248,33 @@ class EvalWorkflow:
             await self._fetch_ahead(inp, limit)
             fetch_ahead_s = round(workflow.time() - self.started, 2)
 
+        # judging given predictions, as many children again start ahead and wait, prepared, for a slot
+        ahead = inp.max_parallel if workflow.patched("eval-judge-ahead") and not inp.variants else 0
+        children = asyncio.Semaphore(max(1, inp.max_parallel) + ahead)
+
         async def one(item: EvalItem, variant: Variant | None) -> InstanceOutcome:
             suffix = f"/{variant.name}" if variant else ""
-            async with limit:
+            child_id = f"{base}/{item.instance_id}{suffix}"
+            async with children if ahead else limit:
+                gated = bool(ahead) and len(self._judging) >= max(1, inp.max_parallel)
+                if not gated:
+                    self._judging.add(child_id)
                 try:
-                    outcome = await workflow.execute_child_workflow(
+                    handle = await workflow.start_child_workflow(
                         EvalInstanceWorkflow.run, InstanceInput(run_id=inp.run_id, item=item, timeout_s=inp.timeout_s,
-                                                                variant=variant),
-                        id=f"{base}/{item.instance_id}{suffix}",
-                        static_summary=f"{item.instance_id}{suffix}")
+                                                                variant=variant, gated=gated),
+                        id=child_id, static_summary=f"{item.instance_id}{suffix}")
+                    if gated:
+                        self._waiting.append(handle)
+                    outcome = await handle
                 except ChildWorkflowError as e:
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
                                               error=f"{e.cause or e}"[:500], error_kind="failed")
+                finally:
+                    self._waiting = [h for h in self._waiting if h.id != child_id]
+                    if child_id in self._judging:
+                        self._judging.discard(child_id)
+                        await self._let_in(max(1, inp.max_parallel))
             self.outcomes.append(outcome)
             workflow.set_current_details(f"{len(self.outcomes)}/{self.total} done, "
                                          f"{sum(o.resolved for o in self.outcomes)} resolved")
@@ -230,6 +282,16 @@ class EvalWorkflow:
 
         results = await asyncio.gather(*[one(item, v) for item, v in jobs])
         return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
+
+    async def _let_in(self, slots: int) -> None:
+        """Send the go to the children started ahead, oldest first, while judging slots are free."""
+        while self._waiting and len(self._judging) < slots:
+            handle = self._waiting.pop(0)
+            self._judging.add(handle.id)
+            try:
+                await handle.signal(EvalInstanceWorkflow.go)
+            except FailureError as e:  # it is over already (its preparation failed): its end frees the slot
+                workflow.logger.info("%s ended before its go: %s", handle.id, e)
 
     async def _fetch_ahead(self, inp: EvalInput, limit: asyncio.Semaphore) -> None:
         """Every instance's commits, fetched per source in one go on a worker before the instances start: one

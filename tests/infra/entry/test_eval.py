@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, make_example_repo, wait_for
+from tests.conftest import BOSUN, EXAMPLE, leftovers, make_example_repo, wait_for
 
 MEDIAN_FIX = ("    middle = len(ordered) // 2\n    return ordered[middle]\n",
               "    middle = len(ordered) // 2\n    if len(ordered) % 2 == 0:\n"
@@ -175,6 +176,90 @@ def test_instances_of_one_version_start_from_its_checkout_template(stack, tmp_pa
     assert image.stat().st_mtime >= started  # the second run's instances were made from it
 
 
+def test_instances_started_ahead_wait_prepared_and_are_judged_one_slot_at_a_time(stack, tmp_path):
+    """With --max-parallel 1, one more instance starts ahead: it is prepared and its workspace and sandbox set
+    up while the other's tests run; it waits for the go, so no two instances are ever judged at once, and its
+    time leaves the wait out."""
+    path, repo = calc_instances(tmp_path, copies=2)
+    report = tmp_path / "report.json"
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo}", "--run-id", "it-ahead", "--max-parallel", "1", "--report",
+                       str(report), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ids = sorted(json.loads(line)["instance_id"] for line in path.read_text().splitlines())
+    assert sorted(json.loads(proc.stdout)["resolved_ids"]) == ids
+    timing = json.loads(report.read_text())["timing"]
+    assert all(t["set_up_ahead"] for t in timing.values()), timing
+    assert any(t["waited_s"] > 0 for t in timing.values()), timing
+    for t in timing.values():
+        assert t["phases"]["tests"] <= t["seconds"]
+    # judged one at a time: no eval_instance began before the one before it had ended
+    judging = 0
+    for e in stack.journal():
+        if e["type"] == "eval_instance" and e["workflow_id"].startswith("eval-it-ahead/"):
+            judging += 1 if e["event"] == "start" else -1
+            assert judging <= 1
+    asyncio.run(_started_ahead_and_replays(stack, "eval-it-ahead", len(ids)))
+
+
+@pytest.mark.slow
+def test_an_instance_set_up_ahead_whose_evaluation_is_terminated_leaves_nothing(stack, tmp_path):
+    """Terminated while one instance's slow tests run and the next waits, set up: termination runs no workflow
+    code, so the worker's reaper removes both sandboxes and both workspaces."""
+    path, repo = calc_instances(tmp_path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["test_patch"] = diff_of(repo, "tests/test_stats.py", "def test_spread():",
+                                    "def test_slow():\n    import time\n    time.sleep(600)\n\n\ndef test_spread():")
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = subprocess.Popen([BOSUN, "eval", "swebench", "--instances", str(path), "--predictions", "gold",
+                            "--repo", f"example/calc={repo}", "--run-id", "it-term", "--max-parallel", "1"],
+                           env={**os.environ, **stack.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workspaces = stack.data_dir / "workspaces"
+        wait_for(lambda: list(workspaces.glob("*it-term*percent-1*.runs/eval/calc/report.py")), 300, 0.2,
+                 "the waiting instance's workspace to be checked out")
+        wait_for(lambda: len(leftovers(stack)) >= 2, 120, 0.2, "both instances' sandboxes")
+
+        async def terminate() -> None:
+            from temporalio.client import Client
+
+            client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
+            await client.get_workflow_handle("eval-it-term").terminate("test: terminated")
+        asyncio.run(terminate())
+        wait_for(lambda: leftovers(stack) == [], 120, 0.5, "the reaper to release both sandboxes")
+        wait_for(lambda: not list(workspaces.glob("*it-term*.runs")), 60, 0.5,
+                 "the reaper to remove both workspaces")
+    finally:
+        run.kill()
+        run.wait()
+
+
+async def _started_ahead_and_replays(stack, wf_id: str, n: int) -> None:
+    """All but the first child started ahead and got the go; the histories replay."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
+                                  data_converter=pydantic_data_converter)
+    history = await client.get_workflow_handle(wf_id).fetch_history()
+    gated = [json.loads(e.start_child_workflow_execution_initiated_event_attributes.input.payloads[0].data)["gated"]
+             for e in history.events
+             if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED]
+    signals = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED]
+    assert gated == [False] + [True] * (n - 1) and len(signals) == n - 1
+    replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
+    for one in [wf_id] + [e.child_workflow_execution_completed_event_attributes.workflow_execution.workflow_id
+                          for e in history.events
+                          if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED]:
+        result = await replayer.replay_workflow(await client.get_workflow_handle(one).fetch_history(),
+                                                raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{one}: {result.replay_failure}"
+
+
 @pytest.mark.slow
 def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them(stack, tmp_path):
     """The build's files (compiled extensions, in real projects) are put into each instance's workspace when its
@@ -305,22 +390,29 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_evaluation_re_runs_no_finished_instance(stack, instances):
-    import os
+def test_a_worker_killed_mid_evaluation_re_runs_no_finished_instance(stack, instances, tmp_path):
     import signal
 
-    from tests.conftest import BOSUN, wait_for
-
     path, repo = instances
+    # the second instance's tests take a few seconds, so that the kill lands while they run (its prediction is
+    # applied ahead, while the first instance is judged)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[1]["test_patch"] = diff_of(repo, "tests/test_report.py", "def test_percent_of_nothing():",
+                                    "def test_percent_small():\n    assert percent(1, 200) == \"0.5%\"\n\n\n"
+                                    "def test_takes_a_while():\n    import time\n    time.sleep(5)\n\n\n"
+                                    "def test_percent_of_nothing():")
+    path = tmp_path / "instances.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = subprocess.Popen([BOSUN, "eval", "swebench", "--instances", str(path), "--predictions", "gold",
                             "--repo", f"example/calc={repo}", "--run-id", "it-kill", "--max-parallel", "1"],
                            env={**os.environ, **stack.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
 
-    def finished(instance: str) -> list[dict]:
-        return [e for e in stack.journal() if e["type"] == "eval_instance" and e["event"] == "complete"
+    def finished(instance: str, event: str = "complete") -> list[dict]:
+        return [e for e in stack.journal() if e["type"] == "eval_instance" and e["event"] == event
                 and e["workflow_id"].startswith(f"eval-it-kill/{instance}")]
-    wait_for(lambda: finished("calc__median-1"), 300, 0.5, "the first instance to finish")
+    wait_for(lambda: finished("calc__percent-1", "start"), 300, 0.5, "the second instance's judging to begin")
+    assert finished("calc__median-1")  # (one at a time: the first is over)
     # Killed once the second instance's workspace holds the applied prediction: its retry must start afresh.
     applied = stack.data_dir / "workspaces"
     wait_for(lambda: any("if whole == 0" in p.read_text()
