@@ -81,6 +81,9 @@ class EvalPrepareInput(BaseModel):
     sandbox_ahead: bool = False
     """Start the sandbox that will judge the instance (or its agents' first one) in the background as soon as
     the environment is known: its start overlaps the rest of the preparation and the checkout."""
+    build: bool = True
+    """False (an instance started ahead, not yet given a judging slot): an environment that is not built yet
+    is not built now (``deferred``): builds stay within the evaluation's ``max_parallel``."""
     instance_ref: str = ""
     prediction_ref: str = ""
     """Both given (a prediction to judge, not agents to run): once the environment is known, the instance's
@@ -98,6 +101,8 @@ class EvalPrepareResult(BaseModel):
     """Why the instance cannot be evaluated (the repository, the commit or the environment)."""
     build_s: float = 0.0
     cached: bool = False
+    deferred: bool = False
+    """The environment is to be built, which ``build=False`` left for later (no env_id, no error)."""
     phases: dict[str, float] = {}
     """Seconds per step: ``fetch`` (the commits), ``environment`` (detected and found or built)."""
 
@@ -240,6 +245,9 @@ class EvalActivities:
                                 declaration(recipe, present, tree.read))
                 det = envs.detect(tree, inp.repo, declared=declared,
                                   version=f"{inp.version}.0" if inp.version and inp.version[:1].isdigit() else None)
+                if not inp.build and envs.cached(envs.key(det)) is None:
+                    return EvalPrepareResult(deferred=True, phases=_rounded(fetch=t1 - t0,
+                                                                            environment=time.monotonic() - t1))
                 prepared = envs.ensure(det, tree)
             except (BuildFailed, ConfigError) as e:
                 return EvalPrepareResult(error=f"environment: {e}")

@@ -9,8 +9,8 @@ result is recorded).
   evaluation sends, in order, as judging slots free up. With ``variants`` (``bosun eval run``) each instance runs
   once per variant, the agents' diff as its prediction (no child starts ahead: the agents are the long part).
 - ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (started ahead:
-  wait for the go), (agent mode: run a TaskWorkflow at the base commit on the problem statement, its diff becomes
-  the prediction), apply and test.
+  wait for the go; an environment not built yet is built only then), (agent mode: run a TaskWorkflow at the base
+  commit on the problem statement, its diff becomes the prediction), apply and test.
 """
 
 from __future__ import annotations
@@ -142,6 +142,13 @@ class EvalInstanceWorkflow:
         """A judging slot is free (an instance started ahead waits for it once prepared)."""
         self._go = True
 
+    async def _wait_for_go(self) -> float:
+        """Wait for a judging slot; the seconds waited."""
+        workflow.set_current_details("prepared; waiting for a judging slot")
+        t0 = workflow.time()
+        await workflow.wait_condition(lambda: self._go)
+        return workflow.time() - t0
+
     @workflow.run
     async def run(self, inp: InstanceInput) -> InstanceOutcome:
         item, key = inp.item, workflow.info().workflow_id
@@ -152,26 +159,28 @@ class EvalInstanceWorkflow:
         queue = await workflow.execute_activity_method(
             WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
+        prepare = EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
+                                   version=item.version, environment_setup_commit=item.environment_setup_commit,
+                                   sandbox_ahead=not item.empty_prediction, build=not inp.gated,
+                                   instance_ref=item.instance_ref if stage else "",
+                                   prediction_ref=(item.prediction_ref or "") if stage else "")
         prep = await workflow.execute_activity_method(
-            EvalActivities.eval_prepare,
-            EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
-                             version=item.version, environment_setup_commit=item.environment_setup_commit,
-                             sandbox_ahead=not item.empty_prediction,
-                             instance_ref=item.instance_ref if stage else "",
-                             prediction_ref=(item.prediction_ref or "") if stage else ""),
-            summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+            EvalActivities.eval_prepare, prepare, summary=f"repository and environment of {item.instance_id}",
+            **_opts(queue, 150, heartbeat=True))
+        waited = 0.0
+        if inp.gated and prep.deferred:  # its environment is built in a judging slot
+            waited = await self._wait_for_go()
+            prep = await workflow.execute_activity_method(
+                EvalActivities.eval_prepare, prepare.model_copy(update={"build": True}),
+                summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
         out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
         if prep.error or not prep.env_id or prep.recipe is None:
             out.error, out.error_kind = prep.error or "no environment", "environment"
-            out.seconds = round(workflow.time() - started, 2)
+            out.seconds, out.waited_s = round(workflow.time() - started - waited, 2), round(waited, 2)
             return out
-        waited = 0.0
-        if inp.gated:
-            workflow.set_current_details("prepared; waiting for a judging slot")
-            t0 = workflow.time()
-            await workflow.wait_condition(lambda: self._go)
-            waited = workflow.time() - t0
-            out.waited_s = round(waited, 2)
+        if inp.gated and not self._go:
+            waited = await self._wait_for_go()
+        out.waited_s = round(waited, 2)
         prediction_ref = item.prediction_ref
         if inp.variant is not None:
             prediction_ref = await self._agents(inp, out, queue)

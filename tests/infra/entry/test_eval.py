@@ -202,6 +202,34 @@ def test_instances_started_ahead_wait_prepared_and_are_judged_one_slot_at_a_time
     asyncio.run(_started_ahead_and_replays(stack, "eval-it-ahead", len(ids)))
 
 
+def test_an_instance_started_ahead_builds_its_environment_only_in_its_slot(stack, tmp_path):
+    """Started ahead, an instance whose environment is not built yet leaves the build for its judging slot: no
+    more builds at once than --max-parallel allows."""
+    import uuid
+
+    first, repo_a = calc_instances(tmp_path / "a")
+    second, repo_b = calc_instances(tmp_path / "b", files={
+        ".bosun/environment.toml": f'setup = ["echo {uuid.uuid4().hex} > /dev/null"]\n'})  # a new environment
+    a = json.loads(first.read_text().splitlines()[0])
+    b = {**json.loads(second.read_text().splitlines()[0]), "repo": "example/calc-b", "instance_id": "calc__b-1"}
+    path = tmp_path / "instances.jsonl"
+    path.write_text(json.dumps(a) + "\n" + json.dumps(b) + "\n")
+    report = tmp_path / "report.json"
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo_a}", "--repo", f"example/calc-b={repo_b}", "--run-id", "it-defer",
+                       "--max-parallel", "1", "--report", str(report), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(json.loads(proc.stdout)["resolved_ids"]) == ["calc__b-1", "calc__median-1"]
+    timing = json.loads(report.read_text())["timing"]
+    assert timing["calc__b-1"]["build_s"] > 0 and timing["calc__b-1"]["set_up_ahead"]
+    journal = [e for e in stack.journal() if e["workflow_id"].startswith("eval-it-defer/")]
+    first_judged = next(e["ts"] for e in journal if e["type"] == "eval_instance" and e["event"] == "complete"
+                        and "median" in e["workflow_id"])
+    prepares = [e for e in journal if e["type"] == "eval_prepare" and "calc__b-1" in e["workflow_id"]
+                and e["event"] == "start"]
+    assert len(prepares) == 2 and prepares[0]["ts"] < first_judged < prepares[1]["ts"], prepares
+
+
 @pytest.mark.slow
 def test_an_instance_set_up_ahead_whose_evaluation_is_terminated_leaves_nothing(stack, tmp_path):
     """Terminated while one instance's slow tests run and the next waits, set up: termination runs no workflow
