@@ -130,12 +130,14 @@ class EvalRunResult(BaseModel):
     error_kind: str = ""
     """``apply`` (the prediction does not apply: the harness counts it an error too), ``timeout``."""
     set_up_ahead: bool = False
-    """The workspace and sandbox were set up ahead (eval_prepare): the phases up to ``ready`` ran before."""
+    """The workspace, sandbox and apply were set up from eval_prepare on, in the background: ``workspace`` to
+    the prediction's part of ``apply`` ran before this activity (while the instance waited for its slot, if it
+    did), and ``setup_wait`` is how long this activity still waited for them."""
     phases: dict[str, float] = {}
-    """Seconds per step: ``workspace`` (an earlier attempt's removal awaited, the workspace's file system made),
-    ``checkout``, ``expose`` (the files the judging script resets lent), ``sandbox`` (started or taken; these
-    three overlap), ``ready`` (all three done), ``apply`` (the recipe's edits and the prediction), ``rebuild``,
-    ``tests`` (the judging script)."""
+    """Seconds per step: ``setup_wait`` (set up ahead: waited for it), ``workspace`` (an earlier attempt's
+    removal awaited, the workspace's file system made), ``checkout``, ``expose`` (the files the judging script
+    resets lent), ``sandbox`` (started or taken; these three overlap), ``ready`` (all three done), ``apply``
+    (the recipe's edits, the prediction, the test patch written), ``rebuild``, ``tests`` (the judging script)."""
 
 
 class PredictionInput(BaseModel):
@@ -151,12 +153,12 @@ class Judging:
     repo: TaskRepo
     box: Sandbox
     running: list[asyncio.Future]
-    """The checkout and the lending (done; the cleanup looks at them again)."""
+    """The file system made, the checkout and the lending (done; the cleanup looks at them again)."""
     template: str | None
     """The setup commit worth a checkout template once the instance is judged."""
     phases: dict[str, float]
-    given: tuple[str, str, str]
-    """(instance ref, prediction ref, base commit) it was set up for."""
+    given: tuple[str, str, str, Recipe]
+    """(instance ref, prediction ref, base commit, recipe) it was set up for."""
     applied: bool = False
     """The prediction applied (else the verdict: it does not apply)."""
     log: str = ""
@@ -278,7 +280,7 @@ class EvalActivities:
             instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
             prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
             return await self._set_up(inp.key, sandbox_key, instance, prediction.model_patch, recipe,
-                                      inp.base_commit, (inp.instance_ref, inp.prediction_ref, inp.base_commit))
+                                      inp.base_commit, (inp.instance_ref, inp.prediction_ref, inp.base_commit, recipe))
         self._staged[inp.key] = asyncio.ensure_future(stage())
 
     @activity.defn
@@ -323,11 +325,14 @@ class EvalActivities:
             return done(False, None, "")
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():
-            judging = await self._staged_for(inp)
+            given = (inp.instance_ref, inp.prediction_ref, inp.base_commit, recipe)
+            t0 = time.monotonic()
+            judging = await self._staged_for(inp.key, given)
             ahead = judging is not None
             if judging is None:
-                judging = await self._set_up(inp.key, sandbox_key, instance, patch, recipe, inp.base_commit,
-                                             (inp.instance_ref, inp.prediction_ref, inp.base_commit))
+                judging = await self._set_up(inp.key, sandbox_key, instance, patch, recipe, inp.base_commit, given)
+            else:
+                phases["setup_wait"] = time.monotonic() - t0
             phases.update(judging.phases)
             mark = time.monotonic()
             box, repo, template, owner = judging.box, judging.repo, judging.template, sandbox_user(self.settings)
@@ -356,24 +361,26 @@ class EvalActivities:
                                      lambda: template and repo.make_template(
                                          template, owner=owner, quota_mb=self.settings.sandbox_disk_mb))
 
-    async def _staged_for(self, inp: EvalRunInput) -> Judging | None:
-        """The workspace and sandbox eval_prepare set up ahead for this instance, if it did and they are sound
-        (the first attempt on the worker that prepared it); None: set them up here."""
-        job = self._staged.pop(inp.key, None)
+    async def _staged_for(self, key: str, given: tuple[str, str, str, Recipe]) -> Judging | None:
+        """The workspace and sandbox eval_prepare set up ahead for this instance, if it did (on this worker),
+        once finished, when they are for the same instance, prediction, commit and recipe and the sandbox is
+        alive; None: set them up here (``_set_up`` starts by removing what was there). Taken once: a later
+        attempt sets up afresh. An attempt cancelled while the setup runs leaves it to the next one."""
+        job = self._staged.get(key)
         if job is None:
             return None
         try:
-            judging = await job
+            judging = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            raise
         except Exception as e:  # noqa: BLE001 - set up again (what is wrong shows there)
-            log.info("setting %s up ahead failed (setting it up again): %s", inp.key, e)
-            return None
-        if judging.given == (inp.instance_ref, inp.prediction_ref, inp.base_commit) and judging.box.alive:
-            return judging
-        await self.sandboxes.release(activity.info().workflow_id)
-        return None
+            log.info("setting %s up ahead failed (setting it up again): %s", key, e)
+            judging = None
+        self._staged.pop(key, None)
+        return judging if judging is not None and judging.given == given and judging.box.alive else None
 
     async def _set_up(self, key: str, sandbox_key: str, instance: Instance, patch: str, recipe: Recipe,
-                      base_commit: str, given: tuple[str, str, str]) -> Judging:
+                      base_commit: str, given: tuple[str, str, str, Recipe]) -> Judging:
         """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
         is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
         overlap; then the recipe's edits and the prediction applied in the sandbox (``git apply`` and its
@@ -386,29 +393,33 @@ class EvalActivities:
         # attempt left holds the patches it applied, and would refuse them a second time.
         repo, owner = self.repo(key), sandbox_user(self.settings)
         self._sandbox_ahead(repo, RUN, owner)
+        await self.sandboxes.release(sandbox_key)  # (a sandbox set up ahead that is not taken)
         await asyncio.to_thread(repo.drop_run, RUN)
         # the version's setup commit, which its other instances share, is the one worth a checkout template
         setup = instance.environment_setup_commit or ""
         template = setup if OBJECT_ID.match(setup) and setup != base_commit else None
-        workspace = await asyncio.to_thread(repo.open_run, RUN, base_commit, owner=owner,
-                                            quota_mb=self.settings.sandbox_disk_mb, template=template)
-        t1 = time.monotonic()
-        phases["workspace"] = t1 - t0
-        # what git in the sandbox reads (its repository holds only trees): the files the judging script
-        # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
-        # lent while the sandbox starts, before anything runs in it
-        lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, base_commit,
-                                              reset_files(instance.test_patch),
-                                              everything=needs_rebuild(recipe, patch)))
-        # The sandbox starts while the files are checked out (SandboxManager.get: filling).
-        checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit, owner=owner))
+        running = [asyncio.ensure_future(asyncio.to_thread(
+            repo.open_run, RUN, base_commit, owner=owner, quota_mb=self.settings.sandbox_disk_mb,
+            template=template))]  # (a future: when this is cancelled, the cleanup waits for it)
         try:
+            workspace = await asyncio.shield(running[0])
+            t1 = time.monotonic()
+            phases["workspace"] = t1 - t0
+            # what git in the sandbox reads (its repository holds only trees): the files the judging script
+            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
+            # lent while the sandbox starts, before anything runs in it
+            lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, base_commit,
+                                                  reset_files(instance.test_patch),
+                                                  everything=needs_rebuild(recipe, patch)))
+            # The sandbox starts while the files are checked out (SandboxManager.get: filling).
+            checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit,
+                                                   owner=owner))
+            running += [checkout, lending]
             box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace), filling=checkout)
             await lending
             t2 = time.monotonic()
             phases["ready"] = t2 - t1
-            judging = Judging(repo=repo, box=box, running=[checkout, lending], template=template, phases=phases,
-                              given=given)
+            judging = Judging(repo=repo, box=box, running=running, template=template, phases=phases, given=given)
             if recipe.workspace_edits:
                 await judging.step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
             await box.write(PREDICTION, _text(patch))
@@ -416,7 +427,7 @@ class EvalActivities:
             judging.applied = applied.exit_code == 0
             phases["apply"] = time.monotonic() - t2
         except BaseException:
-            self._clean_up_later(key, [checkout, lending], sandbox_key, repo, RUN, lambda: None)
+            self._clean_up_later(key, running, sandbox_key, repo, RUN, lambda: None)
             raise
         return judging
 

@@ -401,12 +401,13 @@ def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
         "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
         "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
                              "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None,
-                             "waited_s": t.get("waited_s", 0.0), "set_up_ahead": t.get("set_up_ahead", False),
+                             "waited_s": t.get("waited_s", 0.0), "started_ahead": t.get("started_ahead", False),
+                             "set_up_ahead": t.get("set_up_ahead", False),
                              "phases": t.get("phases", {})}
                          for i, t in sorted(timing.items())},
         "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
         "over_2x": sorted(i for i, t in timing.items() if t["tests_s"] and t["seconds"] > 2 * t["tests_s"]),
-        "started_ahead": sum(1 for t in timing.values() if t.get("waited_s")),
+        "started_ahead": sum(1 for t in timing.values() if t.get("started_ahead")),
     }
 
 

@@ -25,7 +25,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.eval import EvalActivities, EvalFetchInput, EvalPrepareInput, EvalRunInput, PredictionInput
+    from activities.eval import (
+        EvalActivities,
+        EvalFetchInput,
+        EvalPrepareInput,
+        EvalPrepareResult,
+        EvalRunInput,
+        PredictionInput,
+    )
     from activities.workspace import WorkspaceActivities
     from workflows import policies
     from workflows.models import TaskInput, TaskResult
@@ -94,8 +101,12 @@ class InstanceOutcome(BaseModel):
     waited_s: float = 0.0
     """Started ahead: seconds it waited, prepared, for a judging slot (its workspace and sandbox were being set
     up meanwhile, on the worker)."""
+    started_ahead: bool = False
+    """Started beyond the ``max_parallel`` being judged: it prepared, then waited for a judging slot."""
     set_up_ahead: bool = False
-    """Its workspace and sandbox were set up as soon as it was prepared, not when its judging began."""
+    """Its workspace, sandbox and apply were set up from its preparation on, in the background, not when its
+    judging began (``phases`` up to the prediction's apply ran before its judging, during ``waited_s`` if it
+    waited; ``phases.setup_wait``: how long its judging still waited for them)."""
     test_seconds: float = 0.0
     env_id: str | None = None
     build_s: float = 0.0
@@ -159,20 +170,22 @@ class EvalInstanceWorkflow:
         queue = await workflow.execute_activity_method(
             WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
-        prepare = EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
-                                   version=item.version, environment_setup_commit=item.environment_setup_commit,
-                                   sandbox_ahead=not item.empty_prediction, build=not inp.gated,
-                                   instance_ref=item.instance_ref if stage else "",
-                                   prediction_ref=(item.prediction_ref or "") if stage else "")
-        prep = await workflow.execute_activity_method(
-            EvalActivities.eval_prepare, prepare, summary=f"repository and environment of {item.instance_id}",
-            **_opts(queue, 150, heartbeat=True))
+        out.started_ahead = inp.gated
+
+        async def prepare(build: bool) -> EvalPrepareResult:
+            return await workflow.execute_activity_method(
+                EvalActivities.eval_prepare,
+                EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
+                                 version=item.version, environment_setup_commit=item.environment_setup_commit,
+                                 sandbox_ahead=not item.empty_prediction, build=build,
+                                 instance_ref=item.instance_ref if stage else "",
+                                 prediction_ref=(item.prediction_ref or "") if stage else ""),
+                summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+        prep = await prepare(build=not inp.gated)
         waited = 0.0
         if inp.gated and prep.deferred:  # its environment is built in a judging slot
             waited = await self._wait_for_go()
-            prep = await workflow.execute_activity_method(
-                EvalActivities.eval_prepare, prepare.model_copy(update={"build": True}),
-                summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+            prep = await prepare(build=True)
         out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
         if prep.error or not prep.env_id or prep.recipe is None:
             out.error, out.error_kind = prep.error or "no environment", "environment"
@@ -258,14 +271,15 @@ class EvalWorkflow:
             fetch_ahead_s = round(workflow.time() - self.started, 2)
 
         # judging given predictions, as many children again start ahead and wait, prepared, for a slot
-        ahead = inp.max_parallel if workflow.patched("eval-judge-ahead") and not inp.variants else 0
-        children = asyncio.Semaphore(max(1, inp.max_parallel) + ahead)
+        slots = max(1, inp.max_parallel)
+        ahead = slots if workflow.patched("eval-judge-ahead") and not inp.variants else 0
+        children = asyncio.Semaphore(slots + ahead)
 
         async def one(item: EvalItem, variant: Variant | None) -> InstanceOutcome:
             suffix = f"/{variant.name}" if variant else ""
             child_id = f"{base}/{item.instance_id}{suffix}"
-            async with children if ahead else limit:
-                gated = bool(ahead) and len(self._judging) >= max(1, inp.max_parallel)
+            async with children:
+                gated = bool(ahead) and len(self._judging) >= slots
                 if not gated:
                     self._judging.add(child_id)
                 try:
@@ -275,6 +289,7 @@ class EvalWorkflow:
                         id=child_id, static_summary=f"{item.instance_id}{suffix}")
                     if gated:
                         self._waiting.append(handle)
+                        await self._let_in(slots)  # (a slot freed while it was starting)
                     outcome = await handle
                 except ChildWorkflowError as e:
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
@@ -283,7 +298,7 @@ class EvalWorkflow:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
                     if child_id in self._judging:
                         self._judging.discard(child_id)
-                        await self._let_in(max(1, inp.max_parallel))
+                        await self._let_in(slots)
             self.outcomes.append(outcome)
             workflow.set_current_details(f"{len(self.outcomes)}/{self.total} done, "
                                          f"{sum(o.resolved for o in self.outcomes)} resolved")

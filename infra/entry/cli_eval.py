@@ -47,7 +47,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="where each instance repository comes from (a local path, a mirror or a clone URL)")
     p.add_argument("--max-parallel", type=int, default=2,
                    help="instances judged at once (default 2; judging given predictions, as many more are prepared "
-                        "ahead)")
+                        "ahead: up to twice as many sandboxes and workspaces at once)")
     p.add_argument("--ids", default="", help="only these instance ids (comma-separated)")
     p.add_argument("--run-id", default="", help="the evaluation's name (default: generated); the same name follows "
                                                 "a run that is already going")
@@ -169,7 +169,8 @@ def _report(store: ArtifactStore, result: EvalResult, variant: str = "") -> dict
             "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
             "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
                                        "build_s": o.build_s, "phases": o.phases, "waited_s": o.waited_s,
-                                       "set_up_ahead": o.set_up_ahead} for o in outcomes},
+                                       "started_ahead": o.started_ahead, "set_up_ahead": o.set_up_ahead}
+                       for o in outcomes},
             "fetch_ahead_s": result.fetch_ahead_s}
 
 

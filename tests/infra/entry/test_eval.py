@@ -113,8 +113,13 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
         assert {"fetch", "environment", "workspace", "checkout", "expose", "sandbox", "ready", "apply",
                 "tests"} <= set(t["phases"])
         assert t["phases"]["tests"] == pytest.approx(t["tests_s"], abs=0.02)
-        steps = sum(v for k, v in t["phases"].items() if k not in ("sandbox", "checkout", "expose"))  # (in "ready")
+        # steps one after the other: the setup (workspace to the prediction's apply) ran in the background from
+        # the preparation on, and the judging waited for what was left of it (setup_wait)
+        assert t["set_up_ahead"] and not t["started_ahead"] and t["waited_s"] == 0
+        steps = sum(t["phases"][k] for k in ("fetch", "environment", "setup_wait", "tests"))
         assert 0 < steps <= t["seconds"]
+        setup = sum(v for k, v in t["phases"].items() if k in ("workspace", "ready", "apply"))  # (checkout: "ready")
+        assert 0 < t["phases"]["setup_wait"] <= setup
     assert full["fetch_ahead_s"] > 0
     asyncio.run(_fetched_ahead_and_replays(stack, "eval-it-gold", [json.loads(line)["base_commit"]
                                                                    for line in path.read_text().splitlines()]))
@@ -190,6 +195,7 @@ def test_instances_started_ahead_wait_prepared_and_are_judged_one_slot_at_a_time
     assert sorted(json.loads(proc.stdout)["resolved_ids"]) == ids
     timing = json.loads(report.read_text())["timing"]
     assert all(t["set_up_ahead"] for t in timing.values()), timing
+    assert sum(t["started_ahead"] for t in timing.values()) == len(ids) - 1, timing
     assert any(t["waited_s"] > 0 for t in timing.values()), timing
     for t in timing.values():
         assert t["phases"]["tests"] <= t["seconds"]
