@@ -321,7 +321,9 @@ class EvalActivities:
                                  error=error, error_kind=kind, phases=_rounded(**phases), set_up_ahead=ahead)
 
         ahead = False
-        if not patch or not patch.strip():
+        # "" or null is not judged, as the harness does not run it; a patch of whitespace is (it does not apply,
+        # as there)
+        if not patch:
             return done(False, None, "")
         sandbox_key = activity.info().workflow_id  # the instance's workflow: the worker's reaper knows it
         async with heartbeating():

@@ -53,7 +53,9 @@ class EvalItem(BaseModel):
     task: str = ""
     """Agent mode: the problem statement."""
     empty_prediction: bool = False
-    """The prediction is empty or missing: it is judged without a sandbox (none is started ahead for it)."""
+    """The prediction is empty or missing: it is judged without a sandbox (none is started ahead for it). The CLI
+    no longer sends such items (it reports empty predictions without judging them, as the harness does); kept for
+    evaluations started before."""
 
 
 class Variant(BaseModel):
@@ -117,6 +119,11 @@ class InstanceOutcome(BaseModel):
 class EvalResult(BaseModel):
     run_id: str
     outcomes: list[InstanceOutcome]
+    """Outcomes the evaluation made itself (of children that failed); in evaluations started before
+    ``eval-outcomes-by-child``, every instance's."""
+    children: list[str] = []
+    """The instance workflows whose result is their outcome (the CLI reads them): about 1 KB each, which in one
+    payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
     fetch_ahead_s: float = 0.0
     """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
     this over the number of instances)."""
@@ -275,9 +282,11 @@ class EvalWorkflow:
         ahead = slots if workflow.patched("eval-judge-ahead") and not inp.variants else 0
         children = asyncio.Semaphore(slots + ahead)
 
-        async def one(item: EvalItem, variant: Variant | None) -> InstanceOutcome:
+        failed: set[str] = set()
+        """Children whose outcome the evaluation made (they failed)."""
+
+        async def one(item: EvalItem, variant: Variant | None, child_id: str) -> InstanceOutcome:
             suffix = f"/{variant.name}" if variant else ""
-            child_id = f"{base}/{item.instance_id}{suffix}"
             async with children:
                 gated = bool(ahead) and len(self._judging) >= slots
                 if not gated:
@@ -292,6 +301,7 @@ class EvalWorkflow:
                         await self._let_in(slots)  # (a slot freed while it was starting)
                     outcome = await handle
                 except ChildWorkflowError as e:
+                    failed.add(child_id)
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
                                               error=f"{e.cause or e}"[:500], error_kind="failed")
                 finally:
@@ -304,8 +314,14 @@ class EvalWorkflow:
                                          f"{sum(o.resolved for o in self.outcomes)} resolved")
             return outcome
 
-        results = await asyncio.gather(*[one(item, v) for item, v in jobs])
-        return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
+        ids = [f"{base}/{item.instance_id}" + (f"/{v.name}" if v else "") for item, v in jobs]
+        results = await asyncio.gather(*[one(item, v, child_id) for (item, v), child_id in zip(jobs, ids, strict=True)])
+        if not workflow.patched("eval-outcomes-by-child"):
+            return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
+        # each child's outcome is its own result: one payload holding them all would pass Temporal's 2 MB limit
+        # for a couple of thousand instances
+        return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
+                          children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
 
     async def _let_in(self, slots: int) -> None:
         """Send the go to the children started ahead, oldest first, while judging slots are free."""

@@ -2,7 +2,9 @@
 
 An instance row has ``instance_id, repo, base_commit, patch, test_patch, FAIL_TO_PASS, PASS_TO_PASS`` (the list
 fields may be JSON strings, as in the published data) and optionally ``version``, ``environment_setup_commit``,
-``problem_statement``. A prediction row is ``{instance_id, model_name_or_path, model_patch}``.
+``problem_statement``. A prediction row is ``{instance_id, model_name_or_path, model_patch}``. Both files are
+JSONL or a JSON list; predictions may also be a JSON object keyed by instance id (SWE-agent's ``preds.json``), as
+the harness reads them.
 
 The report of an instance matches the SWE-bench harness's ``report.json`` entry::
 
@@ -82,27 +84,56 @@ class Prediction(BaseModel):
     model_config = {"extra": "ignore"}
 
 
-def _rows(path: Path, what: str) -> list[tuple[int, dict]]:
-    """(line number, object) of a JSONL file, or of a JSON file holding a list; ConfigError naming the line."""
+def _rows(path: Path, what: str, keyed: bool = False) -> list[tuple[str, Any]]:
+    """(where, object) of a JSONL file, a JSON list, or -- ``keyed`` -- a JSON object keyed by instance id (SWE-agent's
+    ``preds.json``, which the harness reads too; an entry without an ``instance_id`` takes its key). ``where``
+    names the row for errors (``FILE:LINE``, ``FILE[KEY]``); ConfigError for a file that is none of these."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError(f"--{what} {path}: cannot read it ({e.strerror})") from None
+    if data[:4] == b"PAR1":
+        raise ConfigError(f"--{what} {path}: a Parquet file (the dataset as Hugging Face publishes it); bosun reads "
+                          "JSONL or JSON: convert it once, e.g. python -c \"import pandas; pandas.read_parquet("
+                          f"'{path}').to_json('{Path(path).stem}.jsonl', orient='records', lines=True)\"") from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"--{what} {path}: not UTF-8 text") from None
     stripped = text.lstrip()
-    if stripped.startswith("["):
+    whole: Any = None
+    if stripped.startswith(("[", "{")):
         try:
-            items = json.loads(text)
+            whole = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"--{what} {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-        return [(i + 1, item) for i, item in enumerate(items)]
+            if stripped.startswith("["):
+                raise ConfigError(f"--{what} {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+            whole = None  # several objects: JSONL
+    if isinstance(whole, list):
+        return [(f"{path}:{i + 1}", item) for i, item in enumerate(whole)]
+    if isinstance(whole, dict):
+        if "instance_id" in whole:
+            return [(f"{path}:1", whole)]
+        if not keyed:
+            raise ConfigError(f"--{what} {path}: one JSON object without an instance_id; expected one object per "
+                              "line (JSONL) or a JSON list of them")
+        rows: list[tuple[str, Any]] = []
+        for key, item in whole.items():
+            where = f"{path}[{json.dumps(key)}]"
+            if isinstance(item, dict):
+                if "instance_id" not in item:
+                    item = {**item, "instance_id": key}
+                elif item["instance_id"] != key:
+                    raise ConfigError(f"--{what} {where}: holds the prediction of {item['instance_id']!r}; the "
+                                      "object's keys are instance ids")
+            rows.append((where, item))
+        return rows
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rows.append((n, json.loads(line)))
+            rows.append((f"{path}:{n}", json.loads(line)))
         except json.JSONDecodeError as e:
             raise ConfigError(f"--{what} {path}:{n}: not valid JSON ({e.msg} at column {e.colno}); one JSON "
                               "object per line") from None
@@ -110,30 +141,41 @@ def _rows(path: Path, what: str) -> list[tuple[int, dict]]:
 
 
 def load_instances(path: Path, ids: list[str] | None = None) -> list[Instance]:
+    """The instances of ``path`` (all of them, or those of ``ids``: see ``pick``)."""
     out, seen = [], set()
-    for n, row in _rows(path, "instances"):
+    for where, row in _rows(path, "instances"):
         if not isinstance(row, dict):
-            raise ConfigError(f"--instances {path}:{n}: expected a JSON object per instance")
+            raise ConfigError(f"--instances {where}: expected a JSON object per instance")
         try:
             inst = Instance.model_validate(row)
         except ValidationError as e:
-            raise ConfigError(f"--instances {path}:{n}: {describe_validation(e, where='(instance)')}") from None
+            raise ConfigError(f"--instances {where}: {describe_validation(e, where='(instance)')}") from None
         if inst.instance_id in seen:
-            raise ConfigError(f"--instances {path}:{n}: instance {inst.instance_id} appears twice")
+            raise ConfigError(f"--instances {where}: instance {inst.instance_id} appears twice")
         seen.add(inst.instance_id)
         out.append(inst)
-    if ids:
-        unknown = [i for i in ids if i not in seen]
-        if unknown:
-            raise ConfigError(f"--ids: no instance {', '.join(unknown[:5])} in {path}")
-        out = [i for i in out if i.instance_id in set(ids)]
     if not out:
         raise ConfigError(f"--instances {path}: no instances")
-    return out
+    return pick(out, ids, path)
 
 
-def load_predictions(source: str, instances: list[Instance]) -> dict[str, Prediction]:
-    """Predictions by instance id: from a JSONL/JSON file, or ``gold`` (each instance's patch) or ``empty``."""
+def pick(instances: list[Instance], ids: list[str] | None, path: Path) -> list[Instance]:
+    """The instances of ``ids`` (``--ids``; all when none), in the file's order; ConfigError naming an id that
+    ``path`` does not have."""
+    if not ids:
+        return instances
+    known = {i.instance_id for i in instances}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise ConfigError(f"--ids: no instance {', '.join(unknown[:5])} in {path}")
+    return [i for i in instances if i.instance_id in set(ids)]
+
+
+def load_predictions(source: str, instances: list[Instance], known: set[str] | None = None) -> dict[str, Prediction]:
+    """Predictions by instance id: from a JSONL file, a JSON list or a JSON object keyed by instance id (as the
+    harness reads them; a later row for the same instance replaces an earlier one, as there), or ``gold`` (each
+    instance's patch) or ``empty``. A prediction for an instance not in ``known`` (the instances file's ids;
+    default: ``instances``') is refused, as the harness refuses it."""
     if source == "gold":
         return {i.instance_id: Prediction(instance_id=i.instance_id, model_name_or_path="gold",
                                           model_patch=i.patch) for i in instances}
@@ -141,13 +183,22 @@ def load_predictions(source: str, instances: list[Instance]) -> dict[str, Predic
         return {i.instance_id: Prediction(instance_id=i.instance_id, model_name_or_path="empty", model_patch="")
                 for i in instances}
     out: dict[str, Prediction] = {}
-    for n, row in _rows(Path(source), "predictions"):
+    for where, row in _rows(Path(source), "predictions", keyed=True):
+        if not isinstance(row, dict):
+            raise ConfigError(f"--predictions {where}: expected a JSON object per prediction")
         try:
             pred = Prediction.model_validate(row)
         except ValidationError as e:
-            raise ConfigError(f"--predictions {source}:{n}: {describe_validation(e, where='(prediction)')}") \
-                from None
+            raise ConfigError(f"--predictions {where}: {describe_validation(e, where='(prediction)')}") from None
         out[pred.instance_id] = pred
+    if not out:
+        raise ConfigError(f"--predictions {source}: no predictions")
+    ids = known if known is not None else {i.instance_id for i in instances}
+    foreign = sorted(set(out) - ids)
+    if foreign:
+        raise ConfigError(f"--predictions {source}: {len(foreign)} prediction(s) for instances --instances does not "
+                          f"have ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); pass the "
+                          "instances file they were made for, or remove them (the harness refuses them too)")
     return out
 
 
@@ -195,7 +246,7 @@ def instance_report(instance: Instance, prediction: Prediction | None, *, applie
     their end (``statuses``: what the output said of each test); a prediction that does not apply, or whose tests
     ran out of time, has no verdict per test."""
     patch = prediction.model_patch if prediction is not None else None
-    report: dict[str, Any] = {"patch_is_None": patch is None, "patch_exists": bool(patch and patch.strip()),
+    report: dict[str, Any] = {"patch_is_None": patch is None, "patch_exists": bool(patch),
                               "patch_successfully_applied": applied, "resolved": False}
     if applied and statuses is not None:
         status = tests_status(instance, statuses)
@@ -204,19 +255,27 @@ def instance_report(instance: Instance, prediction: Prediction | None, *, applie
     return report
 
 
-def summary(reports: dict[str, dict[str, Any]], errors: dict[str, str]) -> dict[str, Any]:
-    """The harness's run report: ``{resolved_ids, unresolved_ids, error_ids, empty_patch_ids}`` and their counts.
-    An instance is an error when it could not be judged, or -- as the harness counts it -- when its prediction
-    does not apply; one with an empty prediction is not run; the others were completed, resolved or not."""
+def summary(reports: dict[str, dict[str, Any]], errors: dict[str, str], *, incomplete: list[str] | None = None,
+            submitted: list[str] | None = None) -> dict[str, Any]:
+    """The harness's run report (its ``schema_version`` 2): ``{resolved_ids, unresolved_ids, error_ids,
+    empty_patch_ids, completed_ids, incomplete_ids, submitted_ids}`` and their counts. An instance is an error when
+    it could not be judged, or -- as the harness counts it -- when its prediction does not apply; one whose
+    prediction is empty ("" or null) is not run; one without a prediction (``incomplete``) neither; the others
+    were completed, resolved or not. ``submitted``: the instances predictions were given for (default: those
+    reported)."""
     empty = sorted(i for i, r in reports.items() if not r.get("patch_exists") and i not in errors)
-    completed = [i for i, r in reports.items() if r.get("patch_exists") and i not in errors]
+    completed = sorted(i for i, r in reports.items() if r.get("patch_exists") and i not in errors)
     resolved = sorted(i for i in completed if reports[i].get("resolved"))
     unresolved = sorted(i for i in completed if not reports[i].get("resolved"))
-    return {"total_instances": len(set(reports) | set(errors)), "completed_instances": len(completed),
+    incomplete = sorted(incomplete or [])
+    submitted = sorted(submitted if submitted is not None else set(reports) | set(errors))
+    return {"total_instances": len(set(reports) | set(errors) | set(incomplete)),
+            "submitted_instances": len(submitted), "completed_instances": len(completed),
             "resolved_instances": len(resolved), "unresolved_instances": len(unresolved),
             "empty_patch_instances": len(empty), "error_instances": len(errors),
-            "resolved_ids": resolved, "unresolved_ids": unresolved, "error_ids": sorted(errors),
-            "empty_patch_ids": empty}
+            "completed_ids": completed, "incomplete_ids": incomplete, "empty_patch_ids": empty,
+            "submitted_ids": submitted, "resolved_ids": resolved, "unresolved_ids": unresolved,
+            "error_ids": sorted(errors), "schema_version": 2}
 
 
 def merge_reports(store: ArtifactStore, refs: list[str]) -> dict[str, Any]:

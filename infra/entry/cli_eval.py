@@ -24,10 +24,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
 from agents.evaluation.compare import compare
-from agents.evaluation.swebench import Instance, load_instances, load_predictions, merge_reports, summary
+from agents.evaluation.swebench import (
+    Instance,
+    Prediction,
+    instance_report,
+    load_instances,
+    load_predictions,
+    merge_reports,
+    pick,
+    summary,
+)
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
 from bench.editcases.eval import eval_main as edits_main
@@ -59,7 +69,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     sw = sub.add_parser("swebench", help="judge predictions as the SWE-bench harness does")
     _common(sw)
-    sw.add_argument("--predictions", required=True, help="predictions JSONL, or gold, or empty")
+    sw.add_argument("--predictions", required=True,
+                    help="predictions (JSONL, a JSON list, or a JSON object keyed by instance id), or gold, or empty")
     sw.add_argument("--report", type=Path, help="write {\"summary\", \"instances\"} here")
     sw.add_argument("--logs", type=Path, help="write each instance's report.json, test_output.txt and patch.diff "
                                               "into DIR/INSTANCE_ID/ (the harness's layout)")
@@ -139,33 +150,46 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
             print(line, file=sys.stderr)
             last = line
     result = EvalResult.model_validate(waiting.result())
+    result.outcomes += await _outcomes(client, result.children)
     print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
           f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
     return result
 
 
+async def _outcomes(client: Client, children: list[str]) -> list[InstanceOutcome]:
+    """The outcomes of the evaluation's instance workflows (each one's result), read a few at a time."""
+    gate = asyncio.Semaphore(16)
+
+    async def one(child: str) -> InstanceOutcome:
+        async with gate:
+            return await client.get_workflow_handle(child, result_type=InstanceOutcome).result()
+    return list(await asyncio.gather(*[one(c) for c in children]))
+
+
 def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStore,
-           predictions: dict[str, Any] | None) -> list[EvalItem]:
-    items = []
-    for inst in instances:
-        pred = predictions.get(inst.instance_id) if predictions is not None else None
-        items.append(EvalItem(instance_id=inst.instance_id, repo=inst.repo, base_commit=inst.base_commit,
-                              version=inst.version, environment_setup_commit=inst.environment_setup_commit,
-                              source=repos[inst.repo], instance_ref=store.put_json(inst.model_dump()),
-                              prediction_ref=store.put_json(pred.model_dump()) if pred is not None else
-                              (store.put_json({"instance_id": inst.instance_id, "model_patch": None})
-                               if predictions is not None else None),
-                              task=inst.problem_statement,
-                              empty_prediction=predictions is not None and
-                              not (pred is not None and (pred.model_patch or "").strip())))
-    return items
+           predictions: dict[str, Prediction] | None) -> list[EvalItem]:
+    """One item per instance: with its prediction (judging given predictions: each has one, not empty), or without
+    it but with the problem statement (agent mode: the agents make it). Judging, the problem statement stays in the
+    instance's row (``instance_ref``): the workflow's input holds every item, and SWE-bench's statements average
+    a kilobyte or two, which for the 2,294 instances of the full test set would pass Temporal's 2 MB payload
+    limit."""
+    return [EvalItem(instance_id=inst.instance_id, repo=inst.repo, base_commit=inst.base_commit,
+                     version=inst.version, environment_setup_commit=inst.environment_setup_commit,
+                     source=repos[inst.repo], instance_ref=store.put_json(inst.model_dump()),
+                     prediction_ref=store.put_json(predictions[inst.instance_id].model_dump())
+                     if predictions is not None else None,
+                     task=inst.problem_statement if predictions is None else "")
+            for inst in instances]
 
 
-def _report(store: ArtifactStore, result: EvalResult, variant: str = "") -> dict[str, Any]:
+def _report(store: ArtifactStore, result: EvalResult, variant: str = "", *, empty: dict[str, Any] | None = None,
+            incomplete: list[str] | None = None, submitted: list[str] | None = None) -> dict[str, Any]:
+    """The report of ``variant``'s outcomes, with the reports of the ``empty`` predictions (not judged) and the
+    instances without a prediction (``incomplete``) in the summary."""
     outcomes = [o for o in result.outcomes if o.variant == variant]
-    reports = merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])
+    reports = {**(empty or {}), **merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])}
     errors = {o.instance_id: o.error for o in outcomes if o.error}
-    return {"summary": summary(reports, errors), "instances": reports,
+    return {"summary": summary(reports, errors, incomplete=incomplete, submitted=submitted), "instances": reports,
             "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
             "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
                                        "build_s": o.build_s, "phases": o.phases, "waited_s": o.waited_s,
@@ -218,19 +242,33 @@ def _exit_code(report: dict[str, Any]) -> int:
 
 
 async def swebench(args: argparse.Namespace, s: Settings) -> int:
-    instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
+    everything = load_instances(args.instances)
+    instances = pick(everything, [i for i in args.ids.split(",") if i], args.instances)
+    predictions = load_predictions(args.predictions, instances, known={i.instance_id for i in everything})
+    # as the harness: an instance without a prediction is not run (incomplete), nor one whose prediction is empty
+    given = [i for i in instances if i.instance_id in predictions]
+    if not given:
+        raise ConfigError(f"--predictions {args.predictions}: none of its {len(predictions)} predictions is for the "
+                          f"{len(instances)} instances selected; check --ids")
+    judged = [i for i in given if predictions[i.instance_id].model_patch]
     repos = _repos(args.repo)
-    _sources(instances, repos)
-    predictions = load_predictions(args.predictions, instances)
+    _sources(judged, repos)
     _output_file(args.report, "--report")
     _output_folder(args.logs, "--logs")
     store = ArtifactStore(s.artifacts_dir)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
-    inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, predictions),
+    inp = EvalInput(run_id=run_id, items=_items(judged, repos, store, predictions),
                     max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
     started = time.monotonic()
-    result = await _run(s, inp)
-    report = _report(store, result)
+    if judged:
+        result = await _run(s, inp)
+    else:
+        print("nothing to judge: every prediction selected is empty", file=sys.stderr)
+        result = EvalResult(run_id=run_id, outcomes=[])
+    empty = {i.instance_id: instance_report(i, predictions[i.instance_id], applied=False, statuses=None)
+             for i in given if not predictions[i.instance_id].model_patch}
+    report = _report(store, result, empty=empty, submitted=list(predictions),
+                     incomplete=[i.instance_id for i in instances if i.instance_id not in predictions])
     report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
     if args.report:
         args.report.write_text(json.dumps(report, indent=2))

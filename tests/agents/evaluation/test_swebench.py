@@ -8,6 +8,7 @@ import json
 import pytest
 
 from agents.evaluation.swebench import (
+    Instance,
     Prediction,
     instance_report,
     load_instances,
@@ -111,3 +112,69 @@ def test_the_run_summary_counts_as_the_harness_does():
     s = summary(reports, errors={"d": "environment failed", "e": "the prediction does not apply"})
     assert s["resolved_ids"] == ["a"] and s["unresolved_ids"] == ["b"] and s["empty_patch_ids"] == ["c"]
     assert s["error_ids"] == ["d", "e"] and s["total_instances"] == 5 and s["completed_instances"] == 2
+    assert s["completed_ids"] == ["a", "b"] and s["incomplete_ids"] == [] and s["schema_version"] == 2
+    assert s["submitted_ids"] == ["a", "b", "c", "d", "e"] and s["submitted_instances"] == 5
+    # an instance without a prediction is incomplete: counted in the total, not run, not empty
+    s = summary({"a": reports["a"]}, {}, incomplete=["z"], submitted=["a"])
+    assert s["incomplete_ids"] == ["z"] and s["total_instances"] == 2 and s["submitted_ids"] == ["a"]
+    assert s["empty_patch_ids"] == [] and s["error_ids"] == []
+
+
+def test_predictions_as_the_harness_reads_them(tmp_path):
+    """JSONL, a JSON list, or SWE-agent's preds.json (an object keyed by instance id: an entry without an
+    instance_id takes its key); a later row for an instance replaces an earlier one."""
+    rows = [ROW | {"instance_id": f"psf__requests-{n}"} for n in (1, 2)]
+    insts = load_instances(write(tmp_path, rows))
+    keyed = tmp_path / "preds.json"
+    keyed.write_text(json.dumps({"psf__requests-1": {"model_name_or_path": "sweagent", "model_patch": "a"},
+                                 "psf__requests-2": {"instance_id": "psf__requests-2", "model_patch": None}},
+                                indent=2))
+    got = load_predictions(str(keyed), insts)
+    assert got["psf__requests-1"].model_patch == "a" and got["psf__requests-1"].instance_id == "psf__requests-1"
+    assert got["psf__requests-2"].model_patch is None
+    one = tmp_path / "one.json"  # one prediction, pretty-printed
+    one.write_text(json.dumps({"instance_id": "psf__requests-2", "model_patch": "b"}, indent=2))
+    assert load_predictions(str(one), insts)["psf__requests-2"].model_patch == "b"
+    twice = write(tmp_path, [{"instance_id": "psf__requests-1", "model_patch": p} for p in ("old", "new")], "t.jsonl")
+    assert load_predictions(str(twice), insts)["psf__requests-1"].model_patch == "new"
+    # a prediction for an instance outside --ids is fine when the instances file has it
+    assert load_predictions(str(keyed), insts[:1], known={"psf__requests-1", "psf__requests-2"})
+
+
+@pytest.mark.parametrize("content,message", [
+    ({"psf__requests-1": {"instance_id": "psf__requests-2", "model_patch": "a"}},
+     r'preds.json\["psf__requests-1"\]: holds the prediction of \'psf__requests-2\''),
+    ({"psf__requests-1": "just a patch"}, r'preds.json\["psf__requests-1"\]: expected a JSON object'),
+    ([{"instance_id": "nowhere__x-1", "model_patch": "a"}], r"1 prediction\(s\) for instances --instances does "
+                                                            r"not have \(nowhere__x-1\)"),
+    ([], "no predictions"),
+    ([{"model_patch": "a"}], r"preds.json:1: .*instance_id"),
+])
+def test_bad_predictions_are_named_where_they_are(tmp_path, content, message):
+    insts = load_instances(write(tmp_path, [ROW | {"instance_id": "psf__requests-1"}]))
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(ConfigError, match=message):
+        load_predictions(str(path), insts)
+
+
+def test_files_that_are_not_rows_get_a_clear_error(tmp_path):
+    parquet = tmp_path / "test-00000-of-00001.parquet"
+    parquet.write_bytes(b"PAR1\x15\x04\x15\x80\x01" + bytes(range(256)))
+    with pytest.raises(ConfigError, match=r"a Parquet file .* pandas.read_parquet"):
+        load_instances(parquet)
+    keyed = tmp_path / "instances.json"  # instances are rows, not an object keyed by id
+    keyed.write_text(json.dumps({ROW["instance_id"]: ROW}))
+    with pytest.raises(ConfigError, match="one JSON object without an instance_id"):
+        load_instances(keyed)
+    assert load_instances(write(tmp_path, [ROW]))[0].instance_id == ROW["instance_id"]  # one row, one line
+
+
+def test_a_patch_of_whitespace_exists_as_the_harness_sees_it():
+    """The harness runs any prediction but "" and null (whitespace then fails to apply: an error, not empty)."""
+    inst = Instance.model_validate(ROW)
+    report = instance_report(inst, Prediction(instance_id=inst.instance_id, model_patch=" \n"), applied=False,
+                             statuses=None)
+    assert report["patch_exists"] and not report["patch_is_None"]
+    assert not instance_report(inst, Prediction(instance_id=inst.instance_id, model_patch=""), applied=False,
+                               statuses=None)["patch_exists"]

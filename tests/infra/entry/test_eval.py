@@ -128,11 +128,15 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     assert empty.returncode == 0, empty.stderr[-3000:]
     s = json.loads(empty.stdout)
     assert s["resolved_ids"] == [] and s["empty_patch_ids"] == ["calc__median-1", "calc__percent-1"]
+    # empty predictions are not judged (nor their environments prepared), as the harness does not run them
+    assert "nothing to judge" in empty.stderr
+    assert not [e for e in stack.journal() if e.get("workflow_id", "").startswith("eval-it-empty")]
 
 
 async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> None:
-    """Before any instance started, one activity fetched every instance's commit; the recorded histories replay
-    deterministically (temporalio's Replayer)."""
+    """Before any instance started, one activity fetched every instance's commit; the evaluation's result names its
+    children instead of holding their outcomes; the recorded histories replay deterministically (temporalio's
+    Replayer)."""
     from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
@@ -153,6 +157,11 @@ async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> N
     scheduled = history.events[fetches[0]].activity_task_scheduled_event_attributes
     fetched = json.loads(scheduled.input.payloads[0].data)
     assert sorted(fetched["commits"]) == sorted(set(commits))
+    # the evaluation's result names its children (each one's result is its outcome), it does not hold the outcomes
+    result = await client.get_workflow_handle(wf_id).result()
+    started = sorted(history.events[i].start_child_workflow_execution_initiated_event_attributes.workflow_id
+                     for i in children)
+    assert result["outcomes"] == [] and sorted(result["children"]) == started
     replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
     for one in (wf_id, f"{wf_id}/calc__median-1"):
         result = await replayer.replay_workflow(await client.get_workflow_handle(one).fetch_history(),
@@ -330,10 +339,15 @@ def test_test_files_a_prediction_edits_are_reset_before_the_test_patch(stack, in
                                  "model_patch": diff_of(repo, "calc/stats.py", *MEDIAN_FIX) + rename}) + "\n")
     report, logs = tmp_path / "r.json", tmp_path / "logs"
     proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--repo",
-                       f"example/calc={repo}", "--ids", "calc__median-1", "--report", str(report), "--logs",
-                       str(logs), "--run-id", "it-reset", timeout=900)
+                       f"example/calc={repo}", "--report", str(report), "--logs", str(logs), "--run-id", "it-reset",
+                       timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    median = json.loads(report.read_text())["instances"]["calc__median-1"]
+    full = json.loads(report.read_text())
+    # the other instance has no prediction: not run, as the harness does not run it (incomplete)
+    assert full["summary"]["incomplete_ids"] == ["calc__percent-1"] and full["summary"]["total_instances"] == 2
+    assert full["summary"]["submitted_ids"] == full["summary"]["completed_ids"] == ["calc__median-1"]
+    assert set(full["instances"]) == {"calc__median-1"} and set(full["timing"]) == {"calc__median-1"}
+    median = full["instances"]["calc__median-1"]
     output = (logs / "calc__median-1" / "test_output.txt").read_text()
     assert median["resolved"], output[-3000:]
     assert "test_spread_renamed" not in output and "error:" not in output, output[-3000:]
@@ -351,19 +365,24 @@ def test_a_prediction_that_does_not_fix_everything_is_judged_per_test(stack, ins
     path, repo = instances
     # the factor fixed, the zero whole not: one FAIL_TO_PASS test still fails
     half = diff_of(repo, "calc/report.py", PERCENT_FIX[0], '    return f"{part / whole * 100:.1f}%"\n')
-    preds = tmp_path / "preds.jsonl"
-    preds.write_text(json.dumps({"instance_id": "calc__percent-1", "model_name_or_path": "half",
-                                 "model_patch": half}) + "\n" + json.dumps(
-        {"instance_id": "calc__median-1", "model_name_or_path": "half", "model_patch": "not a patch\n"}) + "\n")
+    # SWE-agent's preds.json: an object keyed by instance id (the harness reads it too); the second prediction is
+    # whitespace, which the harness judges (it is not empty there) and which does not apply
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"calc__percent-1": {"model_name_or_path": "half", "model_patch": half},
+                                 "calc__median-1": {"instance_id": "calc__median-1", "model_name_or_path": "half",
+                                                    "model_patch": " \n"}}, indent=2))
     report = tmp_path / "r.json"
     proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--repo",
                        f"example/calc={repo}", "--report", str(report), "--run-id", "it-half", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    full = json.loads(report.read_text())["instances"]
+    doc = json.loads(report.read_text())
+    full = doc["instances"]
     percent = full["calc__percent-1"]
     assert percent["patch_successfully_applied"] and not percent["resolved"]
     assert percent["tests_status"]["FAIL_TO_PASS"]["failure"] == ["tests/test_report.py::test_percent_of_nothing"]
     assert full["calc__median-1"]["patch_successfully_applied"] is False
+    assert doc["summary"]["error_ids"] == ["calc__median-1"] and doc["errors"]["calc__median-1"]["kind"] == "apply"
+    assert doc["summary"]["empty_patch_ids"] == [] and doc["summary"]["unresolved_ids"] == ["calc__percent-1"]
 
 
 def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path):
@@ -378,6 +397,17 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
     assert proc.returncode == 2 and "is not a directory" in proc.stderr
     proc = stack.bosun("eval", "swebench", "--instances", str(path))
     assert proc.returncode == 2 and "--predictions" in proc.stderr
+    # predictions for instances the file does not have are refused (as the harness refuses them); predictions
+    # none of which is for the instances selected leave nothing to evaluate
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "other__repo-9", "model_patch": "x"}) + "\n")
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds),
+                       "--repo", f"example/calc={repo}", "--run-id", "it-bad-foreign")
+    assert proc.returncode == 2 and "for instances --instances does not have (other__repo-9)" in proc.stderr
+    preds.write_text(json.dumps({"instance_id": "calc__percent-1", "model_patch": "x"}) + "\n")
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--ids",
+                       "calc__median-1", "--repo", f"example/calc={repo}", "--run-id", "it-bad-none")
+    assert proc.returncode == 2 and "none of its 1 predictions is for the 1 instances selected" in proc.stderr
     # where the results go is checked before the evaluation runs, not after
     a_file = tmp_path / "a-file"
     a_file.write_text("mine\n")
