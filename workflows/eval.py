@@ -122,8 +122,9 @@ class EvalResult(BaseModel):
     """Outcomes the evaluation made itself (of children that failed); in evaluations started before
     ``eval-outcomes-by-child``, every instance's."""
     children: list[str] = []
-    """The instance workflows whose result is their outcome (the CLI reads them): about 1 KB each, which in one
-    payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
+    """The instance workflows whose result is their outcome (the CLI reads them from their completion events in
+    the evaluation's history): about 1 KB each, which in one payload would pass Temporal's 2 MB limit for a couple
+    of thousand instances."""
     fetch_ahead_s: float = 0.0
     """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
     this over the number of instances)."""
@@ -267,6 +268,8 @@ class EvalWorkflow:
     @workflow.run
     async def run(self, inp: EvalInput) -> EvalResult:
         self.started = workflow.time()
+        # (decided first: the result's form is the one of the code that started the evaluation)
+        by_child = workflow.patched("eval-outcomes-by-child")
         variants: list[Variant | None] = list(inp.variants) or [None]
         jobs = [(item, v) for item in inp.items for v in variants]
         self.total = len(jobs)
@@ -316,10 +319,10 @@ class EvalWorkflow:
 
         ids = [f"{base}/{item.instance_id}" + (f"/{v.name}" if v else "") for item, v in jobs]
         results = await asyncio.gather(*[one(item, v, child_id) for (item, v), child_id in zip(jobs, ids, strict=True)])
-        if not workflow.patched("eval-outcomes-by-child"):
+        if not by_child:
             return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
-        # each child's outcome is its own result: one payload holding them all would pass Temporal's 2 MB limit
-        # for a couple of thousand instances
+        # each child's outcome is its own result (its completion event in this history holds it): one payload
+        # holding them all would pass Temporal's 2 MB limit for a couple of thousand instances
         return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
                           children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
 

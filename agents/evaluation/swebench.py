@@ -86,31 +86,32 @@ class Prediction(BaseModel):
 
 def _rows(path: Path, what: str, keyed: bool = False) -> list[tuple[str, Any]]:
     """(where, object) of a JSONL file, a JSON list, or -- ``keyed`` -- a JSON object keyed by instance id (SWE-agent's
-    ``preds.json``, which the harness reads too; an entry without an ``instance_id`` takes its key). ``where``
-    names the row for errors (``FILE:LINE``, ``FILE[KEY]``); ConfigError for a file that is none of these."""
+    ``preds.json``, which the harness reads too; an entry without an ``instance_id`` takes its key, one whose
+    ``instance_id`` differs from its key is refused). ``where`` names the row for errors (``FILE:LINE``,
+    ``FILE[INDEX]``, ``FILE[KEY]``); ConfigError for a file that is none of these."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError(f"--{what} {path}: cannot read it ({e.strerror})") from None
     if data[:4] == b"PAR1":
-        raise ConfigError(f"--{what} {path}: a Parquet file (the dataset as Hugging Face publishes it); bosun reads "
-                          "JSONL or JSON: convert it once, e.g. python -c \"import pandas; pandas.read_parquet("
-                          f"'{path}').to_json('{Path(path).stem}.jsonl', orient='records', lines=True)\"") from None
+        raise ConfigError(f"--{what} {path}: a Parquet file; bosun reads JSONL or JSON: convert it once, e.g. with "
+                          "pandas: read_parquet(the file).to_json(a new .jsonl file, orient='records', lines=True)")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # (a byte order mark is dropped)
     except UnicodeDecodeError:
         raise ConfigError(f"--{what} {path}: not UTF-8 text") from None
     stripped = text.lstrip()
     whole: Any = None
     if stripped.startswith(("[", "{")):
         try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as e:
-            if stripped.startswith("["):
-                raise ConfigError(f"--{what} {path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-            whole = None  # several objects: JSONL
+            whole = _json(text, f"--{what} {path}")
+        except ConfigError:
+            first = stripped.split("\n", 1)[0]
+            if stripped.startswith("[") or not _is_object(first):
+                raise  # (not JSONL either: the whole file's error says where)
+            whole = None  # several objects, one per line: JSONL
     if isinstance(whole, list):
-        return [(f"{path}:{i + 1}", item) for i, item in enumerate(whole)]
+        return [(f"{path}[{i}]", item) for i, item in enumerate(whole)]
     if isinstance(whole, dict):
         if "instance_id" in whole:
             return [(f"{path}:1", whole)]
@@ -124,20 +125,31 @@ def _rows(path: Path, what: str, keyed: bool = False) -> list[tuple[str, Any]]:
                 if "instance_id" not in item:
                     item = {**item, "instance_id": key}
                 elif item["instance_id"] != key:
-                    raise ConfigError(f"--{what} {where}: holds the prediction of {item['instance_id']!r}; the "
-                                      "object's keys are instance ids")
+                    raise ConfigError(f"--{what} {where}: its instance_id ({json.dumps(item['instance_id'])}) "
+                                      "differs from its key; the object's keys are instance ids")
             rows.append((where, item))
         return rows
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((f"{path}:{n}", json.loads(line)))
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"--{what} {path}:{n}: not valid JSON ({e.msg} at column {e.colno}); one JSON "
-                              "object per line") from None
+    for n, line in enumerate(text.split("\n"), 1):  # (only newlines end a row: a patch may hold U+2028)
+        if line.strip():
+            rows.append((f"{path}:{n}", _json(line, f"--{what} {path}:{n}", "; one JSON object per line")))
     return rows
+
+
+def _json(text: str, where: str, hint: str = "") -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{where}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}){hint}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: JSON nested too deeply") from None
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
 
 
 def load_instances(path: Path, ids: list[str] | None = None) -> list[Instance]:
@@ -175,7 +187,7 @@ def load_predictions(source: str, instances: list[Instance], known: set[str] | N
     """Predictions by instance id: from a JSONL file, a JSON list or a JSON object keyed by instance id (as the
     harness reads them; a later row for the same instance replaces an earlier one, as there), or ``gold`` (each
     instance's patch) or ``empty``. A prediction for an instance not in ``known`` (the instances file's ids;
-    default: ``instances``') is refused, as the harness refuses it."""
+    default: those of ``instances``) is refused, as the harness refuses it."""
     if source == "gold":
         return {i.instance_id: Prediction(instance_id=i.instance_id, model_name_or_path="gold",
                                           model_patch=i.patch) for i in instances}

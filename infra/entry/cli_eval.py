@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 
 from agents.evaluation.compare import compare
@@ -150,20 +151,31 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
             print(line, file=sys.stderr)
             last = line
     result = EvalResult.model_validate(waiting.result())
-    result.outcomes += await _outcomes(client, result.children)
+    result.outcomes += await _outcomes(client, handle, result.children)
     print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
           f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
     return result
 
 
-async def _outcomes(client: Client, children: list[str]) -> list[InstanceOutcome]:
-    """The outcomes of the evaluation's instance workflows (each one's result), read a few at a time."""
-    gate = asyncio.Semaphore(16)
-
-    async def one(child: str) -> InstanceOutcome:
-        async with gate:
-            return await client.get_workflow_handle(child, result_type=InstanceOutcome).result()
-    return list(await asyncio.gather(*[one(c) for c in children]))
+async def _outcomes(client: Client, handle: WorkflowHandle, children: list[str]) -> list[InstanceOutcome]:
+    """The outcomes of the evaluation's instance workflows, read from the evaluation's own history (each child's
+    completion event holds its result): that history lasts as long as the evaluation's, where a child's own may
+    be gone (the embedded server keeps a closed workflow for a day; a large evaluation runs longer)."""
+    wanted, found = set(children), {}
+    async for ev in handle.fetch_history_events():
+        done = ev.child_workflow_execution_completed_event_attributes
+        child = done.workflow_execution.workflow_id
+        if ev.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED and child in wanted:
+            [found[child]] = await client.data_converter.decode(list(done.result.payloads), [InstanceOutcome])
+    out = []
+    for child in children:
+        if child in found:
+            out.append(found[child])
+            continue
+        instance, _, variant = child[len(handle.id) + 1:].partition("/")
+        out.append(InstanceOutcome(instance_id=instance, variant=variant, error_kind="failed",
+                                   error="its outcome is not in the evaluation's history"))
+    return out
 
 
 def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStore,
@@ -189,6 +201,8 @@ def _report(store: ArtifactStore, result: EvalResult, variant: str = "", *, empt
     outcomes = [o for o in result.outcomes if o.variant == variant]
     reports = {**(empty or {}), **merge_reports(store, [o.report_ref for o in outcomes if o.report_ref])}
     errors = {o.instance_id: o.error for o in outcomes if o.error}
+    # (an evaluation started before the CLI left instances without a prediction out judged them: not incomplete)
+    incomplete = [i for i in incomplete or [] if i not in reports and i not in errors]
     return {"summary": summary(reports, errors, incomplete=incomplete, submitted=submitted), "instances": reports,
             "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
             "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
@@ -248,8 +262,11 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     # as the harness: an instance without a prediction is not run (incomplete), nor one whose prediction is empty
     given = [i for i in instances if i.instance_id in predictions]
     if not given:
-        raise ConfigError(f"--predictions {args.predictions}: none of its {len(predictions)} predictions is for the "
-                          f"{len(instances)} instances selected; check --ids")
+        raise ConfigError(f"--predictions {args.predictions}: none of its predictions ({len(predictions)}) is for the "
+                          f"instances selected ({len(instances)}); check --ids")
+    if len(given) < len(instances):
+        print(f"{len(instances) - len(given)} of the {len(instances)} instances selected have no prediction: not run "
+              "(incomplete_ids)", file=sys.stderr)
     judged = [i for i in given if predictions[i.instance_id].model_patch]
     repos = _repos(args.repo)
     _sources(judged, repos)

@@ -143,12 +143,13 @@ def test_predictions_as_the_harness_reads_them(tmp_path):
 
 @pytest.mark.parametrize("content,message", [
     ({"psf__requests-1": {"instance_id": "psf__requests-2", "model_patch": "a"}},
-     r'preds.json\["psf__requests-1"\]: holds the prediction of \'psf__requests-2\''),
+     r'preds.json\["psf__requests-1"\]: its instance_id \("psf__requests-2"\) differs from its key'),
+    ({"psf__requests-1": {"instance_id": None, "model_patch": "a"}}, r"its instance_id \(null\) differs"),
     ({"psf__requests-1": "just a patch"}, r'preds.json\["psf__requests-1"\]: expected a JSON object'),
     ([{"instance_id": "nowhere__x-1", "model_patch": "a"}], r"1 prediction\(s\) for instances --instances does "
                                                             r"not have \(nowhere__x-1\)"),
     ([], "no predictions"),
-    ([{"model_patch": "a"}], r"preds.json:1: .*instance_id"),
+    ([{"model_patch": "a"}], r"preds.json\[0\]: .*instance_id"),
 ])
 def test_bad_predictions_are_named_where_they_are(tmp_path, content, message):
     insts = load_instances(write(tmp_path, [ROW | {"instance_id": "psf__requests-1"}]))
@@ -161,8 +162,10 @@ def test_bad_predictions_are_named_where_they_are(tmp_path, content, message):
 def test_files_that_are_not_rows_get_a_clear_error(tmp_path):
     parquet = tmp_path / "test-00000-of-00001.parquet"
     parquet.write_bytes(b"PAR1\x15\x04\x15\x80\x01" + bytes(range(256)))
-    with pytest.raises(ConfigError, match=r"a Parquet file .* pandas.read_parquet"):
+    with pytest.raises(ConfigError, match=r"a Parquet file; bosun reads JSONL or JSON: .* read_parquet"):
         load_instances(parquet)
+    with pytest.raises(ConfigError, match=r"--predictions .*a Parquet file"):
+        load_predictions(str(parquet), [])
     keyed = tmp_path / "instances.json"  # instances are rows, not an object keyed by id
     keyed.write_text(json.dumps({ROW["instance_id"]: ROW}))
     with pytest.raises(ConfigError, match="one JSON object without an instance_id"):
@@ -178,3 +181,31 @@ def test_a_patch_of_whitespace_exists_as_the_harness_sees_it():
     assert report["patch_exists"] and not report["patch_is_None"]
     assert not instance_report(inst, Prediction(instance_id=inst.instance_id, model_patch=""), applied=False,
                                statuses=None)["patch_exists"]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("5\n", "expected a JSON object per instance"),
+    ("\n  \n", "no instances"),
+    ("", "no instances"),
+    ("[" * 100_000, "nested too deeply"),
+    ('{\n  "instance_id": "a",\n  "repo": \n}\n',
+     r"instances.json: not valid JSON \(Expecting value at line 4 column 1\)"),
+    ('{"instance_id": "a"}\n{"instance_id": \n', r"instances.json:2: not valid JSON .*one JSON object per line"),
+])
+def test_files_of_no_rows_or_broken_json_are_refused_saying_where(tmp_path, text, message):
+    """A broken pretty-printed object is named by the whole file's line, a broken JSONL row by its own."""
+    path = tmp_path / "instances.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_instances(path)
+
+
+def test_a_byte_order_mark_and_line_separators_in_patches_are_read(tmp_path):
+    """A BOM (some Windows tools write one) is dropped; only newlines end a JSONL row: a patch written with
+    ensure_ascii=False may hold U+2028 or U+0085, which str.splitlines would split on."""
+    patch = "diff --git a/x b/x\n+a line\u2028with a separator\u0085\n"
+    rows = [ROW | {"instance_id": "psf__requests-1", "patch": patch}, ROW | {"instance_id": "psf__requests-2"}]
+    path = tmp_path / "instances.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows).encode())
+    insts = load_instances(path)
+    assert [i.instance_id for i in insts] == ["psf__requests-1", "psf__requests-2"] and insts[0].patch == patch

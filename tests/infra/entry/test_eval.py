@@ -345,6 +345,7 @@ def test_test_files_a_prediction_edits_are_reset_before_the_test_patch(stack, in
     full = json.loads(report.read_text())
     # the other instance has no prediction: not run, as the harness does not run it (incomplete)
     assert full["summary"]["incomplete_ids"] == ["calc__percent-1"] and full["summary"]["total_instances"] == 2
+    assert "1 of the 2 instances selected have no prediction" in proc.stderr
     assert full["summary"]["submitted_ids"] == full["summary"]["completed_ids"] == ["calc__median-1"]
     assert set(full["instances"]) == {"calc__median-1"} and set(full["timing"]) == {"calc__median-1"}
     median = full["instances"]["calc__median-1"]
@@ -407,7 +408,7 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
     preds.write_text(json.dumps({"instance_id": "calc__percent-1", "model_patch": "x"}) + "\n")
     proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", str(preds), "--ids",
                        "calc__median-1", "--repo", f"example/calc={repo}", "--run-id", "it-bad-none")
-    assert proc.returncode == 2 and "none of its 1 predictions is for the 1 instances selected" in proc.stderr
+    assert proc.returncode == 2 and "none of its predictions (1) is for the instances selected (1)" in proc.stderr
     # where the results go is checked before the evaluation runs, not after
     a_file = tmp_path / "a-file"
     a_file.write_text("mine\n")

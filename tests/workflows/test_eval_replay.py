@@ -1,0 +1,54 @@
+"""Evaluations recorded by an earlier version of the code (commit fee23af: before the ``eval-outcomes-by-child``
+patch, with a prediction of null still sent to a child) replay deterministically with today's workflows: a worker
+upgraded while an evaluation runs picks it up where it was. Recorded on the embedded stack with ``--max-parallel
+1`` (the second instance started ahead and waited for its go signal); the histories are kept in ``histories/``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+RECORDED = sorted(HISTORIES.glob("eval-old-gated*.json"))
+
+
+def _history(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem.replace("__", "/"), path.read_text())
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
+def test_an_evaluation_recorded_before_replays(path):
+    replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
+    result = asyncio.run(replayer.replay_workflow(_history(path), raise_on_replay_failure=False))
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_the_recorded_evaluation_returned_every_outcome():
+    """What the CLI must still read (an evaluation started before it names its children): the outcomes held in
+    the result itself, and no patch marker of the new form in the history."""
+    events = json.loads((HISTORIES / "eval-old-gated.json").read_text())["events"]
+    assert len(RECORDED) == 3
+    done = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
+    [payload] = done[0]["workflowExecutionCompletedEventAttributes"]["result"]["payloads"]
+    result = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]
+    assert sorted(o["instance_id"] for o in result["outcomes"]) == ["calc__median-1", "calc__percent-1"]
+    assert "children" not in result
+    patches = {json.loads(base64.b64decode(p["data"]))["id"]
+               for e in events if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+               for p in e["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"]}
+    assert patches == {"eval-fetch-ahead", "eval-judge-ahead"}
+
+
+def _payload(doc: dict):
+    from google.protobuf import json_format
+    from temporalio.api.common.v1 import Payload
+    return json_format.ParseDict(doc, Payload())
