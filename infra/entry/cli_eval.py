@@ -8,7 +8,9 @@ bosun's own agents on them with A/B variants (``run``).
         --repo owner/name=PATH_OR_URL ... [--max-parallel N] [--ids ...] [--run-id NAME] --out DIR
 
 Both run as an EvalWorkflow on the stack (``bosun up``): one child per instance (and variant), resumable — run the
-same command with the same ``--run-id`` to follow a run that is already going. Progress goes to stderr; the
+same command with the same ``--run-id`` to follow a run that is already going, or to have the result of one that
+finished reported without judging anything again (the same ``--run-id`` with other instances, predictions,
+variants or ``--timeout`` is refused). Progress goes to stderr; the
 summary (JSON) to stdout. Exit 0 when every instance got a verdict (resolved or not; a prediction that does not
 apply is in error_ids, as the harness counts it, but it is a verdict), 1 when some could not be judged (the
 repository, the environment or a timeout: ``errors`` in the report says which and why), 2 on bad input.
@@ -26,7 +28,8 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from agents.evaluation.compare import compare
 from agents.evaluation.swebench import (
@@ -46,7 +49,7 @@ from infra.artifacts import ArtifactStore
 from infra.cliargs import Parser, UsageError
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
-from infra.history import collect
+from infra.history import collect_run
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
@@ -129,12 +132,23 @@ def _with_model(v: Variant, store: ArtifactStore) -> Variant:
 
 
 async def _run(s: Settings, inp: EvalInput) -> EvalResult:
+    """Start the evaluation, or follow the one ``--run-id`` names: still running, or finished (its result is
+    reported, nothing judged again; one that failed or was terminated starts afresh). Refused when that one
+    judges other instances, predictions or variants than these."""
     client = await connect(s)
-    handle = await client.start_workflow(EvalWorkflow.run, inp, id=f"eval-{inp.run_id}", task_queue=s.task_queue,
-                                         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                                         static_summary=f"evaluation {inp.run_id}: {len(inp.items)} instances")
-    print(f"evaluation eval-{inp.run_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
-          f"(bosun history eval-{inp.run_id})", file=sys.stderr)
+    wf_id = f"eval-{inp.run_id}"
+    try:
+        handle = await client.start_workflow(EvalWorkflow.run, inp, id=wf_id, task_queue=s.task_queue,
+                                             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                                             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                                             static_summary=f"evaluation {inp.run_id}: {len(inp.items)} instances")
+    except WorkflowAlreadyStartedError:
+        handle = client.get_workflow_handle(wf_id)
+        print(f"evaluation {wf_id} finished already: its result follows, nothing is judged again (pass another "
+              "--run-id to judge again)", file=sys.stderr)
+    await _same_evaluation(client, handle, inp)
+    print(f"evaluation {wf_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
+          f"(bosun history {wf_id})", file=sys.stderr)
     waiting = asyncio.ensure_future(handle.result())
     last = None
     while not waiting.done():
@@ -155,6 +169,31 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
     print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
           f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
     return result
+
+
+def _judged(inp: EvalInput) -> set[tuple]:
+    """What decides an evaluation's verdicts: per instance its row and prediction (by content), the variants, the
+    tests' time limit. (Items an earlier CLI sent for an empty or missing prediction are left out: they were not
+    judged.)"""
+    return {(i.instance_id, i.instance_ref, i.prediction_ref) for i in inp.items if not i.empty_prediction} | \
+        {("variant", json.dumps(v.model_dump(), sort_keys=True)) for v in inp.variants} | {("timeout", inp.timeout_s)}
+
+
+async def _same_evaluation(client: Client, handle: WorkflowHandle, inp: EvalInput) -> None:
+    """ConfigError when the evaluation ``handle`` names (started by an earlier command with the same --run-id)
+    judges other instances, predictions or variants, or with another --timeout, than ``inp``."""
+    async for ev in handle.fetch_history_events():
+        started = ev.workflow_execution_started_event_attributes
+        [earlier] = await client.data_converter.decode(list(started.input.payloads), [EvalInput])
+        break
+    else:
+        return
+    mine, theirs = _judged(inp), _judged(earlier)
+    if mine != theirs:
+        differ = sorted(str(k[0]) for k in mine ^ theirs)
+        raise ConfigError(f"--run-id {inp.run_id}: evaluation {handle.id}, started before, judges other instances, "
+                          f"predictions, variants or --timeout than this command (first difference: {differ[0]}); "
+                          "pass another --run-id, or the same arguments to follow it")
 
 
 async def _outcomes(client: Client, handle: WorkflowHandle, children: list[str]) -> list[InstanceOutcome]:
@@ -334,7 +373,11 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
         traj.mkdir(parents=True, exist_ok=True)
         for o in mine:
             if o.task_workflow_id:
-                doc = export_run(await collect(client, o.task_workflow_id), store)
+                try:
+                    doc = export_run(await collect_run(client, o.task_workflow_id), store)
+                except ConfigError as e:  # (reported again later: Temporal keeps a closed run for a day)
+                    print(f"no trajectory for {o.instance_id} ({v.name}): {e}", file=sys.stderr)
+                    continue
                 (traj / f"{o.instance_id}.json").write_text(json.dumps(doc, default=str))
     names = [v.name for v in variants]
     flags = {n: {i: bool(r.get("resolved")) for i, r in out["variants"][n]["instances"].items()} for n in names}

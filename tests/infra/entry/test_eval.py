@@ -123,6 +123,18 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     assert full["fetch_ahead_s"] > 0
     asyncio.run(_fetched_ahead_and_replays(stack, "eval-it-gold", [json.loads(line)["base_commit"]
                                                                    for line in path.read_text().splitlines()]))
+    # the same command again: the evaluation finished, so its result is reported and nothing is judged again
+    ran = len([e for e in stack.journal() if e.get("workflow_id", "").startswith("eval-it-gold")])
+    again = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                        f"example/calc={repo}", "--run-id", "it-gold", "--max-parallel", "2", timeout=300)
+    assert again.returncode == 0 and "finished already" in again.stderr, again.stderr[-3000:]
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "wall_s"} == \
+        {k: v for k, v in summary.items() if k != "wall_s"}
+    assert len([e for e in stack.journal() if e.get("workflow_id", "").startswith("eval-it-gold")]) == ran
+    # the same --run-id for other predictions is refused: its result would not be theirs
+    other = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                        f"example/calc={repo}", "--run-id", "it-gold", "--ids", "calc__median-1", timeout=300)
+    assert other.returncode == 2 and "judges other instances, predictions" in other.stderr, other.stderr[-3000:]
     empty = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "empty", "--repo",
                         f"example/calc={repo}", "--run-id", "it-empty", timeout=900)
     assert empty.returncode == 0, empty.stderr[-3000:]
@@ -452,6 +464,54 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
     assert "ordered[middle - 1] + ordered[middle]" in pred["model_patch"]
     traj = json.loads((out / "trajectories" / "fixer" / "calc__median-1.json").read_text())
     assert traj["schema"] == "bosun.trajectory/1" and traj["agents"][0]["turns"]
+    # the same command again: the evaluation is reported from its history, no agent runs again
+    ran = len(stack.journal())
+    again = tmp_path / "again"
+    proc = stack.bosun("eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
+                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}", "--repo",
+                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(again), timeout=300)
+    assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
+    assert json.loads((again / "report.json").read_text())["comparisons"] == report["comparisons"]
+    assert (again / "trajectories" / "fixer" / "calc__median-1.json").exists()
+    assert not [e for e in stack.journal()[ran:] if e.get("workflow_id", "").startswith("eval-it-agents")]
+
+
+@pytest.mark.slow
+def test_a_finished_agent_evaluation_whose_trajectory_is_gone_is_still_reported(stack, instances, tmp_path):
+    """The same `eval run` again after Temporal dropped a closed agent run (it keeps one for a day; deleted here,
+    which takes the dev server about 30 s): the report is written from the evaluation's history, the missing
+    trajectory is named on stderr, the others are exported."""
+    path, repo = instances
+    args = ["eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
+            f"scripted:{EXAMPLE / 'solo.jsonl'}", "--repo", f"example/calc={repo}", "--run-id", "it-gone"]
+    first = stack.bosun(*args, "--out", str(tmp_path / "first"), timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    asyncio.run(_delete(stack, "eval-it-gone/calc__median-1/default/task"))
+    proc = stack.bosun(*args, "--out", str(tmp_path / "again"), timeout=300)
+    assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
+    assert "no trajectory for calc__median-1 (default)" in proc.stderr
+    report = json.loads((tmp_path / "again" / "report.json").read_text())
+    assert report["variants"]["default"]["summary"]["resolved_ids"] == ["calc__median-1"]
+    assert not (tmp_path / "again" / "trajectories" / "default" / "calc__median-1.json").exists()
+
+
+async def _delete(stack, wf_id: str) -> None:
+    """Delete a closed workflow (as the server's retention does) and wait until it is gone."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+    from temporalio.client import Client
+    from temporalio.service import RPCError
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
+    await client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
+        namespace=client.namespace, workflow_execution=WorkflowExecution(workflow_id=wf_id)))
+    for _ in range(1200):
+        try:
+            await client.get_workflow_handle(wf_id).describe()
+        except RPCError:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{wf_id} was not deleted within 120 s")
 
 
 @pytest.mark.slow
