@@ -9,8 +9,9 @@ bosun's own agents on them with A/B variants (``run``).
 
 Both run as an EvalWorkflow on the stack (``bosun up``): one child per instance (and variant), resumable — run the
 same command with the same ``--run-id`` to follow a run that is already going, or to have the result of one that
-finished reported without judging anything again (the same ``--run-id`` with other instances, predictions,
-variants or ``--timeout`` is refused). Progress goes to stderr; the
+finished reported without judging anything again, while Temporal keeps it (a day on the embedded stack; a new
+``--run-id`` judges again, e.g. to retry errors); the same ``--run-id`` with other instances, predictions, variants
+or ``--timeout`` is refused. Progress goes to stderr; the
 summary (JSON) to stdout. Exit 0 when every instance got a verdict (resolved or not; a prediction that does not
 apply is in error_ids, as the harness counts it, but it is a verdict), 1 when some could not be judged (the
 repository, the environment or a timeout: ``errors`` in the report says which and why), 2 on bad input.
@@ -33,6 +34,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from agents.evaluation.compare import compare
 from agents.evaluation.swebench import (
+    INSTANCE_ID,
     Instance,
     Prediction,
     instance_report,
@@ -63,9 +65,18 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="instances judged at once (default 2; judging given predictions, as many more are prepared "
                         "ahead: up to twice as many sandboxes and workspaces at once)")
     p.add_argument("--ids", default="", help="only these instance ids (comma-separated)")
-    p.add_argument("--run-id", default="", help="the evaluation's name (default: generated); the same name follows "
-                                                "a run that is already going")
+    p.add_argument("--run-id", default="", type=_run_id,
+                   help="the evaluation's name: letters, digits, '_', '.', '-' (default: generated); the same name "
+                        "follows a run that is going, or reports one that finished while Temporal keeps it (a day "
+                        "on the embedded stack): pass a new name to judge again")
     p.add_argument("--timeout", type=float, default=1800, help="seconds the tests of one instance may take (1800)")
+
+
+def _run_id(value: str) -> str:
+    """``--run-id``: a name for ``eval-<run id>`` (its children are ``eval-<run id>/<instance>``: no '/')."""
+    if value and not INSTANCE_ID.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r}: letters, digits, '_', '.', '-' only (e.g. verified-gpt-1)")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -142,11 +153,13 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
                                              id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                                              id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
                                              static_summary=f"evaluation {inp.run_id}: {len(inp.items)} instances")
-    except WorkflowAlreadyStartedError:
-        handle = client.get_workflow_handle(wf_id)
-        print(f"evaluation {wf_id} finished already: its result follows, nothing is judged again (pass another "
-              "--run-id to judge again)", file=sys.stderr)
-    await _same_evaluation(client, handle, inp)
+    except WorkflowAlreadyStartedError as e:
+        handle = client.get_workflow_handle(wf_id, run_id=e.run_id)  # (that run, whatever starts after it)
+        await _same_evaluation(client, handle, inp)
+        print(f"evaluation {wf_id} finished already: its result follows, nothing is judged again (pass a new "
+              "--run-id to judge again, e.g. to retry its errors)", file=sys.stderr)
+    else:
+        await _same_evaluation(client, handle, inp)
     print(f"evaluation {wf_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
           f"(bosun history {wf_id})", file=sys.stderr)
     waiting = asyncio.ensure_future(handle.result())
@@ -171,35 +184,55 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
     return result
 
 
-def _judged(inp: EvalInput) -> set[tuple]:
+def _judged(inp: EvalInput) -> dict[str, Any]:
     """What decides an evaluation's verdicts: per instance its row and prediction (by content), the variants, the
     tests' time limit. (Items an earlier CLI sent for an empty or missing prediction are left out: they were not
     judged.)"""
-    return {(i.instance_id, i.instance_ref, i.prediction_ref) for i in inp.items if not i.empty_prediction} | \
-        {("variant", json.dumps(v.model_dump(), sort_keys=True)) for v in inp.variants} | {("timeout", inp.timeout_s)}
+    return {"instances": {i.instance_id: (i.instance_ref, i.prediction_ref) for i in inp.items
+                          if not i.empty_prediction},
+            "variants": [v.model_dump() for v in inp.variants], "timeout": inp.timeout_s}
+
+
+def _difference(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """The first way the earlier evaluation ``theirs`` differs from this command's ``mine``, in words."""
+    for iid in sorted(set(mine["instances"]) | set(theirs["instances"])):
+        if iid not in theirs["instances"]:
+            return f"it does not judge {iid}"
+        if iid not in mine["instances"]:
+            return f"it also judges {iid}"
+        if mine["instances"][iid][0] != theirs["instances"][iid][0]:
+            return f"its row of {iid} differs"
+        if mine["instances"][iid][1] != theirs["instances"][iid][1]:
+            return f"its prediction for {iid} differs"
+    if mine["variants"] != theirs["variants"]:
+        return f"its variants differ ({', '.join(v['name'] for v in theirs['variants']) or 'none'})"
+    return f"its --timeout is {theirs['timeout']:g}"
 
 
 async def _same_evaluation(client: Client, handle: WorkflowHandle, inp: EvalInput) -> None:
     """ConfigError when the evaluation ``handle`` names (started by an earlier command with the same --run-id)
     judges other instances, predictions or variants, or with another --timeout, than ``inp``."""
-    async for ev in handle.fetch_history_events():
+    async for ev in handle.fetch_history_events(page_size=1):
         started = ev.workflow_execution_started_event_attributes
+        if started.workflow_type.name != "EvalWorkflow":
+            raise ConfigError(f"--run-id {inp.run_id}: {handle.id} is not an evaluation; pass another --run-id")
         [earlier] = await client.data_converter.decode(list(started.input.payloads), [EvalInput])
         break
     else:
         return
     mine, theirs = _judged(inp), _judged(earlier)
     if mine != theirs:
-        differ = sorted(str(k[0]) for k in mine ^ theirs)
-        raise ConfigError(f"--run-id {inp.run_id}: evaluation {handle.id}, started before, judges other instances, "
-                          f"predictions, variants or --timeout than this command (first difference: {differ[0]}); "
-                          "pass another --run-id, or the same arguments to follow it")
+        raise ConfigError(f"--run-id {inp.run_id}: evaluation {handle.id}, started before with other arguments, is "
+                          f"not this one ({_difference(mine, theirs)}); pass a new --run-id, or the same arguments "
+                          "to follow it")
 
 
 async def _outcomes(client: Client, handle: WorkflowHandle, children: list[str]) -> list[InstanceOutcome]:
     """The outcomes of the evaluation's instance workflows, read from the evaluation's own history (each child's
     completion event holds its result): that history lasts as long as the evaluation's, where a child's own may
     be gone (the embedded server keeps a closed workflow for a day; a large evaluation runs longer)."""
+    if not children:
+        return []
     wanted, found = set(children), {}
     async for ev in handle.fetch_history_events():
         done = ev.child_workflow_execution_completed_event_attributes
@@ -375,7 +408,7 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
             if o.task_workflow_id:
                 try:
                     doc = export_run(await collect_run(client, o.task_workflow_id), store)
-                except ConfigError as e:  # (reported again later: Temporal keeps a closed run for a day)
+                except ConfigError as e:  # (its history is gone: Temporal keeps a closed run for a day)
                     print(f"no trajectory for {o.instance_id} ({v.name}): {e}", file=sys.stderr)
                     continue
                 (traj / f"{o.instance_id}.json").write_text(json.dumps(doc, default=str))

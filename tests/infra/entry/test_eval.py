@@ -134,7 +134,8 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
     # the same --run-id for other predictions is refused: its result would not be theirs
     other = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
                         f"example/calc={repo}", "--run-id", "it-gold", "--ids", "calc__median-1", timeout=300)
-    assert other.returncode == 2 and "judges other instances, predictions" in other.stderr, other.stderr[-3000:]
+    assert other.returncode == 2 and "is not this one (it also judges calc__percent-1)" in other.stderr, \
+        other.stderr[-3000:]
     empty = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "empty", "--repo",
                         f"example/calc={repo}", "--run-id", "it-empty", timeout=900)
     assert empty.returncode == 0, empty.stderr[-3000:]
@@ -410,6 +411,10 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
     assert proc.returncode == 2 and "is not a directory" in proc.stderr
     proc = stack.bosun("eval", "swebench", "--instances", str(path))
     assert proc.returncode == 2 and "--predictions" in proc.stderr
+    # a run id names eval-<run id>, whose children are eval-<run id>/<instance>: no '/' in it
+    proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                       f"example/calc={repo}", "--run-id", "it-gold/calc__median-1")
+    assert proc.returncode == 2 and "letters, digits, '_', '.', '-' only" in proc.stderr, proc.stderr
     # predictions for instances the file does not have are refused (as the harness refuses them); predictions
     # none of which is for the instances selected leave nothing to evaluate
     preds = tmp_path / "preds.jsonl"

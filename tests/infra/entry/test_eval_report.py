@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _report
-from workflows.eval import EvalResult, InstanceOutcome
+from infra.entry.cli_eval import _difference, _judged, _report
+from workflows.eval import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 
 ROW = {"repo": "psf/requests", "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc", "test_patch": "",
        "FAIL_TO_PASS": ["t.py::test_a"]}
 
 
-def _judged(store: ArtifactStore, iid: str, resolved: bool) -> InstanceOutcome:
+def _outcome(store: ArtifactStore, iid: str, resolved: bool) -> InstanceOutcome:
     inst = Instance(instance_id=iid, **ROW)
     report = instance_report(inst, Prediction(instance_id=iid, model_patch="diff"), applied=True,
                              statuses={"t.py::test_a": "PASSED" if resolved else "FAILED"})
@@ -22,7 +22,7 @@ def _judged(store: ArtifactStore, iid: str, resolved: bool) -> InstanceOutcome:
 def test_judged_empty_and_missing_predictions_are_each_counted_once(tmp_path):
     store = ArtifactStore(tmp_path)
     result = EvalResult(run_id="r", outcomes=[
-        _judged(store, "a-1", True), _judged(store, "b-1", False),
+        _outcome(store, "a-1", True), _outcome(store, "b-1", False),
         InstanceOutcome(instance_id="c-1", error="the prediction does not apply", error_kind="apply")])
     empty = {"d-1": instance_report(Instance(instance_id="d-1", **ROW), Prediction(instance_id="d-1", model_patch=""),
                                     applied=False, statuses=None)}
@@ -45,3 +45,34 @@ def test_an_instance_judged_by_an_earlier_cli_is_not_also_incomplete(tmp_path):
     result = EvalResult(run_id="r", outcomes=[outcome])
     s = _report(store, result, incomplete=["e-1"], submitted=[])["summary"]
     assert s["incomplete_ids"] == [] and s["empty_patch_ids"] == ["e-1"] and s["total_instances"] == 1
+
+
+def _input(**over) -> EvalInput:
+    items = [EvalItem(instance_id=i, repo="psf/requests", base_commit="0" * 40, source="/srv/r",
+                      instance_ref=f"sha256:{i}-row", prediction_ref=f"sha256:{i}-pred") for i in ("a-1", "b-1")]
+    return EvalInput(**{"run_id": "r", "items": items, "max_parallel": 2, "timeout_s": 1800.0, **over})
+
+
+def test_an_earlier_evaluation_is_the_same_only_when_it_judges_the_same_things():
+    """What the same --run-id may follow or report: the same rows and predictions (by content), variants and time
+    limit; --max-parallel may differ; items an earlier CLI sent for empty or missing predictions do not count."""
+    mine = _input()
+    assert _judged(_input(max_parallel=8)) == _judged(mine)
+    older = _input(items=[*mine.items, EvalItem(instance_id="c-1", repo="psf/requests", base_commit="0" * 40,
+                                                source="/srv/r", instance_ref="sha256:c", empty_prediction=True)])
+    assert _judged(older) == _judged(mine)
+    cases = {
+        "it does not judge b-1": _input(items=mine.items[:1]),
+        "it also judges b-1": None,
+        "its row of a-1 differs": _input(items=[mine.items[0].model_copy(update={"instance_ref": "sha256:x"}),
+                                                 mine.items[1]]),
+        "its prediction for b-1 differs": _input(items=[mine.items[0],
+                                                        mine.items[1].model_copy(update={"prediction_ref": "y"})]),
+        "its variants differ (fast)": _input(variants=[Variant(name="fast", task={"model": "m"})]),
+        "its --timeout is 60": _input(timeout_s=60),
+    }
+    for said, theirs in cases.items():
+        if theirs is None:  # this command judges less than the earlier one
+            assert _difference(_judged(_input(items=mine.items[:1])), _judged(mine)) == said
+            continue
+        assert _judged(theirs) != _judged(mine) and _difference(_judged(mine), _judged(theirs)) == said
