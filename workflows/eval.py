@@ -289,7 +289,6 @@ class EvalWorkflow:
         """Children whose outcome the evaluation made (they failed)."""
 
         async def one(item: EvalItem, variant: Variant | None, child_id: str) -> InstanceOutcome:
-            suffix = f"/{variant.name}" if variant else ""
             async with children:
                 gated = bool(ahead) and len(self._judging) >= slots
                 if not gated:
@@ -298,7 +297,7 @@ class EvalWorkflow:
                     handle = await workflow.start_child_workflow(
                         EvalInstanceWorkflow.run, InstanceInput(run_id=inp.run_id, item=item, timeout_s=inp.timeout_s,
                                                                 variant=variant, gated=gated),
-                        id=child_id, static_summary=f"{item.instance_id}{suffix}")
+                        id=child_id, static_summary=child_id[len(base) + 1:])
                     if gated:
                         self._waiting.append(handle)
                         await self._let_in(slots)  # (a slot freed while it was starting)

@@ -144,22 +144,21 @@ def _with_model(v: Variant, store: ArtifactStore) -> Variant:
 
 async def _run(s: Settings, inp: EvalInput) -> EvalResult:
     """Start the evaluation, or follow the one ``--run-id`` names: still running, or finished (its result is
-    reported, nothing judged again; one that failed or was terminated starts afresh). Refused when that one
-    judges other instances, predictions or variants than these."""
+    reported, nothing judged again; one that failed, was cancelled or terminated starts afresh). Refused when that
+    one judges other instances, predictions, variants or time limit than these."""
     client = await connect(s)
-    wf_id = f"eval-{inp.run_id}"
+    wf_id, finished = f"eval-{inp.run_id}", False
     try:
         handle = await client.start_workflow(EvalWorkflow.run, inp, id=wf_id, task_queue=s.task_queue,
                                              id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                                              id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
                                              static_summary=f"evaluation {inp.run_id}: {len(inp.items)} instances")
     except WorkflowAlreadyStartedError as e:
-        handle = client.get_workflow_handle(wf_id, run_id=e.run_id)  # (that run, whatever starts after it)
-        await _same_evaluation(client, handle, inp)
+        handle, finished = client.get_workflow_handle(wf_id, run_id=e.run_id), True  # (that run, not a later one)
+    await _same_evaluation(client, handle, inp)
+    if finished:
         print(f"evaluation {wf_id} finished already: its result follows, nothing is judged again (pass a new "
               "--run-id to judge again, e.g. to retry its errors)", file=sys.stderr)
-    else:
-        await _same_evaluation(client, handle, inp)
     print(f"evaluation {wf_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
           f"(bosun history {wf_id})", file=sys.stderr)
     waiting = asyncio.ensure_future(handle.result())
