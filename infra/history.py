@@ -71,6 +71,16 @@ _ENDS = {
 }
 
 
+def child_end(ev) -> tuple[str, str] | None:
+    """A child workflow's end other than completion (failed, timed out, terminated, cancelled), from its event in
+    the parent's history: (its workflow id, what happened); None for any other event."""
+    if ev.event_type not in _CHILD_ENDS:
+        return None
+    status, attr = _CHILD_ENDS[ev.event_type]
+    a = getattr(ev, attr)
+    return a.workflow_execution.workflow_id, (f"failed: {_innermost(a.failure)}" if status == "failed" else status)
+
+
 def _ts(ev) -> float:
     return ev.event_time.seconds + ev.event_time.nanos / 1e9
 
@@ -121,6 +131,9 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
             root.name = a.workflow_type.name
             root.input = (_decode(a.input.payloads) or [None])[0]
             root.started = _ts(ev)
+            if a.continued_execution_run_id:  # (it continued as new: its earlier runs' steps come first)
+                earlier = await collect(client, workflow_id, a.continued_execution_run_id)
+                root.children, root.started = earlier.children, earlier.started
         elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             a = ev.activity_task_scheduled_event_attributes
             step = Step(workflow_id=workflow_id, kind="activity", name=a.activity_type.name,
@@ -156,8 +169,12 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
         elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
             a = ev.child_workflow_execution_started_event_attributes
             step = children[a.workflow_execution.workflow_id]
-            sub = await collect(client, a.workflow_execution.workflow_id, a.workflow_execution.run_id)
-            step.children, step.input = sub.children, sub.input
+            try:
+                sub = await collect(client, a.workflow_execution.workflow_id, a.workflow_execution.run_id)
+            except RPCError as e:  # (its history is gone: the server keeps a closed workflow for a while)
+                step.error = f"its history is no longer kept: {e.message}"[:300]
+            else:
+                step.children, step.input = sub.children, sub.input
         elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
             a = ev.child_workflow_execution_completed_event_attributes
             step = children[a.workflow_execution.workflow_id]

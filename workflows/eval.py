@@ -8,6 +8,9 @@ result is recorded).
   sandbox started, on the worker) while the others' tests run, then wait for the ``go`` signal, which the
   evaluation sends, in order, as judging slots free up. With ``variants`` (``bosun eval run``) each instance runs
   once per variant, the agents' diff as its prediction (no child starts ahead: the agents are the long part).
+  Every ``jobs_per_run`` jobs (instance x variant) it waits for its children and continues as new, carrying
+  the counts and the outcomes it made: a run's history stays far below Temporal's 51,200 events for any number
+  of instances; each child's outcome stays in the completion event of the run that started it.
 - ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (started ahead:
   wait for the go; an environment not built yet is built only then), (agent mode: run a TaskWorkflow at the base
   commit on the problem statement, its diff becomes the prediction), apply and test.
@@ -64,15 +67,6 @@ class Variant(BaseModel):
     """TaskInput fields for the agents' run (model, mode, max_turns, max_parallel, budget...)."""
 
 
-class EvalInput(BaseModel):
-    run_id: str
-    items: list[EvalItem]
-    max_parallel: int = 2
-    timeout_s: float = 1800.0
-    variants: list[Variant] = []
-    """Empty: judge the given predictions. Otherwise run the agents once per variant and judge their diffs."""
-
-
 class InstanceInput(BaseModel):
     run_id: str
     item: EvalItem
@@ -116,15 +110,46 @@ class InstanceOutcome(BaseModel):
     """Seconds per step of the instance (eval_prepare's and eval_instance's ``phases``)."""
 
 
+JOBS_PER_RUN = 1000
+"""Instance jobs one run of an evaluation starts before it continues as new (about 14 history events each: a
+run stays far below Temporal's 51,200-event limit)."""
+
+
+class EvalCarried(BaseModel):
+    """Where the evaluation's earlier runs got to (it continues as new every ``jobs_per_run`` jobs)."""
+
+    start: int = 0
+    """The jobs before this one (in the order of ``items`` times ``variants``) are done."""
+    done: int = 0
+    resolved: int = 0
+    errors: int = 0
+    started: float = 0.0
+    """When the first run started (workflow time): the progress's elapsed time and ETA count from it."""
+    fetch_ahead_s: float = 0.0
+
+
+class EvalInput(BaseModel):
+    run_id: str
+    items: list[EvalItem]
+    max_parallel: int = 2
+    timeout_s: float = 1800.0
+    variants: list[Variant] = []
+    """Empty: judge the given predictions. Otherwise run the agents once per variant and judge their diffs."""
+    jobs_per_run: int = 0
+    """Jobs (instance x variant) one run starts before it continues as new; 0: ``JOBS_PER_RUN``."""
+    carried: EvalCarried | None = None
+    """Set by the evaluation itself when it continues as new."""
+
+
 class EvalResult(BaseModel):
     run_id: str
     outcomes: list[InstanceOutcome]
-    """Outcomes the evaluation made itself (of children that failed); in evaluations started before
-    ``eval-outcomes-by-child``, every instance's."""
+    """Outcomes the evaluation made itself: in evaluations started before ``eval-outcomes-by-child``, every
+    instance's; before ``eval-continue-as-new``, of the children that failed; since, none."""
     children: list[str] = []
     """The instance workflows whose result is their outcome (the CLI reads them from their completion events in
-    the evaluation's history): about 1 KB each, which in one payload would pass Temporal's 2 MB limit for a couple
-    of thousand instances."""
+    the evaluation's history; since ``eval-continue-as-new`` also those that failed, from their failure events):
+    about 1 KB each, which in one payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
     fetch_ahead_s: float = 0.0
     """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
     this over the number of instances)."""
@@ -249,6 +274,8 @@ class EvalWorkflow:
     def __init__(self) -> None:
         self.total = 0
         self.outcomes: list[InstanceOutcome] = []
+        """This run's outcomes (the earlier runs' are counted in ``carried``)."""
+        self.carried = EvalCarried()
         self.started = 0.0
         self._judging: set[str] = set()
         """Children given a judging slot (started with it, or sent the go) and not over."""
@@ -258,25 +285,36 @@ class EvalWorkflow:
     @workflow.query
     def progress(self) -> dict:
         """done/total, resolved so far, errors and the expected time left."""
-        done = len(self.outcomes)
+        done, resolved, errors = self._counts()
         elapsed = workflow.time() - self.started if self.started else 0.0
         eta = (elapsed / done) * (self.total - done) if done else None
-        return {"done": done, "total": self.total, "resolved": sum(o.resolved for o in self.outcomes),
-                "errors": sum(1 for o in self.outcomes if o.error), "elapsed_s": round(elapsed, 1),
-                "eta_s": round(eta, 1) if eta is not None else None}
+        return {"done": done, "total": self.total, "resolved": resolved, "errors": errors,
+                "elapsed_s": round(elapsed, 1), "eta_s": round(eta, 1) if eta is not None else None}
+
+    def _counts(self) -> tuple[int, int, int]:
+        """Instances done, resolved and in error, over all of the evaluation's runs."""
+        c = self.carried
+        return (c.done + len(self.outcomes), c.resolved + sum(o.resolved for o in self.outcomes),
+                c.errors + sum(1 for o in self.outcomes if o.error))
 
     @workflow.run
     async def run(self, inp: EvalInput) -> EvalResult:
-        self.started = workflow.time()
         # (decided first: the result's form is the one of the code that started the evaluation)
         by_child = workflow.patched("eval-outcomes-by-child")
+        in_runs = by_child and workflow.patched("eval-continue-as-new")
+        self.carried = carried = inp.carried or EvalCarried()
+        self.started = carried.started or workflow.time()
         variants: list[Variant | None] = list(inp.variants) or [None]
         jobs = [(item, v) for item in inp.items for v in variants]
         self.total = len(jobs)
-        limit = asyncio.Semaphore(max(1, inp.max_parallel))
         base = workflow.info().workflow_id
-        fetch_ahead_s = 0.0
-        if workflow.patched("eval-fetch-ahead"):
+        ids = [f"{base}/{item.instance_id}" + (f"/{v.name}" if v else "") for item, v in jobs]
+        # a run starts at most jobs_per_run jobs, then continues as new (its history stays within Temporal's limits)
+        first = carried.start
+        last = min(len(jobs), first + max(1, inp.jobs_per_run or JOBS_PER_RUN)) if in_runs else len(jobs)
+        limit = asyncio.Semaphore(max(1, inp.max_parallel))
+        fetch_ahead_s = carried.fetch_ahead_s
+        if first == 0 and workflow.patched("eval-fetch-ahead"):
             await self._fetch_ahead(inp, limit)
             fetch_ahead_s = round(workflow.time() - self.started, 2)
 
@@ -312,18 +350,26 @@ class EvalWorkflow:
                         self._judging.discard(child_id)
                         await self._let_in(slots)
             self.outcomes.append(outcome)
-            workflow.set_current_details(f"{len(self.outcomes)}/{self.total} done, "
-                                         f"{sum(o.resolved for o in self.outcomes)} resolved")
+            done, resolved, _ = self._counts()
+            workflow.set_current_details(f"{done}/{self.total} done, {resolved} resolved")
             return outcome
 
-        ids = [f"{base}/{item.instance_id}" + (f"/{v.name}" if v else "") for item, v in jobs]
-        results = await asyncio.gather(*[one(item, v, child_id) for (item, v), child_id in zip(jobs, ids, strict=True)])
+        results = await asyncio.gather(*[one(item, v, child_id) for (item, v), child_id
+                                         in zip(jobs[first:last], ids[first:last], strict=True)])
         if not by_child:
             return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
-        # each child's outcome is its own result (its completion event in this history holds it): one payload
-        # holding them all would pass Temporal's 2 MB limit for a couple of thousand instances
-        return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
-                          children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
+        if not in_runs:  # (started before eval-continue-as-new: the outcomes of children that failed in the result)
+            return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
+                              children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
+        if last < len(jobs):
+            done, resolved, errors = self._counts()
+            workflow.continue_as_new(inp.model_copy(update={"carried": EvalCarried(
+                start=last, done=done, resolved=resolved, errors=errors, started=self.started,
+                fetch_ahead_s=fetch_ahead_s)}))
+        # each child's outcome is its own result, or its failure: the event that ends it, in the history of the
+        # evaluation's run that started it, holds it (one payload holding them all would pass Temporal's 2 MB limit
+        # for a couple of thousand instances)
+        return EvalResult(run_id=inp.run_id, outcomes=[], children=ids, fetch_ahead_s=fetch_ahead_s)
 
     async def _let_in(self, slots: int) -> None:
         """Send the go to the children started ahead, oldest first, while judging slots are free."""

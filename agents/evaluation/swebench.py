@@ -106,7 +106,7 @@ def _rows(path: Path, what: str, keyed: bool = False) -> list[tuple[str, Any]]:
         try:
             whole = _json(text, f"--{what} {path}")
         except ConfigError:
-            first = stripped.split("\n", 1)[0]
+            first = _LINE_END.split(stripped, 1)[0]
             if stripped.startswith("[") or not _is_object(first):
                 raise  # (not JSONL either: the whole file's error says where)
             whole = None  # several objects, one per line: JSONL
@@ -130,10 +130,15 @@ def _rows(path: Path, what: str, keyed: bool = False) -> list[tuple[str, Any]]:
             rows.append((where, item))
         return rows
     rows = []
-    for n, line in enumerate(text.split("\n"), 1):  # (only newlines end a row: a patch may hold U+2028)
+    for n, line in enumerate(_LINE_END.split(text), 1):
         if line.strip():
             rows.append((f"{path}:{n}", _json(line, f"--{what} {path}:{n}", "; one JSON object per line")))
     return rows
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""What ends a JSONL row: LF, CRLF or a lone CR (none can be inside a row: JSON escapes them in strings). Not
+str.splitlines: a patch written with ensure_ascii=False may hold U+2028 or U+0085 unescaped."""
 
 
 def _json(text: str, where: str, hint: str = "") -> Any:

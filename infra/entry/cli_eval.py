@@ -51,7 +51,7 @@ from infra.artifacts import ArtifactStore
 from infra.cliargs import Parser, UsageError
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
-from infra.history import collect_run
+from infra.history import child_end, collect_run
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
@@ -161,14 +161,15 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
               "--run-id to judge again, e.g. to retry its errors)", file=sys.stderr)
     print(f"evaluation {wf_id}: {len(inp.items)} instances, at most {inp.max_parallel} at once "
           f"(bosun history {wf_id})", file=sys.stderr)
-    waiting = asyncio.ensure_future(handle.result())
+    waiting = asyncio.ensure_future(handle.result())  # (followed through its runs: it continues as new)
+    latest = client.get_workflow_handle(wf_id)  # (the run now running, for the progress)
     last = None
     while not waiting.done():
         await asyncio.wait([waiting], timeout=5)
         if waiting.done():
             break
         try:
-            p = await handle.query("progress")
+            p = await latest.query("progress")
         except Exception:  # noqa: BLE001 - not started yet
             continue
         line = f"{p['done']}/{p['total']} done, {p['resolved']} resolved, {p['errors']} errors" + \
@@ -226,27 +227,50 @@ async def _same_evaluation(client: Client, handle: WorkflowHandle, inp: EvalInpu
                           "to follow it")
 
 
+async def _runs(client: Client, handle: WorkflowHandle) -> list[WorkflowHandle]:
+    """The runs of the evaluation ``handle`` names, first to last, from any one of them (an evaluation continues
+    as new every ``jobs_per_run`` jobs; its first run has no predecessor, its last no successor)."""
+    runs = [handle]
+    while True:  # back to the first: each run's start names the run it continues
+        previous = ""
+        async for ev in runs[0].fetch_history_events(page_size=1):
+            previous = ev.workflow_execution_started_event_attributes.continued_execution_run_id
+            break
+        if not previous:
+            break
+        runs.insert(0, client.get_workflow_handle(handle.id, run_id=previous))
+    return runs
+
+
 async def _outcomes(client: Client, handle: WorkflowHandle, children: list[str]) -> list[InstanceOutcome]:
     """The outcomes of the evaluation's instance workflows, read from the evaluation's own history (each child's
-    completion event holds its result): that history lasts as long as the evaluation's, where a child's own may
-    be gone (the embedded server keeps a closed workflow for a day; a large evaluation runs longer)."""
+    completion event, in the run that started it, holds its result; a child that failed, timed out or was
+    terminated is an outcome of kind ``failed`` saying so): that history lasts as long as the evaluation's, where
+    a child's own may be gone (the embedded server keeps a closed workflow for a day; a large evaluation runs
+    longer). ``handle``: any run of the evaluation; the runs after it are followed too."""
     if not children:
         return []
     wanted, found = set(children), {}
-    async for ev in handle.fetch_history_events():
-        done = ev.child_workflow_execution_completed_event_attributes
-        child = done.workflow_execution.workflow_id
-        if ev.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED and child in wanted:
-            [found[child]] = await client.data_converter.decode(list(done.result.payloads), [InstanceOutcome])
-    out = []
-    for child in children:
-        if child in found:
-            out.append(found[child])
-            continue
-        instance, _, variant = child[len(handle.id) + 1:].partition("/")
-        out.append(InstanceOutcome(instance_id=instance, variant=variant, error_kind="failed",
-                                   error="its outcome is not in the evaluation's history"))
-    return out
+
+    def failed(child: str, error: str) -> InstanceOutcome:
+        instance, _, variant = child[len(handle.id) + 1:].partition("/")  # (EvalWorkflow's ids: ID or ID/VARIANT)
+        return InstanceOutcome(instance_id=instance, variant=variant, error_kind="failed", error=error[:500])
+
+    runs = await _runs(client, handle)
+    while runs:
+        run, following = runs.pop(0), ""
+        async for ev in run.fetch_history_events():
+            done, ended = ev.child_workflow_execution_completed_event_attributes, child_end(ev)
+            child = done.workflow_execution.workflow_id
+            if ev.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED and child in wanted:
+                [found[child]] = await client.data_converter.decode(list(done.result.payloads), [InstanceOutcome])
+            elif ended is not None and ended[0] in wanted:  # (it failed: its outcome is that)
+                found[ended[0]] = failed(ended[0], f"its workflow {ended[1]}")
+            elif ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                following = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+        if following and not runs:
+            runs.append(client.get_workflow_handle(handle.id, run_id=following))
+    return [found.get(child) or failed(child, "its outcome is not in the evaluation's history") for child in children]
 
 
 def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStore,
@@ -346,7 +370,8 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     store = ArtifactStore(s.artifacts_dir)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(judged, repos, store, predictions),
-                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
+                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout,
+                    jobs_per_run=s.eval_jobs_per_run)
     started = time.monotonic()
     if judged:
         result = await _run(s, inp)
@@ -379,7 +404,8 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     _output_folder(args.out, "--out")
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(instances, repos, store, None), variants=variants,
-                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout)
+                    max_parallel=max(1, args.max_parallel), timeout_s=args.timeout,
+                    jobs_per_run=s.eval_jobs_per_run)
     result = await _run(s, inp)
     client = await connect(s)
     out: dict[str, Any] = {"run_id": run_id, "variants": {}}

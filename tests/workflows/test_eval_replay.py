@@ -1,7 +1,11 @@
-"""Evaluations recorded by an earlier version of the code (commit fee23af: before the ``eval-outcomes-by-child``
-patch, with a prediction of null still sent to a child) replay deterministically with today's workflows: a worker
+"""Evaluations recorded by earlier versions of the code replay deterministically with today's workflows: a worker
 upgraded while an evaluation runs picks it up where it was. Recorded on the embedded stack with ``--max-parallel
-1`` (the second instance started ahead and waited for its go signal); the histories are kept in ``histories/``."""
+1`` (the second instance started ahead and waited for its go signal); the histories are kept in ``histories/``:
+
+- ``eval-old-gated*``: commit fee23af, before the ``eval-outcomes-by-child`` patch, with a prediction of null still
+  sent to a child;
+- ``eval-bychild*``: commit d419b34, before the ``eval-continue-as-new`` patch (one run; the outcomes of children
+  that failed held in the result)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from temporalio.worker import Replayer
 from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
-RECORDED = sorted(HISTORIES.glob("eval-old-gated*.json"))
+RECORDED = sorted(HISTORIES.glob("eval-old-gated*.json")) + sorted(HISTORIES.glob("eval-bychild*.json"))
 
 
 def _history(path: Path) -> WorkflowHistory:
@@ -36,19 +40,35 @@ def test_the_recorded_evaluation_returned_every_outcome():
     """What the CLI must still read (an evaluation started before it names its children): the outcomes held in
     the result itself, and no patch marker of the new form in the history."""
     events = json.loads((HISTORIES / "eval-old-gated.json").read_text())["events"]
-    assert len(RECORDED) == 3
+    assert len(RECORDED) == 6
     done = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
     [payload] = done[0]["workflowExecutionCompletedEventAttributes"]["result"]["payloads"]
     result = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]
     assert sorted(o["instance_id"] for o in result["outcomes"]) == ["calc__median-1", "calc__percent-1"]
     assert "children" not in result
-    patches = {json.loads(base64.b64decode(p["data"]))["id"]
-               for e in events if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
-               for p in e["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"]}
-    assert patches == {"eval-fetch-ahead", "eval-judge-ahead"}
+    assert _patches(events) == {"eval-fetch-ahead", "eval-judge-ahead"}
 
 
 def _payload(doc: dict):
     from google.protobuf import json_format
     from temporalio.api.common.v1 import Payload
     return json_format.ParseDict(doc, Payload())
+
+
+def test_the_evaluation_recorded_before_continue_as_new_named_its_children():
+    """The form the CLI reads for an evaluation started before ``eval-continue-as-new``: its result names the
+    children, one run (no continue-as-new event), no marker of the new patch."""
+    events = json.loads((HISTORIES / "eval-bychild.json").read_text())["events"]
+    done = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
+    [payload] = done[0]["workflowExecutionCompletedEventAttributes"]["result"]["payloads"]
+    result = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]
+    assert result["outcomes"] == [] and result["children"] == ["eval-bychild/calc__median-1",
+                                                                "eval-bychild/calc__percent-1"]
+    assert _patches(events) == {"eval-outcomes-by-child", "eval-fetch-ahead", "eval-judge-ahead"}
+    assert not [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"]
+
+
+def _patches(events: list[dict]) -> set[str]:
+    return {json.loads(base64.b64decode(p["data"]))["id"]
+            for e in events if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+            for p in e["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"]}

@@ -209,3 +209,8 @@ def test_a_byte_order_mark_and_line_separators_in_patches_are_read(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows).encode())
     insts = load_instances(path)
     assert [i.instance_id for i in insts] == ["psf__requests-1", "psf__requests-2"] and insts[0].patch == patch
+
+    # rows ended by a lone CR (old Mac tools), a CR being no more possible inside a row than a newline
+    path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\r" for r in rows).encode())
+    insts = load_instances(path)
+    assert [i.instance_id for i in insts] == ["psf__requests-1", "psf__requests-2"] and insts[0].patch == patch

@@ -316,6 +316,96 @@ async def _started_ahead_and_replays(stack, wf_id: str, n: int) -> None:
         assert result.replay_failure is None, f"{one}: {result.replay_failure}"
 
 
+def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack, tmp_path):
+    """With BOSUN_EVAL_JOBS_PER_RUN=1 each instance is judged in a run of its own: the evaluation continues as new
+    after each (a full test set stays within Temporal's history limit this way). The report reads every run: an
+    outcome from the first run's history, a failure (the second instance's workflow terminated while it is
+    judged) from the second's; so do the progress and the same command again."""
+    path, repo = calc_instances(tmp_path)
+    args = ["eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo", f"example/calc={repo}",
+            "--run-id", "it-runs", "--max-parallel", "2"]
+    run = subprocess.Popen([BOSUN, *args, "--report", str(tmp_path / "report.json")],
+                           env={**os.environ, **stack.env, "BOSUN_EVAL_JOBS_PER_RUN": "1"}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: [e for e in stack.journal() if e["type"] == "eval_instance" and e["event"] == "start"
+                          and e["workflow_id"] == "eval-it-runs/calc__percent-1"], 300, 0.1,
+                 "the second instance's judging to start")
+        asyncio.run(_terminate(stack, "eval-it-runs/calc__percent-1"))
+        out, err = run.communicate(timeout=300)
+    finally:
+        run.kill()
+    assert run.returncode == 1, err[-3000:]  # (an instance could not be judged)
+    summary = json.loads(out)
+    assert summary["resolved_ids"] == ["calc__median-1"] and summary["error_ids"] == ["calc__percent-1"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["errors"]["calc__percent-1"]["kind"] == "failed"
+    assert "terminated" in report["errors"]["calc__percent-1"]["reason"]
+    assert report["timing"]["calc__median-1"]["tests_s"] > 0
+    children = ["eval-it-runs/calc__median-1", "eval-it-runs/calc__percent-1"]
+    asyncio.run(_runs_and_replays(stack, "eval-it-runs", children))
+    # `bosun history` shows the steps of every run, the first run's first
+    history = stack.bosun("history", "eval-it-runs", "--json", timeout=120)
+    assert history.returncode == 0, history.stderr[-3000:]
+    steps = json.loads(history.stdout)["children"]
+    assert [c["workflow_id"] for c in steps if c["kind"] == "child"] == children
+    assert [c["status"] for c in steps if c["kind"] == "child"] == ["completed", "terminated"]
+    # again, with the default jobs per run: the finished evaluation (its last run) is reported, nothing judged again
+    ran = len(stack.journal())
+    again = stack.bosun(*args, timeout=300)
+    assert again.returncode == 1 and "finished already" in again.stderr, again.stderr[-3000:]
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "wall_s"} == \
+        {k: v for k, v in summary.items() if k != "wall_s"}
+    assert not [e for e in stack.journal()[ran:] if e.get("workflow_id", "").startswith("eval-it-runs")]
+
+
+async def _terminate(stack, wf_id: str) -> None:
+    from temporalio.client import Client
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
+    await client.get_workflow_handle(wf_id).terminate("test: terminated")
+
+
+async def _runs_and_replays(stack, wf_id: str, children: list[str]) -> None:
+    """One run per child, chained by continue-as-new; only the first fetched ahead; the last one's result names
+    every child and its progress counts them all (the last one terminated); each run's history replays."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
+                                  data_converter=pydantic_data_converter)
+    last = client.get_workflow_handle(wf_id)
+    histories = [await last.fetch_history()]
+    while True:
+        previous = histories[0].events[0].workflow_execution_started_event_attributes.continued_execution_run_id
+        if not previous:
+            break
+        histories.insert(0, await client.get_workflow_handle(wf_id, run_id=previous).fetch_history())
+    started, fetches = [], []
+    for h in histories:
+        kinds = [e.event_type for e in h.events]
+        started.append([e.start_child_workflow_execution_initiated_event_attributes.workflow_id for e in h.events
+                        if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED])
+        fetches.append(sum(1 for e in h.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                           and e.activity_task_scheduled_event_attributes.activity_type.name == "eval_fetch"))
+        assert kinds[-1] == (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED if h is histories[-1]
+                             else EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+    assert started == [[c] for c in children] and fetches == [1] + [0] * (len(children) - 1)
+    result = await last.result()
+    assert result["children"] == children and result["outcomes"] == []
+    progress = await last.query("progress")
+    assert (progress["done"], progress["total"], progress["resolved"], progress["errors"]) == \
+        (len(children), len(children), len(children) - 1, 1)
+    replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
+    for h in histories:
+        replayed = await replayer.replay_workflow(h, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
+
+
 @pytest.mark.slow
 def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them(stack, tmp_path):
     """The build's files (compiled extensions, in real projects) are put into each instance's workspace when its
@@ -447,6 +537,8 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
 
 @pytest.mark.slow
 def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path):
+    """Two variants on one instance, each judged in a run of the evaluation of its own (BOSUN_EVAL_JOBS_PER_RUN=1:
+    it continues as new between them), compared in one report."""
     path, repo = instances
     idle = tmp_path / "idle.jsonl"
     idle.write_text(json.dumps({"content": "Nothing to do."}) + "\n")
@@ -456,7 +548,8 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
     out = tmp_path / "out"
     proc = stack.bosun("eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
                        f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}", "--repo",
-                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(out), timeout=900)
+                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(out),
+                       env_extra={"BOSUN_EVAL_JOBS_PER_RUN": "1"}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["variants"]["fixer"]["summary"]["resolved_ids"] == ["calc__median-1"]
@@ -483,14 +576,24 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
 
 @pytest.mark.slow
 def test_a_finished_agent_evaluation_whose_trajectory_is_gone_is_still_reported(stack, instances, tmp_path):
-    """The same `eval run` again after Temporal dropped a closed agent run (it keeps one for a day; deleted here,
-    which takes the dev server about 30 s): the report is written from the evaluation's history, the missing
-    trajectory is named on stderr, the others are exported."""
+    """The same `eval run` again after Temporal dropped closed runs (it keeps one for a day; deleted here, which
+    takes the dev server about 30 s each): without an agent's history the trajectory is still exported, that
+    agent's record saying its history is gone; without the task's, the report is written from the evaluation's
+    history and the missing trajectory is named on stderr."""
     path, repo = instances
     args = ["eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
             f"scripted:{EXAMPLE / 'solo.jsonl'}", "--repo", f"example/calc={repo}", "--run-id", "it-gone"]
     first = stack.bosun(*args, "--out", str(tmp_path / "first"), timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
+    traj = json.loads((tmp_path / "first" / "trajectories" / "default" / "calc__median-1.json").read_text())
+    [(agent, status)] = [(a["agent_id"], a["status"]) for a in traj["agents"] if a["turns"]]
+    asyncio.run(_delete(stack, agent))
+    proc = stack.bosun(*args, "--out", str(tmp_path / "agent-gone"), timeout=300)
+    assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
+    traj = json.loads((tmp_path / "agent-gone" / "trajectories" / "default" / "calc__median-1.json").read_text())
+    [gone] = [a for a in traj["agents"] if a["agent_id"] == agent]
+    assert gone["turns"] == [] and "no longer kept" in gone["reason"] and gone["status"] == status
+    assert traj["task"]["diff"] and traj["task"]["status"] == "succeeded"
     asyncio.run(_delete(stack, "eval-it-gone/calc__median-1/default/task"))
     proc = stack.bosun(*args, "--out", str(tmp_path / "again"), timeout=300)
     assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
