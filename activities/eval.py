@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -50,6 +51,11 @@ RUN = "eval"
 TESTS_OUTPUT_CAP = 64 << 20
 """Bytes of the tests' output kept (the runners' summaries come at the end: nothing the harness would read is
 cut short)."""
+
+class KeepOutcomesInput(BaseModel):
+    outcomes: list[dict[str, Any]]
+    """Outcomes of an evaluation's instances (workflows/eval.py's InstanceOutcome, as JSON)."""
+
 
 class EvalFetchInput(BaseModel):
     source: str
@@ -195,7 +201,14 @@ class EvalActivities:
             await asyncio.wait(list(self._cleanups.values()))
 
     def all(self) -> list:
-        return [self.eval_fetch, self.eval_prepare, self.eval_instance, self.eval_prediction]
+        return [self.eval_fetch, self.eval_prepare, self.eval_instance, self.eval_prediction, self.eval_keep_outcomes]
+
+    @activity.defn
+    async def eval_keep_outcomes(self, inp: KeepOutcomesInput) -> str:
+        """Outcomes of an evaluation's instances into the artifact store (their ref): the CLI reads them from
+        there, whatever Temporal still keeps of the evaluation's runs (a run's history goes a while after it
+        closes, and an evaluation that continued as new closed its earlier runs long before it ends)."""
+        return self.store.put_json({"outcomes": inp.outcomes})
 
     @activity.defn
     async def eval_fetch(self, inp: EvalFetchInput) -> EvalFetchResult:

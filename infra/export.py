@@ -89,7 +89,8 @@ def _agent(store: ArtifactStore, step: Step, parent: str | None) -> dict[str, An
         "turns_taken": res.get("turns", len(turns)), "tool_calls": res.get("tool_calls"),
         "usage": res.get("usage"), "cost_usd": res.get("cost_usd"), "stopped": res.get("stopped"),
         "switches": res.get("switches", []), "started": step.started, "duration_s": step.duration_s,
-        "turns": turns, "messages": _content(store, final_ref, as_json=True), "transcript_ref": final_ref}
+        "turns": turns, "messages": _content(store, final_ref, as_json=True), "transcript_ref": final_ref,
+        "history_missing": step.missing}
 
 
 def export(root: Step, store: ArtifactStore) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from infra.errors import ConfigError
 
@@ -32,6 +32,9 @@ class Step:
     status: str | None = None
     """Workflows and child agents: how they ended (completed, failed, terminated, cancelled, timed out); None while
     running."""
+    missing: str | None = None
+    """Child workflows: why their own steps are not there (Temporal no longer keeps their history); workflows:
+    which of their earlier runs are not there."""
     children: list[Step] = field(default_factory=list)
 
 
@@ -71,16 +74,6 @@ _ENDS = {
 }
 
 
-def child_end(ev) -> tuple[str, str] | None:
-    """A child workflow's end other than completion (failed, timed out, terminated, cancelled), from its event in
-    the parent's history: (its workflow id, what happened); None for any other event."""
-    if ev.event_type not in _CHILD_ENDS:
-        return None
-    status, attr = _CHILD_ENDS[ev.event_type]
-    a = getattr(ev, attr)
-    return a.workflow_execution.workflow_id, (f"failed: {_innermost(a.failure)}" if status == "failed" else status)
-
-
 def _ts(ev) -> float:
     return ev.event_time.seconds + ev.event_time.nanos / 1e9
 
@@ -117,23 +110,63 @@ async def collect_run(client: Client, workflow_id: str) -> Step:
         raise ConfigError(f"no run {workflow_id!r} in namespace {client.namespace}: {e.message}") from None
 
 
+def _gone(e: RPCError) -> bool:
+    """Temporal no longer has the run (its retention passed, or it was deleted)."""
+    return e.status == RPCStatusCode.NOT_FOUND
+
+
+async def _previous_run(client: Client, workflow_id: str, run_id: str | None) -> str:
+    """The run ``run_id`` (None: the latest) continued, if it continued one ("" if not)."""
+    async for ev in client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history_events(page_size=1):
+        return ev.workflow_execution_started_event_attributes.continued_execution_run_id
+    return ""
+
+
 async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    """The steps of a workflow's run (``run_id``; None: the latest) read from its history, its children's
+    recursively. A workflow that continued as new: the steps of all its runs in order, from the first one Temporal
+    still keeps (``missing`` says when earlier ones are gone) to the last; a child's, from the run it started with
+    on. RPCError when the run itself is not there."""
     root = Step(workflow_id=workflow_id, kind="workflow", name="")
-    scheduled: dict[int, Step] = {}
-    children: dict[str, Step] = {}
+    first = run_id
+    while True:  # back to the first run (a run's start names the run it continues)
+        try:
+            previous = await _previous_run(client, workflow_id, first)
+        except RPCError as e:
+            if first == run_id or not _gone(e):
+                raise
+            root.missing = f"its runs before {first} are no longer kept"
+            break
+        if not previous:
+            break
+        first = previous
     calls: dict[str, dict] = {}
     """Tool calls the model asked for, by call id (a local activity's marker does not carry its input)."""
+    current: str | None = first
+    while True:  # forward to the last run (a run that continued as new names the next)
+        following = await _read_run(client, root, current, calls)
+        if not following:
+            return root
+        current = following
+
+
+async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[str, dict]) -> str:
+    """One run's steps into ``root``; the run it continued as new into ("" if none)."""
+    workflow_id = root.workflow_id
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    scheduled: dict[int, Step] = {}
+    children: dict[str, Step] = {}
+    following = ""
     async for ev in handle.fetch_history_events():
         t = ev.event_type
         if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             a = ev.workflow_execution_started_event_attributes
             root.name = a.workflow_type.name
-            root.input = (_decode(a.input.payloads) or [None])[0]
-            root.started = _ts(ev)
-            if a.continued_execution_run_id:  # (it continued as new: its earlier runs' steps come first)
-                earlier = await collect(client, workflow_id, a.continued_execution_run_id)
-                root.children, root.started = earlier.children, earlier.started
+            if root.started is None:  # (the first run's)
+                root.input = (_decode(a.input.payloads) or [None])[0]
+                root.started = _ts(ev)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            following = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
         elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             a = ev.activity_task_scheduled_event_attributes
             step = Step(workflow_id=workflow_id, kind="activity", name=a.activity_type.name,
@@ -171,10 +204,12 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
             step = children[a.workflow_execution.workflow_id]
             try:
                 sub = await collect(client, a.workflow_execution.workflow_id, a.workflow_execution.run_id)
-            except RPCError as e:  # (its history is gone: the server keeps a closed workflow for a while)
-                step.error = f"its history is no longer kept: {e.message}"[:300]
+            except RPCError as e:
+                if not _gone(e):
+                    raise
+                step.missing = f"its history is no longer kept ({e.message})"[:300]
             else:
-                step.children, step.input = sub.children, sub.input
+                step.children, step.input, step.missing = sub.children, sub.input, sub.missing
         elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
             a = ev.child_workflow_execution_completed_event_attributes
             step = children[a.workflow_execution.workflow_id]
@@ -201,7 +236,7 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
                 reason = ev.workflow_execution_terminated_event_attributes.reason
                 root.error = f"terminated{': ' + reason if reason else ''}"
             root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
-    return root
+    return following
 
 
 def _describe(step: Step) -> str:
@@ -282,11 +317,15 @@ def render(step: Step, indent: str = "") -> list[str]:
             state = f"{state.upper()}: {step.error}"
         dur = f" in {step.duration_s:.2f}s" if step.duration_s is not None else ""
         lines.append(f"{indent}{step.name} {step.workflow_id}: {state}{dur}")
+    if step.missing:
+        lines.append(f"{indent}  ({step.missing})")
     for c in step.children:
         dur = f"{c.duration_s:7.3f}s" if c.duration_s is not None else "   ...  "
         retry = f" (attempt {c.attempt})" if c.attempt > 1 else ""
         if c.kind == "child":
             lines.append(f"{indent}  [{dur}] {_agent_line(c)}")
+            if c.missing:
+                lines.append(f"{indent}      ({c.missing})")
             sub = Step(workflow_id=c.workflow_id, kind="child", name=c.name, children=c.children)
             lines += render(sub, indent + "    ")
         else:

@@ -145,10 +145,11 @@ class Settings(BaseSettings):
     and on `bosun env prune` the least recently used go beyond it. 0: no bound."""
     env_debian_mirror: str = "http://deb.debian.org/debian"
     """Debian mirror debootstrap builds the base root filesystems (Python 3.9, 3.11, 3.13) from."""
-    eval_jobs_per_run: int = Field(default=1000, ge=1)
+    eval_jobs_per_run: int = Field(default=1000, ge=1, le=2000)
     """`bosun eval`: instance jobs (instance x variant) one run of an evaluation's workflow starts before it
-    continues as new, which keeps each run's history far below Temporal's 51,200-event limit (about 14 events a
-    job). The report is the same for any value."""
+    continues as new, which keeps each run's history far below Temporal's 51,200-event limit (about 16 events a
+    job). A run waits for its last jobs before the next starts, so a value below a few times --max-parallel
+    judges fewer at once. The report is the same for any value."""
 
     telemetry: bool = True
     """OpenTelemetry traces and metrics (docs/ARCHITECTURE.md, "Observability"): kept in `<data dir>/telemetry`

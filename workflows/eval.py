@@ -8,9 +8,10 @@ result is recorded).
   sandbox started, on the worker) while the others' tests run, then wait for the ``go`` signal, which the
   evaluation sends, in order, as judging slots free up. With ``variants`` (``bosun eval run``) each instance runs
   once per variant, the agents' diff as its prediction (no child starts ahead: the agents are the long part).
-  Every ``jobs_per_run`` jobs (instance x variant) it waits for its children and continues as new, carrying
-  the counts and the outcomes it made: a run's history stays far below Temporal's 51,200 events for any number
-  of instances; each child's outcome stays in the completion event of the run that started it.
+  Every ``jobs_per_run`` jobs (instance x variant) it waits for its children, stores their outcomes in the
+  artifact store and continues as new, carrying where it is, the counts and the outcomes' refs: a run's
+  history stays far below Temporal's 51,200 events for any number of instances, and the report does not
+  depend on Temporal keeping the earlier runs.
 - ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (started ahead:
   wait for the go; an environment not built yet is built only then), (agent mode: run a TaskWorkflow at the base
   commit on the problem statement, its diff becomes the prediction), apply and test.
@@ -34,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         EvalPrepareInput,
         EvalPrepareResult,
         EvalRunInput,
+        KeepOutcomesInput,
         PredictionInput,
     )
     from activities.workspace import WorkspaceActivities
@@ -111,8 +113,11 @@ class InstanceOutcome(BaseModel):
 
 
 JOBS_PER_RUN = 1000
-"""Instance jobs one run of an evaluation starts before it continues as new (about 14 history events each: a
-run stays far below Temporal's 51,200-event limit)."""
+"""Instance jobs one run of an evaluation starts before it continues as new when its input does not say (about
+14 history events each: a run stays far below Temporal's 51,200-event limit). A run carries the number it used
+on, so changing this never changes a run in flight."""
+KEEP_CHUNK = 250
+"""Outcomes (about 1 KB each) stored per eval_keep_outcomes call: its input stays far below Temporal's 2 MB."""
 
 
 class EvalCarried(BaseModel):
@@ -126,6 +131,8 @@ class EvalCarried(BaseModel):
     started: float = 0.0
     """When the first run started (workflow time): the progress's elapsed time and ETA count from it."""
     fetch_ahead_s: float = 0.0
+    kept: list[str] = []
+    """The earlier runs' outcomes, in the artifact store (``eval_keep_outcomes``)."""
 
 
 class EvalInput(BaseModel):
@@ -144,12 +151,16 @@ class EvalInput(BaseModel):
 class EvalResult(BaseModel):
     run_id: str
     outcomes: list[InstanceOutcome]
-    """Outcomes the evaluation made itself: in evaluations started before ``eval-outcomes-by-child``, every
-    instance's; before ``eval-continue-as-new``, of the children that failed; since, none."""
+    """Outcomes in the result itself: in evaluations started before ``eval-outcomes-by-child``, every instance's;
+    before ``eval-continue-as-new``, those the evaluation made for children that failed; since, none (``kept``)."""
     children: list[str] = []
-    """The instance workflows whose result is their outcome (the CLI reads them from their completion events in
-    the evaluation's history; since ``eval-continue-as-new`` also those that failed, from their failure events):
-    about 1 KB each, which in one payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
+    """Evaluations started before ``eval-continue-as-new``: the instance workflows whose result is their outcome
+    (the CLI reads them from their completion events in the evaluation's history): about 1 KB each, which in one
+    payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
+    kept: list[str] = []
+    """Since ``eval-continue-as-new``: every outcome, in job order, stored in the artifact store by each run before
+    it ends (``eval_keep_outcomes``, ``KEEP_CHUNK`` a ref): a run's history goes a while after the run closes, and
+    an evaluation that continued as new closed its earlier runs long before it ends."""
     fetch_ahead_s: float = 0.0
     """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
     this over the number of instances)."""
@@ -343,7 +354,7 @@ class EvalWorkflow:
                 except ChildWorkflowError as e:
                     failed.add(child_id)
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
-                                              error=f"{e.cause or e}"[:500], error_kind="failed")
+                                              error=f"its workflow ended: {e.cause or e}"[:500], error_kind="failed")
                 finally:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
                     if child_id in self._judging:
@@ -358,18 +369,25 @@ class EvalWorkflow:
                                          in zip(jobs[first:last], ids[first:last], strict=True)])
         if not by_child:
             return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
-        if not in_runs:  # (started before eval-continue-as-new: the outcomes of children that failed in the result)
+        if not in_runs:  # (started before eval-continue-as-new: the children named, their outcomes in this history)
             return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
                               children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
+        kept = carried.kept + await self._keep(list(results))
         if last < len(jobs):
             done, resolved, errors = self._counts()
-            workflow.continue_as_new(inp.model_copy(update={"carried": EvalCarried(
+            workflow.continue_as_new(inp.model_copy(update={"jobs_per_run": last - first, "carried": EvalCarried(
                 start=last, done=done, resolved=resolved, errors=errors, started=self.started,
-                fetch_ahead_s=fetch_ahead_s)}))
-        # each child's outcome is its own result, or its failure: the event that ends it, in the history of the
-        # evaluation's run that started it, holds it (one payload holding them all would pass Temporal's 2 MB limit
-        # for a couple of thousand instances)
-        return EvalResult(run_id=inp.run_id, outcomes=[], children=ids, fetch_ahead_s=fetch_ahead_s)
+                fetch_ahead_s=fetch_ahead_s, kept=kept)}))
+        return EvalResult(run_id=inp.run_id, outcomes=[], kept=kept, fetch_ahead_s=fetch_ahead_s)
+
+    async def _keep(self, outcomes: list[InstanceOutcome]) -> list[str]:
+        """This run's outcomes, in the artifact store on a worker: their refs, ``KEEP_CHUNK`` outcomes each."""
+        queue = await workflow.execute_activity_method(
+            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+        chunks = [outcomes[i:i + KEEP_CHUNK] for i in range(0, len(outcomes), KEEP_CHUNK)]
+        return list(await asyncio.gather(*[workflow.execute_activity_method(
+            EvalActivities.eval_keep_outcomes, KeepOutcomesInput(outcomes=[o.model_dump() for o in chunk]),
+            summary=f"keep {len(chunk)} outcomes", **_opts(queue, 5)) for chunk in chunks]))
 
     async def _let_in(self, slots: int) -> None:
         """Send the go to the children started ahead, oldest first, while judging slots are free."""

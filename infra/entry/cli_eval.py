@@ -30,6 +30,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from agents.evaluation.compare import compare
@@ -51,7 +52,7 @@ from infra.artifacts import ArtifactStore
 from infra.cliargs import Parser, UsageError
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
-from infra.history import child_end, collect_run
+from infra.history import collect_run
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
@@ -142,10 +143,26 @@ def _with_model(v: Variant, store: ArtifactStore) -> Variant:
     return v
 
 
+INPUT_LIMIT = 1_900_000
+"""Bytes of the evaluation's input the CLI starts (Temporal refuses a payload over 2 MiB)."""
+
+
+def check_input_size(inp: EvalInput) -> None:
+    """ConfigError when the evaluation's input would not fit in one Temporal payload (agent mode carries the
+    problem statements: a couple of thousand instances pass the limit)."""
+    [payload] = pydantic_data_converter.payload_converter.to_payloads([inp])
+    if len(payload.data) > INPUT_LIMIT:
+        held = " with their problem statements" if inp.variants else ""
+        raise ConfigError(f"the evaluation's input is {len(payload.data) / 1e6:.1f} MB ({len(inp.items)} instances"
+                          f"{held}), more than Temporal takes in one payload (2 MB); split the instances into "
+                          "several evaluations with --ids (and a --run-id each)")
+
+
 async def _run(s: Settings, inp: EvalInput) -> EvalResult:
     """Start the evaluation, or follow the one ``--run-id`` names: still running, or finished (its result is
     reported, nothing judged again; one that failed, was cancelled or terminated starts afresh). Refused when that
-    one judges other instances, predictions, variants or time limit than these."""
+    one judges other instances, predictions, variants or time limit than these, or when its input is too large."""
+    check_input_size(inp)
     client = await connect(s)
     wf_id, finished = f"eval-{inp.run_id}", False
     try:
@@ -178,7 +195,8 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
             print(line, file=sys.stderr)
             last = line
     result = EvalResult.model_validate(waiting.result())
-    result.outcomes += await _outcomes(client, handle, result.children)
+    result.outcomes += _kept(ArtifactStore(s.artifacts_dir), wf_id, result.kept) + \
+        await _outcomes(client, handle, result.children)
     print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
           f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
     return result
@@ -227,50 +245,41 @@ async def _same_evaluation(client: Client, handle: WorkflowHandle, inp: EvalInpu
                           "to follow it")
 
 
-async def _runs(client: Client, handle: WorkflowHandle) -> list[WorkflowHandle]:
-    """The runs of the evaluation ``handle`` names, first to last, from any one of them (an evaluation continues
-    as new every ``jobs_per_run`` jobs; its first run has no predecessor, its last no successor)."""
-    runs = [handle]
-    while True:  # back to the first: each run's start names the run it continues
-        previous = ""
-        async for ev in runs[0].fetch_history_events(page_size=1):
-            previous = ev.workflow_execution_started_event_attributes.continued_execution_run_id
-            break
-        if not previous:
-            break
-        runs.insert(0, client.get_workflow_handle(handle.id, run_id=previous))
-    return runs
+def _kept(store: ArtifactStore, wf_id: str, refs: list[str]) -> list[InstanceOutcome]:
+    """The outcomes an evaluation stored in the artifact store (``EvalResult.kept``)."""
+    out = []
+    for ref in refs:
+        try:
+            out += [InstanceOutcome.model_validate(o) for o in store.get_json(ref)["outcomes"]]
+        except (BosunError, OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"evaluation {wf_id}: its outcomes {ref} cannot be read from the artifact store "
+                              f"{store.root} ({e}); run bosun with the data dir of the worker that judged it, or "
+                              "pass a new --run-id to judge again") from None
+    return out
 
 
 async def _outcomes(client: Client, handle: WorkflowHandle, children: list[str]) -> list[InstanceOutcome]:
-    """The outcomes of the evaluation's instance workflows, read from the evaluation's own history (each child's
-    completion event, in the run that started it, holds its result; a child that failed, timed out or was
-    terminated is an outcome of kind ``failed`` saying so): that history lasts as long as the evaluation's, where
-    a child's own may be gone (the embedded server keeps a closed workflow for a day; a large evaluation runs
-    longer). ``handle``: any run of the evaluation; the runs after it are followed too."""
+    """Evaluations started before ``eval-continue-as-new``: the outcomes of the evaluation's instance workflows,
+    read from the evaluation's own history (each child's completion event holds its result): that history lasts
+    as long as the evaluation's, where a child's own may be gone (the embedded server keeps a closed workflow for
+    a day)."""
     if not children:
         return []
     wanted, found = set(children), {}
-
-    def failed(child: str, error: str) -> InstanceOutcome:
-        instance, _, variant = child[len(handle.id) + 1:].partition("/")  # (EvalWorkflow's ids: ID or ID/VARIANT)
-        return InstanceOutcome(instance_id=instance, variant=variant, error_kind="failed", error=error[:500])
-
-    runs = await _runs(client, handle)
-    while runs:
-        run, following = runs.pop(0), ""
-        async for ev in run.fetch_history_events():
-            done, ended = ev.child_workflow_execution_completed_event_attributes, child_end(ev)
-            child = done.workflow_execution.workflow_id
-            if ev.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED and child in wanted:
-                [found[child]] = await client.data_converter.decode(list(done.result.payloads), [InstanceOutcome])
-            elif ended is not None and ended[0] in wanted:  # (it failed: its outcome is that)
-                found[ended[0]] = failed(ended[0], f"its workflow {ended[1]}")
-            elif ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-                following = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-        if following and not runs:
-            runs.append(client.get_workflow_handle(handle.id, run_id=following))
-    return [found.get(child) or failed(child, "its outcome is not in the evaluation's history") for child in children]
+    async for ev in handle.fetch_history_events():
+        done = ev.child_workflow_execution_completed_event_attributes
+        child = done.workflow_execution.workflow_id
+        if ev.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED and child in wanted:
+            [found[child]] = await client.data_converter.decode(list(done.result.payloads), [InstanceOutcome])
+    out = []
+    for child in children:
+        if child in found:
+            out.append(found[child])
+            continue
+        instance, _, variant = child[len(handle.id) + 1:].partition("/")
+        out.append(InstanceOutcome(instance_id=instance, variant=variant, error_kind="failed",
+                                   error="its outcome is not in the evaluation's history"))
+    return out
 
 
 def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStore,

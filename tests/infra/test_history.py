@@ -42,32 +42,3 @@ def test_an_agent_that_failed_or_was_terminated_shows_how_it_ended():
     assert "agent w/d (AgentWorkflow): status failed, 3 turns, 4 tool calls — ProviderError: 401 Unauthorized" in text
     assert "status budget_exhausted, 2 turns, 2 tool calls — stopped: turn limit (2)" in text
     assert "agent w/f (AgentWorkflow): status running, 0 turns, 0 tool calls" in text
-
-
-def test_a_child_that_did_not_complete_is_read_from_its_parents_event():
-    """A child workflow's end other than completion, as its parent's history records it: its id and what happened
-    (a failure by its innermost cause, with the error's type); any other event is not one."""
-    from temporalio.api.common.v1 import WorkflowExecution
-    from temporalio.api.enums.v1 import EventType
-    from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
-    from temporalio.api.history.v1 import (
-        ChildWorkflowExecutionFailedEventAttributes,
-        ChildWorkflowExecutionTerminatedEventAttributes,
-        HistoryEvent,
-    )
-
-    from infra.history import child_end
-
-    child = WorkflowExecution(workflow_id="eval-x/calc__median-1")
-    failed = HistoryEvent(
-        event_type=EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
-        child_workflow_execution_failed_event_attributes=ChildWorkflowExecutionFailedEventAttributes(
-            workflow_execution=child, failure=Failure(message="workflow failed", cause=Failure(
-                message="no such file", application_failure_info=ApplicationFailureInfo(type="OSError")))))
-    assert child_end(failed) == ("eval-x/calc__median-1", "failed: OSError: no such file")
-    terminated = HistoryEvent(
-        event_type=EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
-        child_workflow_execution_terminated_event_attributes=ChildWorkflowExecutionTerminatedEventAttributes(
-            workflow_execution=child))
-    assert child_end(terminated) == ("eval-x/calc__median-1", "terminated")
-    assert child_end(HistoryEvent(event_type=EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED)) is None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 from temporalio.client import WorkflowFailureError
 
 from activities.models import PlanInfo, SubtaskInfo
+from infra.history import collect
 from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, task_input
 from tests.workflows.harness import AgentScript, Turn, World
 
@@ -133,12 +135,18 @@ async def test_steering_reaches_the_next_model_call(env):
 async def test_a_long_agent_continues_as_new_and_keeps_its_place(env):
     turns = [Turn(tools=["read_file"]) for _ in range(SUGGEST_CONTINUE_AS_NEW_AT)] + [Turn()]
     world = World(agents={"agent-1": AgentScript(turns=turns)})
-    result = await run_task(env, world, task_input(mode="solo", max_turns=100))
+    wf_id = f"t-long-{uuid.uuid4().hex[:8]}"
+    result = await run_task(env, world, task_input(mode="solo", max_turns=100), wf_id=wf_id)
     assert result.agent.turns == len(turns) and result.agent.status == "done"
     assert [c.input.turn for c in world.named("model_call")] == list(range(1, len(turns) + 1))
     assert len(world.named("init_agent")) == 1  # the new run resumed; it did not start over
     assert len({c.run_id for c in world.named("model_call")}) > 1  # it did continue as new
     assert len([c for c in world.named("release_sandbox") if c.input.agent_id.endswith("agent-1")]) == 1
+    # read back (bosun history, the export), the agent has the turns of all its runs, in order
+    root = await collect(env.client, wf_id)
+    [agent] = [c for c in root.children if c.kind == "child"]
+    calls = [c.input["turn"] for c in agent.children if c.name == "model_call"]
+    assert calls == list(range(1, len(turns) + 1)) and agent.missing is None
 
 
 GITHUB = {"source": "github", "repo": "acme/api", "number": 7}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.artifacts import ArtifactStore
 from tests.conftest import BOSUN, EXAMPLE, leftovers, make_example_repo, wait_for
 
 MEDIAN_FIX = ("    middle = len(ordered) // 2\n    return ordered[middle]\n",
@@ -170,11 +171,14 @@ async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> N
     scheduled = history.events[fetches[0]].activity_task_scheduled_event_attributes
     fetched = json.loads(scheduled.input.payloads[0].data)
     assert sorted(fetched["commits"]) == sorted(set(commits))
-    # the evaluation's result names its children (each one's result is its outcome), it does not hold the outcomes
+    # the evaluation's result does not hold the outcomes: they are in the artifact store, one per child, in order
     result = await client.get_workflow_handle(wf_id).result()
-    started = sorted(history.events[i].start_child_workflow_execution_initiated_event_attributes.workflow_id
-                     for i in children)
-    assert result["outcomes"] == [] and sorted(result["children"]) == started
+    started = [history.events[i].start_child_workflow_execution_initiated_event_attributes.workflow_id
+               for i in children]
+    store = ArtifactStore(stack.data_dir / "artifacts")
+    kept = [o["instance_id"] for ref in result["kept"] for o in store.get_json(ref)["outcomes"]]
+    assert result["outcomes"] == [] and result["children"] == [] and \
+        [f"{wf_id}/{i}" for i in kept] == started
     replayer = Replayer(workflows=[EvalWorkflow, EvalInstanceWorkflow], data_converter=pydantic_data_converter)
     for one in (wf_id, f"{wf_id}/calc__median-1"):
         result = await replayer.replay_workflow(await client.get_workflow_handle(one).fetch_history(),
@@ -340,7 +344,7 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     assert summary["resolved_ids"] == ["calc__median-1"] and summary["error_ids"] == ["calc__percent-1"]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["errors"]["calc__percent-1"]["kind"] == "failed"
-    assert "terminated" in report["errors"]["calc__percent-1"]["reason"]
+    assert report["errors"]["calc__percent-1"]["reason"] == "its workflow ended: Terminated"
     assert report["timing"]["calc__median-1"]["tests_s"] > 0
     children = ["eval-it-runs/calc__median-1", "eval-it-runs/calc__percent-1"]
     asyncio.run(_runs_and_replays(stack, "eval-it-runs", children))
@@ -357,6 +361,19 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     assert {k: v for k, v in json.loads(again.stdout).items() if k != "wall_s"} == \
         {k: v for k, v in summary.items() if k != "wall_s"}
     assert not [e for e in stack.journal()[ran:] if e.get("workflow_id", "").startswith("eval-it-runs")]
+    # the outcomes gone from the artifact store (another data dir): said, exit 2, no traceback
+    result = asyncio.run(_result(stack, "eval-it-runs"))
+    (stack.data_dir / "artifacts" / result["kept"][0][7:9] / result["kept"][0][7:]).unlink()
+    lost = stack.bosun(*args, timeout=300)
+    assert lost.returncode == 2 and f"its outcomes {result['kept'][0]} cannot be read" in lost.stderr, \
+        lost.stderr[-3000:]
+
+
+async def _result(stack, wf_id: str) -> dict:
+    from temporalio.client import Client
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
+    return await client.get_workflow_handle(wf_id).result()
 
 
 async def _terminate(stack, wf_id: str) -> None:
@@ -395,8 +412,11 @@ async def _runs_and_replays(stack, wf_id: str, children: list[str]) -> None:
         assert kinds[-1] == (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED if h is histories[-1]
                              else EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
     assert started == [[c] for c in children] and fetches == [1] + [0] * (len(children) - 1)
-    result = await last.result()
-    assert result["children"] == children and result["outcomes"] == []
+    result = await last.result()  # (its outcomes are in the artifact store: a ref per run)
+    assert result["children"] == [] and result["outcomes"] == [] and len(result["kept"]) == len(children)
+    store = ArtifactStore(stack.data_dir / "artifacts")
+    kept = [o["instance_id"] for ref in result["kept"] for o in store.get_json(ref)["outcomes"]]
+    assert kept == [c.rsplit("/", 1)[1] for c in children]
     progress = await last.query("progress")
     assert (progress["done"], progress["total"], progress["resolved"], progress["errors"]) == \
         (len(children), len(children), len(children) - 1, 1)
@@ -592,7 +612,7 @@ def test_a_finished_agent_evaluation_whose_trajectory_is_gone_is_still_reported(
     assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
     traj = json.loads((tmp_path / "agent-gone" / "trajectories" / "default" / "calc__median-1.json").read_text())
     [gone] = [a for a in traj["agents"] if a["agent_id"] == agent]
-    assert gone["turns"] == [] and "no longer kept" in gone["reason"] and gone["status"] == status
+    assert gone["turns"] == [] and "no longer kept" in gone["history_missing"] and gone["status"] == status
     assert traj["task"]["diff"] and traj["task"]["status"] == "succeeded"
     asyncio.run(_delete(stack, "eval-it-gone/calc__median-1/default/task"))
     proc = stack.bosun(*args, "--out", str(tmp_path / "again"), timeout=300)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agents.evaluation.swebench import Instance, Prediction
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _items
-from workflows.eval import EvalInput
+from infra.entry.cli_eval import _items, check_input_size
+from infra.errors import ConfigError
+from workflows.eval import EvalInput, Variant
 
 PAYLOAD_ERROR_BYTES = 2 * 1024 * 1024
 """Temporal's default limit on one payload (the server refuses a workflow input above it)."""
@@ -40,6 +42,7 @@ def test_judging_the_full_test_set_fits_one_workflow_input(tmp_path):
     [payload] = pydantic_data_converter.payload_converter.to_payloads(
         [EvalInput(run_id="full", items=items, max_parallel=2, timeout_s=1800)])
     assert len(payload.data) < 0.6 * PAYLOAD_ERROR_BYTES, len(payload.data)  # about 1.1 MB
+    check_input_size(EvalInput(run_id="full", items=items))  # (accepted)
     assert all(not it.task for it in items)
     # the row the instance's judging reads still holds everything, the statement included
     assert store.get_json(items[0].instance_ref)["problem_statement"] == insts[0].problem_statement
@@ -51,3 +54,16 @@ def test_agent_mode_keeps_the_problem_statement_for_the_agents(tmp_path):
     [inst] = _instances(1, 300)
     [item] = _items([inst], {inst.repo: "/srv/x"}, ArtifactStore(tmp_path), None)
     assert item.task == inst.problem_statement and item.prediction_ref is None
+
+
+def test_an_input_too_large_for_one_payload_is_refused_before_anything_starts(tmp_path):
+    """Agent mode carries each problem statement in the input: 1,000 instances of 2 KB pass Temporal's payload
+    limit, so the CLI refuses them (exit 2) instead of the server refusing the start, saying how to split them."""
+    insts = _instances(1000, 2048)
+    items = _items(insts, {insts[0].repo: "/srv/x"}, ArtifactStore(tmp_path), None)
+    inp = EvalInput(run_id="big", items=items, variants=[Variant(name="default")])
+    with pytest.raises(ConfigError, match=r"input is 2\.\d MB \(1000 instances with their problem statements\), "
+                                          r"more than Temporal takes .* split the instances .* with --ids"):
+        check_input_size(inp)
+    check_input_size(EvalInput(run_id="half", items=items[:500], variants=[Variant(name="default")]))
+
