@@ -123,23 +123,23 @@ async def _previous_run(client: Client, workflow_id: str, run_id: str | None) ->
 
 
 async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:
-    """The steps of a workflow's run (``run_id``; None: the latest) read from its history, its children's
-    recursively. A workflow that continued as new: the steps of all its runs in order, from the first one Temporal
-    still keeps (``missing`` says when earlier ones are gone) to the last; a child's, from the run it started with
-    on. RPCError when the run itself is not there."""
+    """The steps of a workflow read from its history, its children's recursively: from ``run_id`` on (a child's
+    first run), or (None) the whole workflow. A workflow that continued as new: the steps of all its runs in order,
+    from the first one Temporal still keeps (``missing`` says when earlier ones are gone) to the last. RPCError when
+    the run itself is not there."""
     root = Step(workflow_id=workflow_id, kind="workflow", name="")
     first = run_id
-    while True:  # back to the first run (a run's start names the run it continues)
-        try:
-            previous = await _previous_run(client, workflow_id, first)
-        except RPCError as e:
-            if first == run_id or not _gone(e):
-                raise
-            root.missing = f"its runs before {first} are no longer kept"
-            break
-        if not previous:
-            break
-        first = previous
+    if run_id is None:  # back to the first run still kept (a run's start names the run it continues)
+        previous = await _previous_run(client, workflow_id, None)
+        while previous:
+            try:
+                earlier = await _previous_run(client, workflow_id, previous)
+            except RPCError as e:
+                if not _gone(e):
+                    raise
+                root.missing = f"its run {previous} and any before it are no longer kept"
+                break
+            first, previous = previous, earlier
     calls: dict[str, dict] = {}
     """Tool calls the model asked for, by call id (a local activity's marker does not carry its input)."""
     current: str | None = first

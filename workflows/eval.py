@@ -114,8 +114,9 @@ class InstanceOutcome(BaseModel):
 
 JOBS_PER_RUN = 1000
 """Instance jobs one run of an evaluation starts before it continues as new when its input does not say (about
-14 history events each: a run stays far below Temporal's 51,200-event limit). A run carries the number it used
-on, so changing this never changes a run in flight."""
+16 history events each: a run stays far below Temporal's 51,200-event limit). A continued run carries the number
+it used on (the CLI always says it: a first run started without it by another client takes this at replay too,
+so keep it as it is)."""
 KEEP_CHUNK = 250
 """Outcomes (about 1 KB each) stored per eval_keep_outcomes call: its input stays far below Temporal's 2 MB."""
 
@@ -381,13 +382,32 @@ class EvalWorkflow:
         return EvalResult(run_id=inp.run_id, outcomes=[], kept=kept, fetch_ahead_s=fetch_ahead_s)
 
     async def _keep(self, outcomes: list[InstanceOutcome]) -> list[str]:
-        """This run's outcomes, in the artifact store on a worker: their refs, ``KEEP_CHUNK`` outcomes each."""
-        queue = await workflow.execute_activity_method(
-            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
-        chunks = [outcomes[i:i + KEEP_CHUNK] for i in range(0, len(outcomes), KEEP_CHUNK)]
-        return list(await asyncio.gather(*[workflow.execute_activity_method(
-            EvalActivities.eval_keep_outcomes, KeepOutcomesInput(outcomes=[o.model_dump() for o in chunk]),
-            summary=f"keep {len(chunk)} outcomes", **_opts(queue, 5)) for chunk in chunks]))
+        """This run's outcomes, in the artifact store on a worker: their refs, ``KEEP_CHUNK`` outcomes each, one
+        call at a time (a workflow task's commands stay far below Temporal's 4 MB). Never gives up: each call is
+        retried until it succeeds, and a worker that does not take it within 10 minutes (gone) is replaced by
+        another one bound."""
+        refs: list[str] = []
+        queue = ""
+        for i in range(0, len(outcomes), KEEP_CHUNK):
+            chunk = outcomes[i:i + KEEP_CHUNK]
+            while True:
+                if not queue:
+                    queue = await workflow.execute_activity_method(
+                        WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30),
+                        retry_policy=policies.KEEP, summary="bind worker")
+                try:
+                    refs.append(await workflow.execute_activity_method(
+                        EvalActivities.eval_keep_outcomes, KeepOutcomesInput(outcomes=[o.model_dump() for o in chunk]),
+                        task_queue=queue, start_to_close_timeout=timedelta(minutes=2),
+                        schedule_to_start_timeout=timedelta(minutes=10), retry_policy=policies.KEEP,
+                        summary=f"keep {len(chunk)} outcomes"))
+                    break
+                except ActivityError as e:  # (its worker did not take it, or it cannot: another one, a bit later)
+                    workflow.logger.warning("keeping outcomes on %s failed: %s; binding another worker in a "
+                                            "minute", queue, e.cause or e)
+                    queue = ""
+                    await workflow.sleep(timedelta(minutes=1))
+        return refs
 
     async def _let_in(self, slots: int) -> None:
         """Send the go to the children started ahead, oldest first, while judging slots are free."""

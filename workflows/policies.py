@@ -25,3 +25,7 @@ REPORT = RetryPolicy(initial_interval=timedelta(seconds=5), backoff_coefficient=
 CLEANUP = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                       maximum_attempts=5)
 ONCE = RetryPolicy(maximum_attempts=1)
+KEEP = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                   maximum_interval=timedelta(minutes=2), maximum_attempts=0)
+"""Keeping an evaluation's outcomes (content-addressed, so any attempt is safe): tried until it succeeds; every
+instance was judged, and giving up would fail the evaluation and lose all of it."""

@@ -197,6 +197,11 @@ async def _run(s: Settings, inp: EvalInput) -> EvalResult:
     result = EvalResult.model_validate(waiting.result())
     result.outcomes += _kept(ArtifactStore(s.artifacts_dir), wf_id, result.kept) + \
         await _outcomes(client, handle, result.children)
+    have = {(o.instance_id, o.variant) for o in result.outcomes}
+    result.outcomes += [InstanceOutcome(instance_id=i.instance_id, variant=v, error_kind="failed",
+                                        error="the evaluation recorded no outcome for it")
+                        for i in inp.items for v in [v.name for v in inp.variants] or [""]
+                        if (i.instance_id, v) not in have]
     print(f"{len(result.outcomes)}/{len(result.outcomes)} done, {sum(o.resolved for o in result.outcomes)} resolved,"
           f" {sum(1 for o in result.outcomes if o.error)} errors", file=sys.stderr)
     return result
@@ -253,8 +258,8 @@ def _kept(store: ArtifactStore, wf_id: str, refs: list[str]) -> list[InstanceOut
             out += [InstanceOutcome.model_validate(o) for o in store.get_json(ref)["outcomes"]]
         except (BosunError, OSError, ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"evaluation {wf_id}: its outcomes {ref} cannot be read from the artifact store "
-                              f"{store.root} ({e}); run bosun with the data dir of the worker that judged it, or "
-                              "pass a new --run-id to judge again") from None
+                              f"{store.root} ({e}); run bosun with the data dir its workers share, or pass a new "
+                              "--run-id to judge again") from None
     return out
 
 

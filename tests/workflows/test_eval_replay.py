@@ -5,7 +5,10 @@ upgraded while an evaluation runs picks it up where it was. Recorded on the embe
 - ``eval-old-gated*``: commit fee23af, before the ``eval-outcomes-by-child`` patch, with a prediction of null still
   sent to a child;
 - ``eval-bychild*``: commit d419b34, before the ``eval-continue-as-new`` patch (one run; the outcomes of children
-  that failed held in the result)."""
+  that failed held in the result);
+- ``eval-runs*``: with ``BOSUN_EVAL_JOBS_PER_RUN=1``, two runs (``.run1``, ``.run2``) chained by continue-as-new,
+  each keeping its outcomes in the artifact store (the form of today's code: a change to its commands fails
+  here)."""
 
 from __future__ import annotations
 
@@ -22,11 +25,12 @@ from temporalio.worker import Replayer
 from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
-RECORDED = sorted(HISTORIES.glob("eval-old-gated*.json")) + sorted(HISTORIES.glob("eval-bychild*.json"))
+RECORDED = [p for kind in ("eval-old-gated", "eval-bychild", "eval-runs")
+            for p in sorted(HISTORIES.glob(f"{kind}*.json"))]
 
 
 def _history(path: Path) -> WorkflowHistory:
-    return WorkflowHistory.from_json(path.stem.replace("__", "/"), path.read_text())
+    return WorkflowHistory.from_json(path.stem.split(".")[0].replace("__", "/"), path.read_text())
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
@@ -40,7 +44,7 @@ def test_the_recorded_evaluation_returned_every_outcome():
     """What the CLI must still read (an evaluation started before it names its children): the outcomes held in
     the result itself, and no patch marker of the new form in the history."""
     events = json.loads((HISTORIES / "eval-old-gated.json").read_text())["events"]
-    assert len(RECORDED) == 6
+    assert len(RECORDED) == 10
     done = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
     [payload] = done[0]["workflowExecutionCompletedEventAttributes"]["result"]["payloads"]
     result = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]
@@ -66,6 +70,23 @@ def test_the_evaluation_recorded_before_continue_as_new_named_its_children():
                                                                 "eval-bychild/calc__percent-1"]
     assert _patches(events) == {"eval-outcomes-by-child", "eval-fetch-ahead", "eval-judge-ahead"}
     assert not [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"]
+
+
+def test_the_recorded_evaluation_in_two_runs_kept_its_outcomes():
+    """Today's form: the first run continued as new carrying where it was and its outcomes' ref; the second
+    returned both refs and no outcome in the result."""
+    first = json.loads((HISTORIES / "eval-runs.run1.json").read_text())["events"]
+    second = json.loads((HISTORIES / "eval-runs.run2.json").read_text())["events"]
+    [cont] = [e for e in first if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"]
+    [payload] = cont["workflowExecutionContinuedAsNewEventAttributes"]["input"]["payloads"]
+    carried = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]["carried"]
+    assert (carried["start"], carried["done"], carried["resolved"], len(carried["kept"])) == (1, 1, 1, 1)
+    done = [e for e in second if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"]
+    [payload] = done[0]["workflowExecutionCompletedEventAttributes"]["result"]["payloads"]
+    result = pydantic_data_converter.payload_converter.from_payloads([_payload(payload)])[0]
+    assert result["outcomes"] == [] and result["children"] == [] and result["kept"][0] == carried["kept"][0]
+    assert len(result["kept"]) == 2
+    assert "eval-continue-as-new" in _patches(first) and "eval-continue-as-new" in _patches(second)
 
 
 def _patches(events: list[dict]) -> set[str]:

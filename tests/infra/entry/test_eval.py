@@ -320,11 +320,14 @@ async def _started_ahead_and_replays(stack, wf_id: str, n: int) -> None:
         assert result.replay_failure is None, f"{one}: {result.replay_failure}"
 
 
+@pytest.mark.slow
 def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack, tmp_path):
     """With BOSUN_EVAL_JOBS_PER_RUN=1 each instance is judged in a run of its own: the evaluation continues as new
-    after each (a full test set stays within Temporal's history limit this way). The report reads every run: an
-    outcome from the first run's history, a failure (the second instance's workflow terminated while it is
-    judged) from the second's; so do the progress and the same command again."""
+    after each (a full test set stays within Temporal's history limit this way), each run keeping its outcomes in
+    the artifact store. The report has every run's: the first instance resolved, the second a failure (its
+    workflow terminated while it is judged); so do the progress and the same command again. With the first run's
+    history gone (Temporal's retention), the report is unchanged and `bosun history` says what is missing; with a
+    kept outcome gone from the artifact store, the command says so (exit 2)."""
     path, repo = calc_instances(tmp_path)
     args = ["eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo", f"example/calc={repo}",
             "--run-id", "it-runs", "--max-parallel", "2"]
@@ -361,12 +364,31 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     assert {k: v for k, v in json.loads(again.stdout).items() if k != "wall_s"} == \
         {k: v for k, v in summary.items() if k != "wall_s"}
     assert not [e for e in stack.journal()[ran:] if e.get("workflow_id", "").startswith("eval-it-runs")]
+    # the first run's history gone (as the server's retention drops it a day after the run closed): the report is
+    # the same, read from the artifact store; bosun history shows what is kept and says what is not
+    first_run = asyncio.run(_previous_run(stack, "eval-it-runs"))
+    asyncio.run(_delete(stack, "eval-it-runs", first_run))
+    after = stack.bosun(*args, timeout=300)
+    assert after.returncode == 1 and json.loads(after.stdout)["resolved_ids"] == ["calc__median-1"], \
+        after.stderr[-3000:]
+    history = stack.bosun("history", "eval-it-runs", timeout=120)
+    assert history.returncode == 0, history.stderr[-3000:]
+    assert f"its run {first_run} and any before it are no longer kept" in history.stdout
+    assert "eval-it-runs/calc__percent-1" in history.stdout and "eval-it-runs/calc__median-1" not in history.stdout
     # the outcomes gone from the artifact store (another data dir): said, exit 2, no traceback
     result = asyncio.run(_result(stack, "eval-it-runs"))
     (stack.data_dir / "artifacts" / result["kept"][0][7:9] / result["kept"][0][7:]).unlink()
     lost = stack.bosun(*args, timeout=300)
     assert lost.returncode == 2 and f"its outcomes {result['kept'][0]} cannot be read" in lost.stderr, \
         lost.stderr[-3000:]
+
+
+async def _previous_run(stack, wf_id: str) -> str:
+    from temporalio.client import Client
+
+    client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
+    history = await client.get_workflow_handle(wf_id).fetch_history()
+    return history.events[0].workflow_execution_started_event_attributes.continued_execution_run_id
 
 
 async def _result(stack, wf_id: str) -> dict:
@@ -623,8 +645,9 @@ def test_a_finished_agent_evaluation_whose_trajectory_is_gone_is_still_reported(
     assert not (tmp_path / "again" / "trajectories" / "default" / "calc__median-1.json").exists()
 
 
-async def _delete(stack, wf_id: str) -> None:
-    """Delete a closed workflow (as the server's retention does) and wait until it is gone."""
+async def _delete(stack, wf_id: str, run_id: str = "") -> None:
+    """Delete a closed workflow (its run ``run_id``; "": the latest), as the server's retention does, and wait
+    until it is gone."""
     from temporalio.api.common.v1 import WorkflowExecution
     from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
     from temporalio.client import Client
@@ -632,14 +655,14 @@ async def _delete(stack, wf_id: str) -> None:
 
     client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
     await client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
-        namespace=client.namespace, workflow_execution=WorkflowExecution(workflow_id=wf_id)))
+        namespace=client.namespace, workflow_execution=WorkflowExecution(workflow_id=wf_id, run_id=run_id)))
     for _ in range(1200):
         try:
-            await client.get_workflow_handle(wf_id).describe()
+            await client.get_workflow_handle(wf_id, run_id=run_id or None).describe()
         except RPCError:
             return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{wf_id} was not deleted within 120 s")
+    raise AssertionError(f"{wf_id} {run_id} was not deleted within 120 s")
 
 
 @pytest.mark.slow
