@@ -115,7 +115,7 @@ def _gone(e: RPCError) -> bool:
     return e.status == RPCStatusCode.NOT_FOUND
 
 
-async def _previous_run(client: Client, workflow_id: str, run_id: str | None) -> str:
+async def previous_run(client: Client, workflow_id: str, run_id: str | None) -> str:
     """The run ``run_id`` (None: the latest) continued, if it continued one ("" if not)."""
     async for ev in client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history_events(page_size=1):
         return ev.workflow_execution_started_event_attributes.continued_execution_run_id
@@ -130,10 +130,10 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
     root = Step(workflow_id=workflow_id, kind="workflow", name="")
     first = run_id
     if run_id is None:  # back to the first run still kept (a run's start names the run it continues)
-        previous = await _previous_run(client, workflow_id, None)
+        previous = await previous_run(client, workflow_id, None)
         while previous:
             try:
-                earlier = await _previous_run(client, workflow_id, previous)
+                earlier = await previous_run(client, workflow_id, previous)
             except RPCError as e:
                 if not _gone(e):
                     raise

@@ -386,9 +386,10 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
 async def _previous_run(stack, wf_id: str) -> str:
     from temporalio.client import Client
 
+    from infra.history import previous_run
+
     client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}")
-    history = await client.get_workflow_handle(wf_id).fetch_history()
-    return history.events[0].workflow_execution_started_event_attributes.continued_execution_run_id
+    return await previous_run(client, wf_id, None)
 
 
 async def _result(stack, wf_id: str) -> dict:
