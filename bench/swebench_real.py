@@ -23,12 +23,18 @@ The instances are written to ``bench/data/swebench_real/instances.jsonl`` (reuse
 the published format, list fields as JSON strings). Then, on the same private embedded stack, the commands a user
 types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``, and a prediction
 that changes nothing (base + test patch: must not resolve). Printed: instances, environments built, gold and empty
-resolved, per instance the evaluation time (its workflow's seconds plus its share of the evaluation's fetch of
-every instance's commits ahead, its wait for a judging slot left out; ``phases``: where they went; ``waited_s``,
-``set_up_ahead``: an instance started ahead, its workspace and sandbox set up while it waited) against its tests'
-time, the instances over 2x, how many instances waited, started ahead, and
-instances per hour (the gold pass;
-environments are warm from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
+resolved, per instance two costs against its tests' time, each with its share of the fetch ahead (its source's
+fetch seconds over that source's instances):
+
+- ``eval_s`` (``ratio``, ``over_2x``): its workflow's seconds, its wait for a judging slot left out: all the
+  work done for it, including its preparation while another instance was judged (``phases``: where it went;
+  ``waited_s``, ``set_up_ahead``: an instance started ahead, its workspace and sandbox set up while it waited);
+- ``held_s`` (``held_ratio``, ``held_over_2x``): the seconds it held a judging slot (from its start with one,
+  or its go, to its end, as the evaluation saw it): the evaluation's time it took. One at a time
+  (``--max-parallel 1``) these add up to the evaluation's wall time after the fetch ahead.
+
+Also: how many instances waited, started ahead, and instances per hour (the gold pass; environments are warm
+from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
 bench/swebench_conformance.py, which judges them again with the reference harness's own code.
 """
 
@@ -373,17 +379,26 @@ def keep_logs(logs: Path, name: str) -> None:
     shutil.copytree(logs, dest)
 
 
+def ratio_p50(timing: dict[str, dict], field: str) -> float | None:
+    """The median of ``field`` over the tests' seconds."""
+    ratios = [t[field] / t["tests_s"] for t in timing.values()]
+    return round(statistics.median(ratios), 2) if ratios else None
+
+
 def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
     gold, gold_logs, gold_wall = stack.judge(rows, "gold", "gold", max_parallel)
     empty, _, _ = stack.judge(rows, "empty", "empty", max_parallel)
     noop, noop_logs, _ = stack.judge(rows, noop_predictions(stack, rows), "noop", max_parallel)
     keep_logs(gold_logs, "gold")
     keep_logs(noop_logs, "noop")
-    # an instance's cost: its own workflow's seconds and its share of fetching every instance's commits ahead
-    share = gold.get("fetch_ahead_s", 0.0) / max(1, len(gold["timing"]))
-    timing = {i: {**t, "seconds": round(t["seconds"] + share, 2)} for i, t in gold["timing"].items()}
+    # an instance's cost, with its share of fetching its source's commits ahead: its own workflow's seconds (its
+    # work, part of it while another instance was judged) and the seconds it held a judging slot (the
+    # evaluation's time it took)
+    timing = {i: {**t, "seconds": round(t["seconds"] + t.get("fetch_share_s", 0.0), 2),
+                  "held_s": round(t.get("slot_s", 0.0) + t.get("fetch_share_s", 0.0), 2)}
+              for i, t in gold["timing"].items()}
     built = [i for i, t in timing.items() if t["environment"]]
-    ratios = [t["seconds"] / t["tests_s"] for t in timing.values() if t["tests_s"]]
+    tested = {i: t for i, t in timing.items() if t["tests_s"]}
     by_repo: dict[str, dict[str, int]] = {}
     for r in rows:
         tally = by_repo.setdefault(r["repo"], {"instances": 0, "gold_resolved": 0})
@@ -399,14 +414,18 @@ def evaluate(stack: Stack, rows: list[dict], max_parallel: int) -> dict:
         "gold_wall_s": round(gold_wall, 1), "max_parallel": max_parallel,
         "fetch_ahead_s": gold.get("fetch_ahead_s", 0.0),
         "instances_per_hour": round(len(rows) / gold_wall * 3600, 1) if gold_wall else None,
-        "per_instance": {i: {"eval_s": t["seconds"], "tests_s": t["tests_s"],
+        "per_instance": {i: {"eval_s": t["seconds"], "held_s": t["held_s"], "tests_s": t["tests_s"],
                              "ratio": round(t["seconds"] / t["tests_s"], 2) if t["tests_s"] else None,
+                             "held_ratio": round(t["held_s"] / t["tests_s"], 2) if t["tests_s"] else None,
+                             "fetch_share_s": t.get("fetch_share_s", 0.0),
                              "waited_s": t.get("waited_s", 0.0), "started_ahead": t.get("started_ahead", False),
                              "set_up_ahead": t.get("set_up_ahead", False),
                              "phases": t.get("phases", {})}
                          for i, t in sorted(timing.items())},
-        "eval_over_tests_p50": round(statistics.median(ratios), 2) if ratios else None,
-        "over_2x": sorted(i for i, t in timing.items() if t["tests_s"] and t["seconds"] > 2 * t["tests_s"]),
+        "eval_over_tests_p50": ratio_p50(tested, "seconds"),
+        "over_2x": sorted(i for i, t in tested.items() if t["seconds"] > 2 * t["tests_s"]),
+        "held_over_tests_p50": ratio_p50(tested, "held_s"),
+        "held_over_2x": sorted(i for i, t in tested.items() if t["held_s"] > 2 * t["tests_s"]),
         "started_ahead": sum(1 for t in timing.values() if t.get("started_ahead")),
     }
 

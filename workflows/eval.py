@@ -110,6 +110,13 @@ class InstanceOutcome(BaseModel):
     build_s: float = 0.0
     phases: dict[str, float] = {}
     """Seconds per step of the instance (eval_prepare's and eval_instance's ``phases``)."""
+    slot_s: float = 0.0
+    """Seconds it held one of the evaluation's judging slots, as the evaluation saw it: from its start with a
+    slot (or, started ahead, the go sent to it) to its end. The evaluation's time it took: one at a time, the
+    instances' slot seconds add up to the evaluation's time after the fetch ahead (its preparation while it
+    waited, overlapping another instance's judging, is not in them; the wait for its set-up is)."""
+    fetch_share_s: float = 0.0
+    """Its share of the fetch ahead: its source's fetch seconds over that source's jobs."""
 
 
 JOBS_PER_RUN = 1000
@@ -132,6 +139,8 @@ class EvalCarried(BaseModel):
     started: float = 0.0
     """When the first run started (workflow time): the progress's elapsed time and ETA count from it."""
     fetch_ahead_s: float = 0.0
+    fetch_s: dict[str, float] = {}
+    """Seconds the fetch ahead took per source (the instances' ``fetch_share_s``)."""
     kept: list[str] = []
     """The earlier runs' outcomes, in the artifact store (``eval_keep_outcomes``)."""
 
@@ -293,6 +302,10 @@ class EvalWorkflow:
         """Children given a judging slot (started with it, or sent the go) and not over."""
         self._waiting: list[workflow.ChildWorkflowHandle] = []
         """Children started ahead, not yet sent the go, in the order they started."""
+        self._granted: dict[str, float] = {}
+        """When each child in ``_judging`` was given its slot (workflow time)."""
+        self._fetch_s: dict[str, float] = {}
+        """Seconds the fetch ahead took per source."""
 
     @workflow.query
     def progress(self) -> dict:
@@ -325,10 +338,13 @@ class EvalWorkflow:
         first = carried.start
         last = min(len(jobs), first + max(1, inp.jobs_per_run or JOBS_PER_RUN)) if in_runs else len(jobs)
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
-        fetch_ahead_s = carried.fetch_ahead_s
+        fetch_ahead_s, self._fetch_s = carried.fetch_ahead_s, dict(carried.fetch_s)
         if first == 0 and workflow.patched("eval-fetch-ahead"):
             await self._fetch_ahead(inp, limit)
             fetch_ahead_s = round(workflow.time() - self.started, 2)
+        per_source: dict[str, int] = {}
+        for item, _ in jobs:
+            per_source[item.source] = per_source.get(item.source, 0) + 1
 
         # judging given predictions, as many children again start ahead and wait, prepared, for a slot
         slots = max(1, inp.max_parallel)
@@ -343,6 +359,7 @@ class EvalWorkflow:
                 gated = bool(ahead) and len(self._judging) >= slots
                 if not gated:
                     self._judging.add(child_id)
+                    self._granted[child_id] = workflow.time()
                 try:
                     handle = await workflow.start_child_workflow(
                         EvalInstanceWorkflow.run, InstanceInput(run_id=inp.run_id, item=item, timeout_s=inp.timeout_s,
@@ -358,9 +375,13 @@ class EvalWorkflow:
                                               error=f"its workflow ended: {e.cause or e}"[:500], error_kind="failed")
                 finally:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
+                    granted = self._granted.pop(child_id, None)
                     if child_id in self._judging:
                         self._judging.discard(child_id)
                         await self._let_in(slots)
+            if granted is not None:
+                outcome.slot_s = round(workflow.time() - granted, 2)
+            outcome.fetch_share_s = round(self._fetch_s.get(item.source, 0.0) / per_source[item.source], 3)
             self.outcomes.append(outcome)
             done, resolved, _ = self._counts()
             workflow.set_current_details(f"{done}/{self.total} done, {resolved} resolved")
@@ -378,7 +399,7 @@ class EvalWorkflow:
             done, resolved, errors = self._counts()
             workflow.continue_as_new(inp.model_copy(update={"jobs_per_run": last - first, "carried": EvalCarried(
                 start=last, done=done, resolved=resolved, errors=errors, started=self.started,
-                fetch_ahead_s=fetch_ahead_s, kept=kept)}))
+                fetch_ahead_s=fetch_ahead_s, fetch_s=self._fetch_s, kept=kept)}))
         return EvalResult(run_id=inp.run_id, outcomes=[], kept=kept, fetch_ahead_s=fetch_ahead_s)
 
     async def _keep(self, outcomes: list[InstanceOutcome]) -> list[str]:
@@ -414,6 +435,7 @@ class EvalWorkflow:
         while self._waiting and len(self._judging) < slots:
             handle = self._waiting.pop(0)
             self._judging.add(handle.id)
+            self._granted[handle.id] = workflow.time()
             try:
                 await handle.signal(EvalInstanceWorkflow.go)
             except FailureError as e:  # it is over already (its preparation failed): its end frees the slot
@@ -439,9 +461,10 @@ class EvalWorkflow:
         async def fetch(source: str, commits: list[str]) -> None:
             async with limit:
                 try:
-                    await workflow.execute_activity_method(
+                    fetched = await workflow.execute_activity_method(
                         EvalActivities.eval_fetch, EvalFetchInput(source=source, commits=commits),
                         summary=f"{len(commits)} commits from {source}"[:200], **_opts(queue, 150, heartbeat=True))
+                    self._fetch_s[source] = fetched.seconds
                 except ActivityError as e:  # (a worker lost for good...): the instances fetch for themselves
                     workflow.logger.warning("fetching ahead from %s failed: %s", source, e.cause or e)
         await asyncio.gather(*[fetch(source, commits) for source, commits in by_source.items()])

@@ -308,7 +308,8 @@ def _report(store: ArtifactStore, result: EvalResult, variant: str = "", *, empt
             "errors": {o.instance_id: {"kind": o.error_kind, "reason": o.error} for o in outcomes if o.error},
             "timing": {o.instance_id: {"seconds": o.seconds, "tests_s": o.test_seconds, "environment": o.env_id,
                                        "build_s": o.build_s, "phases": o.phases, "waited_s": o.waited_s,
-                                       "started_ahead": o.started_ahead, "set_up_ahead": o.set_up_ahead}
+                                       "started_ahead": o.started_ahead, "set_up_ahead": o.set_up_ahead,
+                                       "slot_s": o.slot_s, "fetch_share_s": o.fetch_share_s}
                        for o in outcomes},
             "fetch_ahead_s": result.fetch_ahead_s}
 

@@ -122,6 +122,12 @@ def test_gold_resolves_every_instance_and_empty_none(stack, instances, tmp_path)
         setup = sum(v for k, v in t["phases"].items() if k in ("workspace", "ready", "apply"))  # (checkout: "ready")
         assert 0 < t["phases"]["setup_wait"] <= setup
     assert full["fetch_ahead_s"] > 0
+    # the evaluation's time each took (it started with a slot: its whole workflow, and its start) and its share
+    # of the fetch ahead (both instances come from one source: half of it each)
+    for t in full["timing"].values():
+        assert t["slot_s"] >= t["seconds"] - 0.01
+    shares = [t["fetch_share_s"] for t in full["timing"].values()]
+    assert shares[0] == shares[1] and 0 < sum(shares) <= full["fetch_ahead_s"]
     asyncio.run(_fetched_ahead_and_replays(stack, "eval-it-gold", [json.loads(line)["base_commit"]
                                                                    for line in path.read_text().splitlines()]))
     # the same command again: the evaluation finished, so its result is reported and nothing is judged again
@@ -213,9 +219,11 @@ def test_instances_started_ahead_wait_prepared_and_are_judged_one_slot_at_a_time
     time leaves the wait out."""
     path, repo = calc_instances(tmp_path, copies=2)
     report = tmp_path / "report.json"
+    started = time.monotonic()
     proc = stack.bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
                        f"example/calc={repo}", "--run-id", "it-ahead", "--max-parallel", "1", "--report",
                        str(report), timeout=900)
+    wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
     ids = sorted(json.loads(line)["instance_id"] for line in path.read_text().splitlines())
     assert sorted(json.loads(proc.stdout)["resolved_ids"]) == ids
@@ -225,6 +233,9 @@ def test_instances_started_ahead_wait_prepared_and_are_judged_one_slot_at_a_time
     assert any(t["waited_s"] > 0 for t in timing.values()), timing
     for t in timing.values():
         assert t["phases"]["tests"] <= t["seconds"]
+        assert t["phases"]["tests"] <= t["slot_s"]
+    # one slot, held by one instance at a time: the slots' seconds fit in the command's time
+    assert sum(t["slot_s"] for t in timing.values()) < wall
     # judged one at a time: no eval_instance began before the one before it had ended
     judging = 0
     for e in stack.journal():
@@ -349,6 +360,9 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     assert report["errors"]["calc__percent-1"]["kind"] == "failed"
     assert report["errors"]["calc__percent-1"]["reason"] == "its workflow ended: Terminated"
     assert report["timing"]["calc__median-1"]["tests_s"] > 0
+    # the fetch ahead ran in the first run; the second run's instance has its share too (carried)
+    shares = {i: t["fetch_share_s"] for i, t in report["timing"].items()}
+    assert shares["calc__percent-1"] == shares["calc__median-1"] > 0, shares
     children = ["eval-it-runs/calc__median-1", "eval-it-runs/calc__percent-1"]
     asyncio.run(_runs_and_replays(stack, "eval-it-runs", children))
     # `bosun history` shows the steps of every run, the first run's first
