@@ -28,15 +28,18 @@ The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 from __future__ import annotations
 
 import base64
+import contextlib
 import fnmatch
 import hashlib
 import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +57,7 @@ from sandbox.checkouts import (
     chown_tree,
     finish_scratch,
 )
-from sandbox.environments.store import file_lock
+from sandbox.environments.store import dir_size_mb, file_lock
 from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
 from sandbox.hostgit import clean_env as git_env
 
@@ -654,15 +657,26 @@ class SourceStore:
         self.source = source
         self.git_dir = Path(root) / SOURCES / f"{hashlib.sha256(source.encode()).hexdigest()[:24]}.git"
 
+    @property
+    def marker(self) -> Path:
+        """Its source (JSON), written when the store is made; its time is the store's last use."""
+        return self.git_dir / "bosun-store"
+
+    def _used(self) -> None:
+        with contextlib.suppress(OSError):
+            os.utime(self.marker)
+
     def missing(self, commits: list[str]) -> list[str]:
-        if not (self.git_dir / "bosun-store").exists():
+        if not self.marker.exists():
             return list(commits)
         held = set(out(self.git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/").split())
         return [c for c in commits if check_object_id(c) not in held]
 
     def ensure(self, commits: list[str]) -> None:
-        """Fetch those of ``commits`` the store lacks (ConfigError when the source does not have them)."""
+        """Fetch those of ``commits`` the store lacks (ConfigError when the source does not have them). Marks the
+        store used (``bosun eval sources --prune`` goes by that)."""
         if not self.missing(commits):
+            self._used()
             return
         if self.source.startswith("-"):
             raise ConfigError(f"repository {self.source!r}: a path or URL may not start with '-'")
@@ -670,6 +684,7 @@ class SourceStore:
             if not (self.git_dir / "bosun-store").exists():
                 self._init()
             need = self.missing(commits)
+            self._used()
             if not need:
                 return
             fetched = git(self.git_dir, "fetch", "--quiet", "--no-tags", "--depth", "1", "--", self.source,
@@ -685,6 +700,18 @@ class SourceStore:
                     log.warning("repacking %s failed: %s", self.git_dir,
                                 repacked.stderr.decode("utf-8", "replace").strip()[-300:])
 
+    def remove(self) -> None:
+        """Remove the store and its checkout templates: once a fetch going on has finished, and a template being
+        made (each under its lock). Moved aside first, so a crash half-way leaves no half store (``prune_sources``
+        removes what is left)."""
+        templates = CheckoutTemplates(self.git_dir).dir
+        with file_lock(self.git_dir.with_suffix(".lock")), file_lock(templates / ".lock"):
+            for path in (self.git_dir, templates):
+                if path.exists():
+                    trash = path.with_name(f"{TRASH}{secrets.token_hex(4)}-{path.name}")
+                    path.rename(trash)
+                    shutil.rmtree(trash, ignore_errors=True)
+
     def _init(self) -> None:
         self.git_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=self.git_dir.parent, prefix=".init-"))
@@ -696,6 +723,77 @@ class SourceStore:
             tmp.rename(self.git_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+TRASH = ".trash-"
+"""Under ``.sources``: a store or its templates being removed."""
+SOURCE_KEEP_RECENT_S = 3600.0
+"""A store used within this long is never pruned (as environments: sandbox/environments/service.py)."""
+
+
+@dataclass
+class StoredSource:
+    """A source store on this worker (``bosun eval sources``)."""
+    source: str
+    store: SourceStore
+    commits: int
+    """Commits held."""
+    size_mb: float
+    """The store and its checkout templates."""
+    last_used: float
+    """When an instance or an evaluation's fetch ahead last used it (epoch seconds)."""
+
+
+def stored_sources(root: Path) -> list[StoredSource]:
+    """The source stores under the workspaces directory ``root``, least recently used first. The marker is bosun's
+    own file; one that cannot be read (a crash while the store was made) is skipped."""
+    found = []
+    for git_dir in sorted((Path(root) / SOURCES).glob("*.git")):
+        try:
+            source = json.loads((git_dir / "bosun-store").read_text())["source"]
+            used = (git_dir / "bosun-store").stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(source, str):
+            continue
+        store = SourceStore(Path(root), source)
+        if store.git_dir != git_dir:  # (a marker that does not name this store's source)
+            continue
+        refs = git(git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/", check=False)
+        size = dir_size_mb(git_dir) + dir_size_mb(CheckoutTemplates(git_dir).dir)
+        found.append(StoredSource(source=source, store=store, commits=len(refs.stdout.split()),
+                                  size_mb=round(size, 1), last_used=used))
+    return sorted(found, key=lambda s: s.last_used)
+
+
+def prune_sources(root: Path, *, older_than_days: float | None = None, max_gb: float | None = None,
+                  dry_run: bool = False) -> dict:
+    """Remove the source stores (and their checkout templates) not used for ``older_than_days`` and the least
+    recently used beyond ``max_gb`` in all, never one used within the last hour; and what a crash left (stores
+    being removed, made half-way). Returns what went: ``{"sources": [...], "freed_mb": ...}``. Another evaluation
+    needing a removed store fetches its commits again."""
+    now = time.time()
+    base = Path(root) / SOURCES
+    if not dry_run and base.is_dir():
+        for left in [*base.glob(f"{TRASH}*"), *base.glob(".init-*")]:
+            with contextlib.suppress(OSError):
+                if now - left.stat().st_mtime > SOURCE_KEEP_RECENT_S:
+                    shutil.rmtree(left, ignore_errors=True)
+    stores = stored_sources(root)
+    total = sum(s.size_mb for s in stores)
+    out: dict = {"sources": [], "freed_mb": 0.0}
+    for s in stores:
+        too_old = older_than_days is not None and now - s.last_used > older_than_days * 86400
+        too_big = max_gb is not None and max_gb > 0 and total > max_gb * 1000
+        if now - s.last_used < SOURCE_KEEP_RECENT_S or not (too_old or too_big):
+            continue
+        if not dry_run:
+            s.store.remove()
+        out["sources"].append(s.source)
+        out["freed_mb"] += s.size_mb
+        total -= s.size_mb
+    out["freed_mb"] = round(out["freed_mb"], 1)
+    return out
 
 
 def _entries(git_dir: Path, commit: str) -> Iterator[tuple[str, str, str]]:

@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     se = sub.add_parser("search", help="code search: bosun search files --repo DIR --query TEXT --json",
                         add_help=False)
     se.add_argument("rest", nargs=argparse.REMAINDER)
-    ev = sub.add_parser("eval", help="evaluate the edit engine: bosun eval edits --cases CASES.jsonl", add_help=False)
+    ev = sub.add_parser("eval", help="evaluations: bosun eval swebench, run, sources (bosun eval --help), edits",
+                        add_help=False)
     ev.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 

@@ -1,11 +1,12 @@
 """``bosun eval``: evaluate the edit engine (``edits``), predictions on SWE-bench-format instances (``swebench``), or
-bosun's own agents on them with A/B variants (``run``).
+bosun's own agents on them with A/B variants (``run``); the sources they keep (``sources``).
 
     bosun eval swebench --instances INSTANCES.jsonl --predictions PREDS.jsonl|gold|empty --repo owner/name=PATH_OR_URL
         [--repo ...] [--max-parallel N] [--report REPORT.json] [--logs DIR] [--ids ID,...] [--run-id NAME]
         [--timeout S]
     bosun eval run --instances FILE --model SPEC [--mode solo|team] [--variant NAME=SETTINGS.json ...]
         --repo owner/name=PATH_OR_URL ... [--max-parallel N] [--ids ...] [--run-id NAME] --out DIR
+    bosun eval sources [--prune [--older-than-days D] [--max-gb G] [--dry-run]] [--json]
 
 Both run as an EvalWorkflow on the stack (``bosun up``): one child per instance (and variant), resumable — run the
 same command with the same ``--run-id`` to follow a run that is already going, or to have the result of one that
@@ -15,6 +16,12 @@ or ``--timeout`` is refused. Progress goes to stderr; the
 summary (JSON) to stdout. Exit 0 when every instance got a verdict (resolved or not; a prediction that does not
 apply is in error_ids, as the harness counts it, but it is a verdict), 1 when some could not be judged (the
 repository, the environment or a timeout: ``errors`` in the report says which and why), 2 on bad input.
+
+``sources`` lists the commits this worker host keeps per source (``<workspaces>/.sources``: every evaluation's
+instances share them, with up to three checkout templates per source) and, with ``--prune``, removes those not
+used for ``--older-than-days`` (default 14) and the least recently used beyond ``--max-gb``; never one used within
+the last hour, and not while an evaluation is running (the stack must be up to tell). An evaluation that needs a
+removed source later fetches its commits again.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from infra.export import export as export_run
 from infra.history import collect_run
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
+from sandbox.hostrepo import SOURCES, prune_sources, stored_sources
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
 
 
@@ -98,6 +106,14 @@ def parser() -> argparse.ArgumentParser:
                     help="a harness variant: a JSON object of task fields (model, mode, max_turns, max_parallel, "
                          "budget); several for an A/B comparison")
     rn.add_argument("--out", required=True, type=Path, help="folder for the report, predictions and trajectories")
+    so = sub.add_parser("sources", help="the commits kept per evaluation source on this host; --prune removes old ones")
+    so.add_argument("--prune", action="store_true", help="remove the sources not used lately (see --older-than-days)")
+    so.add_argument("--older-than-days", type=float, default=None,
+                    help="with --prune: remove the sources not used for this many days (default 14)")
+    so.add_argument("--max-gb", type=float, default=None,
+                    help="with --prune: then remove the least recently used until all take at most this much")
+    so.add_argument("--dry-run", action="store_true", help="with --prune: say what would go, remove nothing")
+    so.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -454,13 +470,63 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     return max(_exit_code(out["variants"][n]) for n in names)
 
 
+SOURCES_MAX_AGE_DAYS = 14.0
+"""``bosun eval sources --prune`` without ``--older-than-days``."""
+
+
+async def _running_evaluations(s: Settings) -> int:
+    """How many evaluations are running (ConfigError when the stack cannot tell)."""
+    try:
+        client = await connect(s, timeout_s=10)
+    except BosunError as e:
+        raise ConfigError(f"cannot tell whether an evaluation is running, so nothing is pruned: {e} (start the "
+                          "stack with `bosun up`)") from None
+    counted = await client.count_workflows("WorkflowType = 'EvalWorkflow' AND ExecutionStatus = 'Running'")
+    return counted.count
+
+
+async def sources(args: argparse.Namespace, s: Settings) -> int:
+    """``bosun eval sources``: list (or ``--prune``) this host's source stores."""
+    root = s.workspaces_dir
+    if not args.prune:
+        if args.older_than_days is not None or args.max_gb is not None or args.dry_run:
+            raise ConfigError("--older-than-days, --max-gb and --dry-run go with --prune")
+        rows = [{"source": st.source, "commits": st.commits, "size_mb": st.size_mb,
+                 "last_used": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.last_used))}
+                for st in stored_sources(root)]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        elif not rows:
+            print(f"no evaluation sources kept on this host ({root / SOURCES})")
+        for r in rows if not args.json else []:
+            print(f"{r['size_mb']:8.1f} MB  {r['commits']:5} commits  used {r['last_used']}  {r['source']}")
+        return 0
+    days = SOURCES_MAX_AGE_DAYS if args.older_than_days is None else args.older_than_days
+    if days < 0 or (args.max_gb is not None and args.max_gb < 0):
+        raise ConfigError("--older-than-days and --max-gb must not be negative")
+    running = await _running_evaluations(s)
+    if running and not args.dry_run:
+        raise ConfigError(f"{running} evaluation(s) running: their instances read these sources; prune once they "
+                          "have ended (or see what would go with --dry-run)")
+    out = prune_sources(root, older_than_days=days, max_gb=args.max_gb, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {len(out['sources'])} source(s), {out['freed_mb']:.0f} MB")
+        for source in out["sources"]:
+            print(f"  {source}")
+    return 0
+
+
 def eval_main(argv: list[str]) -> int:
-    if argv[:1] == ["edits"] or not argv or argv[0] not in ("swebench", "run", "-h", "--help"):
+    if argv[:1] == ["edits"] or not argv or argv[0] not in ("swebench", "run", "sources", "-h", "--help"):
         return edits_main(argv)
     try:
         args = parser().parse_args(argv)
         s = load_settings()
-        return asyncio.run(swebench(args, s) if args.what == "swebench" else run_agents(args, s))
+        command = {"swebench": swebench, "run": run_agents, "sources": sources}[args.what]
+        return asyncio.run(command(args, s))
     except UsageError as e:
         print(f"bosun eval: {e}", file=sys.stderr)
         return 2

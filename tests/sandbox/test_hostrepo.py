@@ -433,3 +433,58 @@ def _from_a_template(tmp_path, monkeypatch, src, fresh, repo, template, base):
     assert not (ws / ".git" / "bosun-template").exists() and not (ws / "README.md").exists()
     repo.check_out("eval", base, owner=owner)
     assert _tree(ws) == expected
+
+
+def test_source_stores_are_listed_and_pruned_by_last_use_never_while_recent(tmp_path):
+    """`bosun eval sources`: each store with its commits, size and last use (every instance's fetch marks it);
+    pruning removes a store and its checkout templates by age or beyond a size, never one used within the
+    hour, nothing on a dry run; what a crash left is cleared; a marker that cannot be read, or names another
+    source, is no store."""
+    import json
+    import time
+
+    from sandbox.hostrepo import SOURCES, prune_sources, stored_sources
+
+    root = tmp_path / "workspaces"
+    srcs, commits = [], []
+    for name in ("a", "b", "c"):
+        src = make_example_repo(tmp_path / name)
+        srcs.append(str(src))
+        commits.append(_git_out("-C", str(src), "rev-parse", "HEAD").strip())
+        TaskRepo(root, f"eval-1/{name}").prepare_commits(str(src), [commits[-1]])
+    stores = [SourceStore(root, s) for s in srcs]
+    templates = CheckoutTemplates(stores[0].git_dir).dir
+    templates.mkdir()
+    (templates / f"{commits[0]}-0.img").write_bytes(b"x" * 4096)
+    listed = stored_sources(root)
+    assert sorted(s.source for s in listed) == sorted(srcs)
+    assert all(s.commits == 1 and s.size_mb > 0 for s in listed)
+    # a's last use 30 days ago, b's 3 days ago, c's now
+    now = time.time()
+    os.utime(stores[0].marker, (now - 30 * 86400, now - 30 * 86400))
+    os.utime(stores[1].marker, (now - 3 * 86400, now - 3 * 86400))
+    assert [s.source for s in stored_sources(root)] == srcs  # least recently used first
+    # junk beside them: a crash while removing one, a marker unreadable, a marker naming another source
+    trash = root / SOURCES / ".trash-0000-x.git"
+    trash.mkdir()
+    os.utime(trash, (now - 7200, now - 7200))
+    (root / SOURCES / "bad.git").mkdir()
+    (root / SOURCES / "bad.git" / "bosun-store").write_text("{not json")
+    (root / SOURCES / "other.git").mkdir()
+    (root / SOURCES / "other.git" / "bosun-store").write_text(json.dumps({"source": srcs[2]}))
+    assert len(stored_sources(root)) == 3
+    before = sorted(p.name for p in (root / SOURCES).iterdir())
+    assert prune_sources(root, older_than_days=14, dry_run=True)["sources"] == [srcs[0]]
+    assert sorted(p.name for p in (root / SOURCES).iterdir()) == before  # a dry run changes nothing
+    out = prune_sources(root, older_than_days=14)
+    assert out["sources"] == [srcs[0]] and out["freed_mb"] > 0
+    assert not stores[0].git_dir.exists() and not templates.exists() and not trash.exists()
+    assert stores[1].git_dir.exists() and stores[2].git_dir.exists()
+    # by size: the least recently used go until the rest fits, but not c (used within the hour)
+    assert prune_sources(root, max_gb=1e-9)["sources"] == [srcs[1]]
+    assert [s.source for s in stored_sources(root)] == [srcs[2]]
+    assert prune_sources(root, older_than_days=0, max_gb=1e-9)["sources"] == []
+    # a removed source is fetched again by the next instance that needs it
+    again = TaskRepo(root, "eval-2/a")
+    assert again.prepare_commits(srcs[0], [commits[0]]) == commits[0]
+    assert stores[0].missing([commits[0]]) == []

@@ -290,6 +290,12 @@ def test_an_instance_set_up_ahead_whose_evaluation_is_terminated_leaves_nothing(
         wait_for(lambda: list(workspaces.glob("*it-term*percent-1*.runs/eval/calc/report.py")), 300, 0.2,
                  "the waiting instance's workspace to be checked out")
         wait_for(lambda: len(leftovers(stack)) >= 2, 120, 0.2, "both instances' sandboxes")
+        # its instances read the worker's store of the source: nothing is pruned while it runs (a dry run says
+        # what would go)
+        prune = stack.bosun("eval", "sources", "--prune", "--older-than-days", "0", timeout=120)
+        assert prune.returncode == 2 and "1 evaluation(s) running" in prune.stderr, prune.stderr[-2000:]
+        dry = stack.bosun("eval", "sources", "--prune", "--dry-run", timeout=120)
+        assert dry.returncode == 0 and "would remove 0 source(s)" in dry.stdout, dry.stderr[-2000:]
 
         async def terminate() -> None:
             from temporalio.client import Client
@@ -365,6 +371,15 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     assert shares["calc__percent-1"] == shares["calc__median-1"] > 0, shares
     children = ["eval-it-runs/calc__median-1", "eval-it-runs/calc__percent-1"]
     asyncio.run(_runs_and_replays(stack, "eval-it-runs", children))
+    # the source's commits stay on the worker host; used within the hour, they are not pruned
+    listed = stack.bosun("eval", "sources", "--json", timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    [kept] = [r for r in json.loads(listed.stdout) if r["source"] == str(Path(repo).resolve())]
+    assert kept["commits"] >= 1 and kept["size_mb"] > 0
+    prune = stack.bosun("eval", "sources", "--prune", "--older-than-days", "0", "--json", timeout=120)
+    assert prune.returncode == 0 and json.loads(prune.stdout)["sources"] == [], prune.stderr[-2000:]
+    bad = stack.bosun("eval", "sources", "--dry-run", timeout=120)
+    assert bad.returncode == 2 and "go with --prune" in bad.stderr
     # `bosun history` shows the steps of every run, the first run's first
     history = stack.bosun("history", "eval-it-runs", "--json", timeout=120)
     assert history.returncode == 0, history.stderr[-3000:]
