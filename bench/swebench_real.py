@@ -29,9 +29,10 @@ fetch seconds over that source's instances):
 - ``eval_s`` (``ratio``, ``over_2x``): its workflow's seconds, its wait for a judging slot left out: all the
   work done for it, including its preparation while another instance was judged (``phases``: where it went;
   ``waited_s``, ``set_up_ahead``: an instance started ahead, its workspace and sandbox set up while it waited);
-- ``held_s`` (``held_ratio``, ``held_over_2x``): the seconds it held a judging slot (from its start with one,
-  or its go, to its end, as the evaluation saw it): the evaluation's time it took. One at a time
-  (``--max-parallel 1``) these add up to the evaluation's wall time after the fetch ahead.
+- ``held_s`` (``held_ratio``, ``held_over_2x``): the seconds it held a judging slot (``slot_s``: from its
+  start with one, or its go, to its end, as the evaluation saw it), the evaluation's time it took, plus its
+  share. One at a time (``--max-parallel 1``) the slots' seconds add up to the evaluation's wall time after
+  the fetch ahead (the shares add up to the fetch activities' seconds, which may overlap across sources).
 
 Also: how many instances waited, started ahead, and instances per hour (the gold pass; environments are warm
 from the derivation). The gold and base + test patch logs are kept (``LOGS``) for

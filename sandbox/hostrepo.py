@@ -160,6 +160,7 @@ class TaskRepo:
         files). Idempotent."""
         wanted = list(dict.fromkeys(check_object_id(c) for c in commits))
         store = SourceStore(self.root, source)
+        store.ensure(wanted)  # (a repository made before too: the store may have been pruned since)
 
         def fill(tmp: Path) -> dict:
             store.ensure(wanted)
@@ -700,17 +701,28 @@ class SourceStore:
                     log.warning("repacking %s failed: %s", self.git_dir,
                                 repacked.stderr.decode("utf-8", "replace").strip()[-300:])
 
-    def remove(self) -> None:
-        """Remove the store and its checkout templates: once a fetch going on has finished, and a template being
-        made (each under its lock). Moved aside first, so a crash half-way leaves no half store (``prune_sources``
-        removes what is left)."""
+    def last_used(self) -> float:
+        """When a fetch (ahead, or an instance's) last used the store; 0.0 when there is none."""
+        try:
+            return self.marker.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def remove(self, *, unless_used_after: float = 0.0) -> bool:
+        """Remove the store and its checkout templates, unless it was used after ``unless_used_after`` (checked
+        under its lock, which a fetch holds: one that began since the caller looked keeps it). A template being
+        made finishes first (its lock). Moved aside first, so a crash half-way leaves no half store
+        (``prune_sources`` removes what is left). False when kept."""
         templates = CheckoutTemplates(self.git_dir).dir
         with file_lock(self.git_dir.with_suffix(".lock")), file_lock(templates / ".lock"):
+            if self.last_used() > unless_used_after:
+                return False
             for path in (self.git_dir, templates):
                 if path.exists():
                     trash = path.with_name(f"{TRASH}{secrets.token_hex(4)}-{path.name}")
                     path.rename(trash)
-                    shutil.rmtree(trash, ignore_errors=True)
+                    _remove_trash(trash)
+        return True
 
     def _init(self) -> None:
         self.git_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -729,6 +741,15 @@ TRASH = ".trash-"
 """Under ``.sources``: a store or its templates being removed."""
 SOURCE_KEEP_RECENT_S = 3600.0
 """A store used within this long is never pruned (as environments: sandbox/environments/service.py)."""
+
+
+def _remove_trash(path: Path) -> None:
+    """Delete a store or templates folder moved aside: a template build cut short by a crash may still be a
+    mounted workspace file system, which is unmounted first."""
+    for build in path.glob(".build-*"):
+        with contextlib.suppress(Exception):
+            diskquota.remove(build.with_suffix("") if build.suffix == ".img" else build)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass
@@ -752,6 +773,8 @@ def stored_sources(root: Path) -> list[StoredSource]:
         try:
             source = json.loads((git_dir / "bosun-store").read_text())["source"]
             used = (git_dir / "bosun-store").stat().st_mtime
+        except PermissionError:
+            raise ConfigError(f"cannot read {git_dir}: run this as the user the worker runs as") from None
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if not isinstance(source, str):
@@ -769,16 +792,19 @@ def stored_sources(root: Path) -> list[StoredSource]:
 def prune_sources(root: Path, *, older_than_days: float | None = None, max_gb: float | None = None,
                   dry_run: bool = False) -> dict:
     """Remove the source stores (and their checkout templates) not used for ``older_than_days`` and the least
-    recently used beyond ``max_gb`` in all, never one used within the last hour; and what a crash left (stores
-    being removed, made half-way). Returns what went: ``{"sources": [...], "freed_mb": ...}``. Another evaluation
+    recently used beyond ``max_gb`` in all (0 or None: no size bound), never one used within the last hour, nor
+    one used since it was listed; and what a crash left (stores being removed or made half-way, templates whose
+    store is gone), an hour on. Returns what went: ``{"sources": [...], "freed_mb": ...}``. Another evaluation
     needing a removed store fetches its commits again."""
     now = time.time()
     base = Path(root) / SOURCES
     if not dry_run and base.is_dir():
-        for left in [*base.glob(f"{TRASH}*"), *base.glob(".init-*")]:
+        # what a crash left: folders moved aside, stores made half-way, templates whose store is gone
+        orphans = [t for t in base.glob("*.templates") if not t.with_suffix(".git").exists()]
+        for left in [*base.glob(f"{TRASH}*"), *base.glob(".init-*"), *orphans]:
             with contextlib.suppress(OSError):
                 if now - left.stat().st_mtime > SOURCE_KEEP_RECENT_S:
-                    shutil.rmtree(left, ignore_errors=True)
+                    _remove_trash(left)
     stores = stored_sources(root)
     total = sum(s.size_mb for s in stores)
     out: dict = {"sources": [], "freed_mb": 0.0}
@@ -787,8 +813,8 @@ def prune_sources(root: Path, *, older_than_days: float | None = None, max_gb: f
         too_big = max_gb is not None and max_gb > 0 and total > max_gb * 1000
         if now - s.last_used < SOURCE_KEEP_RECENT_S or not (too_old or too_big):
             continue
-        if not dry_run:
-            s.store.remove()
+        if not dry_run and not s.store.remove(unless_used_after=s.last_used):
+            continue  # (used since it was listed)
         out["sources"].append(s.source)
         out["freed_mb"] += s.size_mb
         total -= s.size_mb

@@ -116,7 +116,9 @@ class InstanceOutcome(BaseModel):
     instances' slot seconds add up to the evaluation's time after the fetch ahead (its preparation while it
     waited, overlapping another instance's judging, is not in them; the wait for its set-up is)."""
     fetch_share_s: float = 0.0
-    """Its share of the fetch ahead: its source's fetch seconds over that source's jobs."""
+    """Its share of the fetch ahead: its source's fetch seconds over that source's jobs. (Both 0 for the
+    instances of an evaluation started before ``eval-continue-as-new``: their outcomes are their children's
+    results.)"""
 
 
 JOBS_PER_RUN = 1000
@@ -375,12 +377,12 @@ class EvalWorkflow:
                                               error=f"its workflow ended: {e.cause or e}"[:500], error_kind="failed")
                 finally:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
-                    granted = self._granted.pop(child_id, None)
+                    granted, ended = self._granted.pop(child_id, None), workflow.time()
                     if child_id in self._judging:
                         self._judging.discard(child_id)
-                        await self._let_in(slots)
+                        await self._let_in(slots)  # (the next one's slot begins when this one's ends)
             if granted is not None:
-                outcome.slot_s = round(workflow.time() - granted, 2)
+                outcome.slot_s = round(ended - granted, 2)
             outcome.fetch_share_s = round(self._fetch_s.get(item.source, 0.0) / per_source[item.source], 3)
             self.outcomes.append(outcome)
             done, resolved, _ = self._counts()

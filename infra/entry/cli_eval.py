@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from agents.evaluation.compare import compare
 from agents.evaluation.swebench import (
@@ -111,7 +113,8 @@ def parser() -> argparse.ArgumentParser:
     so.add_argument("--older-than-days", type=float, default=None,
                     help="with --prune: remove the sources not used for this many days (default 14)")
     so.add_argument("--max-gb", type=float, default=None,
-                    help="with --prune: then remove the least recently used until all take at most this much")
+                    help="with --prune: then remove the least recently used until all take at most this much "
+                         "(0: no size bound)")
     so.add_argument("--dry-run", action="store_true", help="with --prune: say what would go, remove nothing")
     so.add_argument("--json", action="store_true", help="print JSON")
     return p
@@ -481,7 +484,11 @@ async def _running_evaluations(s: Settings) -> int:
     except BosunError as e:
         raise ConfigError(f"cannot tell whether an evaluation is running, so nothing is pruned: {e} (start the "
                           "stack with `bosun up`)") from None
-    counted = await client.count_workflows("WorkflowType = 'EvalWorkflow' AND ExecutionStatus = 'Running'")
+    try:
+        counted = await client.count_workflows("WorkflowType = 'EvalWorkflow' AND ExecutionStatus = 'Running'")
+    except RPCError as e:
+        raise ConfigError(f"cannot tell whether an evaluation is running (Temporal's visibility: {e}), so nothing "
+                          "is pruned") from None
     return counted.count
 
 
@@ -502,8 +509,8 @@ async def sources(args: argparse.Namespace, s: Settings) -> int:
             print(f"{r['size_mb']:8.1f} MB  {r['commits']:5} commits  used {r['last_used']}  {r['source']}")
         return 0
     days = SOURCES_MAX_AGE_DAYS if args.older_than_days is None else args.older_than_days
-    if days < 0 or (args.max_gb is not None and args.max_gb < 0):
-        raise ConfigError("--older-than-days and --max-gb must not be negative")
+    if not (0 <= days < math.inf) or (args.max_gb is not None and not 0 <= args.max_gb < math.inf):
+        raise ConfigError("--older-than-days and --max-gb take a number of 0 or more (--max-gb 0: no size bound)")
     running = await _running_evaluations(s)
     if running and not args.dry_run:
         raise ConfigError(f"{running} evaluation(s) running: their instances read these sources; prune once they "

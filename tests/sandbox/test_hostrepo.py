@@ -464,10 +464,13 @@ def test_source_stores_are_listed_and_pruned_by_last_use_never_while_recent(tmp_
     os.utime(stores[0].marker, (now - 30 * 86400, now - 30 * 86400))
     os.utime(stores[1].marker, (now - 3 * 86400, now - 3 * 86400))
     assert [s.source for s in stored_sources(root)] == srcs  # least recently used first
-    # junk beside them: a crash while removing one, a marker unreadable, a marker naming another source
+    # junk beside them: a crash while removing one, templates whose store is gone, a marker unreadable, a marker
+    # naming another source
     trash = root / SOURCES / ".trash-0000-x.git"
-    trash.mkdir()
-    os.utime(trash, (now - 7200, now - 7200))
+    orphan = root / SOURCES / ("f" * 24 + ".templates")
+    for junk in (trash, orphan):
+        junk.mkdir()
+        os.utime(junk, (now - 7200, now - 7200))
     (root / SOURCES / "bad.git").mkdir()
     (root / SOURCES / "bad.git" / "bosun-store").write_text("{not json")
     (root / SOURCES / "other.git").mkdir()
@@ -479,12 +482,19 @@ def test_source_stores_are_listed_and_pruned_by_last_use_never_while_recent(tmp_
     out = prune_sources(root, older_than_days=14)
     assert out["sources"] == [srcs[0]] and out["freed_mb"] > 0
     assert not stores[0].git_dir.exists() and not templates.exists() and not trash.exists()
+    assert not orphan.exists()
     assert stores[1].git_dir.exists() and stores[2].git_dir.exists()
     # by size: the least recently used go until the rest fits, but not c (used within the hour)
     assert prune_sources(root, max_gb=1e-9)["sources"] == [srcs[1]]
     assert [s.source for s in stored_sources(root)] == [srcs[2]]
     assert prune_sources(root, older_than_days=0, max_gb=1e-9)["sources"] == []
-    # a removed source is fetched again by the next instance that needs it
-    again = TaskRepo(root, "eval-2/a")
-    assert again.prepare_commits(srcs[0], [commits[0]]) == commits[0]
+    # used since it was listed (a fetch began meanwhile: it holds the lock, then marks the store): kept
+    listed = stored_sources(root)[0]
+    os.utime(stores[2].marker, (listed.last_used + 5, listed.last_used + 5))
+    assert not stores[2].remove(unless_used_after=listed.last_used) and stores[2].git_dir.exists()
+    # a removed source is fetched again by the next instance that needs it, and by one prepared before (an
+    # evaluation run again under the same name)
+    assert TaskRepo(root, "eval-1/a").prepare_commits(srcs[0], [commits[0]]) == commits[0]
     assert stores[0].missing([commits[0]]) == []
+    assert (TaskRepo(root, "eval-1/a").materialize("eval", commits[0]) / "calc").exists()
+    assert TaskRepo(root, "eval-2/a").prepare_commits(srcs[0], [commits[0]]) == commits[0]

@@ -377,9 +377,10 @@ def test_an_evaluation_continues_as_new_and_is_reported_from_all_its_runs(stack,
     [kept] = [r for r in json.loads(listed.stdout) if r["source"] == str(Path(repo).resolve())]
     assert kept["commits"] >= 1 and kept["size_mb"] > 0
     prune = stack.bosun("eval", "sources", "--prune", "--older-than-days", "0", "--json", timeout=120)
-    assert prune.returncode == 0 and json.loads(prune.stdout)["sources"] == [], prune.stderr[-2000:]
-    bad = stack.bosun("eval", "sources", "--dry-run", timeout=120)
-    assert bad.returncode == 2 and "go with --prune" in bad.stderr
+    assert prune.returncode == 0 and kept["source"] not in json.loads(prune.stdout)["sources"], prune.stderr[-2000:]
+    for wrong, said in ((["--dry-run"], "go with --prune"), (["--prune", "--max-gb", "nan"], "a number of 0 or more")):
+        bad = stack.bosun("eval", "sources", *wrong, timeout=120)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr[-2000:]
     # `bosun history` shows the steps of every run, the first run's first
     history = stack.bosun("history", "eval-it-runs", "--json", timeout=120)
     assert history.returncode == 0, history.stderr[-3000:]
