@@ -11,7 +11,8 @@ differ: Django 3.2.2 -> 3.2.3 takes 0.18 s instead of 0.5 s.
 Templates are made by the host, from the worker's store of the source (sandbox/hostrepo.py: ``SourceStore``),
 in directories no sandbox ever sees; an instance gets a copy, which the host moves to the instance's commit
 before its sandbox runs anything. They live beside the store (``<store>.templates/<commit>-<uid>.img`` and its
-``.json``: the file system's size and inodes, which must cover the instance's); at most
+``.json``: the file system's size and inodes, which must cover the instance's; made under
+``<store>.templates.lock``); at most
 ``TEMPLATES_PER_SOURCE`` per source are kept, the least recently used removed first.
 """
 
@@ -66,6 +67,9 @@ class CheckoutTemplates:
     def __init__(self, store_git: Path) -> None:
         self.store_git = Path(store_git)
         self.dir = self.store_git.with_suffix(".templates")
+        self.lock = self.dir.with_name(self.dir.name + ".lock")
+        """Held while a template is made, and while the folder is removed (beside it: removing the folder never
+        removes a lock someone waits on)."""
 
     def _name(self, commit: str, owner: tuple[int, int] | None) -> str:
         return f"{check_object_id(commit)}-{owner[0] if owner else os.geteuid()}"
@@ -95,8 +99,8 @@ class CheckoutTemplates:
         one was made. A template half-made by a crash is never used (its image is renamed into place last)."""
         name = self._name(commit, owner)
         size_mb, inodes = size_mb + size_mb // 4 + 64, inodes + inodes // 4
-        self.dir.mkdir(mode=0o700, exist_ok=True)
-        with file_lock(self.dir / ".lock"):
+        with file_lock(self.lock):
+            self.dir.mkdir(mode=0o700, exist_ok=True)
             if self.find(commit, owner, 0, 0, use=False) is not None:
                 return False
             for stale in self.dir.glob(".build-*"):  # a build cut short by a crash (none runs: the lock is ours)

@@ -713,11 +713,11 @@ class SourceStore:
         under its lock, which a fetch holds: one that began since the caller looked keeps it). A template being
         made finishes first (its lock). Moved aside first, so a crash half-way leaves no half store
         (``prune_sources`` removes what is left). False when kept."""
-        templates = CheckoutTemplates(self.git_dir).dir
-        with file_lock(self.git_dir.with_suffix(".lock")), file_lock(templates / ".lock"):
+        templates = CheckoutTemplates(self.git_dir)
+        with file_lock(self.git_dir.with_suffix(".lock")), file_lock(templates.lock):
             if self.last_used() > unless_used_after:
                 return False
-            for path in (self.git_dir, templates):
+            for path in (self.git_dir, templates.dir):
                 if path.exists():
                     trash = path.with_name(f"{TRASH}{secrets.token_hex(4)}-{path.name}")
                     path.rename(trash)
