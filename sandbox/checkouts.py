@@ -61,6 +61,12 @@ def finish_scratch(scratch: Path) -> None:
         f.write("[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n")
 
 
+def stale_builds(folder: Path) -> list[Path]:
+    """The template builds in ``folder`` that a crash cut short (each possibly a mounted workspace file system), as
+    ``diskquota.remove`` takes them."""
+    return [b.with_suffix("") if b.suffix == ".img" else b for b in folder.glob(".build-*")]
+
+
 class CheckoutTemplates:
     """The checkout templates of one source's store (see the module docstring)."""
 
@@ -103,8 +109,8 @@ class CheckoutTemplates:
             self.dir.mkdir(mode=0o700, exist_ok=True)
             if self.find(commit, owner, 0, 0, use=False) is not None:
                 return False
-            for stale in self.dir.glob(".build-*"):  # a build cut short by a crash (none runs: the lock is ours)
-                diskquota.remove(stale.with_suffix("") if stale.suffix == ".img" else stale)
+            for stale in stale_builds(self.dir):  # (none runs: the lock is ours)
+                diskquota.remove(stale)
             work = self.dir / f".build-{secrets.token_hex(6)}"
             try:
                 diskquota.create(work, size_mb=size_mb, inodes=inodes, owner=owner)

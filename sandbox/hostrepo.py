@@ -56,8 +56,9 @@ from sandbox.checkouts import (
     chown_paths,
     chown_tree,
     finish_scratch,
+    stale_builds,
 )
-from sandbox.environments.store import dir_size_mb, file_lock
+from sandbox.environments.store import KEEP_RECENT_S, dir_size_mb, file_lock, prunable
 from sandbox.hostgit import check_object_id, check_ref, check_revision, git, out, quote_path
 from sandbox.hostgit import clean_env as git_env
 
@@ -163,7 +164,6 @@ class TaskRepo:
         store.ensure(wanted)  # (a repository made before too: the store may have been pruned since)
 
         def fill(tmp: Path) -> dict:
-            store.ensure(wanted)
             git(None, "init", "--quiet", "--bare", str(tmp))
             ids = list(wanted)
             for commit in wanted:
@@ -667,10 +667,16 @@ class SourceStore:
         with contextlib.suppress(OSError):
             os.utime(self.marker)
 
+    def held(self) -> set[str]:
+        """The commits the store holds (GitError when git cannot read it)."""
+        if not self.marker.exists():
+            return set()
+        return set(out(self.git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/").split())
+
     def missing(self, commits: list[str]) -> list[str]:
         if not self.marker.exists():
             return list(commits)
-        held = set(out(self.git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/").split())
+        held = self.held()
         return [c for c in commits if check_object_id(c) not in held]
 
     def ensure(self, commits: list[str]) -> None:
@@ -682,7 +688,7 @@ class SourceStore:
         if self.source.startswith("-"):
             raise ConfigError(f"repository {self.source!r}: a path or URL may not start with '-'")
         with file_lock(self.git_dir.with_suffix(".lock")):
-            if not (self.git_dir / "bosun-store").exists():
+            if not self.marker.exists():
                 self._init()
             need = self.missing(commits)
             self._used()
@@ -739,23 +745,20 @@ class SourceStore:
 
 TRASH = ".trash-"
 """Under ``.sources``: a store or its templates being removed."""
-SOURCE_KEEP_RECENT_S = 3600.0
-"""A store used within this long is never pruned (as environments: sandbox/environments/service.py)."""
 
 
 def _remove_trash(path: Path) -> None:
     """Delete a store or templates folder moved aside: a template build cut short by a crash may still be a
     mounted workspace file system, which is unmounted first."""
-    for build in path.glob(".build-*"):
+    for build in stale_builds(path):
         with contextlib.suppress(Exception):
-            diskquota.remove(build.with_suffix("") if build.suffix == ".img" else build)
+            diskquota.remove(build)
     shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass
 class StoredSource:
     """A source store on this worker (``bosun eval sources``)."""
-    source: str
     store: SourceStore
     commits: int
     """Commits held."""
@@ -763,6 +766,10 @@ class StoredSource:
     """The store and its checkout templates."""
     last_used: float
     """When an instance or an evaluation's fetch ahead last used it (epoch seconds)."""
+
+    @property
+    def source(self) -> str:
+        return self.store.source
 
 
 def stored_sources(root: Path) -> list[StoredSource]:
@@ -772,7 +779,6 @@ def stored_sources(root: Path) -> list[StoredSource]:
     for git_dir in sorted((Path(root) / SOURCES).glob("*.git")):
         try:
             source = json.loads((git_dir / "bosun-store").read_text())["source"]
-            used = (git_dir / "bosun-store").stat().st_mtime
         except PermissionError:
             raise ConfigError(f"cannot read {git_dir}: run this as the user the worker runs as") from None
         except (OSError, ValueError, KeyError, TypeError):
@@ -782,10 +788,11 @@ def stored_sources(root: Path) -> list[StoredSource]:
         store = SourceStore(Path(root), source)
         if store.git_dir != git_dir:  # (a marker that does not name this store's source)
             continue
-        refs = git(git_dir, "for-each-ref", "--format=%(objectname)", "refs/bosun/keep/", check=False)
+        commits = 0
+        with contextlib.suppress(ConfigError):  # (git cannot read it: a store broken by hand counts none)
+            commits = len(store.held())
         size = dir_size_mb(git_dir) + dir_size_mb(CheckoutTemplates(git_dir).dir)
-        found.append(StoredSource(source=source, store=store, commits=len(refs.stdout.split()),
-                                  size_mb=round(size, 1), last_used=used))
+        found.append(StoredSource(store=store, commits=commits, size_mb=round(size, 1), last_used=store.last_used()))
     return sorted(found, key=lambda s: s.last_used)
 
 
@@ -803,15 +810,13 @@ def prune_sources(root: Path, *, older_than_days: float | None = None, max_gb: f
         orphans = [t for t in base.glob("*.templates") if not t.with_suffix(".git").exists()]
         for left in [*base.glob(f"{TRASH}*"), *base.glob(".init-*"), *orphans]:
             with contextlib.suppress(OSError):
-                if now - left.stat().st_mtime > SOURCE_KEEP_RECENT_S:
+                if now - left.stat().st_mtime > KEEP_RECENT_S:
                     _remove_trash(left)
     stores = stored_sources(root)
     total = sum(s.size_mb for s in stores)
     out: dict = {"sources": [], "freed_mb": 0.0}
     for s in stores:
-        too_old = older_than_days is not None and now - s.last_used > older_than_days * 86400
-        too_big = max_gb is not None and max_gb > 0 and total > max_gb * 1000
-        if now - s.last_used < SOURCE_KEEP_RECENT_S or not (too_old or too_big):
+        if not prunable(s.last_used, total, now=now, older_than_days=older_than_days, max_gb=max_gb):
             continue
         if not dry_run and not s.store.remove(unless_used_after=s.last_used):
             continue  # (used since it was listed)

@@ -20,6 +20,7 @@ result is recorded).
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -174,8 +175,8 @@ class EvalResult(BaseModel):
     it ends (``eval_keep_outcomes``, ``KEEP_CHUNK`` a ref): a run's history goes a while after the run closes, and
     an evaluation that continued as new closed its earlier runs long before it ends."""
     fetch_ahead_s: float = 0.0
-    """Seconds spent fetching every instance's commits before the instances started (their share of the cost:
-    this over the number of instances)."""
+    """Seconds spent fetching every instance's commits before the instances started (each instance's share of
+    it: its ``fetch_share_s``)."""
 
 
 def _opts(queue: str, minutes: float, heartbeat: bool = False) -> dict:
@@ -184,6 +185,13 @@ def _opts(queue: str, minutes: float, heartbeat: bool = False) -> dict:
     if heartbeat:
         opts["heartbeat_timeout"] = timedelta(seconds=60)
     return opts
+
+
+async def _bind_worker(retry_policy: RetryPolicy | None = None) -> str:
+    """The queue of a worker host (``WorkspaceActivities.bind_worker``) for the activities that follow."""
+    return await workflow.execute_activity_method(
+        WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), retry_policy=retry_policy,
+        summary="bind worker")
 
 
 def _task_summary(result: TaskResult) -> dict[str, Any]:
@@ -223,8 +231,7 @@ class EvalInstanceWorkflow:
         # a prediction to judge: the worker sets the workspace and sandbox up as soon as it is prepared
         stage = workflow.patched("eval-set-up-ahead") and bool(
             inp.variant is None and item.prediction_ref and not item.empty_prediction)
-        queue = await workflow.execute_activity_method(
-            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+        queue = await _bind_worker()
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
         out.started_ahead = inp.gated
 
@@ -344,9 +351,7 @@ class EvalWorkflow:
         if first == 0 and workflow.patched("eval-fetch-ahead"):
             await self._fetch_ahead(inp, limit)
             fetch_ahead_s = round(workflow.time() - self.started, 2)
-        per_source: dict[str, int] = {}
-        for item, _ in jobs:
-            per_source[item.source] = per_source.get(item.source, 0) + 1
+        per_source = Counter(item.source for item, _ in jobs)
 
         # judging given predictions, as many children again start ahead and wait, prepared, for a slot
         slots = max(1, inp.max_parallel)
@@ -415,9 +420,7 @@ class EvalWorkflow:
             chunk = outcomes[i:i + KEEP_CHUNK]
             while True:
                 if not queue:
-                    queue = await workflow.execute_activity_method(
-                        WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30),
-                        retry_policy=policies.KEEP, summary="bind worker")
+                    queue = await _bind_worker(policies.KEEP)
                 try:
                     refs.append(await workflow.execute_activity_method(
                         EvalActivities.eval_keep_outcomes, KeepOutcomesInput(outcomes=[o.model_dump() for o in chunk]),
@@ -457,8 +460,7 @@ class EvalWorkflow:
         if not by_source:
             return
         workflow.set_current_details(f"fetching the commits of {len(inp.items)} instances")
-        queue = await workflow.execute_activity_method(
-            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+        queue = await _bind_worker()
 
         async def fetch(source: str, commits: list[str]) -> None:
             async with limit:

@@ -505,8 +505,9 @@ async def sources(args: argparse.Namespace, s: Settings) -> int:
             print(json.dumps(rows, indent=2))
         elif not rows:
             print(f"no evaluation sources kept on this host ({root / SOURCES})")
-        for r in rows if not args.json else []:
-            print(f"{r['size_mb']:8.1f} MB  {r['commits']:5} commits  used {r['last_used']}  {r['source']}")
+        else:
+            for r in rows:
+                print(f"{r['size_mb']:8.1f} MB  {r['commits']:5} commits  used {r['last_used']}  {r['source']}")
         return 0
     days = SOURCES_MAX_AGE_DAYS if args.older_than_days is None else args.older_than_days
     if not (0 <= days < math.inf) or (args.max_gb is not None and not 0 <= args.max_gb < math.inf):

@@ -28,9 +28,17 @@ from sandbox.environments.dockerping import image_exists
 from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.netconf import build_network
 from sandbox.environments.repofiles import GitTree
-from sandbox.environments.store import IMAGE_REPO, EnvStore, default_cache, dir_size_mb, key_of, strip_setid
+from sandbox.environments.store import (
+    IMAGE_REPO,
+    KEEP_RECENT_S,
+    EnvStore,
+    default_cache,
+    dir_size_mb,
+    key_of,
+    prunable,
+    strip_setid,
+)
 
-KEEP_RECENT_S = 3600.0
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
                   "interpreters.py", "models.py", "repofiles.py")
 
@@ -282,10 +290,8 @@ class Environments:
         size = {r.key: r.size_mb.get("bwrap", 0.0) + r.size_mb.get("docker_layer", 0.0) for r in records}
         total = sum(size.values())
         for used, record in usage:
-            recent = now - used < KEEP_RECENT_S or record.key in keep_keys
-            too_old = older_than_days is not None and now - used > older_than_days * 86400
-            too_big = max_gb is not None and max_gb > 0 and total > max_gb * 1000
-            if recent or not (too_old or too_big):
+            if record.key in keep_keys or not prunable(used, total, now=now, older_than_days=older_than_days,
+                                                       max_gb=max_gb):
                 continue
             out["environments"].append(record.env_id)
             out["freed_mb"] += size[record.key]

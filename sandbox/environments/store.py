@@ -176,6 +176,22 @@ def strip_setid(path: Path) -> int:
     return found
 
 
+KEEP_RECENT_S = 3600.0
+"""A cached thing (an environment, an image, an evaluation's source store) used within this long is never
+pruned."""
+
+
+def prunable(used: float, total_mb: float, *, now: float, older_than_days: float | None,
+             max_gb: float | None) -> bool:
+    """Whether a prune removes a cached thing last used at ``used``: not used for ``older_than_days``, or the cache
+    (``total_mb`` so far) over ``max_gb`` (0 or None: no size bound); never one used within ``KEEP_RECENT_S``."""
+    if now - used < KEEP_RECENT_S:
+        return False
+    too_old = older_than_days is not None and now - used > older_than_days * 86400
+    too_big = max_gb is not None and max_gb > 0 and total_mb > max_gb * 1000
+    return too_old or too_big
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created with its folder) across processes of this host."""
