@@ -341,18 +341,20 @@ class DockerProvider(SandboxProvider):
             self.api.start(cid)
         except BaseException:
             with contextlib.suppress(Exception):
-                self.api.remove_container(cid, force=True)
+                self.api.remove_container(cid, force=True, v=True)
             raise
         return cid, sock
 
     async def remove_container(self, container_id: str) -> None:
-        """Force-remove a container (kills its processes); a missing container is fine."""
+        """Force-remove a container (kills its processes) with its anonymous volumes (an environment image built
+        before 2026-11-26 declares two, which docker makes for every container of it); a missing container is
+        fine."""
         from docker.errors import NotFound  # noqa: PLC0415
 
         def remove() -> None:
             for attempt in range(3):
                 try:
-                    self.api.remove_container(container_id, force=True)
+                    self.api.remove_container(container_id, force=True, v=True)
                     return
                 except NotFound:
                     return
@@ -371,7 +373,7 @@ class DockerProvider(SandboxProvider):
             owner = (c.get("Labels") or {}).get(LABEL_OWNER, "")
             if owner_alive(owner) is False:
                 with contextlib.suppress(Exception):
-                    self.api.remove_container(c["Id"], force=True)
+                    self.api.remove_container(c["Id"], force=True, v=True)
                     removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
         return removed
 

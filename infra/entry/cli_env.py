@@ -4,7 +4,7 @@
     bosun env show  --repo PATH [--ref REF] [--json]     what detection finds and why (nothing is built)
     bosun env list  [--json]                             the environments on this host
     bosun env rm    ENV_ID [ENV_ID...]                   remove environments (directory and image)
-    bosun env prune [--max-gb G] [--older-than-days D] [--bases] [--dry-run] [--json]
+    bosun env prune [--max-gb G] [--min-free-gb F] [--older-than-days D] [--bases] [--dry-run] [--json]
     bosun env bases [--build VERSION_OR_SUITE...] [--json]   the base root filesystems (build them ahead)
 
 ``build --json`` prints exactly one object ``{"env_id", "python", "cached", "build_s", "test_command",
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any
@@ -53,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("prune", help="remove unused environments (bounded disk)")
     pr.add_argument("--max-gb", type=float, default=None, help="keep the cache under this size (default "
                                                                 "BOSUN_ENV_MAX_GB)")
+    pr.add_argument("--min-free-gb", type=float, default=None, help="remove the least recently used while the "
+                    "cache's file system has less free (default BOSUN_ENV_MIN_FREE_GB)")
     pr.add_argument("--older-than-days", type=float, default=None, help="also remove environments unused this long")
     pr.add_argument("--bases", action="store_true", help="also remove bases no environment uses")
     pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
@@ -187,15 +190,19 @@ def rm(envs: Environments, args: argparse.Namespace) -> int:
 
 def prune(envs: Environments, args: argparse.Namespace) -> int:
     max_gb = args.max_gb if args.max_gb is not None else envs.settings.env_max_gb
-    if max_gb < 0 or (args.older_than_days is not None and args.older_than_days < 0):
-        raise ConfigError("--max-gb and --older-than-days must not be negative")
-    out = envs.prune(max_gb=max_gb, older_than_days=args.older_than_days, bases=args.bases, dry_run=args.dry_run)
+    min_free = args.min_free_gb if args.min_free_gb is not None else envs.settings.env_min_free_gb
+    for flag, value in (("--max-gb", max_gb), ("--min-free-gb", min_free), ("--older-than-days", args.older_than_days)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"{flag} {value:g}: give a number of 0 or more")
+    out = envs.prune(max_gb=max_gb, older_than_days=args.older_than_days, bases=args.bases, dry_run=args.dry_run,
+                     min_free_gb=min_free)
     if args.json:
         print(json.dumps(out))
     else:
         verb = "would remove" if args.dry_run else "removed"
         print(f"{verb} {len(out['environments'])} environment(s), {len(out['images'])} orphan image(s), "
-              f"{len(out['staging'])} unfinished build(s), {len(out['bases'])} base(s); {out['freed_mb']:.0f} MB")
+              f"{len(out['staging'])} unfinished build(s), {len(out['uv_caches'])} installer cache(s), "
+              f"{len(out['bases'])} base(s); {out['freed_mb']:.0f} MB")
     return 0
 
 

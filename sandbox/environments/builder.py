@@ -4,8 +4,9 @@ as an unprivileged user; the result becomes an image layered on the base (docker
 The build container: the base image, the user ``bosun`` (uid 1000), every capability dropped, no new privileges,
 docker's default seccomp profile, the default bridge network (the registries are reachable, the host's loopback
 services are not), memory and pids limits. The source (``git archive`` of the commit) and the tools (uv, the
-host's CA bundle) are copied in through the engine into volumes that are never part of the image; the installer's
-cache is the repository's own. Steps, each logged under a header in ``build.log``:
+host's CA bundle) are copied in through the engine into anonymous volumes that are never part of the image (and go
+with the build container); the installer's cache is the environment's own, for the build only. Steps, each logged
+under a header in ``build.log``:
 
 1. ``prepare``: the declared commands that edit the source before the install; ``virtualenv``: ``uv venv`` at
    /opt/bosun-env/venv with the base's python3;
@@ -240,16 +241,22 @@ class Builder:
                     self.api.remove_container(cid, force=True, v=True)
 
     def _create(self, base: BaseInfo, spec: EnvSpec, key: str, uv_cache: Path) -> str:
+        from docker.types import Mount  # noqa: PLC0415
+
+        # The source and the tools go into anonymous volumes mounted, not declared: a declared volume (the
+        # container's ``volumes``) would pass to the committed image, and docker would make (and, unless told,
+        # keep) an empty volume for every sandbox of it. Removed with the build container (``v=True``).
+        scratch = [Mount(path, None, type="volume", labels={LABEL: key}) for path in ("/workspace", TOOLS)]
         host_config = self.api.create_host_config(
             network_mode="bridge", cap_drop=["ALL"], security_opt=["no-new-privileges"],
             tmpfs={"/tmp": "rw,nosuid,nodev,size=4g,mode=1777", "/var/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=4096,
             nano_cpus=int(self.cpus * 1e9) if self.cpus > 0 else None, init=True,
-            binds={str(uv_cache): {"bind": "/var/cache/bosun-uv", "mode": "rw"}},
+            binds={str(uv_cache): {"bind": "/var/cache/bosun-uv", "mode": "rw"}}, mounts=scratch,
             log_config={"type": "none", "config": {}})
         created = self.api.create_container(
             image=base.docker_tag, command=["sleep", "infinity"], user=f"{BUILD_UID}:{BUILD_UID}",
-            working_dir="/workspace", volumes=["/workspace", TOOLS], host_config=host_config,
+            working_dir="/workspace", host_config=host_config,
             # the sandbox labels: a build whose process dies is removed by the reaper like any orphan sandbox
             labels={LABEL: key, "bosun.env.build": "1", SANDBOX_LABEL: "1", LABEL_OWNER: owner_tag()},
             name=f"bosun-envbuild-{key}-{int(time.time())}",

@@ -34,6 +34,7 @@ from sandbox.environments.store import (
     EnvStore,
     default_cache,
     dir_size_mb,
+    free_mb,
     key_of,
     prunable,
     strip_setid,
@@ -190,7 +191,8 @@ class Environments:
                 return Prepared(record, True, time.monotonic() - started)
             record = self._build(det, tree, key)
         with contextlib.suppress(Exception):
-            self.prune(max_gb=self.settings.env_max_gb or None, keep=[key])
+            self.prune(max_gb=self.settings.env_max_gb or None, min_free_gb=self.settings.env_min_free_gb,
+                       keep=[key])
         return Prepared(record, False, time.monotonic() - started)
 
     def _build(self, det: Detection, tree: GitTree, key: str) -> EnvRecord:
@@ -217,12 +219,16 @@ class Environments:
                 strip_setid(uv_cache)
             for name in ("source.tar", "source-owned.tar"):
                 (staging / name).unlink(missing_ok=True)
-        except BuildFailed as exc:
+        except BuildFailed as exc:  # (the repository's: not built again, so its downloads are not needed again)
+            self.store.remove_uv_cache(key)
             kept = self.store.discard(staging, key, staging / "build.log")
             raise BuildFailed(exc.step, exc.reason, exc.tail, kept) from None
-        except BaseException:
+        except BaseException:  # (the host's, most likely: the installer cache stays an hour for another attempt)
             self.store.discard(staging, key, staging / "build.log")
             raise
+        # Built: the installer cache is never read again (a build of this key comes only after the environment
+        # is removed), and it is often as large as the environment itself.
+        self.store.remove_uv_cache(key)
         record = EnvRecord(
             env_id=env_id_for(key), key=key, python=base.python, base=base.name, spec=spec,
             test_command=spec.test.text, backend_refs={"docker": outcome.image, "bwrap": str(self.store.env_dir(key)
@@ -255,15 +261,28 @@ class Environments:
         return record
 
     def prune(self, *, max_gb: float | None = None, older_than_days: float | None = None, bases: bool = False,
-              keep: list[str] | None = None, dry_run: bool = False) -> dict[str, Any]:
-        """Remove what is not needed: builds that died half-way, old failure logs, images without a record, then
-        environments not used for ``older_than_days`` and the least recently used beyond ``max_gb`` (never one
-        used within the last hour, nor ``keep``); ``bases``: bases no environment uses. Returns what went."""
-        out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "freed_mb": 0.0}
+              keep: list[str] | None = None, dry_run: bool = False, min_free_gb: float = 0.0) -> dict[str, Any]:
+        """Remove what is not needed: builds that died half-way, installer caches no build is using (a failed
+        build's after an hour), old failure logs, images without a record, then environments not used for
+        ``older_than_days``, the least recently used beyond ``max_gb``, and the least recently used while the
+        cache's file system has less than ``min_free_gb`` free (0: no floor) -- never one used within the last
+        hour, nor ``keep``; ``bases``: bases no environment uses. Returns what went."""
+        out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "uv_caches": [],
+                               "freed_mb": 0.0}
         for path in self.store.stale_staging():
             out["staging"].append(path.name)
             if not dry_run:
                 shutil.rmtree(path, ignore_errors=True)
+        for path in self.store.uv_caches():
+            if time.time() - path.stat().st_mtime < KEEP_RECENT_S:
+                continue
+            with self.store.lock(path.name, wait=False) as free:
+                if not free:  # its build is running
+                    continue
+                out["uv_caches"].append(path.name)
+                out["freed_mb"] += dir_size_mb(path)
+                if not dry_run:
+                    shutil.rmtree(path, ignore_errors=True)
         if self.store.failed.is_dir():
             for log in self.store.failed.glob("*.log"):
                 if time.time() - log.stat().st_mtime > 30 * 86400 and not dry_run:
@@ -289,12 +308,17 @@ class Environments:
         usage = sorted(((self.store.last_used(r.key), r) for r in records), key=lambda x: x[0])
         size = {r.key: r.size_mb.get("bwrap", 0.0) + r.size_mb.get("docker_layer", 0.0) for r in records}
         total = sum(size.values())
+        # (what removing frees is counted, not measured again: an image's layers go lazily, and a dry run frees
+        # nothing)
+        free = free_mb(self.cache) + (out["freed_mb"] if dry_run else 0.0)
         for used, record in usage:
+            short = min_free_gb > 0 and free < min_free_gb * 1000
             if record.key in keep_keys or not prunable(used, total, now=now, older_than_days=older_than_days,
-                                                       max_gb=max_gb):
+                                                       max_gb=max_gb, short_of_space=short):
                 continue
             out["environments"].append(record.env_id)
             out["freed_mb"] += size[record.key]
+            free += size[record.key]
             total -= size[record.key]
             if not dry_run:
                 with contextlib.suppress(ConfigError):

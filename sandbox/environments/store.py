@@ -91,8 +91,9 @@ class EnvStore:
                 out.append(rec)
         return out
 
-    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
-        return file_lock(self.locks / f"{name}.lock")
+    def lock(self, name: str, *, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """The lock of one environment's build (``name``: its key); see ``file_lock``."""
+        return file_lock(self.locks / f"{name}.lock", wait=wait)
 
     def staging(self, key: str) -> Path:
         self.ensure_dirs()
@@ -159,6 +160,12 @@ class EnvStore:
     def remove_uv_cache(self, key: str) -> None:
         shutil.rmtree(self.root / "uv" / re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80], ignore_errors=True)
 
+    def uv_caches(self) -> list[Path]:
+        """The installer caches on disk (a build's, while it runs; a failed build's, for its next attempt; and
+        those every build kept before 2026-11-26)."""
+        root = self.root / "uv"
+        return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
 
 def strip_setid(path: Path) -> int:
     """Drop set-user-id, set-group-id and sticky bits below ``path`` (a folder a build wrote; links are not
@@ -182,23 +189,36 @@ pruned."""
 
 
 def prunable(used: float, total_mb: float, *, now: float, older_than_days: float | None,
-             max_gb: float | None) -> bool:
-    """Whether a prune removes a cached thing last used at ``used``: not used for ``older_than_days``, or the cache
-    (``total_mb`` so far) over ``max_gb`` (0 or None: no size bound); never one used within ``KEEP_RECENT_S``."""
+             max_gb: float | None, short_of_space: bool = False) -> bool:
+    """Whether a prune removes a cached thing last used at ``used``: not used for ``older_than_days``, the cache
+    (``total_mb`` so far) over ``max_gb`` (0 or None: no size bound), or its file system ``short_of_space``; never
+    one used within ``KEEP_RECENT_S``."""
     if now - used < KEEP_RECENT_S:
         return False
     too_old = older_than_days is not None and now - used > older_than_days * 86400
     too_big = max_gb is not None and max_gb > 0 and total_mb > max_gb * 1000
-    return too_old or too_big
+    return too_old or too_big or short_of_space
+
+
+def free_mb(path: Path) -> float:
+    """Free space (MB) of the file system ``path`` is on (its nearest existing folder)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free / 1e6
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created with its folder) across processes of this host."""
+def file_lock(path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on ``path`` (created with its folder) across processes of this host. ``wait=False``:
+    do not wait for another holder; the value is then False (and nothing is held) when there is one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def dir_size_mb(path: Path) -> float:

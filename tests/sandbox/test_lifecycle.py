@@ -110,6 +110,29 @@ def test_killed_owner_leaves_no_container_behind(docker_provider, docker_image: 
     assert not api.containers(all=True, filters={"id": container_id})
 
 
+@pytest.mark.docker
+async def test_a_sandbox_of_an_image_declaring_a_volume_leaves_no_volume_behind(docker_provider, docker_image: str,
+                                                                               workspace: Path) -> None:
+    # environment images built before 2026-11-26 declare /opt/bosun-tools (and /workspace) volumes: docker makes an
+    # anonymous volume for every container of them, which outlived the container (13,000 of them in a day here)
+    from sandbox.docker_backend import DockerProvider
+
+    api = docker_provider.api
+    made = api.create_container(image=docker_image, command=["true"])["Id"]
+    tag = f"bosun-test-volumes:{os.getpid()}"
+    api.commit(made, repository=tag.split(":")[0], tag=tag.split(":")[1], changes=["VOLUME /opt/bosun-tools"])
+    api.remove_container(made, v=True)
+    try:
+        chown_tree(workspace, SANDBOX_UID, SANDBOX_UID)
+        box = await DockerProvider(TEST_LIMITS, image=tag).acquire(workspace)
+        volumes = [m["Name"] for m in api.inspect_container(box.container_id)["Mounts"] if m["Type"] == "volume"]
+        assert len(volumes) == 1  # (the workspace is bound over the image's, so only the tools' is made)
+        await box.close()
+        assert not set(volumes) & {v["Name"] for v in api.volumes()["Volumes"] or []}
+    finally:
+        api.remove_image(tag, force=True)
+
+
 # -- warm pools -------------------------------------------------------------------------------------------------
 
 

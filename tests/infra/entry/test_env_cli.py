@@ -71,6 +71,13 @@ def test_bad_input_is_refused_clearly(tmp_path: Path):
         assert "environment" in proc.stderr
     assert bosun("env", "rm", "env-" + "1" * 20).returncode == 2
     assert bosun("env", "bases", "--build", "3.8").returncode == 2
+    for flag, value in (("--min-free-gb", "-1"), ("--min-free-gb", "nan"), ("--max-gb", "inf"),
+                        ("--older-than-days", "-2")):
+        proc = bosun("env", "prune", flag, value, "--json")
+        assert proc.returncode == 2 and proc.stdout == "" and f"{flag} {value}: give a number" in proc.stderr
+    dry = bosun("env", "prune", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert set(json.loads(dry.stdout)) == {"environments", "images", "staging", "bases", "uv_caches", "freed_mb"}
 
 
 def test_bad_overrides_setting_is_refused(tmp_path: Path):

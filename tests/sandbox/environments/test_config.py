@@ -20,7 +20,7 @@ from sandbox.environments.declared import load_overrides, override_for
 from sandbox.environments.models import EnvRecord, EnvSpec
 from sandbox.environments.netconf import CA_IN_BUILD, build_network
 from sandbox.environments.service import Environments
-from sandbox.environments.store import EnvStore, key_of
+from sandbox.environments.store import EnvStore, free_mb, key_of
 from sandbox.hostrepo import TaskRepo
 
 
@@ -106,6 +106,41 @@ def test_prune_bounds_the_cache_least_recently_used_first(tmp_path: Path):
     assert out["environments"] == ["env-" + "1" * 20]  # 3.3 GB -> 2.2 GB: the least recently used one went
     assert envs.store.record("1" * 20) is None and envs.store.record("2" * 20) is not None
     assert envs.prune(max_gb=0.1)["environments"] == ["env-" + "2" * 20]  # never the one used within the hour
+
+
+def test_prune_keeps_free_space_on_the_cache_file_system(tmp_path: Path):
+    envs = Environments(Settings(env_cache=tmp_path))
+    envs._api = FakeApi([])
+    old = time.time() - 5 * 86400
+    for i, used in (("1", old), ("2", old + 3600), ("3", time.time())):
+        envs.store.commit(envs.store.staging(i * 20), record(i * 20))  # 1.1 GB each, as recorded
+        os.utime(envs.store.env_dir(i * 20) / "env.json", (used, used))
+    assert envs.prune(min_free_gb=0)["environments"] == []  # no floor, no size bound: nothing goes
+    free_gb = free_mb(tmp_path) / 1000
+    # 0.5 GB short: the least recently used one (counted as 1.1 GB) is enough
+    out = envs.prune(min_free_gb=free_gb + 0.5, dry_run=True)
+    assert out["environments"] == ["env-" + "1" * 20] and envs.store.record("1" * 20) is not None
+    # far short: every one goes but the one used within the hour
+    out = envs.prune(min_free_gb=free_gb + 1000)
+    assert out["environments"] == ["env-" + "1" * 20, "env-" + "2" * 20] and envs.store.record("3" * 20) is not None
+
+
+def test_prune_removes_installer_caches_no_build_is_using(tmp_path: Path):
+    envs = Environments(Settings(env_cache=tmp_path))
+    envs._api = FakeApi([])
+    caches = {name: envs.store.uv_cache(name * 20, os.getuid()) for name in "abc"}
+    for path in caches.values():
+        (path / "wheel.whl").write_bytes(b"x" * 300_000)
+    old = time.time() - 2 * 3600
+    os.utime(caches["a"], (old, old))  # a failed build's, kept an hour for another attempt: over
+    os.utime(caches["b"], (old, old))  # a build running for two hours: its lock is held
+    with envs.store.lock("b" * 20):
+        assert envs.prune(dry_run=True)["uv_caches"] == ["a" * 20] and caches["a"].exists()
+        out = envs.prune()
+    assert out["uv_caches"] == ["a" * 20] and out["freed_mb"] > 0
+    assert not caches["a"].exists() and caches["b"].exists() and caches["c"].exists()  # c: within the hour
+    with envs.store.lock("b" * 20, wait=False) as free:  # (the prune did not keep the lock)
+        assert free
 
 
 def test_the_task_marker_names_the_environment_by_path(tmp_path: Path):
