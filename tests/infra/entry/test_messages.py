@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -100,6 +101,13 @@ def test_escalation_runs_only_after_approval(stack, example_repo, tmp_path):
     # An approved command runs on the host as the sandbox's uid (not as the worker): a directory that uid may write.
     outside = Path(tempfile.mkdtemp(prefix="bosun-escalation-"))
     outside.chmod(0o777)
+    try:
+        _escalate_and_decide(stack, example_repo, tmp_path, outside)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def _escalate_and_decide(stack, example_repo, tmp_path, outside):
     for denied in (False, True):
         wf = f"it-escalate-{'deny' if denied else 'approve'}"
         marker = outside / f"{wf}.txt"
