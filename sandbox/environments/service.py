@@ -40,6 +40,9 @@ from sandbox.environments.store import (
     strip_setid,
 )
 
+DETECTED_KEEP_S = 7 * 86400
+"""A remembered detection older than this goes on the next prune (any change to the detector's code makes every
+earlier one unreachable; one still in use is made again in milliseconds)."""
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
                   "interpreters.py", "models.py", "repofiles.py")
 
@@ -268,7 +271,7 @@ class Environments:
         cache's file system has less than ``min_free_gb`` free (0: no floor) -- never one used within the last
         hour, nor ``keep``; ``bases``: bases no environment uses. Returns what went."""
         out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "uv_caches": [],
-                               "freed_mb": 0.0}
+                               "detections": 0, "freed_mb": 0.0}
         for path in self.store.stale_staging():
             out["staging"].append(path.name)
             if not dry_run:
@@ -287,6 +290,14 @@ class Environments:
             for log in self.store.failed.glob("*.log"):
                 if time.time() - log.stat().st_mtime > 30 * 86400 and not dry_run:
                     log.unlink(missing_ok=True)
+        # detections remembered per commit: a few KB each, one per revision prepared (thousands a day under an
+        # evaluation), read again in milliseconds when gone
+        for memo in (self.cache / "detected").glob("*.json"):
+            with contextlib.suppress(OSError):
+                if time.time() - memo.stat().st_mtime > DETECTED_KEEP_S:
+                    out["detections"] += 1
+                    if not dry_run:
+                        memo.unlink()
         now = time.time()
         records = self.store.all()
         known = {r.backend_refs.get("docker") for r in records}

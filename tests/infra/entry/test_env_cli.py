@@ -77,7 +77,8 @@ def test_bad_input_is_refused_clearly(tmp_path: Path):
         assert proc.returncode == 2 and proc.stdout == "" and f"{flag} {value}: give a number" in proc.stderr
     dry = bosun("env", "prune", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
-    assert set(json.loads(dry.stdout)) == {"environments", "images", "staging", "bases", "uv_caches", "freed_mb"}
+    assert set(json.loads(dry.stdout)) == {"environments", "images", "staging", "bases", "uv_caches", "detections",
+                                           "freed_mb"}
 
 
 def test_bad_overrides_setting_is_refused(tmp_path: Path):

@@ -143,6 +143,20 @@ def test_prune_removes_installer_caches_no_build_is_using(tmp_path: Path):
         assert free
 
 
+def test_prune_forgets_detections_remembered_a_week_ago(tmp_path: Path):
+    envs = Environments(Settings(env_cache=tmp_path))
+    envs._api = FakeApi([])
+    memos = tmp_path / "detected"
+    memos.mkdir()
+    for name, age_days in (("old", 8), ("recent", 6)):
+        (memos / f"{name}.json").write_text("{}")
+        then = time.time() - age_days * 86400
+        os.utime(memos / f"{name}.json", (then, then))
+    assert envs.prune(dry_run=True)["detections"] == 1 and (memos / "old.json").exists()
+    assert envs.prune()["detections"] == 1
+    assert sorted(p.name for p in memos.iterdir()) == ["recent.json"]
+
+
 def test_the_task_marker_names_the_environment_by_path(tmp_path: Path):
     repo = TaskRepo(tmp_path, "task-1")
     repo.set_environment("env-" + "d" * 20, tmp_path / "cache")
