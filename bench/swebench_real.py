@@ -35,8 +35,9 @@ fetch seconds over that source's instances):
   the fetch ahead (the shares add up to the fetch activities' seconds, which may overlap across sources).
 
 Also: how many instances waited, started ahead, and instances per hour (the gold pass; environments are warm
-from the derivation). The gold and base + test patch logs are kept (``LOGS``) for
-bench/swebench_conformance.py, which judges them again with the reference harness's own code.
+from the derivation); ``left_behind``: docker volumes and containers the runs left (0 expected). The gold and
+base + test patch logs are kept (``LOGS``) for bench/swebench_conformance.py, which judges them again with the
+reference harness's own code.
 """
 
 from __future__ import annotations
@@ -380,6 +381,14 @@ def keep_logs(logs: Path, name: str) -> None:
     shutil.copytree(logs, dest)
 
 
+def docker_leftovers() -> dict[str, set[str]]:
+    """The docker engine's volumes and containers (after the runs, those that are new were left behind: every
+    sandbox and build is removed with its anonymous volumes)."""
+    def names(*cmd: str) -> set[str]:
+        return set(subprocess.run(["docker", *cmd], capture_output=True, text=True, check=True).stdout.split())
+    return {"docker_volumes": names("volume", "ls", "-q"), "containers": names("ps", "-aq")}
+
+
 def ratio_p50(timing: dict[str, dict], field: str) -> float | None:
     """The median of ``field`` over the tests' seconds."""
     ratios = [t[field] / t["tests_s"] for t in timing.values()]
@@ -438,6 +447,7 @@ def main() -> int:
     ap.add_argument("--max-parallel", type=int, default=2)
     ap.add_argument("--no-eval", action="store_true", help="only build the instances")
     args = ap.parse_args()
+    before = docker_leftovers()
     with Stack() as stack:
         if args.rebuild or not INSTANCES.exists():
             build_instances(stack, {p.lower() for p in args.pair}, args.max_parallel)
@@ -448,6 +458,7 @@ def main() -> int:
         out = evaluate(stack, rows, args.max_parallel)
     out["instances"] = {r["instance_id"]: {"FAIL_TO_PASS": len(json.loads(r["FAIL_TO_PASS"])),
                                            "PASS_TO_PASS": len(json.loads(r["PASS_TO_PASS"]))} for r in rows}
+    out["left_behind"] = {what: len(names - before[what]) for what, names in docker_leftovers().items()}
     print(json.dumps(out, indent=2))
     return 0
 

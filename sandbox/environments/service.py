@@ -277,7 +277,10 @@ class Environments:
             if not dry_run:
                 shutil.rmtree(path, ignore_errors=True)
         for path in self.store.uv_caches():
-            if time.time() - path.stat().st_mtime < KEEP_RECENT_S:
+            try:
+                if time.time() - path.stat().st_mtime < KEEP_RECENT_S:
+                    continue
+            except OSError:  # (its build just removed it)
                 continue
             with self.store.lock(path.name, wait=False) as free:
                 if not free:  # its build is running
