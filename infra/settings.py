@@ -144,8 +144,9 @@ class Settings(BaseSettings):
     """Disk the environment cache may use (environments and their images); after every build and on `bosun env
     prune` the least recently used go beyond it. 0: no bound."""
     env_min_free_gb: float = Field(default=10.0, ge=0)
-    """Free space to leave on the environment cache's file system: after every build and on `bosun env prune` the
-    least recently used environments go while there is less (never one used within the hour). 0: no floor."""
+    """Free space to leave on the environment cache's file system: before a build when there is less, after every
+    build and on `bosun env prune`, the least recently used environments go while there is less (never one used
+    within the hour). 0: no floor."""
     env_debian_mirror: str = "http://deb.debian.org/debian"
     """Debian mirror debootstrap builds the base root filesystems (Python 3.9, 3.11, 3.13) from."""
     eval_jobs_per_run: int = Field(default=1000, ge=1, le=2000)

@@ -187,16 +187,24 @@ class Environments:
         if record is not None:
             self.store.touch(key)
             return Prepared(record, True, time.monotonic() - started)
+        # short of space: room for the build first (not under its lock: a prune takes other environments' locks)
+        if free_mb(self.cache) < self.settings.env_min_free_gb * 1000:
+            self._bound(key)
         with self.store.lock(key):
             record = self.cached(key)
             if record is not None:
                 self.store.touch(key)
                 return Prepared(record, True, time.monotonic() - started)
             record = self._build(det, tree, key)
+        self._bound(key)
+        return Prepared(record, False, time.monotonic() - started)
+
+    def _bound(self, key: str) -> None:
+        """Keep the cache within its bounds (``BOSUN_ENV_MAX_GB``, ``BOSUN_ENV_MIN_FREE_GB``), ``key`` kept; a prune
+        that fails is no reason to fail the build."""
         with contextlib.suppress(Exception):
             self.prune(max_gb=self.settings.env_max_gb or None, min_free_gb=self.settings.env_min_free_gb,
                        keep=[key])
-        return Prepared(record, False, time.monotonic() - started)
 
     def _build(self, det: Detection, tree: GitTree, key: str) -> EnvRecord:
         spec = det.spec
