@@ -65,21 +65,52 @@ ALWAYS_MASK_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/docker", "/etc/sudoers
 
 
 def _join_cgroup(cg: cgroups.SandboxCgroup, bwrap_pid: int, info_r: int, block_w: int, timeout_s: float) -> None:
-    """Move bwrap and its sandbox child into ``cg``, then let the child go on (``--info-fd``/``--block-fd``)."""
-    cg.add(bwrap_pid)
-    data = b""
-    deadline = time.monotonic() + timeout_s
-    while b"child-pid" not in data or b"}" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([info_r], [], [], left)[0]:
-            raise TimeoutError(110, "bwrap did not report its child's pid")
-        chunk = os.read(info_r, 4096)
-        if not chunk:
-            raise OSError(5, "bwrap exited before reporting its child's pid")
-        data += chunk
-    child_pid = int(json.loads(data[:data.index(b"}") + 1])["child-pid"])
-    cg.add(child_pid)
-    os.write(block_w, b"g")
+    """Move bwrap and its sandbox child into ``cg``, then let the child go on (``--info-fd``/``--block-fd``).
+    Closes both pipe ends when it is done: it owns them (a start cancelled meanwhile leaves this thread running
+    until bwrap is gone; nobody else may close them under it)."""
+    try:
+        cg.add(bwrap_pid)
+        data = b""
+        deadline = time.monotonic() + timeout_s
+        while b"child-pid" not in data or b"}" not in data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([info_r], [], [], left)[0]:
+                raise TimeoutError(110, "bwrap did not report its child's pid")
+            chunk = os.read(info_r, 4096)
+            if not chunk:
+                raise OSError(5, "bwrap exited before reporting its child's pid")
+            data += chunk
+        child_pid = int(json.loads(data[:data.index(b"}") + 1])["child-pid"])
+        cg.add(child_pid)
+        os.write(block_w, b"g")
+    finally:
+        os.close(info_r)
+        os.close(block_w)
+
+
+async def _uncancelled(fut: asyncio.Future[Any]) -> Any:
+    """``fut``'s result, waited for whatever cancels the waiter meanwhile (a cleanup that must see it done)."""
+    while not fut.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(fut)
+    return fut.result()
+
+
+async def _stop_half_started(proc: asyncio.subprocess.Process, joining: asyncio.Future[None] | None,
+                             cg: cgroups.SandboxCgroup | None) -> None:
+    """Stop a sandbox whose start was cancelled or failed: bwrap killed; its cgroup join let end (it ends once
+    bwrap is gone, and owns its pipe ends); whatever got into the cgroup killed; then the process reaped and its
+    pipes closed now, stdin first (a sandbox child that outlived bwrap ends on that). Left to garbage collection,
+    the pipes would be closed on an event loop that may be gone by then, and waiting for a child that never got
+    its go would hang."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    if joining is not None:
+        with contextlib.suppress(Exception):
+            await _uncancelled(joining)
+    if cg is not None:
+        await _uncancelled(asyncio.ensure_future(asyncio.to_thread(cg.destroy)))
+    await _uncancelled(asyncio.ensure_future(ProcessChannel(proc).kill()))
 
 
 @functools.lru_cache(maxsize=8)
@@ -435,43 +466,55 @@ class BwrapProvider(SandboxProvider):
         args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r,
                                objects=objects, drop_to=drop_to)
         child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
+        cancelled: asyncio.CancelledError | None = None
+        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=scrubbed_env(), pass_fds=child_fds, limit=STREAM_LIMIT, start_new_session=True, cwd="/"))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=scrubbed_env(), pass_fds=child_fds,
-                limit=STREAM_LIMIT, start_new_session=True, cwd="/")
+            try:
+                proc = await asyncio.shield(creating)
+            except asyncio.CancelledError as exc:  # (it is started, or nearly: finished starting, then stopped)
+                cancelled = exc
+                proc = await _uncancelled(creating)
         except OSError as exc:
             for fd in (info_r, block_w):
                 if fd is not None:
                     os.close(fd)
             if cg:
-                await asyncio.to_thread(cg.destroy)
+                await asyncio.shield(asyncio.to_thread(cg.destroy))
+            if cancelled is not None:
+                raise cancelled from None
             raise UnexpectedEnvironment(f"cannot start bubblewrap ({self.bwrap}): {exc}") from None
         finally:
             for fd in child_fds:
                 os.close(fd)
+        joining = None
         if cg is not None:
             assert info_r is not None and block_w is not None
-            try:
-                await asyncio.to_thread(_join_cgroup, cg, proc.pid, info_r, block_w, self.start_timeout_s)
-            except asyncio.CancelledError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await asyncio.shield(asyncio.to_thread(cg.destroy))
-                raise
-            except OSError as exc:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                _, err = await proc.communicate()
-                await asyncio.to_thread(cg.destroy)
-                detail = err.decode("utf-8", "replace").strip()[-1000:]
-                if detail:
-                    raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: {detail}") from None
-                raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: cannot put it in its cgroup "
-                                            f"({exc})") from None
-            finally:
-                os.close(info_r)
-                os.close(block_w)
+            joining = asyncio.ensure_future(asyncio.to_thread(_join_cgroup, cg, proc.pid, info_r, block_w,
+                                                              self.start_timeout_s))
+        try:
+            if cancelled is not None:
+                raise cancelled
+            if joining is not None:
+                await asyncio.shield(joining)
+        except asyncio.CancelledError:
+            await _stop_half_started(proc, joining, cg)
+            raise
+        except OSError as exc:  # (the join failed: bwrap gone, or it never reported its child)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            assert proc.stdin is not None and proc.stderr is not None
+            proc.stdin.close()  # (a child left behind ends on that, and with it the stderr read)
+            err = b""
+            with contextlib.suppress(Exception):
+                err = await asyncio.wait_for(proc.stderr.read(), 10.0)
+            await _stop_half_started(proc, joining, cg)
+            detail = err.decode("utf-8", "replace").strip()[-1000:]
+            if detail:
+                raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: {detail}") from None
+            raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: cannot put it in its cgroup "
+                                        f"({exc})") from None
         client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
         sandbox.user = user

@@ -66,14 +66,16 @@ class ProcessChannel:
         return f"exited with {self.proc.returncode}"
 
     async def kill(self) -> None:
+        """Kill the process, close its stdin (a sandbox process that outlives it, e.g. once it changed uid, which
+        clears its parent-death signal, ends on that), wait for it and its pipes (10 s at most), close them."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.proc.wait(), 10.0)
         if self.proc.stdin is not None:
             with contextlib.suppress(Exception):
                 self.proc.stdin.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.proc.wait(), 10.0)
         transport = getattr(self.proc, "_transport", None)  # close now, not at garbage collection
         if transport is not None:
             with contextlib.suppress(Exception):

@@ -135,7 +135,10 @@ class SandboxManager:
         return list(self._boxes)
 
     async def close_all(self) -> None:
+        """Destroy every live sandbox, and the warm ones the providers keep (the plain one's pool included)."""
         for key in list(self._boxes):
             await self.release(key)
         for provider in list(self._env_providers.values()):
             await provider.close()
+        if isinstance(self._provider, PooledProvider):
+            await self._provider.close()

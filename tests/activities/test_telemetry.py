@@ -164,6 +164,6 @@ async def test_sandbox_pool_metrics_warm_in_use_and_cold_starts(tmp_path):
         # the pool's hits were warm starts (it refills between acquires), its misses cold ones
         assert warm + cold == 3 and warm == manager._provider.hits >= ready
     finally:
-        await manager.close_all()
-        await manager._provider.close()
+        await manager.close_all()  # (the warm pool's sandboxes too, as at a worker's shutdown)
     assert point("bosun.sandbox.in_use", backend="bwrap") == 0
+    assert await manager._provider.wait_ready(timeout_s=10) == 0  # closed: nothing kept, nothing refilled

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,39 @@ async def test_bwrap_fails_closed_when_the_server_cannot_start(workspace: Path) 
         await provider.acquire(workspace)
     with pytest.raises(UnexpectedEnvironment, match="not a directory"):
         await BwrapProvider(TEST_LIMITS).acquire(workspace / "missing")
+
+
+def _children() -> list[str]:
+    """The command lines of this process's live (not zombie) children."""
+    out = subprocess.run(["ps", "-o", "stat=,args=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    return [line.split(None, 1)[-1] for line in out.stdout.splitlines() if not line.lstrip().startswith("Z")]
+
+
+async def test_a_bwrap_start_cancelled_half_way_closes_its_process_and_pipes(workspace: Path) -> None:
+    # Cancelled while bwrap was being started, the start hung for good (bwrap's child, never given its go, kept
+    # the pipes asyncio waited on); cancelled while it joined its cgroup, it took 10 s, and the process's pipes
+    # were left to garbage collection, which may come after the event loop is gone ("Event loop is closed").
+    provider = BwrapProvider(TEST_LIMITS)
+    unclosed = []
+    gc.collect()  # (earlier tests' garbage is not this test's)
+    for delay in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08):
+        started = time.monotonic()
+        task = asyncio.ensure_future(provider.acquire(workspace))
+        await asyncio.sleep(delay)
+        task.cancel()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await asyncio.wait([task], timeout=15)
+            assert task.done(), f"a start cancelled after {delay} s hangs"
+            if not task.cancelled():
+                await task.result().close()  # (started before the cancel arrived)
+            del task
+            gc.collect()
+        unclosed += [f"{delay}: {w.message}" for w in caught
+                     if "unclosed transport" in str(w.message) and "Unix" in str(w.message)]
+        assert time.monotonic() - started < 5, f"stopping a start cancelled after {delay} s took too long"
+    assert unclosed == []
+    assert not [p for p in _children() if "bwrap" in p], "a cancelled start left its bwrap running"
 
 
 @pytest.mark.docker
