@@ -38,6 +38,7 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -96,18 +97,30 @@ async def _uncancelled(fut: asyncio.Future[Any]) -> Any:
     return fut.result()
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and its children (as the kernel lists them: read before, since they are reparented after)."""
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        children = []
+    for victim in [*children, pid]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(victim, signal.SIGKILL)
+
+
 async def _stop_half_started(proc: asyncio.subprocess.Process, joining: asyncio.Future[None] | None,
                              cg: cgroups.SandboxCgroup | None) -> None:
-    """Stop a sandbox whose start was cancelled or failed: bwrap killed; its cgroup join let end (it ends once
-    bwrap is gone, and owns its pipe ends); whatever got into the cgroup killed; then the process reaped and its
-    pipes closed now, stdin first (a sandbox child that outlived bwrap ends on that). Left to garbage collection,
+    """Stop a sandbox whose start was cancelled or failed: its cgroup join let end (it owns its pipe ends); bwrap
+    and its children killed, and whatever got into the cgroup; then the process reaped and its pipes closed now,
+    stdin first (a sandbox child that outlived bwrap ends on that). Left to garbage collection,
     the pipes would be closed on an event loop that may be gone by then, and waiting for a child that never got
     its go would hang."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
+    # The join is let end first: bwrap killed before it reports its child would leave that child outside the
+    # cgroup, waiting for bwrap for good (it has no parent-death signal yet); let go, it is in the cgroup.
     if joining is not None:
         with contextlib.suppress(Exception):
             await _uncancelled(joining)
+    _kill_tree(proc.pid)  # (bwrap's children too: one the cgroup does not hold)
     if cg is not None:
         await _uncancelled(asyncio.ensure_future(asyncio.to_thread(cg.destroy)))
     await _uncancelled(asyncio.ensure_future(ProcessChannel(proc).kill()))
@@ -502,8 +515,7 @@ class BwrapProvider(SandboxProvider):
             await _stop_half_started(proc, joining, cg)
             raise
         except OSError as exc:  # (the join failed: bwrap gone, or it never reported its child)
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _kill_tree(proc.pid)
             assert proc.stdin is not None and proc.stderr is not None
             proc.stdin.close()  # (a child left behind ends on that, and with it the stderr read)
             err = b""
