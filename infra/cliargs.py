@@ -4,6 +4,9 @@ line, exit 2) and their tests call them in-process."""
 from __future__ import annotations
 
 import argparse
+import math
+
+from infra.errors import ConfigError
 
 
 class UsageError(Exception):
@@ -15,3 +18,10 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
+
+
+def check_non_negative(flag: str, value: float | None, hint: str = "") -> None:
+    """ConfigError unless ``value`` (of ``flag``; None: not given) is a finite number of 0 or more (a float flag
+    takes ``nan`` and ``inf`` too)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{flag} {value:g}: give a number of 0 or more{hint}")

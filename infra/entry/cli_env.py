@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from typing import Any
 
+from infra.cliargs import check_non_negative
 from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
@@ -192,8 +192,7 @@ def prune(envs: Environments, args: argparse.Namespace) -> int:
     max_gb = args.max_gb if args.max_gb is not None else envs.settings.env_max_gb
     min_free = args.min_free_gb if args.min_free_gb is not None else envs.settings.env_min_free_gb
     for flag, value in (("--max-gb", max_gb), ("--min-free-gb", min_free), ("--older-than-days", args.older_than_days)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise ConfigError(f"{flag} {value:g}: give a number of 0 or more")
+        check_non_negative(flag, value)
     out = envs.prune(max_gb=max_gb, older_than_days=args.older_than_days, bases=args.bases, dry_run=args.dry_run,
                      min_free_gb=min_free)
     if args.json:

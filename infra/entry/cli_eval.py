@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -58,7 +57,7 @@ from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
 from bench.editcases.eval import eval_main as edits_main
 from infra.artifacts import ArtifactStore
-from infra.cliargs import Parser, UsageError
+from infra.cliargs import Parser, UsageError, check_non_negative
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
 from infra.history import collect_run
@@ -510,8 +509,8 @@ async def sources(args: argparse.Namespace, s: Settings) -> int:
                 print(f"{r['size_mb']:8.1f} MB  {r['commits']:5} commits  used {r['last_used']}  {r['source']}")
         return 0
     days = SOURCES_MAX_AGE_DAYS if args.older_than_days is None else args.older_than_days
-    if not (0 <= days < math.inf) or (args.max_gb is not None and not 0 <= args.max_gb < math.inf):
-        raise ConfigError("--older-than-days and --max-gb take a number of 0 or more (--max-gb 0: no size bound)")
+    check_non_negative("--older-than-days", days)
+    check_non_negative("--max-gb", args.max_gb, " (--max-gb 0: no size bound)")
     running = await _running_evaluations(s)
     if running and not args.dry_run:
         raise ConfigError(f"{running} evaluation(s) running: their instances read these sources; prune once they "
