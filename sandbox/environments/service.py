@@ -13,7 +13,7 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,19 @@ def detection_key(commit: str, override: tuple[str, str | Declared] | None, vers
         with contextlib.suppress(OSError):
             h.update((here / name).read_bytes())
     return h.hexdigest()[:32]
+
+
+def _remove_older(paths: Iterable[Path], age_s: float, dry_run: bool) -> int:
+    """Remove the files of ``paths`` last written over ``age_s`` ago (``dry_run``: none); how many are (or would
+    be) removed."""
+    now, n = time.time(), 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime > age_s:
+                n += 1
+                if not dry_run:
+                    path.unlink()
+    return n
 
 
 def ensure_timeout_s(settings: Settings) -> float:
@@ -297,18 +310,10 @@ class Environments:
                 out["freed_mb"] += dir_size_mb(path)
                 if not dry_run:
                     shutil.rmtree(path, ignore_errors=True)
-        if self.store.failed.is_dir():
-            for log in self.store.failed.glob("*.log"):
-                if time.time() - log.stat().st_mtime > 30 * 86400 and not dry_run:
-                    log.unlink(missing_ok=True)
+        _remove_older(self.store.failed.glob("*.log"), 30 * 86400, dry_run)
         # detections remembered per commit: a few KB each, one per revision prepared (thousands a day under an
         # evaluation), read again in milliseconds when gone
-        for memo in (self.cache / "detected").glob("*.json"):
-            with contextlib.suppress(OSError):
-                if time.time() - memo.stat().st_mtime > DETECTED_KEEP_S:
-                    out["detections"] += 1
-                    if not dry_run:
-                        memo.unlink()
+        out["detections"] = _remove_older((self.cache / "detected").glob("*.json"), DETECTED_KEEP_S, dry_run)
         now = time.time()
         records = self.store.all()
         known = {r.backend_refs.get("docker") for r in records}
