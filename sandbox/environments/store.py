@@ -146,11 +146,9 @@ class EnvStore:
     def uv_cache(self, key: str, uid: int) -> Path:
         """The installer cache of one environment (``key``), owned by the build user, under a folder only root
         can enter (0700): builds of other environments (another repository, a fork) never read or write it."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80] or "default"
-        root = self.root / "uv"
-        root.mkdir(parents=True, exist_ok=True)
-        os.chmod(root, 0o700)
-        path = root / safe
+        path = self._uv_dir(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o700)
         path.mkdir(exist_ok=True)
         os.chmod(path, 0o700)
         if os.geteuid() == 0:
@@ -158,7 +156,11 @@ class EnvStore:
         return path
 
     def remove_uv_cache(self, key: str) -> None:
-        shutil.rmtree(self.root / "uv" / re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80], ignore_errors=True)
+        shutil.rmtree(self._uv_dir(key), ignore_errors=True)
+
+    def _uv_dir(self, key: str) -> Path:
+        """Where the installer cache of ``key`` is (its name is the key's, kept to safe characters)."""
+        return self.root / "uv" / (re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80] or "default")
 
     def uv_caches(self) -> list[Path]:
         """The installer caches on disk (a build's, while it runs; a failed build's, for its next attempt; and
