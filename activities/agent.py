@@ -101,18 +101,19 @@ class AgentActivities:
     async def route_model(self, inp: RouteInput) -> RouteResult:
         """The model for one agent and its fallback chain, with the reason (recorded in history): the router's
         pick under ``auto``, else the given spec."""
-        config = load_config(self.settings.router_config)
+        config = inp.router or load_config(self.settings.router_config)
+        whose = " (the task's router settings)" if inp.router is not None else ""
         if inp.model != "auto":
             chain = model_fallbacks(inp.model, config)
-            return RouteResult(model=inp.model, score=0.0, fallbacks=chain,
-                               reason=f"{inp.role}: {inp.model} as given; fallbacks: {', '.join(chain) or 'none'}")
+            return RouteResult(model=inp.model, score=0.0, fallbacks=chain, reason=f"{inp.role}: {inp.model} as "
+                               f"given; fallbacks: {', '.join(chain) or 'none'}{whose}")
         decision = route(inp.role, RouteRequest(task_chars=inp.task_chars, plan_subtasks=inp.plan_subtasks,
                                                 files_in_scope=inp.files_in_scope,
                                                 failures_so_far=inp.failures_so_far), config)
         chain = [m for m in dict.fromkeys(fallbacks(inp.role, config) + model_fallbacks(decision.model, config))
                  if m != decision.model]
-        return RouteResult(model=decision.model, score=decision.score, tier=decision.tier, reason=decision.reason,
-                           fallbacks=chain)
+        return RouteResult(model=decision.model, score=decision.score, tier=decision.tier,
+                           reason=decision.reason + whose, fallbacks=chain)
 
     @activity.defn
     async def init_agent(self, inp: InitAgentInput) -> InitAgentResult:
@@ -121,7 +122,7 @@ class AgentActivities:
         static, pinned = await self._static_context(inp)
         attached = [Attached(a.title, self.store.get_text(a.ref), a.max_chars) for a in inp.attachments]
         messages = first_messages(inp.role, inp.model, inp.task, self.registry, static_context=static,
-                                  attachments=attached)
+                                  attachments=attached, harness=inp.harness)
         budget = role.budget.model_dump(exclude_none=True) if role is not None else {}
         return InitAgentResult(transcript_ref=self.store.put_json([m.model_dump(mode="json") for m in messages]),
                                budget=budget, pinned_ref=self.store.put_text(pinned) if pinned else None)
@@ -156,7 +157,7 @@ class AgentActivities:
         request = prepare(transcript, results, inp.user_messages, role_name=inp.role, model=inp.model,
                           base=self.registry, store_put=self.store.put_text,
                           pinned=self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None,
-                          explicit_tools=inp.tools)
+                          explicit_tools=inp.tools, harness=inp.harness)
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
         provider = make_provider(parse_spec(inp.model), trajectory_text=trajectory, settings=self.settings,
                                  agent_keys=inp.agent_keys)
@@ -172,7 +173,7 @@ class AgentActivities:
                           "before_tokens": ev.before_tokens, "after_tokens": ev.after_tokens}
         calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
                              arguments_preview=preview(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)),
-                             write_key=key) for c, key in out.calls]
+                             write_key=key, offered=c.id not in out.not_offered) for c, key in out.calls]
         return ModelCallResult(cost_usd=out.cost_usd, transcript_ref=self.store.put_json(
             [m.model_dump(mode="json") for m in out.transcript]), text_preview=preview(out.text), tool_calls=calls,
             stop_reason=out.stop_reason, model=out.model, compaction=compaction, usage=out.usage)
@@ -182,6 +183,12 @@ class AgentActivities:
         """Run one tool call in the agent's sandbox, once: a repeated attempt returns the recorded result, or puts
         back the files a cut-off attempt had begun to change before running again (agents/tools/once.py)."""
         started = time.monotonic()
+        if not inp.call.offered:
+            text = (f"InvalidArguments: tool {inp.call.name!r} was not offered to this agent ({inp.role}); call only "
+                    "the tools you were given")
+            return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(text),
+                                 summary=preview(text, 200), is_error=True, error_kind="InvalidArguments",
+                                 duration_s=round(time.monotonic() - started, 4))
         args = self.store.get_json(inp.call.arguments_ref)
         role = load_role_or_none(inp.role)
         registry = role.registry(self.registry) if role else self.registry

@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agents.harness_settings import HarnessSettings
 from agents.messages import Usage
+from agents.router import RouterConfig
 from agents.tools.subagents import SubagentReport
 
 PREVIEW = 300
@@ -102,6 +104,8 @@ class RouteInput(BaseModel):
     plan_subtasks: int = 0
     files_in_scope: int = 0
     failures_so_far: int = 0
+    router: RouterConfig | None = None
+    """The task's router configuration (its harness settings); None: the worker's ``BOSUN_ROUTER_CONFIG``."""
 
 
 class RouteResult(BaseModel):
@@ -128,6 +132,8 @@ class InitAgentInput(BaseModel):
     attachments: list[Attachment] = []
     model: str = ""
     """The model spec: its profile picks the prompt variant and the edit tool named in the prompt."""
+    harness: HarnessSettings = HarnessSettings()
+    """The task's harness settings (their edit tool and prompt flavour over the profile's)."""
 
 
 class ToolCallRef(BaseModel):
@@ -137,6 +143,8 @@ class ToolCallRef(BaseModel):
     arguments_preview: str
     write_key: str | None = None
     """None for read-only calls; the file path (or '*') for writing ones."""
+    offered: bool = True
+    """False: the model named a tool its request did not offer; the call is refused, not run."""
 
 
 DATA_INLINE_MAX = 1024
@@ -184,6 +192,8 @@ class ModelCallInput(BaseModel):
     agent_keys: list[str] = []
     role: str = "solo"
     pinned_ref: str | None = None
+    harness: HarnessSettings = HarnessSettings()
+    """The task's harness settings: tool shape, prompt flavour, compaction (the router's part left out)."""
 
 
 class Compaction(BaseModel):

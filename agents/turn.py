@@ -8,7 +8,10 @@ so a turn is tested with plain values (tests/agents/test_turn.py).
   request: messages (compacted past 70% of the model's window, pinned instructions re-injected) and the tools the
   role may use, shaped for the model's profile (``apply_patch`` or ``str_replace``).
 - :func:`settle`: the answer becomes the outcome: the assistant message, each tool call with its write key (how
-  calls of a turn may run together), usage and cost priced by the profile.
+  calls of a turn may run together) and whether it was offered, usage and cost priced by the profile.
+
+The task's harness settings (agents/harness_settings.py) may change the tool shape, the prompt's flavour and
+when and how much the transcript is compacted; without them, the defaults.
 """
 
 from __future__ import annotations
@@ -18,15 +21,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from agents.context.compaction import CompactionEvent, compact
+from agents.harness_settings import HarnessSettings
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
-from agents.profiles import ModelProfile, cost_usd, profile_for
-from agents.providers import parse_spec
-from agents.roles import Role, load_role, role_names
+from agents.profiles import ModelProfile, cost_usd
+from agents.roles import EDIT_SETS, Role, load_role, role_names
 from agents.tools.registry import Registry
 from infra.errors import ConfigError
-
-COMPACT_AT = 0.7
-"""Share of the model's context window past which the transcript is compacted before a call."""
 
 
 def load_role_or_none(name: str) -> Role | None:
@@ -38,20 +38,25 @@ def load_role_or_none(name: str) -> Role | None:
     raise ConfigError(f"unknown agent role {name!r}; roles: solo, {', '.join(role_names())}")
 
 
-def profile_of(model: str) -> ModelProfile | None:
-    """The profile of a model spec (prices, window, tool shape); None when no model is named."""
-    return profile_for(parse_spec(model)) if model else None
+def profile_of(model: str, harness: HarnessSettings | None = None) -> ModelProfile | None:
+    """The profile of a model spec (prices, window, tool shape), with the harness settings' tool shape and prompt
+    flavour over its own; None when no model is named."""
+    return (harness or HarnessSettings()).profile(model) if model else None
 
 
-def toolset(role: Role | None, base: Registry, profile: ModelProfile | None, explicit: list[str] = ()
-            ) -> tuple[Registry, list[ToolSpec]]:
+def toolset(role: Role | None, base: Registry, profile: ModelProfile | None, explicit: list[str] = (),
+            edit_tool: str | None = None) -> tuple[Registry, list[ToolSpec]]:
     """The registry that executes this role's calls, and the tool specs the model is offered: ``explicit`` names
-    when given, else the role's tools shaped for the profile, else (solo) every tool."""
+    when given, else the role's tools shaped for the profile, else (solo) every tool -- less the other edit sets
+    when the harness settings name an ``edit_tool``."""
     registry = role.registry(base) if role else base
     if explicit:
         return registry, registry.specs(list(explicit))
     if role:
         return registry, role.tool_specs(base, profile)
+    if edit_tool:
+        others = {t for shape, tools in EDIT_SETS.items() if shape != edit_tool for t in tools}
+        return registry, registry.specs([t for t in registry.tools if t not in others])
     return registry, registry.specs()
 
 
@@ -65,14 +70,14 @@ class Attached:
 
 
 def first_messages(role_name: str, model: str, task: str, base: Registry, *, static_context: str = "",
-                   attachments: list[Attached] = ()) -> list[Message]:
-    """The system prompt of the role (for the model's profile) and the first user message: static context, the
-    task, and the attachments (each held to its size: head and tail)."""
+                   attachments: list[Attached] = (), harness: HarnessSettings | None = None) -> list[Message]:
+    """The system prompt of the role (for the model's profile and the harness settings) and the first user
+    message: static context, the task, and the attachments (each held to its size: head and tail)."""
     role = load_role_or_none(role_name)
     if role is None:
         system = resources.files("agents").joinpath("prompts", "solo.md").read_text(encoding="utf-8")
     else:
-        system = role.system_prompt(profile_of(model), role.registry(base).tools)
+        system = role.system_prompt(profile_of(model, harness), role.registry(base).tools)
     text = f"{static_context}\n\n# Task\n\n{task}" if static_context else task
     for att in attachments:
         body = att.body
@@ -105,18 +110,19 @@ class Request:
 
 def prepare(transcript: list[Message], results: list[ToolResultText], user_messages: list[str], *, role_name: str,
             model: str, base: Registry, store_put: Callable[[str], str], pinned: str | None = None,
-            explicit_tools: list[str] = ()) -> Request:
+            explicit_tools: list[str] = (), harness: HarnessSettings | None = None) -> Request:
     """The request of the next model call (see the module docstring). ``store_put`` keeps the raw outputs that
     compaction replaces by summaries (the agent reads them back with ``read_output``)."""
+    harness = harness or HarnessSettings()
     messages = list(transcript)
     messages += [Message(role="tool", content=r.text, tool_call_id=r.call_id, name=r.name, is_error=r.is_error)
                  for r in results]
     messages += [Message(role="user", content=text) for text in user_messages]
-    profile = profile_for(parse_spec(model))
-    res = compact(messages, window_tokens=profile.context_window, threshold=COMPACT_AT, store_put=store_put,
-                  pinned=pinned)
+    profile = harness.profile(model)
+    res = compact(messages, window_tokens=profile.context_window, threshold=harness.threshold,
+                  keep_recent_turns=harness.keep_turns, store_put=store_put, pinned=pinned)
     event = res.event if res.compacted else None
-    registry, specs = toolset(load_role_or_none(role_name), base, profile, explicit_tools)
+    registry, specs = toolset(load_role_or_none(role_name), base, profile, explicit_tools, harness.edit_tool)
     return Request(messages=res.messages if res.compacted else messages, tools=specs, registry=registry,
                    profile=profile, compaction=event)
 
@@ -129,6 +135,9 @@ class Outcome:
     """The request's messages and the answer: the next turn's transcript."""
     calls: list[tuple[ToolCall, str | None]] = field(default_factory=list)
     """Each tool call with its write key (None: read-only; a path; ``*``: anything)."""
+    not_offered: list[str] = field(default_factory=list)
+    """Ids of the calls to tools the request did not offer (refused, not run: a read-only role's model that
+    names an edit tool, or a model that names the edit set its harness settings left out)."""
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     text: str = ""
@@ -139,6 +148,9 @@ class Outcome:
 def settle(request: Request, response: ModelResponse, model: str) -> Outcome:
     """The outcome of ``response`` to ``request`` (see the module docstring)."""
     calls = [(c, request.registry.write_key(c.name, c.arguments)) for c in response.message.tool_calls]
-    return Outcome(transcript=[*request.messages, response.message], calls=calls, usage=response.usage,
+    offered = {t.name for t in request.tools}
+    return Outcome(transcript=[*request.messages, response.message], calls=calls,
+                   not_offered=[c.id for c in response.message.tool_calls if c.name not in offered],
+                   usage=response.usage,
                    cost_usd=round(cost_usd(request.profile, response.usage), 6), text=response.message.content,
                    stop_reason=response.stop_reason, model=response.model or model)

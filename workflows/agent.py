@@ -135,7 +135,7 @@ class AgentWorkflow:
             init = await workflow.execute_activity_method(
                 AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
                                                            workspace=inp.workspace, attachments=inp.attachments,
-                                                           model=inp.model),
+                                                           model=inp.model, harness=inp.harness),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.TOOL_CALL,
                 summary=f"init {inp.role} agent")
             r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
@@ -169,7 +169,8 @@ class AgentWorkflow:
                         ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
                                        trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
                                        tool_results=results, user_messages=user, tools=inp.tools,
-                                       agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref),
+                                       agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref,
+                                       harness=inp.harness),
                         task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
                         retry_policy=policies.MODEL_CALL, summary=f"model turn {self.turn} ({self.model})")
                 except ActivityError as e:
@@ -298,7 +299,8 @@ class AgentWorkflow:
                            trajectory_ref=inp.trajectory_ref, fallback_models=inp.fallback_models,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns,
                            agent_keys=[f"{k}/sub{n}" for k in inp.agent_keys], depth=inp.depth + 1,
-                           task_id=inp.task_id, base_commit=inp.base_commit, name=name, budget_cap=share)
+                           task_id=inp.task_id, base_commit=inp.base_commit, name=name, budget_cap=share,
+                           harness=inp.harness)
         try:
             result: AgentResult = await workflow.execute_child_workflow(
                 AgentWorkflow.run, child, id=wf_id, task_queue=queue,
@@ -332,10 +334,10 @@ class AgentWorkflow:
         return out
 
     def _tool(self, inp: AgentInput, call):
-        if call.name == ESCALATION:
+        if call.offered and call.name == ESCALATION:
             return self._escalate(inp, call)
-        if call.name == SPAWN:
-            return self._spawn(inp, call)
+        if call.offered and call.name == SPAWN:
+            return self._spawn(inp, call)  # (a call not offered goes to tool_call, which refuses it)
         tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role,
                                    model=self.model)
         if call.write_key != ANY_FILE and workflow.patched(LOCAL_TOOLS):

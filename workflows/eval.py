@@ -283,6 +283,7 @@ class EvalInstanceWorkflow:
         task_id = f"{workflow.info().workflow_id}/task"
         out.task_workflow_id = task_id
         fields = {"mode": "solo", **(inp.variant.task if inp.variant else {})}
+        began = workflow.time()
         try:
             result: TaskResult = await workflow.execute_child_workflow(
                 TaskWorkflow.run, TaskInput(**{"repo": item.source, "ref": item.base_commit, "task": item.task,
@@ -292,7 +293,7 @@ class EvalInstanceWorkflow:
         except ChildWorkflowError as e:
             out.error, out.error_kind = f"the agents' run failed: {e.cause or e}"[:500], "agents"
             return None
-        out.task = _task_summary(result)
+        out.task = _task_summary(result) | {"wall_s": round(workflow.time() - began, 2)}
         return await workflow.execute_activity_method(
             EvalActivities.eval_prediction,
             PredictionInput(instance_id=item.instance_id, model=out.variant or "bosun", diff_ref=result.diff_ref),

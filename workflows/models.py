@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from activities.models import Attachment, ChecksResult, EnvironmentState, PlanInfo, ResultPointer
+from agents.budget import Budget
+from agents.harness_settings import HarnessSettings
 from agents.messages import Usage
+from infra.errors import ConfigError, describe_validation
 
 
 def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
@@ -43,12 +46,12 @@ class TaskInput(BaseModel):
     model: str
     trajectory_ref: str | None = None
     ref: str = "HEAD"
-    max_turns: int = 40
+    max_turns: int = Field(40, ge=1)
     mode: Literal["team", "solo"] = "team"
     """team: planner -> parallel fast-edit agents -> stitch -> verify -> debugger; solo: one agent."""
-    max_parallel: int = 4
+    max_parallel: int = Field(4, ge=1)
     """Fast-edit agents running at once."""
-    max_debug_rounds: int = 2
+    max_debug_rounds: int = Field(2, ge=0)
     """Debugger runs after a red verify before the task is given up as failed."""
     budget: dict[str, Any] = {}
     """Task budget (agents.budget.Budget fields: tokens, usd, turns, wall_clock_s). Fan-out starts only the agents
@@ -57,6 +60,31 @@ class TaskInput(BaseModel):
     """An environment already built on the worker host (``bosun env list``) to run the task's sandboxes in,
     instead of the one detected for the base commit: an evaluation gives its agents the instance's environment.
     When the host does not have it, the detected one is used."""
+    harness: HarnessSettings = HarnessSettings()
+    """Harness settings for every agent of the task (tool shape, prompt flavour, compaction, router;
+    agents/harness_settings.py): what an evaluation's variants vary besides the model. Unset: the defaults."""
+
+
+def checked_task(fields: dict[str, Any], where: str, *, allowed: tuple[str, ...] | None = None,
+                 base: dict[str, Any] | None = None) -> TaskInput:
+    """TaskInput from ``base`` and ``fields`` over it, checked as the task will take them: ConfigError naming
+    ``where`` and the field for a field of ``fields`` TaskInput does not have (or, given ``allowed``, one not in
+    it), a value it does not take, or a budget ``agents.budget.Budget`` does not take."""
+    known = allowed if allowed is not None else tuple(TaskInput.model_fields)
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise ConfigError(f"{where} sets {', '.join(map(repr, unknown))}, which it cannot set; it may "
+                          f"set {', '.join(known)}")
+    try:
+        task = TaskInput.model_validate({**(base or {}), **fields})
+    except ValidationError as e:
+        raise ConfigError(f"{where}: {describe_validation(e, where='(settings)')}") from None
+    try:
+        Budget.model_validate(task.budget)
+    except ValidationError as e:
+        raise ConfigError(f"{where}: budget.{describe_validation(e, first_only=True)} (it takes "
+                          f"{', '.join(Budget.model_fields)})") from None
+    return task
 
 
 class TaskResult(BaseModel):
@@ -161,6 +189,8 @@ class AgentInput(BaseModel):
     """Limits on top of the role's budget (a subagent gets at most its share of what its parent has left)."""
     resume: AgentResume | None = None
     """Set by continue-as-new: where the loop left off."""
+    harness: HarnessSettings = HarnessSettings()
+    """The task's harness settings, less the router's (the model was routed already); subagents inherit them."""
 
 
 class AgentResult(BaseModel):

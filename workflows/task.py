@@ -188,7 +188,7 @@ class TaskWorkflow:
         decision = await workflow.execute_activity_method(
             AgentActivities.route_model,
             RouteInput(role=role, model=wanted, task_chars=len(task), plan_subtasks=plan,
-                       files_in_scope=files_in_scope, failures_so_far=self.failures),
+                       files_in_scope=files_in_scope, failures_so_far=self.failures, router=inp.harness.router),
             summary=f"model for {name}", **_activity_opts(queue, 1))
         self.agent_status[name] = "running"
         try:
@@ -198,7 +198,8 @@ class TaskWorkflow:
                            trajectory_ref=inp.trajectory_ref, fallback_models=decision.fallbacks,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns, agent_keys=keys,
                            tools=tools or [], attachments=attachments or [], messages=self._take_queued(wf_id),
-                           task_id=workflow.info().workflow_id, base_commit=commit, name=name),
+                           task_id=workflow.info().workflow_id, base_commit=commit, name=name,
+                           harness=inp.harness.without_router()),
                 # On the host's own queue, like its activities: the server hands each activity to the worker in
                 # the same round trip that schedules it (eager execution) - several times less latency per step.
                 id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")

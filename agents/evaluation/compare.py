@@ -1,8 +1,13 @@
 """A/B comparison of variants on the same instances: paired, because the instances differ far more than the
 variants do. For two variants the instances fall into four cells (both resolved, only A, only B, neither); only
 the discordant ones (only A, only B) say anything about the difference. McNemar's exact test gives the p-value of
-the difference; the sample-size formula for McNemar's test (Connor, 1987) says how many instances a difference of
-the observed size would need to be detected at 5% significance with 80% power.
+the difference; its 95% confidence interval is Agresti and Min's (2005: the paired Wald interval with half an
+instance added to each cell, which stays honest with few instances); the sample-size formula for McNemar's test
+(Connor, 1987) says how many instances a difference of the observed size would need to be detected at 5%
+significance with 80% power.
+
+Costs (USD, tokens, turns, tool calls, wall time) are compared per instance too: the mean of the paired
+differences with its 95% confidence interval (Student's t).
 """
 
 from __future__ import annotations
@@ -34,6 +39,44 @@ def instances_needed(p_discordant: float, difference: float) -> int | None:
     return math.ceil(n)
 
 
+def difference_ci(only_a: int, only_b: int, n: int) -> list[float] | None:
+    """95% confidence interval of the paired difference in resolve rate (A - B), Agresti-Min; None without
+    instances."""
+    if n <= 0:
+        return None
+    b, c, m = only_a + 0.5, only_b + 0.5, n + 2
+    centre = (b - c) / m
+    half = Z_ALPHA * math.sqrt(max(0.0, (b + c) - (b - c) ** 2 / m)) / m
+    return [round(max(-1.0, centre - half), 4), round(min(1.0, centre + half), 4)]
+
+
+T_975 = ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365), (8, 2.306),
+         (9, 2.262), (10, 2.228), (12, 2.179), (15, 2.131), (20, 2.086), (25, 2.060), (30, 2.042), (40, 2.021),
+         (60, 2.000), (120, 1.980))
+"""Student's t, 97.5th percentile, by degrees of freedom (between two rows the lower one's, a little wide)."""
+
+
+def t_975(df: int) -> float:
+    return next((t for d, t in reversed(T_975) if d <= df), T_975[0][1]) if df <= 120 else Z_ALPHA
+
+
+def paired_mean(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
+    """A's and B's values of one measure by instance id: the mean of A - B over the instances both have, with
+    its 95% confidence interval (None for fewer than two instances)."""
+    common = sorted(set(a) & set(b))
+    n = len(common)
+    diffs = [a[i] - b[i] for i in common]
+    mean = sum(diffs) / n if n else 0.0
+    ci = None
+    if n >= 2:
+        sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+        half = t_975(n - 1) * sd / math.sqrt(n)
+        ci = [round(mean - half, 6), round(mean + half, 6)]
+    return {"instances": n, "mean_a": round(sum(a[i] for i in common) / n, 6) if n else None,
+            "mean_b": round(sum(b[i] for i in common) / n, 6) if n else None,
+            "difference": round(mean, 6), "ci95": ci}
+
+
 def compare(a: dict[str, bool], b: dict[str, bool]) -> dict[str, Any]:
     """Variant A's and B's resolved flags by instance id: the paired comparison on the instances both ran."""
     common = sorted(set(a) & set(b))
@@ -48,7 +91,8 @@ def compare(a: dict[str, bool], b: dict[str, bool]) -> dict[str, Any]:
             "neither": n - both - only_a - only_b,
             "resolve_rate_a": round((both + only_a) / n, 4) if n else None,
             "resolve_rate_b": round((both + only_b) / n, 4) if n else None,
-            "difference": round(diff, 4), "p_value": round(mcnemar_exact(only_a, only_b), 6),
+            "difference": round(diff, 4), "ci95": difference_ci(only_a, only_b, n),
+            "p_value": round(mcnemar_exact(only_a, only_b), 6),
             "instances_needed": needed,
             "note": (f"a difference this large would need about {needed} instances to be told from chance "
                      "(5% significance, 80% power)" if needed else "no difference on these instances")}

@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from infra.errors import BosunError
 from infra.safetext import SafeStream
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--budget-usd", type=float, help="task budget in USD (team mode: fan-out and debugger rounds "
                                                     "start only what fits)")
     r.add_argument("--budget-tokens", type=int, help="task budget in tokens (as --budget-usd)")
+    r.add_argument("--harness", type=Path, metavar="SETTINGS.json",
+                   help="harness settings for every agent of the task: a JSON object with edit_tool, "
+                        "prompt_variant, compact_at, keep_recent_turns, router (README: 'Harness settings')")
     r.add_argument("--wait", action="store_true", help="wait for the result and print it")
     r.add_argument("--json", action="store_true", help="with --wait: print the result as JSON")
 

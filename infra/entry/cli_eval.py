@@ -41,7 +41,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agents.evaluation.compare import compare
+from agents.evaluation.compare import compare, paired_mean
 from agents.evaluation.swebench import (
     INSTANCE_ID,
     Instance,
@@ -65,6 +65,7 @@ from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from sandbox.hostrepo import SOURCES, prune_sources, stored_sources
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
+from workflows.models import checked_task
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -140,17 +141,32 @@ def _sources(instances: list[Instance], repos: dict[str, str]) -> None:
         raise ConfigError(f"no --repo for {', '.join(missing)}: pass --repo OWNER/NAME=PATH_OR_URL for each")
 
 
+VARIANT_FIELDS = ("model", "mode", "max_turns", "max_parallel", "max_debug_rounds", "budget", "harness")
+"""The task fields a variant may set (the evaluation sets each instance's repository, commit, task and
+environment); ``harness``: agents/harness_settings.py."""
+
+
 def _variant(spec: str, model: str, mode: str, store: ArtifactStore) -> Variant:
+    """The variant ``NAME=SETTINGS.json`` names, its fields checked as the task will take them: ConfigError naming
+    the variant, the file and what is wrong."""
     name, sep, path = spec.partition("=")
     if not sep or not name or not path:
         raise ConfigError(f"--variant {spec!r}: expected NAME=SETTINGS.json")
     try:
-        fields = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"--variant {name}: cannot read {path} as JSON ({e})") from None
     if not isinstance(fields, dict):
         raise ConfigError(f"--variant {name}: {path} must hold a JSON object of task fields")
-    return _with_model(Variant(name=name, task={"model": model, "mode": mode, **fields}), store)
+    task = {"model": model, "mode": mode, **fields}
+    checked = checked_task(task, f"--variant {name}: {path}", allowed=VARIANT_FIELDS,
+                           base={"repo": "-", "task": "-"})
+    if "harness" in fields:
+        task["harness"] = checked.harness.model_dump(mode="json", exclude_none=True)
+    try:
+        return _with_model(Variant(name=name, task=task), store)
+    except ConfigError as e:
+        raise ConfigError(f"--variant {name}: {path}: {e}") from None
 
 
 def _with_model(v: Variant, store: ArtifactStore) -> Variant:
@@ -416,6 +432,10 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     return _exit_code(report)
 
 
+COSTS = ("cost_usd", "tokens", "turns", "tool_calls", "wall_s")
+"""What each variant's agents spent per instance, totalled per variant and compared per pair of variants."""
+
+
 async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
     repos = _repos(args.repo)
@@ -438,9 +458,9 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
         report = _report(store, result, v.name)
         mine = [o for o in result.outcomes if o.variant == v.name]
         tasks = [o.task for o in mine if o.task]
+        report["settings"] = {k: val for k, val in v.task.items() if k != "trajectory_ref"}
         report["agents"] = {o.instance_id: o.task for o in mine}
-        report["totals"] = {k: round(sum(t.get(k, 0) for t in tasks), 6) for k in ("cost_usd", "tokens", "turns",
-                                                                                   "tool_calls")}
+        report["totals"] = {k: round(sum(t.get(k, 0) for t in tasks), 6) for k in COSTS}
         errs: dict[str, int] = {}
         for t in tasks:
             for kind, n in t.get("tool_errors", {}).items():
@@ -464,8 +484,11 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
                 (traj / f"{o.instance_id}.json").write_text(json.dumps(doc, default=str))
     names = [v.name for v in variants]
     flags = {n: {i: bool(r.get("resolved")) for i, r in out["variants"][n]["instances"].items()} for n in names}
-    out["comparisons"] = [{"a": a, "b": b, **compare(flags[a], flags[b])}
-                          for k, a in enumerate(names) for b in names[k + 1:]]
+    costs = {n: {k: {i: float(t[k]) for i, t in out["variants"][n]["agents"].items() if t and k in t}
+                 for k in COSTS} for n in names}
+    out["comparisons"] = [{"a": a, "b": b, **compare(flags[a], flags[b]),
+                           "costs": {k: paired_mean(costs[a][k], costs[b][k]) for k in COSTS}}
+                          for j, a in enumerate(names) for b in names[j + 1:]]
     (args.out / "report.json").write_text(json.dumps(out, indent=2))
     print(json.dumps({n: out["variants"][n]["summary"] for n in names} | {"comparisons": out["comparisons"]},
                      indent=2))

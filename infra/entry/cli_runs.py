@@ -14,6 +14,7 @@ import time
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
+from agents.harness_settings import HarnessSettings, load_harness
 from agents.providers import ModelSpec, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import load_config
@@ -29,7 +30,8 @@ from workflows.task import TaskWorkflow
 
 
 def _validate_run(args: argparse.Namespace, s: Settings):
-    """Everything a run needs, checked before anything starts: (repository, model spec, trajectory text)."""
+    """Everything a run needs, checked before anything starts: (repository, model spec, trajectory text, harness
+    settings)."""
     if not args.task.strip():
         raise ConfigError("the task is empty; say what bosun should do, e.g. bosun run --repo . \"fix the test\"")
     repo = check_repo(args.repo)
@@ -38,11 +40,10 @@ def _validate_run(args: argparse.Namespace, s: Settings):
         raise ConfigError("no model: pass --model SPEC or set BOSUN_DEFAULT_MODEL")
     # Every agent reads it (fallback chains for any model): a bad one is refused here, before anything starts.
     load_config(s.router_config)
-    if spec_text == "auto":
-        return repo, "auto", None
-    spec = _usable_model(spec_text, s)
+    harness = load_harness(args.harness, "--harness") if args.harness else HarnessSettings()
+    spec = "auto" if spec_text == "auto" else _usable_model(spec_text, s)
     trajectory = None
-    if spec.kind == "scripted":
+    if spec != "auto" and spec.kind == "scripted":
         trajectory, _ = load_trajectory(spec.model)
     if args.max_turns is not None and args.max_turns < 1:
         raise ConfigError("--max-turns must be at least 1")
@@ -51,7 +52,7 @@ def _validate_run(args: argparse.Namespace, s: Settings):
     if (args.budget_usd is not None and args.budget_usd <= 0) or (args.budget_tokens is not None
                                                                   and args.budget_tokens <= 0):
         raise ConfigError("--budget-usd and --budget-tokens must be positive")
-    return repo, spec, trajectory
+    return repo, spec, trajectory, harness
 
 
 def _usable_model(text: str, s: Settings) -> ModelSpec:
@@ -85,7 +86,7 @@ def _env(name: str) -> str | None:
 
 
 async def run(args: argparse.Namespace, s: Settings) -> int:
-    repo, spec, trajectory = _validate_run(args, s)
+    repo, spec, trajectory, harness = _validate_run(args, s)
     tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
     client = await connect(s, tracing=tel.on)
     trajectory_ref = ArtifactStore(s.artifacts_dir).put_text(trajectory) if trajectory is not None else None
@@ -95,7 +96,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
         TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
                   max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel,
                   budget={k: v for k, v in (("usd", args.budget_usd), ("tokens", args.budget_tokens))
-                          if v is not None}),
+                          if v is not None}, harness=harness),
         id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200])
     label = " (scripted: the test double, no language model)" if spec != "auto" and spec.is_test_double else ""
     print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)

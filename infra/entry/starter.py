@@ -32,7 +32,6 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from pydantic import ValidationError
 
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
@@ -46,7 +45,7 @@ from infra.events.linear_api import LinearClient
 from infra.events.triggers import Decision, UnknownShape, decide
 from infra.settings import Settings
 from infra.temporal import connect
-from workflows.models import TaskInput
+from workflows.models import checked_task
 
 log = logging.getLogger("bosun.events.starter")
 
@@ -125,11 +124,8 @@ class Starter:
 
     def _task_input(self, **fields: Any) -> Any:
         """TaskInput for a start: the decision's fields, the model, and EventsConfig.task_defaults."""
-        try:
-            return TaskInput(**{"model": self.model, "max_turns": self.max_turns, **self.cfg.task_defaults, **fields})
-        except ValidationError as e:
-            raise ConfigError(f"BOSUN_EVENTS_TASK_DEFAULTS={self.cfg.task_defaults!r} does not fit TaskInput: "
-                              f"{e.errors()[0]['msg']} at {e.errors()[0]['loc']}") from None
+        return checked_task({"model": self.model, "max_turns": self.max_turns, **self.cfg.task_defaults, **fields},
+                            f"BOSUN_EVENTS_TASK_DEFAULTS={json.dumps(self.cfg.task_defaults)}")
 
     async def _setup(self, stop: asyncio.Event) -> bool:
         self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-starter", stop=stop)

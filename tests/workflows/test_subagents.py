@@ -3,6 +3,7 @@ spend charged to it, editors on workspaces of their own merged back, failures as
 
 from __future__ import annotations
 
+from agents.harness_settings import HarnessSettings
 from tests.workflows.conftest import run_task, task_input
 from tests.workflows.harness import AgentScript, Turn, World
 from workflows.agent import _capped
@@ -17,7 +18,8 @@ def span(calls) -> float:
 async def test_four_explorers_run_in_parallel_and_their_spend_is_the_parents(env):
     explorer = AgentScript(turns=[Turn(tools=["read_file"], tool_seconds=1.0, tokens=1000), Turn(tokens=1000)])
     world = World(subagents=["explorer"] * 4, agents={"agent-1": PARENT, **{f"sub{i}": explorer for i in range(1, 5)}})
-    result = await run_task(env, world, task_input(mode="solo"), wf_id="sub-parallel")
+    harness = HarnessSettings(compact_at=0.4)
+    result = await run_task(env, world, task_input(mode="solo", harness=harness), wf_id="sub-parallel")
     assert result.agent.status == "done"
     children = {}
     for c in world.calls:
@@ -32,6 +34,8 @@ async def test_four_explorers_run_in_parallel_and_their_spend_is_the_parents(env
     inits = [c.input for c in world.named("init_agent") if "/sub" in c.input.agent_id]
     parent_ws = next(c.input.workspace for c in world.named("init_agent") if c.input.agent_id.endswith("agent-1"))
     assert {i.workspace for i in inits} == {parent_ws} and {i.role for i in inits} == {"explorer"}
+    # and the task's harness settings, as the parent has them
+    assert {c.input.harness.compact_at for c in world.named("model_call") if "/sub" in c.input.agent_id} == {0.4}
     # their spend is the parent's: 2 own turns of 100 input tokens, 4 explorers x 2 turns of 1000
     assert result.agent.usage.input_tokens == 2 * 100 + 4 * 2 * 1000
     outcomes = world.named("subagent_results")[0].input.outcomes

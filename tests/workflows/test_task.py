@@ -9,6 +9,8 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from activities.models import PlanInfo, SubtaskInfo
+from agents.harness_settings import HarnessSettings
+from agents.router import RouterConfig
 from infra.history import collect
 from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, task_input
 from tests.workflows.harness import AgentScript, Turn, World
@@ -310,3 +312,26 @@ async def test_cancelling_a_task_reports_it_and_cleans_up(env):
         await run_task(env, world, task_input(mode="solo"), during=during, origin=GITHUB)
     assert [c.input.status for c in world.named("report_status")] == ["cancelled"]
     assert world.calls[-1].name == "cleanup_task"
+
+
+async def test_harness_settings_reach_the_router_and_every_agent(env):
+    """A task's harness settings: the router's part to every routing, the rest to every agent's first messages
+    and model calls (planner, fast-edit agents and debugger alike); a task without them sends the defaults."""
+    router = RouterConfig(tiers={"small": "openai:gpt-5-mini", "medium": "openai:gpt-5-mini", "large": "openai:gpt-5"})
+    harness = HarnessSettings(edit_tool="apply_patch", prompt_variant="claude", compact_at=0.5, keep_recent_turns=1,
+                              router=router)
+    world = World(checks=lambda label: label == "after debug round 1")
+    result = await run_task(env, world, task_input(harness=harness))
+    assert result.status == "succeeded" and len(result.debug_rounds) == 1
+    routes = world.named("route_model")
+    assert len(routes) >= 3 and all(c.input.router == router for c in routes)
+    inits, calls = world.named("init_agent"), world.named("model_call")
+    assert {c.input.role for c in inits} >= {"planner", "fast_edit", "debugger"}
+    sent = {c.input.harness.model_dump_json() for c in inits + calls}
+    assert sent == {harness.without_router().model_dump_json()} and harness.without_router().edit_tool == "apply_patch"
+
+    plain = World()
+    await run_task(env, plain, task_input(mode="solo"))
+    assert all(c.input.router is None for c in plain.named("route_model"))
+    default = HarnessSettings().model_dump_json()
+    assert {c.input.harness.model_dump_json() for c in plain.named("model_call")} == {default}

@@ -605,6 +605,21 @@ def test_bad_input_is_refused_before_anything_starts(stack, instances, tmp_path)
                        "--repo", f"example/calc={repo}", "--out", str(a_file / "out"), "--run-id", "it-bad-out")
     assert proc.returncode == 2 and "--out" in proc.stderr and "cannot be made a folder" in proc.stderr
     assert a_file.read_text() == "mine\n" and not (tmp_path / "no").exists()
+    # a variant's settings are checked as its task will take them
+    for fields, message in [({"repo": "elsewhere", "modle": "x"}, "sets 'modle', 'repo', which it cannot set; it may "
+                                                                   "set model, mode,"),
+                            ({"max_turns": 0}, "max_turns: Input should be greater than or equal to 1"),
+                            ({"budget": {"dollars": 1}}, "budget.dollars: Extra inputs are not permitted"),
+                            ({"harness": {"compact_at": 0}}, "harness.compact_at: Input should be greater than 0"),
+                            ({"harness": {"edit_tool": "sed"}}, "harness.edit_tool: Input should be 'apply_patch'"),
+                            ({"model": "gemini:pro"}, "unknown model spec 'gemini:pro'")]:
+        settings = tmp_path / "variant.json"
+        settings.write_text(json.dumps(fields))
+        proc = stack.bosun("eval", "run", "--instances", str(path), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}",
+                           "--repo", f"example/calc={repo}", "--out", str(tmp_path / "out"), "--run-id", "it-bad-var",
+                           "--variant", f"v={settings}")
+        assert proc.returncode == 2 and f"--variant v: {settings}" in proc.stderr and message in proc.stderr, \
+            (fields, proc.stderr)
     assert not [e for e in stack.journal() if e.get("workflow_id", "").startswith("eval-it-bad")]  # nothing ran
 
 
@@ -615,22 +630,39 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
     path, repo = instances
     idle = tmp_path / "idle.jsonl"
     idle.write_text(json.dumps({"content": "Nothing to do."}) + "\n")
-    fixer, lazy = tmp_path / "fixer.json", tmp_path / "lazy.json"
+    fixer, lazy, tight = tmp_path / "fixer.json", tmp_path / "lazy.json", tmp_path / "tight.json"
     fixer.write_text(json.dumps({"model": f"scripted:{EXAMPLE / 'solo.jsonl'}"}))
     lazy.write_text(json.dumps({"model": f"scripted:{idle}", "max_turns": 2}))
+    # the fixer's trajectory again, compacting past 46% of the scripted profile's 4,096-token window (only its
+    # last model call gets there)
+    tight.write_text(json.dumps({"model": f"scripted:{EXAMPLE / 'solo.jsonl'}",
+                                 "harness": {"compact_at": 0.46, "keep_recent_turns": 1, "edit_tool": "str_replace"}}))
     out = tmp_path / "out"
     proc = stack.bosun("eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
-                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}", "--repo",
-                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(out),
-                       env_extra={"BOSUN_EVAL_JOBS_PER_RUN": "1"}, timeout=900)
+                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}",
+                       "--variant", f"tight={tight}", "--repo", f"example/calc={repo}", "--run-id", "it-agents",
+                       "--out", str(out), env_extra={"BOSUN_EVAL_JOBS_PER_RUN": "1"}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["variants"]["fixer"]["summary"]["resolved_ids"] == ["calc__median-1"]
     assert report["variants"]["lazy"]["summary"]["resolved_ids"] == []
+    assert report["variants"]["tight"]["summary"]["resolved_ids"] == ["calc__median-1"]
+    assert report["variants"]["tight"]["settings"]["harness"] == {"compact_at": 0.46, "keep_recent_turns": 1,
+                                                                  "edit_tool": "str_replace"}
     agents = report["variants"]["fixer"]["agents"]["calc__median-1"]
     assert agents["status"] == "succeeded" and agents["turns"] == 5 and agents["tool_calls"] == 6
-    [cmp] = report["comparisons"]
-    assert (cmp["a"], cmp["b"], cmp["only_a"], cmp["only_b"]) == ("fixer", "lazy", 1, 0)
+    assert agents["wall_s"] > 0 and report["variants"]["fixer"]["totals"]["wall_s"] == agents["wall_s"]
+    fixer_lazy, fixer_tight, lazy_tight = report["comparisons"]
+    assert (fixer_lazy["a"], fixer_lazy["b"], fixer_lazy["only_a"], fixer_lazy["only_b"]) == ("fixer", "lazy", 1, 0)
+    assert fixer_lazy["ci95"][0] < fixer_lazy["difference"] == 1.0 <= fixer_lazy["ci95"][1]
+    turns = fixer_lazy["costs"]["turns"]
+    assert (turns["instances"], turns["mean_a"], turns["difference"], turns["ci95"]) == (1, 5.0, 5.0 - 1, None)
+    assert (fixer_tight["only_a"], fixer_tight["only_b"], lazy_tight["only_b"]) == (0, 0, 1)
+
+    def compactions(variant: str) -> list:
+        traj = json.loads((out / "trajectories" / variant / "calc__median-1.json").read_text())
+        return [t["compaction"] for a in traj["agents"] for t in a["turns"] if t.get("compaction")]
+    assert compactions("tight") and not compactions("fixer")  # the harness settings reached the agent
     pred = json.loads((out / "predictions-fixer.jsonl").read_text())
     assert "ordered[middle - 1] + ordered[middle]" in pred["model_patch"]
     traj = json.loads((out / "trajectories" / "fixer" / "calc__median-1.json").read_text())
@@ -639,8 +671,9 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
     ran = len(stack.journal())
     again = tmp_path / "again"
     proc = stack.bosun("eval", "run", "--instances", str(path), "--ids", "calc__median-1", "--model",
-                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}", "--repo",
-                       f"example/calc={repo}", "--run-id", "it-agents", "--out", str(again), timeout=300)
+                       f"scripted:{idle}", "--variant", f"fixer={fixer}", "--variant", f"lazy={lazy}",
+                       "--variant", f"tight={tight}", "--repo", f"example/calc={repo}", "--run-id", "it-agents",
+                       "--out", str(again), timeout=300)
     assert proc.returncode == 0 and "finished already" in proc.stderr, proc.stderr[-3000:]
     assert json.loads((again / "report.json").read_text())["comparisons"] == report["comparisons"]
     assert (again / "trajectories" / "fixer" / "calc__median-1.json").exists()

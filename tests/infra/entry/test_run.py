@@ -67,7 +67,14 @@ def test_divergent_trajectory_fails_loudly(stack, example_repo, tmp_path):
 def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
+    solo = ["--repo", str(example_repo), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}"]
+    harness = tmp_path / "harness.json"
+    harness.write_text(json.dumps({"edit_tool": "apply_patch", "compact_at": 2}))
     cases = [
+        ([*solo, "--harness", str(tmp_path / "none.json")], "none.json: cannot read it (No such file"),
+        ([*solo, "--harness", str(harness)], "bad harness settings: compact_at: Input should be less than or equal "
+                                             "to 1"),
+        (["--repo", str(example_repo), "--model", "auto", "--max-turns", "0"], "--max-turns must be at least 1"),
         (["--repo", str(plain), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}"], "not a git repository"),
         (["--repo", str(example_repo), "--model", f"scripted:{tmp_path / 'missing.jsonl'}"], "does not exist"),
         (["--repo", str(example_repo), "--model", "gemini:pro"], "unknown model spec 'gemini:pro'"),

@@ -328,3 +328,24 @@ async def test_nats_restarted_mid_stream_every_acknowledged_event_is_processed(t
         await wait_until(all_started, timeout=60, interval=0.5, what="a workflow for every accepted event")
     for i in accepted:
         assert len(await runs_of(temporal_client, f"gh:{REPO}:issue:{base + i}")) == 1
+
+
+@pytest.mark.parametrize("defaults,message", [
+    ({"mdoe": "solo"}, "sets 'mdoe', which it cannot set; it may set repo, task, model"),
+    ({"max_parallel": 0}, "max_parallel: Input should be greater than or equal to 1"),
+    ({"harness": {"compact_at": 3}}, "harness.compact_at: Input should be less than or equal to 1"),
+    ({"budget": {"euros": 5}}, "budget.euros: Extra inputs are not permitted"),
+])
+def test_task_defaults_that_do_not_fit_a_task_are_refused_at_start(tmp_path, defaults, message):
+    """A typo in BOSUN_EVENTS_TASK_DEFAULTS would otherwise be ignored (or fail every start): refused up front."""
+    from infra.errors import ConfigError
+    from infra.settings import Settings
+
+    starter = Starter(Settings(data_dir=tmp_path), make_cfg(model="openai:gpt-5", task_defaults=defaults))
+    with pytest.raises(ConfigError) as e:
+        starter.check_config()
+    assert str(e.value).startswith(f"BOSUN_EVENTS_TASK_DEFAULTS={json.dumps(defaults)}") and message in str(e.value)
+    good = Starter(Settings(data_dir=tmp_path), make_cfg(model="openai:gpt-5", task_defaults={
+        "mode": "solo", "harness": {"edit_tool": "apply_patch"}}))
+    good.check_config()
+    assert good._task_input(repo="/r", task="t").harness.edit_tool == "apply_patch"
