@@ -105,8 +105,9 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("--model", required=True, help="model spec of the agents (as for bosun run)")
     rn.add_argument("--mode", choices=["solo", "team"], default="solo")
     rn.add_argument("--variant", action="append", default=[], metavar="NAME=SETTINGS.json",
-                    help="a harness variant: a JSON object of task fields (model, mode, max_turns, max_parallel, "
-                         "budget); several for an A/B comparison")
+                    help="a variant: a JSON object of task fields (model, mode, max_turns, max_parallel, "
+                         "max_debug_rounds, budget, harness: the harness settings, README 'Harness settings'); "
+                         "several for an A/B comparison")
     rn.add_argument("--out", required=True, type=Path, help="folder for the report, predictions and trajectories")
     so = sub.add_parser("sources", help="the commits kept per evaluation source on this host; --prune removes old ones")
     so.add_argument("--prune", action="store_true", help="remove the sources not used lately (see --older-than-days)")
