@@ -437,6 +437,12 @@ COSTS = ("cost_usd", "tokens", "turns", "tool_calls", "wall_s")
 """What each variant's agents spent per instance, totalled per variant and compared per pair of variants."""
 
 
+def error_rates(spent: dict[str, Any]) -> dict[str, float]:
+    """Tool errors by class over the tool calls made (an agents' run's ``tool_errors`` and ``tool_calls``)."""
+    calls = spent.get("tool_calls") or 1
+    return {kind: round(n / calls, 4) for kind, n in sorted(spent.get("tool_errors", {}).items())}
+
+
 async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
     repos = _repos(args.repo)
@@ -460,14 +466,15 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
         mine = [o for o in result.outcomes if o.variant == v.name]
         tasks = [o.task for o in mine if o.task]
         report["settings"] = {k: val for k, val in v.task.items() if k != "trajectory_ref"}
-        report["agents"] = {o.instance_id: o.task for o in mine}
+        report["agents"] = {o.instance_id: o.task | {"tool_error_rate": error_rates(o.task)} if o.task else o.task
+                            for o in mine}
         report["totals"] = {k: round(sum(t.get(k, 0) for t in tasks), 6) for k in COSTS}
         errs: dict[str, int] = {}
         for t in tasks:
             for kind, n in t.get("tool_errors", {}).items():
                 errs[kind] = errs.get(kind, 0) + n
-        calls = report["totals"]["tool_calls"] or 1
-        report["totals"]["tool_error_rate"] = {k: round(n / calls, 4) for k, n in errs.items()}
+        report["totals"]["tool_error_rate"] = error_rates({"tool_errors": errs,
+                                                           "tool_calls": report["totals"]["tool_calls"]})
         out["variants"][v.name] = report
         with open(args.out / f"predictions-{v.name}.jsonl", "w", encoding="utf-8") as f:
             for o in mine:

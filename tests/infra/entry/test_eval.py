@@ -652,6 +652,7 @@ def test_eval_run_compares_two_variants_of_the_agents(stack, instances, tmp_path
     agents = report["variants"]["fixer"]["agents"]["calc__median-1"]
     assert agents["status"] == "succeeded" and agents["turns"] == 5 and agents["tool_calls"] == 6
     assert agents["wall_s"] > 0 and report["variants"]["fixer"]["totals"]["wall_s"] == agents["wall_s"]
+    assert agents["tool_error_rate"] == {k: round(n / 6, 4) for k, n in sorted(agents["tool_errors"].items())}
     fixer_lazy, fixer_tight, lazy_tight = report["comparisons"]
     assert (fixer_lazy["a"], fixer_lazy["b"], fixer_lazy["only_a"], fixer_lazy["only_b"]) == ("fixer", "lazy", 1, 0)
     assert fixer_lazy["ci95"][0] < fixer_lazy["difference"] == 1.0 <= fixer_lazy["ci95"][1]

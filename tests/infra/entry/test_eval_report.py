@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _difference, _judged, _report
+from infra.entry.cli_eval import _difference, _judged, _report, error_rates
 from workflows.eval import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 
 ROW = {"repo": "psf/requests", "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc", "test_patch": "",
@@ -76,3 +76,9 @@ def test_an_earlier_evaluation_is_the_same_only_when_it_judges_the_same_things()
             assert _difference(_judged(_input(items=mine.items[:1])), _judged(mine)) == said
             continue
         assert _judged(theirs) != _judged(mine) and _difference(_judged(mine), _judged(theirs)) == said
+
+
+def test_tool_error_rates_are_errors_by_class_over_tool_calls():
+    assert error_rates({"tool_calls": 8, "tool_errors": {"ToolFailed": 2, "InvalidArguments": 1}}) == {
+        "InvalidArguments": 0.125, "ToolFailed": 0.25}
+    assert error_rates({"tool_calls": 0, "tool_errors": {}}) == {} and error_rates({}) == {}
