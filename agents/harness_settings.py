@@ -11,7 +11,6 @@ keeps the default, so the empty settings change nothing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.profiles import EditTool, ModelProfile, PromptVariant, profile_for
 from agents.providers import parse_spec
 from agents.router import RouterConfig
+from infra.cliargs import read_json_file
 from infra.errors import ConfigError, describe_validation
 
 COMPACT_AT = 0.7
@@ -79,10 +79,4 @@ def parse_harness(value: Any, where: str) -> HarnessSettings:
 
 def load_harness(path: Path, flag: str) -> HarnessSettings:
     """Harness settings from a JSON file given with ``flag``; ConfigError saying what is wrong with it."""
-    try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{flag} {path}: cannot read it ({e.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{flag} {path}: not JSON ({e})") from None
-    return parse_harness(value, f"{flag} {path}")
+    return parse_harness(read_json_file(path, f"{flag} {path}"), f"{flag} {path}")

@@ -57,7 +57,7 @@ from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
 from bench.editcases.eval import eval_main as edits_main
 from infra.artifacts import ArtifactStore
-from infra.cliargs import Parser, UsageError, check_non_negative
+from infra.cliargs import Parser, UsageError, check_non_negative, read_json_file
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
 from infra.history import collect_run
@@ -153,10 +153,7 @@ def _variant(spec: str, model: str, mode: str, store: ArtifactStore) -> Variant:
     name, sep, path = spec.partition("=")
     if not sep or not name or not path:
         raise ConfigError(f"--variant {spec!r}: expected NAME=SETTINGS.json")
-    try:
-        fields = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"--variant {name}: cannot read {path} as JSON ({e})") from None
+    fields = read_json_file(path, f"--variant {name}: {path}")
     if not isinstance(fields, dict):
         raise ConfigError(f"--variant {name}: {path} must hold a JSON object of task fields")
     task = {"model": model, "mode": mode, **fields}

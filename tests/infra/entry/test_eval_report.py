@@ -3,9 +3,12 @@ reported without a child, the instances without a prediction counted as the harn
 
 from __future__ import annotations
 
+import pytest
+
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _difference, _judged, _report, error_rates
+from infra.entry.cli_eval import _difference, _judged, _report, _variant, error_rates
+from infra.errors import ConfigError
 from workflows.eval import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 
 ROW = {"repo": "psf/requests", "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc", "test_patch": "",
@@ -82,3 +85,12 @@ def test_tool_error_rates_are_errors_by_class_over_tool_calls():
     assert error_rates({"tool_calls": 8, "tool_errors": {"ToolFailed": 2, "InvalidArguments": 1}}) == {
         "InvalidArguments": 0.125, "ToolFailed": 0.25}
     assert error_rates({"tool_calls": 0, "tool_errors": {}}) == {} and error_rates({}) == {}
+
+
+def test_a_variant_file_that_cannot_be_read_or_is_not_json_is_refused(tmp_path):
+    store, bad = ArtifactStore(tmp_path / "store"), tmp_path / "bad.json"
+    bad.write_text("{model: gpt}")
+    with pytest.raises(ConfigError, match=r"^--variant v: .*bad.json: not JSON \(Expecting property name"):
+        _variant(f"v={bad}", "openai:gpt-5", "solo", store)
+    with pytest.raises(ConfigError, match=r"^--variant v: .*none.json: cannot read it \(No such file"):
+        _variant(f"v={tmp_path / 'none.json'}", "openai:gpt-5", "solo", store)
