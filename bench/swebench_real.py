@@ -118,6 +118,7 @@ PAIRS = [
     ("astropy", "4.3", "4.3.1", "astropy/astropy"),
     ("astropy", "5.0.2", "5.0.3", "astropy/astropy"),
     ("scikit-learn", "0.22.1", "0.22.2.post1", "scikit-learn/scikit-learn"),
+    ("scikit-learn", "1.3.0", "1.3.1", "scikit-learn/scikit-learn"),
     ("matplotlib", "3.7.2", "3.7.3", "matplotlib/matplotlib"),
 ]
 # Tried and left out: packaging 21.2 -> 21.3 and Werkzeug 3.0.3 -> 3.0.4 (their new tests spin on the old
@@ -128,7 +129,12 @@ PAIRS = [
 # than the harness's 1800 s on this machine. astropy 4.0.2 -> 4.0.3: 4.0 is no version the harness has a recipe
 # for (its neighbour's pins break it: numpy.asscalar). pylint: the sdists of the versions SWE-bench Verified has
 # (2.13-2.15) carry no tests, and its fixes are tested through tests/functional/ lint inputs. seaborn: every
-# 0.11-0.13 release is a 360-2000 line change.
+# 0.11-0.13 release is a 360-2000 line change. astropy 4.3 -> 4.3.1: the 4.3 release's build requires
+# jinja2==2.10.3 without a markupsafe pin, and the markupsafe of the harness's date has no soft_unicode: it does
+# not build, for the harness either (SWE-bench's "4.3" instances are commits of 2022, after 5.0, whose build
+# pins markupsafe 2.0.1).
+# scikit-learn 0.20.3 -> 0.20.4 and 0.21.2 -> 0.21.3: their sdists' generated C sources differ (patches of 84,000
+# lines and more).
 
 _TEST_DIRS = {"tests", "test", "testing"}
 _NOISE = re.compile(r"^[-+]\s*(__version__|version|VERSION|version_info|__version_info__|__version_tuple__|"
@@ -153,7 +159,18 @@ except ImportError:  # before 1.6
 
 sys.exit(0 if test(*args, verbose="--verbose" in sys.argv or "-v" in sys.argv) else 1)
 """
-ADDED_FILES = {"sympy": {"bin/test": (SYMPY_BIN_TEST, 0o755)}}
+SKLEARN_GITIGNORE = """# bosun's bench: scikit-learn's sdists leave out the repository's .gitignore; these are
+# its lines for what a build makes. Without them the environment's compiled extensions
+# are not put into workspaces (sandbox/environments keeps only build products git
+# ignores: anything else would look like a change).
+*.pyc
+*.so
+*.pyd
+build
+scikit_learn.egg-info/
+"""
+ADDED_FILES = {"sympy": {"bin/test": (SYMPY_BIN_TEST, 0o755)},
+               "scikit-learn": {".gitignore": (SKLEARN_GITIGNORE, 0o644)}}
 """Files a project's repository has and its sdists do not, put in each release's commit (see SYMPY_BIN_TEST)."""
 
 

@@ -1,10 +1,11 @@
 """The docker backend: one container per sandbox, the tool server as its main process, stdio over the attach socket.
 
 A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network, all capabilities dropped,
-no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp, memory == memory+swap, a pids limit,
-a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace (its .git/hooks and
-.git/config read-only) and the tool server bound read-only at /opt/bosun/toolserver.py. Commands run as the uid:gid
-that owns the workspace (so files it writes stay writable on both sides), or as ``user`` when given.
+no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), memory ==
+memory+swap, a pids limit, a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace
+(its .git/hooks and .git/config read-only) and the tool server bound read-only at /opt/bosun/toolserver.py.
+Commands run as the uid:gid that owns the workspace (so files it writes stay writable on both sides), or as
+``user`` when given.
 
 The tool server's stdin/stdout are reached through the attach endpoint, opened before the container starts, so
 there is no ``docker`` CLI process per sandbox. Containers carry labels (``bosun.sandbox=1``, id, owner) and
@@ -242,7 +243,9 @@ class DockerProvider(SandboxProvider):
             cap_drop=["ALL"],
             security_opt=self.security_opt(user),
             read_only=True,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777"},
+            # exec: docker's tmpfs is noexec unless told, bwrap's is not; programs a tool call or a test builds and runs
+            # in /tmp (a compiler's probe, pytest's tmp_path) must behave the same on both backends.
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={lim.tmp_mb}m,mode=1777"},
             mem_limit=f"{lim.memory_mb}m",
             memswap_limit=f"{lim.memory_mb}m",
             pids_limit=lim.pids,

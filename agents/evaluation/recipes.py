@@ -184,8 +184,11 @@ def _sklearn(v: str) -> Recipe:
         return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.9", rebuild=rebuild, build_isolation=False,
                   requirements=["numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10", "pytest", "pandas<2.0.0",
                                 "matplotlib<3.9.0", "setuptools", "joblib", "threadpoolctl"])
+    # cython<3: the harness installs cython from conda for Python 3.6, whose channel has no Cython 3 (released 2023,
+    # after the channel stopped building for 3.6); PyPI's Cython 3 still takes 3.6, and 0.20-0.22 do not compile
+    # with it.
     return _r("scikit-learn/scikit-learn", v, PYTEST, "pytest_v2", "3.6", rebuild=rebuild, build_isolation=False,
-              requirements=["numpy==1.19.2", "scipy==1.5.2", "cython", "pytest", "pandas", "matplotlib",
+              requirements=["numpy==1.19.2", "scipy==1.5.2", "cython<3", "pytest", "pandas", "matplotlib",
                             "setuptools"])
 
 

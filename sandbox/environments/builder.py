@@ -249,7 +249,10 @@ class Builder:
         scratch = [Mount(path, None, type="volume", labels={LABEL: key}) for path in ("/workspace", TOOLS)]
         host_config = self.api.create_host_config(
             network_mode="bridge", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=4g,mode=1777", "/var/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
+            # exec: builds compile and run probes in a temporary folder (scikit-learn's OpenMP check); docker's tmpfs
+            # is noexec unless told.
+            tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=4g,mode=1777",
+                   "/var/tmp": "rw,exec,nosuid,nodev,size=1g,mode=1777"},
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=4096,
             nano_cpus=int(self.cpus * 1e9) if self.cpus > 0 else None, init=True,
             binds={str(uv_cache): {"bind": "/var/cache/bosun-uv", "mode": "rw"}}, mounts=scratch,

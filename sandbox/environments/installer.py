@@ -160,7 +160,7 @@ def moved_packages(attempt: Attempt, bumps: dict[str, str]) -> dict[str, str]:
     """Packages resolved as of another date than the attempt's: pip/setuptools/wheel, re-uploaded ones, bumps."""
     if not attempt.date:
         return {}
-    moved = {tool: tools_date(attempt.date) for tool in ("pip", "setuptools", "wheel")}
+    moved = {tool: tools_date(attempt.date) for tool in BUILD_TOOLS}
     moved.update({name: date for name, date in REUPLOADED.items() if date > attempt.date})
     moved.update(bumps)
     return moved
@@ -180,20 +180,40 @@ def tools_date(date: str) -> str:
 
 
 CONSTRAINTS = f"{TOOLS}/resolved-for.txt"
+BUILD_TOOLS = ("pip", "setuptools", "wheel")
+"""The installer's own tools: resolved as of their own date (``tools_date``)."""
 
 
 def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     """``uv pip compile`` of what the attempt installs, resolved as for ``attempt.resolve_for``: the versions, as
-    constraints for the install (the project's own editable line dropped: constraints name versions only)."""
+    constraints for the install (the project's own editable line dropped: constraints name versions only). pip
+    and wheel are dropped too, and setuptools becomes ``<71``: the last setuptools for 3.6 (59.6) cannot make an
+    editable install (PEP 660), which installing the project needs, and 71 and later import the installed
+    ``packaging``, which stays at the older Python's version (``canonicalize_version`` without
+    ``strip_trailing_zero``)."""
     attempt = plan.attempt
     args = _inputs(spec, plan)
     editable = args[1] if args[:1] == ["-e"] else None
     project = f"printf '%s\\n' {shlex.quote('-e ' + editable)} > {PROJECT} && " if editable else ""
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
     compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
-                str(attempt.resolve_for), *(["--exclude-newer", attempt.date] if attempt.date else []),
+                last_patch(str(attempt.resolve_for)), *(["--exclude-newer", attempt.date] if attempt.date else []),
                 "-o", CONSTRAINTS, *files]
-    return ["sh", "-c", project + shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {CONSTRAINTS}"]
+    tools = "-e '/^pip==/d' -e '/^wheel==/d' -e 's/^setuptools==.*/setuptools<71/'"
+    return ["sh", "-c", project + shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {tools} "
+            f"{CONSTRAINTS}"]
+
+
+LAST_PATCH = {"2.7": "2.7.18", "3.4": "3.4.10", "3.5": "3.5.10", "3.6": "3.6.15", "3.7": "3.7.17", "3.8": "3.8.20"}
+"""The last release of each retired interpreter."""
+
+
+def last_patch(python: str) -> str:
+    """The release a ``major.minor`` stands for when versions are resolved for it: its last (``3.6`` -> ``3.6.15``).
+    ``uv pip compile --python-version 3.6`` means 3.6.0, which leaves out every release that requires 3.6.1 or later
+    (pandas 1.1.5: it resolved 0.25.3, which has no wheel for the environment's Python); an installation of 3.6
+    is the last patch release of it, not 3.6.0. A version not in the table is given as it is."""
+    return LAST_PATCH.get(python, python)
 
 
 PROJECT = f"{TOOLS}/project.txt"

@@ -408,3 +408,11 @@ async def test_localhost_names_the_sandboxs_own_loopback(sandbox: Sandbox) -> No
         print("ok", srv.getsockname()[0])
     """)
     assert res.stdout.split()[0] == "ok" and res.stdout.split()[1] in ("127.0.0.1", "::1"), res
+
+
+async def test_a_program_written_to_tmp_runs_as_in_the_workspace(sandbox: Sandbox) -> None:
+    """A test suite's tmp_path and a build's compiler probe live in /tmp: a program put there runs on every backend
+    (docker's tmpfs is noexec unless told, bwrap's is not; a test's verdict must not depend on the backend)."""
+    res = await sandbox.exec(["sh", "-c", "mkdir -p /tmp/probe && printf '#!/bin/sh\\necho ran\\n' > /tmp/probe/p && "
+                                          "chmod +x /tmp/probe/p && /tmp/probe/p"], timeout_s=30)
+    assert (res.exit_code, res.stdout) == (0, "ran\n"), res

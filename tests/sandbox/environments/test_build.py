@@ -85,14 +85,17 @@ def test_a_failing_setup_names_the_step_and_caches_nothing(envs, tmp_path):
     assert not (envs.store.root / "uv" / key).exists()  # the repository's failure: not built again
 
 
-async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_path):
+async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_path, request):
     files = {**TINY, ".bosun/environment.toml": (
         'prepare = ["echo made-before-the-install > prepared.txt"]\n'
-        'setup = ["cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt"]\n'
+        # the build runs a program it put in /tmp (a compiler's probe does: scikit-learn's OpenMP check)
+        'setup = ["cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt; '
+        'echo \'echo probe-ran\' > /tmp/probe.sh && chmod +x /tmp/probe.sh && /tmp/probe.sh >> generated.txt"]\n'
         'test_command = "python -m pytest -q tests/test_tiny.py"\n[env]\nTINY_MODE = "declared"\n')}
     repo = make_repo(tmp_path / "declared", files)
     record = envs.ensure(*envs.detect_repo(str(repo))).record
     assert record.spec.origin == "declared" and record.seed
+    request.addfinalizer(lambda: envs.remove(record.env_id))  # built by every run: the build's rules are tested
     ws = checkout(repo, tmp_path / "ws")
     (ws / "tests" / "keep.txt").write_text("mine")
     for backend in ("docker", "bwrap"):
@@ -101,7 +104,8 @@ async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_pa
         box = await provider.acquire(ws)
         try:
             res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE"], timeout_s=30)
-            assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "declared"], (backend, res)
+            assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "probe-ran", "declared"], \
+                (backend, res)
         finally:
             await box.close()
     assert (ws / "tests" / "keep.txt").read_text() == "mine"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from sandbox.environments.installer import (
     CONSTRAINTS,
     PROJECT,
@@ -13,6 +15,7 @@ from sandbox.environments.installer import (
     compile_command,
     install,
     install_command,
+    last_patch,
     requirements_text,
 )
 from sandbox.environments.models import EnvSpec, TestCommand
@@ -180,6 +183,23 @@ def test_a_large_suite_is_collected_by_sample():
     assert collect_sample(spec, files[:20]) is None
 
 
+def test_an_older_interpreter_is_its_last_release():
+    assert [last_patch(v) for v in ("3.5", "3.6", "3.8", "3.9", "3.6.8")] == ["3.5.10", "3.6.15", "3.8.20", "3.9",
+                                                                          "3.6.8"]
+
+
+def test_the_installers_own_tools_are_not_held_to_an_older_pythons_versions(tmp_path):
+    """setuptools 59.6 (the last for 3.6) cannot make the editable install, and 71+ break on 3.6's packaging;
+    numpy's 3.6 version stays a constraint."""
+    spec = OLD.model_copy(update={"exclude_newer": "2024-08-13T23:59:59Z", "resolve_for_python": "3.6"})
+    compile_ = compile_command(spec, Plan(attempts_for(spec)[0]))[2]
+    resolved = tmp_path / "resolved-for.txt"
+    resolved.write_text("-e file:///workspace\nnumpy==1.19.5\npip==21.3.1\nsetuptools==59.6.0\nwheel==0.37.1\n"
+                        "setuptools-scm==6.4.2\n")
+    subprocess.run(["sh", "-c", compile_.rsplit("&& ", 1)[1].replace(CONSTRAINTS, str(resolved))], check=True)
+    assert resolved.read_text() == "numpy==1.19.5\nsetuptools<71\nsetuptools-scm==6.4.2\n"
+
+
 def test_versions_resolved_as_for_an_older_interpreter_first():
     spec = OLD.model_copy(update={"exclude_newer": "2024-08-13T23:59:59Z", "resolve_for_python": "3.6",
                                   "requirement_files": ["tests/requirements/py3.txt"]})
@@ -187,7 +207,8 @@ def test_versions_resolved_as_for_an_older_interpreter_first():
     assert attempts[0].resolve_for == "3.6" and all(a.resolve_for is None for a in attempts[1:])
     plan = Plan(attempts[0])
     compile_ = compile_command(spec, plan)[2]
-    assert "pip compile" in compile_ and "--python-version 3.6" in compile_ and f"-o {CONSTRAINTS}" in compile_
+    # 3.6 is its last release: for "3.6", uv means 3.6.0 and leaves out every release requiring 3.6.1 or later
+    assert "pip compile" in compile_ and "--python-version 3.6.15 " in compile_ and f"-o {CONSTRAINTS}" in compile_
     assert "-e /workspace[test]" in compile_ and f"{PROJECT} /workspace/tests/requirements/py3.txt" in compile_
     assert " -r " not in compile_.split("&&")[1] and "sed -i -e '/^-e /d'" in compile_  # compile reads files only
     install_ = install_command(spec, plan)
