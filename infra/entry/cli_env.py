@@ -8,8 +8,9 @@
     bosun env bases [--build VERSION_OR_SUITE...] [--json]   the base root filesystems (build them ahead)
 
 ``build --json`` prints exactly one object ``{"env_id", "python", "cached", "build_s", "test_command",
-"backend_refs", "log"}``; progress goes to stderr. Exit codes: 0 ready; 1 the build failed (the repository's
-setup: a one-line reason naming the step and the log, after the log's tail); 2 bad input (no such repository or
+"backend_refs", "log", "warnings"}`` (warnings: what the build made that workspaces will not get); progress goes
+to stderr. Exit codes: 0 ready; 1 the build failed (the repository's setup: a one-line reason naming the step and
+the log, after the log's tail); 2 bad input (no such repository or
 ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this host cannot build
 (no Docker engine, not root for debootstrap).
 """
@@ -116,7 +117,7 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     record = prepared.record
     out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
-           "backend_refs": record.backend_refs, "log": str(envs.log_of(record))}
+           "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings}
     if args.json:
         print(json.dumps(out))
     else:
@@ -124,6 +125,8 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
         print(f"{record.env_id}: python {record.python}, {state}\n  test command: {record.test_command}\n"
               f"  docker: {record.backend_refs.get('docker')}\n  bwrap: {record.backend_refs.get('bwrap')}\n"
               f"  log: {out['log']}")
+        for warning in record.warnings:
+            print(f"  warning: {warning}")
     return 0
 
 

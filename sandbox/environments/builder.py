@@ -79,6 +79,11 @@ skipped = sorted(set(new) - set(ignored))
 if skipped:
     print('seed: not kept (git does not ignore them, they would look like changes):', ' '.join(skipped[:20]),
           '...' if len(skipped) > 20 else '')
+compiled = [p for p in skipped if p.endswith(('.so', '.pyd')) or '.so.' in os.path.basename(p)]
+if compiled:
+    print('seed: warning: %d compiled module(s) the build made do not go into workspaces, because git does not '
+          'ignore them (%s%s): code or tests importing them fail there; the repository\'s .gitignore should name '
+          'them (*.so)' % (len(compiled), ' '.join(compiled[:3]), ' ...' if len(compiled) > 3 else ''))
 if ignored:
     with open('/tmp/seed-list', 'wb') as f:
         f.write('\0'.join(ignored).encode('utf-8', 'surrogateescape'))
@@ -148,6 +153,7 @@ class Outcome:
     seed: bool
     date_used: str | None
     attempts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     image_mb: float = 0.0
     layer_mb: float = 0.0
 
@@ -326,6 +332,8 @@ class Builder:
         self.progress("building: seed, image, export")
         run.step("seed", ["/usr/bin/python3", f"{TOOLS}/seed.py"], {**self._env(spec), "PYTHONDONTWRITEBYTECODE": "1"})
         seed = "seed: kept" in run.last_output
+        warnings = [line.split("seed: warning: ", 1)[1] for line in run.last_output.splitlines()
+                    if line.startswith("seed: warning: ")]
         tag = f"bosun-env:{key}"
         run.header("image", f"docker commit as {tag}")
         changes = [f"ENV {k}={v}" for k, v in interpreter_env(spec.python).items()]
@@ -342,7 +350,7 @@ class Builder:
         image = api.inspect_image(tag)
         base_img = api.inspect_image(base.docker_tag)
         size = float(image.get("Size") or 0)
-        return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history,
+        return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history, warnings=warnings,
                        image_mb=round(size / 1e6, 1),
                        layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
 

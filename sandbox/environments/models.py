@@ -163,4 +163,7 @@ class EnvRecord(BaseModel):
     """The date the install was resolved as of (after any fallback)."""
     attempts: list[str] = []
     """Each install attempt and how it ended."""
+    warnings: list[str] = []
+    """What the build made that will not work as it did in the build (compiled modules git does not ignore, which
+    workspaces do not get): read before trusting what the environment's tests say."""
     last_used: float = 0.0

@@ -262,7 +262,8 @@ class Environments:
             build_s=round(time.monotonic() - started, 1),
             size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,
                      "bwrap": dir_size_mb(outcome.exported), "base": 0.0},
-            exclude_newer_used=outcome.date_used, attempts=outcome.attempts, last_used=time.time())
+            exclude_newer_used=outcome.date_used, attempts=outcome.attempts, warnings=outcome.warnings,
+            last_used=time.time())
         self.store.commit(staging, record)
         self.progress(f"environment {record.env_id} ready in {record.build_s:.0f} s (image {outcome.image_mb:.0f} MB,"
                       f" layer {outcome.layer_mb:.0f} MB)")

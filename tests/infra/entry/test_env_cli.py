@@ -13,7 +13,7 @@ from tests.conftest import bosun
 from tests.sandbox.conftest import chown_tree
 from tests.sandbox.envfixtures import TINY, make_repo
 
-BUILD_KEYS = {"env_id", "python", "cached", "build_s", "test_command", "backend_refs", "log"}
+BUILD_KEYS = {"env_id", "python", "cached", "build_s", "test_command", "backend_refs", "log", "warnings"}
 
 
 def test_show_explains_without_building(tmp_path: Path):
@@ -34,7 +34,7 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     built = json.loads(first.stdout)
     assert set(built) == BUILD_KEYS and set(built["backend_refs"]) == {"docker", "bwrap"}
     assert built["python"].startswith("3.13") and built["test_command"] == "python -m pytest"
-    assert Path(built["log"]).is_file()
+    assert Path(built["log"]).is_file() and built["warnings"] == []
     second = bosun("env", "build", "--repo", str(repo), "--ref", "main", "--json")
     again = json.loads(second.stdout)
     assert again["cached"] is True and again["env_id"] == built["env_id"] and again["build_s"] < 1.0

@@ -90,12 +90,16 @@ async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_pa
         'prepare = ["echo made-before-the-install > prepared.txt"]\n'
         # the build runs a program it put in /tmp (a compiler's probe does: scikit-learn's OpenMP check)
         'setup = ["cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt; '
-        'echo \'echo probe-ran\' > /tmp/probe.sh && chmod +x /tmp/probe.sh && /tmp/probe.sh >> generated.txt"]\n'
+        'echo \'echo probe-ran\' > /tmp/probe.sh && chmod +x /tmp/probe.sh && /tmp/probe.sh >> generated.txt; '
+        # a compiled module the repository's .gitignore does not name: workspaces do not get it, the record says so
+        'echo not-elf > tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so"]\n'
         'test_command = "python -m pytest -q tests/test_tiny.py"\n[env]\nTINY_MODE = "declared"\n')}
     repo = make_repo(tmp_path / "declared", files)
     record = envs.ensure(*envs.detect_repo(str(repo))).record
-    assert record.spec.origin == "declared" and record.seed
     request.addfinalizer(lambda: envs.remove(record.env_id))  # built by every run: the build's rules are tested
+    assert record.spec.origin == "declared" and record.seed
+    assert len(record.warnings) == 1 and "1 compiled module(s)" in record.warnings[0] and \
+        "tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so" in record.warnings[0], record.warnings
     ws = checkout(repo, tmp_path / "ws")
     (ws / "tests" / "keep.txt").write_text("mine")
     for backend in ("docker", "bwrap"):
@@ -103,7 +107,7 @@ async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_pa
         assert provider.writes_on_start  # the build's files go in at start: the checkout must be complete before
         box = await provider.acquire(ws)
         try:
-            res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE"], timeout_s=30)
+            res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE; ls tinypkg/*.so"], timeout_s=30)
             assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "probe-ran", "declared"], \
                 (backend, res)
         finally:
