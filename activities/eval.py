@@ -312,6 +312,7 @@ class EvalActivities:
         instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
         prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
         patch, recipe = prediction.model_patch, inp.recipe
+        notice = self.environment_notice(inp.env_id)
         phases: dict[str, float] = {}
         mark = started
 
@@ -329,7 +330,7 @@ class EvalActivities:
             return EvalRunResult(instance_id=instance.instance_id,
                                  report_ref=self.store.put_json({instance.instance_id: report}),
                                  resolved=report["resolved"], applied=applied,
-                                 log_ref=self.store.put_text(log) if log else None,
+                                 log_ref=self.store.put_text(notice + log) if log else None,
                                  seconds=round(time.monotonic() - started, 2), test_seconds=round(test_s, 2),
                                  error=error, error_kind=kind, phases=_rounded(**phases), set_up_ahead=ahead)
 
@@ -375,6 +376,15 @@ class EvalActivities:
                 self._clean_up_later(inp.key, judging.running, sandbox_key, repo, RUN,
                                      lambda: template and repo.make_template(
                                          template, owner=owner, quota_mb=self.settings.sandbox_disk_mb))
+
+    def environment_notice(self, env_id: str) -> str:
+        """The environment's warnings (what its workspaces do not get), for the top of an instance's log: a verdict
+        they may explain should say so where it is read."""
+        try:
+            record = Environments(self.settings).store.find(env_id)
+        except ConfigError:
+            return ""
+        return "".join(f"[environment {env_id}: warning: {w}]\n" for w in record.warnings)
 
     async def _staged_for(self, key: str, given: tuple[str, str, str, Recipe]) -> Judging | None:
         """The workspace and sandbox eval_prepare set up ahead for this instance, if it did (on this worker),

@@ -1,0 +1,31 @@
+"""An instance's log starts with its environment's warnings (what the environment's workspaces do not get)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from activities.eval import EvalActivities
+from infra.settings import Settings
+from sandbox.environments.models import EnvRecord, EnvSpec
+from sandbox.environments.store import EnvStore
+
+
+def _record(key: str, warnings: list[str]) -> EnvRecord:
+    return EnvRecord(env_id=f"env-{key}", key=key, python="3.9.2", base="b", spec=EnvSpec(python="3.9"),
+                     test_command="pytest -rA", warnings=warnings)
+
+
+def test_the_environments_warnings_head_the_log_and_an_unknown_one_adds_nothing(tmp_path: Path):
+    store = EnvStore(tmp_path / "envs")
+    store.ensure_dirs()
+    warned, clean = "a" * 20, "b" * 20
+    for key, warnings in ((warned, ["1 compiled module(s) ... (pkg/_x.so) ..."]), (clean, [])):
+        staging = tmp_path / f"staging-{key}"
+        staging.mkdir()
+        store.commit(staging, _record(key, warnings))
+    acts = EvalActivities(Settings(data_dir=tmp_path / "data", env_cache=tmp_path / "envs"), store=None,
+                          sandboxes=None)  # type: ignore[arg-type]  # neither is used by the notice
+    assert acts.environment_notice(f"env-{warned}") == \
+        f"[environment env-{warned}: warning: 1 compiled module(s) ... (pkg/_x.so) ...]\n"
+    assert acts.environment_notice(f"env-{clean}") == ""
+    assert acts.environment_notice("env-" + "c" * 20) == ""  # removed since: the verdict still stands
