@@ -312,7 +312,6 @@ class EvalActivities:
         instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
         prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
         patch, recipe = prediction.model_patch, inp.recipe
-        notice = self.environment_notice(inp.env_id)
         phases: dict[str, float] = {}
         mark = started
 
@@ -330,7 +329,8 @@ class EvalActivities:
             return EvalRunResult(instance_id=instance.instance_id,
                                  report_ref=self.store.put_json({instance.instance_id: report}),
                                  resolved=report["resolved"], applied=applied,
-                                 log_ref=self.store.put_text(notice + log) if log else None,
+                                 log_ref=self.store.put_text(self.environment_notice(inp.env_id) + log)
+                                 if log else None,
                                  seconds=round(time.monotonic() - started, 2), test_seconds=round(test_s, 2),
                                  error=error, error_kind=kind, phases=_rounded(**phases), set_up_ahead=ahead)
 
@@ -379,10 +379,11 @@ class EvalActivities:
 
     def environment_notice(self, env_id: str) -> str:
         """The environment's warnings (what its workspaces do not get), for the top of an instance's log: a verdict
-        they may explain should say so where it is read."""
+        they may explain should say so where it is read. The record is the one the instance's sandbox was made
+        from, which the sandbox manager keeps (no second read of it); "" when the environment is gone."""
         try:
-            record = Environments(self.settings).store.find(env_id)
-        except ConfigError:
+            record = self.sandboxes.environment(env_id, self.settings.env_cache).record
+        except UnexpectedEnvironment:
             return ""
         return "".join(f"[environment {env_id}: warning: {w}]\n" for w in record.warnings)
 
