@@ -212,10 +212,14 @@ class WorkspaceActivities:
     @activity.defn
     async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
         """Import what an agent left in its run workspace as a commit, reading the files as data (no git runs
-        there; sandbox/snapshot.py)."""
+        there; sandbox/snapshot.py). The files the task's environment put there that git does not ignore are left
+        out (the record its sandboxes were made from lists them)."""
+        repo = self.repo(inp.workflow_id)
+        env = TaskRepo.environment_for(repo.run_dir(inp.name))
+        unignored = self.sandboxes.environment(*env).record.seed_unignored if env else []
         try:
-            imported = await asyncio.to_thread(self.repo(inp.workflow_id).import_run, inp.name, inp.parent,
-                                               inp.message)
+            imported = await asyncio.to_thread(repo.import_run, inp.name, inp.parent, inp.message,
+                                               unignored=unignored)
         except SnapshotRefused as e:
             return CollectResult(commit=None, files=[], notes=[f"the work could not be imported: {e}"])
         return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50])

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from sandbox import diskquota
+from sandbox.environments.models import SEED_EXCLUDE
 from sandbox.environments.store import file_lock
 from sandbox.hostgit import check_object_id, git
 
@@ -56,9 +57,13 @@ def borrowing_scratch(dest: Path, objects_git: Path, shallow: Path | None) -> Pa
 
 
 def finish_scratch(scratch: Path) -> None:
+    """A hooks folder, bosun's identity, and the exclude file of the environment a sandbox may have (its seed's files
+    git does not ignore, sandbox/environments/models.py; a sandbox without one has no such file, which git
+    tolerates)."""
     (scratch / "hooks").mkdir(exist_ok=True)
     with open(scratch / "config", "a", encoding="utf-8") as f:
-        f.write("[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n")
+        f.write(f"[user]\n\tname = bosun agent\n\temail = agent@bosun.invalid\n"
+                f"[core]\n\texcludesFile = {SEED_EXCLUDE}\n")
 
 
 def stale_builds(folder: Path) -> list[Path]:

@@ -40,7 +40,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -482,17 +482,33 @@ class TaskRepo:
             raise UnexpectedEnvironment(f"git check-ignore failed: {proc.stderr.decode(errors='replace')[:300]}")
         return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
 
-    def import_run(self, name: str, parent: str, message: str, bounds: snapshot.Bounds = snapshot.Bounds()
-                   ) -> Imported:
+    def _ignoring(self, unignored: Collection[str]) -> snapshot.IgnoreCheck:
+        """git's ignore rules, and besides them the environment's seed entries git does not ignore (exact paths,
+        or ``dir/`` for everything below): the snapshot asks only about untracked paths, so no tracked file is
+        ever left out by them."""
+        entries = frozenset(unignored)
+        if not entries:
+            return self._ignored
+
+        def check(staging: Path, paths: list[str]) -> set[str]:
+            seeded = {p for p in paths if snapshot.covered(p, entries)}
+            rest = [p for p in paths if p not in seeded]
+            return seeded | (self._ignored(staging, rest) if rest else set())
+
+        return check
+
+    def import_run(self, name: str, parent: str, message: str, bounds: snapshot.Bounds = snapshot.Bounds(),
+                   unignored: Collection[str] = ()) -> Imported:
         """Commit what the run workspace ``NAME`` holds, read as data, on ``refs/bosun/runs/NAME`` (parent:
-        ``parent``). Returns the commit (None when nothing changed), the changed files and notes."""
+        ``parent``). Returns the commit (None when nothing changed), the changed files and notes. ``unignored``:
+        the environment's seed entries git does not ignore (``EnvRecord.seed_unignored``), left out as ignored."""
         check_object_id(parent)
         ws = self.run_dir(name)
         if not ws.is_dir():
             raise UnexpectedEnvironment(f"run workspace {ws} is gone; its work cannot be imported")
         tracked = self._tracked(parent)
         keep = {p for p, (mode, _) in tracked.items() if mode == "160000"}
-        snap = snapshot.scan(ws, set(tracked), self._ignored, bounds, keep=keep)
+        snap = snapshot.scan(ws, set(tracked), self._ignoring(unignored), bounds, keep=keep)
         left_out = {n.split(": ", 1)[0] for n in snap.notes}
         algo = hashlib.sha256 if len(parent) == 64 else hashlib.sha1
         root_fd = os.open(os.path.realpath(ws), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

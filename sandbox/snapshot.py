@@ -129,6 +129,15 @@ def read_entry(root_fd: int, entry: Entry, max_bytes: int) -> bytes:
 
 
 IgnoreCheck = Callable[[Path, list[str]], set[str]]
+
+
+def covered(path: str, entries: frozenset[str]) -> bool:
+    """Whether ``path`` (a file, or ``dir/`` as :func:`scan` asks) is one of ``entries`` or lies below one of its
+    ``dir/`` entries."""
+    if path in entries:
+        return True
+    parts = path.removesuffix("/").split("/")
+    return any("/".join(parts[:i]) + "/" in entries for i in range(1, len(parts)))
 """(staging work tree holding the .gitignore files, paths) -> the paths git ignores (dirs end with '/')."""
 
 

@@ -117,7 +117,8 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     record = prepared.record
     out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
-           "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings}
+           "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings,
+           "seed_unignored": record.seed_unignored}
     if args.json:
         print(json.dumps(out))
     else:
@@ -125,6 +126,10 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
         print(f"{record.env_id}: python {record.python}, {state}\n  test command: {record.test_command}\n"
               f"  docker: {record.backend_refs.get('docker')}\n  bwrap: {record.backend_refs.get('bwrap')}\n"
               f"  log: {out['log']}")
+        if record.seed_unignored:
+            shown = record.seed_unignored[:5] + (["..."] if len(record.seed_unignored) > 5 else [])
+            print(f"  left out of diffs: {len(record.seed_unignored)} path(s) the build made that .gitignore does "
+                  f"not name: {' '.join(shown)}")
         for warning in record.warnings:
             print(f"  warning: {warning}")
     return 0

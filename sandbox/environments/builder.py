@@ -14,8 +14,10 @@ under a header in ``build.log``:
    plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
    collect; what fails on this interpreter is moved to a later date (sandbox/environments/installer.py);
 3. ``setup``: the declared setup commands (and tox's ``pip install`` commands);
-4. ``seed``: the files the build left in the source tree that git ignores (compiled extensions, generated
-   version files) are kept as /opt/bosun-env/seed.tar, to be put into each workspace;
+4. ``seed``: the files the build left in the source tree (compiled extensions, generated version files) are kept
+   as /opt/bosun-env/seed.tar, to be put into each workspace. Those git does not ignore are listed
+   (``seed-unignored``, ``seed-exclude``: as files, or as the top directory the build made) so that diffs, in the
+   sandbox and on the host, leave them out as if the repository's .gitignore named them;
 5. ``image``: ``docker commit`` as ``bosun-env:<key>``; ``export``: /opt/bosun-env streamed out and unpacked
    by the rules of sandbox/environments/unpack.py for bwrap.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shlex
 import tarfile
 import threading
@@ -44,7 +47,7 @@ from sandbox.environments.bases import BUILD_UID, BaseInfo
 from sandbox.environments.imports import is_test_file, local_names
 from sandbox.environments.installer import TOOLS, UV, collect_sample, install, uv_config
 from sandbox.environments.interpreters import interpreter_env
-from sandbox.environments.models import ENV_ROOT, VENV, Detection, EnvSpec
+from sandbox.environments.models import ENV_ROOT, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
 from sandbox.environments.netconf import BuildNetwork
 from sandbox.environments.unpack import ExportRefused, unpack
 
@@ -56,9 +59,18 @@ LOG_TAIL_BYTES = 2 << 20
 OUTPUT_KEPT = 64 * 1024
 """Bytes of a step's output kept in memory (its end: where installers and pytest say what went wrong)."""
 LABEL = "bosun.env"
+UNIGNORED_LIMIT = 5000
+"""Most entries (files, or directories the build made) a seed keeps that git does not ignore; beyond, none."""
 SEED_SCRIPT = r"""
 import os, subprocess, sys
+LIMIT = @LIMIT@
 listed = set(open('/opt/bosun-tools/source-files', 'rb').read().decode('utf-8', 'surrogateescape').split('\0'))
+source_dirs = set()
+for path in listed:
+    d = os.path.dirname(path)
+    while d and d not in source_dirs:
+        source_dirs.add(d)
+        d = os.path.dirname(d)
 new = []
 for dirpath, dirs, files in os.walk('/workspace'):
     dirs[:] = [d for d in dirs if d != '.git']
@@ -75,22 +87,58 @@ out = subprocess.run(['git', '--git-dir=/tmp/seedgit/.git', '--work-tree=/worksp
                       '--stdin', '-z'], input='\0'.join(new).encode('utf-8', 'surrogateescape'),
                      stdout=subprocess.PIPE).stdout
 ignored = [p for p in out.decode('utf-8', 'surrogateescape').split('\0') if p]
-skipped = sorted(set(new) - set(ignored))
-if skipped:
-    print('seed: not kept (git does not ignore them, they would look like changes):', ' '.join(skipped[:20]),
-          '...' if len(skipped) > 20 else '')
-compiled = [p for p in skipped if p.endswith(('.so', '.pyd')) or '.so.' in os.path.basename(p)]
-if compiled:
-    print('seed: warning: %d compiled module(s) the build made do not go into workspaces, because git does not '
-          'ignore them (%s%s): code or tests importing them fail there; the repository\'s .gitignore should name '
-          'them (*.so)' % (len(compiled), ' '.join(compiled[:3]), ' ...' if len(compiled) > 3 else ''))
-if ignored:
+rest = sorted(set(new) - set(ignored))
+
+def entry_of(path):
+    # the file itself when its directory is the source's, else the top directory the build made ('build/')
+    parts = path.split('/')
+    for i in range(1, len(parts)):
+        top = '/'.join(parts[:i])
+        if top not in source_dirs:
+            return top + '/'
+    return path
+
+def expressible(entry):
+    try:
+        entry.encode('utf-8')
+    except UnicodeEncodeError:
+        return False
+    return '\n' not in entry and '\r' not in entry
+
+def pattern(entry):
+    body = ''.join('\\' + c if c in '*?[\\' else c for c in entry.rstrip('/'))
+    trailing = len(body) - len(body.rstrip(' '))
+    return '/' + body.rstrip(' ') + '\\ ' * trailing + ('/' if entry.endswith('/') else '')
+
+entries = {}
+for path in rest:
+    entries.setdefault(entry_of(path), []).append(path)
+kept = sorted(e for e in entries if expressible(e))
+too_many = len(kept) > LIMIT
+if too_many:
+    kept = []
+left = sorted(p for e in set(entries) - set(kept) for p in entries[e])
+if left:
+    why = 'more than %d of them' % LIMIT if too_many else 'names with a line break or not UTF-8'
+    print('seed: warning: %d file(s) the build made do not go into workspaces: git does not ignore them and bosun '
+          'cannot leave them out of diffs (%s): %s%s' % (len(left), why, ' '.join(repr(p) for p in left[:3]),
+                                                       ' ...' if len(left) > 3 else ''))
+if kept:
+    with open('/opt/bosun-env/seed-unignored', 'wb') as f:
+        f.write('\0'.join(kept).encode('utf-8'))
+    with open('/opt/bosun-env/seed-exclude', 'wb') as f:
+        f.write(('# bosun seed: files the environment build made that git does not ignore (diffs leave them out)\n'
+                 + ''.join(pattern(e) + '\n' for e in kept)).encode('utf-8'))
+    print('seed: %d file(s) git does not ignore are kept as if .gitignore named them: %s%s'
+          % (sum(len(entries[e]) for e in kept), ' '.join(kept[:5]), ' ...' if len(kept) > 5 else ''))
+seeded = ignored + [p for e in kept for p in entries[e]]
+if seeded:
     with open('/tmp/seed-list', 'wb') as f:
-        f.write('\0'.join(ignored).encode('utf-8', 'surrogateescape'))
+        f.write('\0'.join(seeded).encode('utf-8', 'surrogateescape'))
     subprocess.run(['tar', '-cf', '/opt/bosun-env/seed.tar', '-C', '/workspace', '--null', '-T', '/tmp/seed-list'],
                    check=True)
-    print('seed: kept %d file(s) the build made, e.g. %s' % (len(ignored), ' '.join(sorted(ignored)[:5])))
-"""
+    print('seed: kept %d file(s) the build made, e.g. %s' % (len(seeded), ' '.join(sorted(seeded)[:5])))
+""".replace("@LIMIT@", str(UNIGNORED_LIMIT))
 
 
 class CappedLog:
@@ -154,6 +202,7 @@ class Outcome:
     date_used: str | None
     attempts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unignored: list[str] = field(default_factory=list)
     image_mb: float = 0.0
     layer_mb: float = 0.0
 
@@ -347,13 +396,36 @@ class Builder:
         api.commit(cid, repository="bosun-env", tag=key, changes=changes,
                    message=f"bosun environment {key} for {det.repository}@{det.commit[:12]}")
         exported = self._export(run, tag, staging / "root")
+        unignored = self._unignored(run, tag, exported)
         image = api.inspect_image(tag)
         base_img = api.inspect_image(base.docker_tag)
         size = float(image.get("Size") or 0)
         return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history, warnings=warnings,
+                       unignored=unignored,
                        image_mb=round(size / 1e6, 1),
                        layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
 
+
+    def _unignored(self, run: _Run, tag: str, exported: Path) -> list[str]:
+        """The seed's files git does not ignore, as the seed script listed them in the export (read as data: the
+        build ran the repository's code); a list that is not valid fails the build at step ``seed``."""
+        try:
+            fd = os.open(exported / "seed-unignored", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            reason = f"its list of files git does not ignore cannot be read ({exc.strerror})"
+        else:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(SEED_UNIGNORED_MAX + 1)
+            try:
+                return parse_unignored(data)
+            except ValueError as exc:
+                reason = f"its list of files git does not ignore is not valid: {exc}"
+        with contextlib.suppress(Exception):
+            self.api.remove_image(tag, force=True)
+        run.note(reason)
+        raise run.failed("seed", reason)
 
     def _export(self, run: _Run, tag: str, exported: Path) -> Path:
         """``ENV_ROOT`` of the build container unpacked at ``exported`` by sandbox/environments/unpack.py's rules;

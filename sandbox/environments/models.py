@@ -15,8 +15,14 @@ ENV_ROOT = "/opt/bosun-env"
 VENV = f"{ENV_ROOT}/venv"
 """The environment's virtualenv inside a sandbox; its bin directory comes first on PATH."""
 SEED = f"{ENV_ROOT}/seed.tar"
-"""Files the build left in the source tree that git ignores (compiled extensions, generated version files): put
-into a workspace (never over an existing file) before its sandbox serves anything."""
+"""Files the build left in the source tree (compiled extensions, generated version files): put into a workspace
+(never over an existing file) before its sandbox serves anything."""
+SEED_EXCLUDE = f"{ENV_ROOT}/seed-exclude"
+"""Git exclude patterns for the seed's files that git does not ignore: every scratch ``.git`` the host makes names it
+as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leaves them out as the host's import does
+(``EnvRecord.seed_unignored``)."""
+SEED_UNIGNORED_MAX = 4 << 20
+"""Bytes of the seed's list of files git does not ignore read back from a build (5,000 entries fit many times)."""
 SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""
@@ -163,7 +169,31 @@ class EnvRecord(BaseModel):
     """The date the install was resolved as of (after any fallback)."""
     attempts: list[str] = []
     """Each install attempt and how it ended."""
+    seed_unignored: list[str] = []
+    """The seed's files that git does not ignore: a path, or a directory the build made (``build/``). Workspaces get
+    them, and the host's import of an agent's work leaves them out as if the repository's .gitignore named them (a
+    path tracked in the run's start commit is always imported). Written in the build container: validated by
+    ``parse_unignored`` when read."""
     warnings: list[str] = []
-    """What the build made that will not work as it did in the build (compiled modules git does not ignore, which
-    workspaces do not get): read before trusting what the environment's tests say."""
+    """What the build made that will not work as it did in the build (files git does not ignore that cannot be
+    left out of diffs, which workspaces therefore do not get): read before trusting what the environment's tests
+    say."""
     last_used: float = 0.0
+
+
+def parse_unignored(data: bytes) -> list[str]:
+    """The seed's entries git does not ignore, from the list the build container wrote (NUL-separated; untrusted):
+    each a relative path of non-empty components other than ``.`` and ``..``, with no line break, a trailing ``/``
+    for a directory. ValueError naming the first entry that is not, or when the list is too large."""
+    if len(data) > SEED_UNIGNORED_MAX:
+        raise ValueError(f"the list is larger than {SEED_UNIGNORED_MAX} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the list is not UTF-8 (byte {exc.start})") from None
+    entries = [e for e in text.split("\0") if e]
+    for entry in entries:
+        parts = entry.removesuffix("/").split("/")
+        if len(entry) > 4096 or "\n" in entry or "\r" in entry or any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"entry {entry[:200]!r} is not a relative path inside the source tree")
+    return sorted(set(entries))

@@ -7,7 +7,10 @@ read-only root, unprivileged uid...), only the system they see is the environmen
 
 Either way PATH starts with the virtualenv's bin, so ``python``, ``pytest`` and the project's tools are the
 environment's. When the build left files in the source tree (compiled extensions...), they are unpacked into the
-workspace inside the sandbox, as its user, never over a file that exists, before the sandbox is handed out.
+workspace inside the sandbox, as its user, never over a file that exists, before the sandbox is handed out. Those
+git does not ignore are named by the environment's ``seed-exclude``, which every scratch ``.git`` the host makes
+reads (``core.excludesFile``, sandbox/checkouts.py): the agent's git status leaves them out as the host's import
+does.
 """
 
 from __future__ import annotations

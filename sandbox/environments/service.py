@@ -263,6 +263,7 @@ class Environments:
             size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,
                      "bwrap": dir_size_mb(outcome.exported), "base": 0.0},
             exclude_newer_used=outcome.date_used, attempts=outcome.attempts, warnings=outcome.warnings,
+            seed_unignored=outcome.unignored,
             last_used=time.time())
         self.store.commit(staging, record)
         self.progress(f"environment {record.env_id} ready in {record.build_s:.0f} s (image {outcome.image_mb:.0f} MB,"

@@ -63,3 +63,51 @@ async def test_a_config_error_names_its_step(monkeypatch, key_error, step):
     assert ("larger than" if step == "build" else "apt package") in state.reason
     if step == "build":
         assert state.env_id == "env-" + "k" * 16
+
+
+async def test_collect_leaves_out_the_files_the_environment_put_there_that_git_does_not_ignore(tmp_path: Path):
+    """A build whose products git does not ignore (no ``*.so`` in .gitignore): workspaces get them, and the import of
+    an agent's work leaves them out, by the record's list, never a tracked file."""
+    from activities.models import CollectInput
+    from infra.settings import Settings
+    from sandbox.environments.models import EnvRecord, EnvSpec
+    from sandbox.environments.store import EnvStore
+    from sandbox.hostrepo import TaskRepo
+    from sandbox.manager import SandboxManager
+    from tests.conftest import make_example_repo
+
+    key = "d" * 20
+    store = EnvStore(tmp_path / "envs")
+    store.ensure_dirs()
+    (tmp_path / "rootfs" / "usr").mkdir(parents=True)
+    (tmp_path / "envroot").mkdir()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    store.commit(staging, EnvRecord(
+        env_id=f"env-{key}", key=key, python="3.13.5", base="b", spec=EnvSpec(python="3.13"),
+        test_command="pytest", rootfs=str(tmp_path / "rootfs"), backend_refs={"bwrap": str(tmp_path / "envroot")},
+        seed=True, seed_unignored=["build/", "calc/_speedups.so", "calc/stats.py", "weird [x]*.txt "]))
+    settings = Settings(data_dir=tmp_path / "data", env_cache=tmp_path / "envs")
+    acts = workspace.WorkspaceActivities(settings, store=None,  # type: ignore[arg-type]  # (unused here)
+                                         sandboxes=SandboxManager("bwrap", "unused"))
+    repo = TaskRepo(settings.workspaces_dir, "wf")
+    base = repo.prepare(str(make_example_repo(tmp_path / "src")), "HEAD")
+
+    def agent_run(name: str) -> None:
+        ws = repo.materialize(name, base)
+        (ws / "build" / "lib" / "calc").mkdir(parents=True)  # what the environment's seed put there...
+        (ws / "build" / "lib" / "calc" / "stats.py").write_text("copy\n")
+        (ws / "calc" / "_speedups.so").write_bytes(b"\x7fELF")
+        (ws / "weird [x]*.txt ").write_text("generated\n")
+        (ws / "calc" / "stats.py").write_text("changed by the agent\n")  # ...and the agent's work
+        (ws / "calc" / "_speedups.py").write_text("new\n")
+
+    repo.set_environment(f"env-{key}", tmp_path / "envs")
+    agent_run("a")
+    got = await acts.collect_agent_work(CollectInput(workflow_id="wf", name="a", parent=base, message="m"))
+    assert got.files == ["calc/_speedups.py", "calc/stats.py"]  # a listed path that is tracked is imported
+    repo.set_environment(None, None)  # the same work in a task without the environment: all of it is work
+    agent_run("b")
+    got = await acts.collect_agent_work(CollectInput(workflow_id="wf", name="b", parent=base, message="m"))
+    assert got.files == ["build/lib/calc/stats.py", "calc/_speedups.py", "calc/_speedups.so", "calc/stats.py",
+                         "weird [x]*.txt "]

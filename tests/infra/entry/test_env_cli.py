@@ -13,7 +13,8 @@ from tests.conftest import bosun
 from tests.sandbox.conftest import chown_tree
 from tests.sandbox.envfixtures import TINY, make_repo
 
-BUILD_KEYS = {"env_id", "python", "cached", "build_s", "test_command", "backend_refs", "log", "warnings"}
+BUILD_KEYS = {"env_id", "python", "cached", "build_s", "test_command", "backend_refs", "log", "warnings",
+              "seed_unignored"}
 
 
 def test_show_explains_without_building(tmp_path: Path):
@@ -29,15 +30,22 @@ def test_show_explains_without_building(tmp_path: Path):
 @pytest.mark.docker
 def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     repo = make_repo(tmp_path / "tiny", TINY)
+    shown = json.loads(bosun("env", "show", "--repo", str(repo), "--json").stdout)
+    if shown["built"]:  # (built here before: what a build prints is checked below; 5 s)
+        assert bosun("env", "rm", shown["env_id"]).returncode == 0
     first = bosun("env", "build", "--repo", str(repo), "--json", timeout=1800)
     assert first.returncode == 0, first.stderr
     built = json.loads(first.stdout)
     assert set(built) == BUILD_KEYS and set(built["backend_refs"]) == {"docker", "bwrap"}
     assert built["python"].startswith("3.13") and built["test_command"] == "python -m pytest"
     assert Path(built["log"]).is_file() and built["warnings"] == []
+    # setuptools' egg-info, which TINY's .gitignore does not name: into workspaces, out of diffs
+    assert built["seed_unignored"] == ["tinypkg.egg-info/"]
     second = bosun("env", "build", "--repo", str(repo), "--ref", "main", "--json")
     again = json.loads(second.stdout)
     assert again["cached"] is True and again["env_id"] == built["env_id"] and again["build_s"] < 1.0
+    text = bosun("env", "build", "--repo", str(repo)).stdout
+    assert "left out of diffs: 1 path(s) the build made that .gitignore does not name: tinypkg.egg-info/" in text
     ws = tmp_path / "ws"
     subprocess.run(["git", "clone", "-q", str(repo), str(ws)], check=True)
     chown_tree(ws, 1000, 1000)

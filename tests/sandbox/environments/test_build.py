@@ -14,6 +14,7 @@ from sandbox.environments.dockerping import image_exists
 from sandbox.environments.models import env_id_for
 from sandbox.environments.runtime import provider_for
 from sandbox.environments.store import key_of
+from sandbox.hostrepo import TaskRepo
 
 from ..conftest import TEST_LIMITS, chown_tree
 from ..envfixtures import TINY, make_repo
@@ -50,7 +51,9 @@ async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_bac
     ws = checkout(tiny_repo, tmp_path / "ws")
     for backend in ("docker", "bwrap"):
         provider = provider_for(record, backend, limits=TEST_LIMITS)
-        assert not provider.writes_on_start  # no build files: a sandbox may start while its checkout runs
+        # setuptools' egg-info, which the repository's .gitignore does not name: it goes into workspaces (at
+        # start: the checkout must be complete before) and stays out of diffs
+        assert provider.writes_on_start and record.seed_unignored == ["tinypkg.egg-info/"]
         box = await provider.acquire(ws)
         try:
             assert box.environment is not None and box.environment.env_id == record.env_id
@@ -85,34 +88,72 @@ def test_a_failing_setup_names_the_step_and_caches_nothing(envs, tmp_path):
     assert not (envs.store.root / "uv" / key).exists()  # the repository's failure: not built again
 
 
+DECLARED = r"""prepare = ["echo made-before-the-install > prepared.txt"]
+setup = [
+  # the build runs a program it put in /tmp (a compiler's probe does: scikit-learn's OpenMP check)
+  "cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt",
+  "echo 'echo probe-ran' > /tmp/probe.sh && chmod +x /tmp/probe.sh && /tmp/probe.sh >> generated.txt",
+  # build products the repository's .gitignore does not name: workspaces get them, diffs leave them out
+  "echo not-elf > tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so",
+  "mkdir -p build/lib/tinypkg && echo copy > build/lib/tinypkg/__init__.py && echo gen > 'weird [x]*?.txt '",
+  # ...except a name no exclude pattern can hold: left out, and the record says so
+  "echo no-pattern > \"$(printf 'line\\nbreak.so')\"",
+]
+test_command = "python -m pytest -q tests/test_tiny.py"
+[env]
+TINY_MODE = "declared"
+"""
+
+
 async def test_a_declared_environment_with_setup_seed_and_variables(envs, tmp_path, request):
-    files = {**TINY, ".bosun/environment.toml": (
-        'prepare = ["echo made-before-the-install > prepared.txt"]\n'
-        # the build runs a program it put in /tmp (a compiler's probe does: scikit-learn's OpenMP check)
-        'setup = ["cat prepared.txt > generated.txt; echo made-by-the-build >> generated.txt; '
-        'echo \'echo probe-ran\' > /tmp/probe.sh && chmod +x /tmp/probe.sh && /tmp/probe.sh >> generated.txt; '
-        # a compiled module the repository's .gitignore does not name: workspaces do not get it, the record says so
-        'echo not-elf > tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so"]\n'
-        'test_command = "python -m pytest -q tests/test_tiny.py"\n[env]\nTINY_MODE = "declared"\n')}
-    repo = make_repo(tmp_path / "declared", files)
+    repo = make_repo(tmp_path / "declared", {**TINY, ".bosun/environment.toml": DECLARED})
     record = envs.ensure(*envs.detect_repo(str(repo))).record
     request.addfinalizer(lambda: envs.remove(record.env_id))  # built by every run: the build's rules are tested
     assert record.spec.origin == "declared" and record.seed
-    assert len(record.warnings) == 1 and "1 compiled module(s)" in record.warnings[0] and \
-        "tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so" in record.warnings[0], record.warnings
-    ws = checkout(repo, tmp_path / "ws")
+    # (setuptools' egg-info too: the repository's .gitignore names only generated.txt)
+    assert record.seed_unignored == ["build/", "prepared.txt", "tinypkg.egg-info/",
+                                     "tinypkg/_speedups.cpython-39-x86_64-linux-gnu.so", "weird [x]*?.txt "]
+    assert len(record.warnings) == 1 and "1 file(s)" in record.warnings[0] and \
+        "'line\\nbreak.so'" in record.warnings[0], record.warnings
+    task = TaskRepo(tmp_path / "workspaces", "declared")  # a run workspace as bosun makes it (its scratch .git)
+    base = task.prepare(str(repo), "HEAD")
+    ws = task.materialize("run", base, owner=(1000, 1000))
     (ws / "tests" / "keep.txt").write_text("mine")
     for backend in ("docker", "bwrap"):
         provider = provider_for(record, backend, limits=TEST_LIMITS)
         assert provider.writes_on_start  # the build's files go in at start: the checkout must be complete before
-        box = await provider.acquire(ws)
+        box = await provider.acquire(ws, objects=TaskRepo.objects_for(ws))
         try:
-            res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE; ls tinypkg/*.so"], timeout_s=30)
-            assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "probe-ran", "declared"], \
-                (backend, res)
+            res = await box.exec(["sh", "-c", "cat generated.txt; echo $TINY_MODE; cat tinypkg/*.so "
+                                  "build/lib/tinypkg/__init__.py 'weird [x]*?.txt '; ls | grep -c break"],
+                                 timeout_s=30)
+            assert res.stdout.split() == ["made-before-the-install", "made-by-the-build", "probe-ran", "declared",
+                                          "not-elf", "copy", "gen", "0"], (backend, res)
+            # git in the sandbox leaves the build's files out as the host's import does; the agent's own shows
+            res = await box.exec(["git", "status", "--porcelain", "--untracked-files=all"], timeout_s=30)
+            assert res.stdout.splitlines() == ["?? tests/keep.txt"], (backend, res)
         finally:
             await box.close()
     assert (ws / "tests" / "keep.txt").read_text() == "mine"
+    # the host's import of the same workspace, by the record's list, leaves out the same files
+    imported = task.import_run("run", base, "m", unignored=record.seed_unignored)
+    assert imported.files == ["tests/keep.txt"], imported
+
+
+def test_a_build_whose_list_of_files_git_does_not_ignore_is_not_valid_fails_at_seed(envs, tmp_path):
+    """The list is written in the build container, where the repository's code ran: read as data."""
+    setup = 'setup = ["printf \'../../etc/passwd\' > /opt/bosun-env/seed-unignored"]\n'
+    # (the build makes nothing git does not ignore, so the seed writes no list of its own over the planted one)
+    repo = make_repo(tmp_path / "hostile", {**TINY, ".bosun/environment.toml": setup,
+                                            ".gitignore": "generated.txt\n*.egg-info/\n"})
+    det, tree = envs.detect_repo(str(repo))
+    key = envs.key(det)
+    if envs.store.record(key) is not None:  # (built by a run before the rule)
+        envs.remove(env_id_for(key))
+    with pytest.raises(BuildFailed) as err:
+        envs.ensure(det, tree)
+    assert err.value.step == "seed" and "'../../etc/passwd' is not a relative path" in str(err.value)
+    assert envs.store.record(key) is None and image_exists(f"bosun-env:{key}") is False
 
 
 @pytest.mark.slow
