@@ -43,7 +43,7 @@ from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments, ensure_timeout_s
 from sandbox.environments.store import key_of
-from sandbox.hostrepo import TaskRepo
+from sandbox.hostrepo import Imported, TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
 
@@ -215,11 +215,14 @@ class WorkspaceActivities:
         there; sandbox/snapshot.py). The files the task's environment put there that git does not ignore are left
         out (the record its sandboxes were made from lists them)."""
         repo = self.repo(inp.workflow_id)
-        env = TaskRepo.environment_for(repo.run_dir(inp.name))
-        unignored = self.sandboxes.environment(*env).record.seed_unignored if env else []
+
+        def work() -> Imported:
+            env = TaskRepo.environment_for(repo.run_dir(inp.name))
+            unignored = self.sandboxes.environment(*env).record.seed_unignored if env else []
+            return repo.import_run(inp.name, inp.parent, inp.message, unignored=unignored)
+
         try:
-            imported = await asyncio.to_thread(repo.import_run, inp.name, inp.parent, inp.message,
-                                               unignored=unignored)
+            imported = await asyncio.to_thread(work)
         except SnapshotRefused as e:
             return CollectResult(commit=None, files=[], notes=[f"the work could not be imported: {e}"])
         return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50])
