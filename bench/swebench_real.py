@@ -463,12 +463,17 @@ def main() -> int:
     ap.add_argument("--pair", action="append", default=[], help="with --rebuild: only these projects")
     ap.add_argument("--max-parallel", type=int, default=2)
     ap.add_argument("--no-eval", action="store_true", help="only build the instances")
+    ap.add_argument("--only", action="append", default=[],
+                    help="evaluate only the instances whose id starts with this (e.g. pallets__jinja); repeatable")
     args = ap.parse_args()
     before = docker_leftovers()
     with Stack() as stack:
         if args.rebuild or not INSTANCES.exists():
             build_instances(stack, {p.lower() for p in args.pair}, args.max_parallel)
         rows = [json.loads(line) for line in INSTANCES.read_text().splitlines() if line.strip()]
+        rows = [r for r in rows if not args.only or r["instance_id"].startswith(tuple(args.only))]
+        if not rows:
+            ap.error(f"no instance's id starts with {' or '.join(args.only)}")
         if args.no_eval:
             print(json.dumps({"instances": [r["instance_id"] for r in rows]}, indent=2))
             return 0
