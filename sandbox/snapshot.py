@@ -129,6 +129,7 @@ def read_entry(root_fd: int, entry: Entry, max_bytes: int) -> bytes:
 
 
 IgnoreCheck = Callable[[Path, list[str]], set[str]]
+"""(staging work tree holding the .gitignore files, paths) -> the paths git ignores (dirs end with '/')."""
 
 
 def covered(path: str, entries: frozenset[str]) -> bool:
@@ -138,7 +139,6 @@ def covered(path: str, entries: frozenset[str]) -> bool:
         return True
     parts = path.removesuffix("/").split("/")
     return any("/".join(parts[:i]) + "/" in entries for i in range(1, len(parts)))
-"""(staging work tree holding the .gitignore files, paths) -> the paths git ignores (dirs end with '/')."""
 
 
 def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = Bounds(),
