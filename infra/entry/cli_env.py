@@ -4,15 +4,16 @@
     bosun env show  --repo PATH [--ref REF] [--json]     what detection finds and why (nothing is built)
     bosun env list  [--json]                             the environments on this host
     bosun env rm    ENV_ID [ENV_ID...]                   remove environments (directory and image)
-    bosun env prune [--max-gb G] [--min-free-gb F] [--older-than-days D] [--bases] [--dry-run] [--json]
+    bosun env prune [--max-gb G] [--min-free-gb F] [--older-than-days D] [--outdated] [--bases] [--dry-run] [--json]
     bosun env bases [--build VERSION_OR_SUITE...] [--json]   the base root filesystems (build them ahead)
 
-``build --json`` prints exactly one object ``{"env_id", "python", "cached", "build_s", "test_command",
-"backend_refs", "log", "warnings"}`` (warnings: what the build made that workspaces will not get); progress goes
-to stderr. Exit codes: 0 ready; 1 the build failed (the repository's setup: a one-line reason naming the step and
-the log, after the log's tail); 2 bad input (no such repository or
-ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this host cannot build
-(no Docker engine, not root for debootstrap).
+``build --json`` prints exactly one object ``{"env_id", "python", "cached", "outdated", "build_s", "test_command",
+"backend_refs", "log", "warnings", "seed_unignored"}`` (outdated: cached, built by older rules; warnings: what the
+build made that workspaces will not get; seed_unignored: the build's files .gitignore does not name, which
+workspaces get and diffs leave out); progress goes to stderr. Exit codes: 0 ready; 1 the build failed (the
+repository's setup: a one-line reason naming the step and the log, after the log's tail); 2 bad input (no such
+repository or ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this
+host cannot build (no Docker engine, not root for debootstrap).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.interpreters import AVAILABLE, SUITES, interpreter
-from sandbox.environments.models import env_id_for
+from sandbox.environments.models import BUILD_RULES, env_id_for
 from sandbox.environments.service import Environments
 
 EXIT_FAILED = 1
@@ -58,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--min-free-gb", type=float, default=None, help="remove the least recently used while the "
                     "cache's file system has less free (default BOSUN_ENV_MIN_FREE_GB)")
     pr.add_argument("--older-than-days", type=float, default=None, help="also remove environments unused this long")
+    pr.add_argument("--outdated", action="store_true", help="also remove environments built by older rules "
+                    "(`bosun env list` marks them; their next use builds them again)")
     pr.add_argument("--bases", action="store_true", help="also remove bases no environment uses")
     pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
     pr.add_argument("--json", action="store_true")
@@ -115,7 +118,11 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     det, tree = envs.detect_repo(args.repo, args.ref)
     prepared = envs.ensure(det, tree)
     record = prepared.record
-    out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached,
+    outdated = record.rules < BUILD_RULES
+    if outdated:
+        _progress(f"{record.env_id} was built by older rules than this bosun's; it works as built. `bosun env rm "
+                  f"{record.env_id}` and build again for the current ones")
+    out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached, "outdated": outdated,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
            "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings,
            "seed_unignored": record.seed_unignored}
@@ -170,6 +177,7 @@ def _row(record: Any, envs: Environments) -> dict[str, Any]:
     return {"env_id": record.env_id, "python": record.python, "repository": record.repository,
             "commit": record.commit, "test_command": record.test_command, "built_at": record.built_at,
             "build_s": record.build_s, "size_mb": record.size_mb, "backend_refs": record.backend_refs,
+            "outdated": record.rules < BUILD_RULES,
             "last_used": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(envs.store.last_used(record.key)))}
 
 
@@ -183,7 +191,10 @@ def list_(envs: Environments, args: argparse.Namespace) -> int:
     for r in rows:
         size = r["size_mb"].get("docker_layer", 0) + r["size_mb"].get("bwrap", 0)
         print(f"{r['env_id']}  python {r['python']:8} {size:7.0f} MB  used {r['last_used']}  "
-              f"{r['repository']}@{r['commit'][:12]}")
+              f"{r['repository']}@{r['commit'][:12]}" + ("  (outdated: built by older rules)" if r["outdated"] else ""))
+    if any(r["outdated"] for r in rows):
+        print("outdated environments keep working as built; `bosun env prune --outdated` (or `bosun env rm ID`) "
+              "removes them, and their next use builds them by the current rules")
     return 0
 
 
@@ -202,7 +213,7 @@ def prune(envs: Environments, args: argparse.Namespace) -> int:
     for flag, value in (("--max-gb", max_gb), ("--min-free-gb", min_free), ("--older-than-days", args.older_than_days)):
         check_non_negative(flag, value)
     out = envs.prune(max_gb=max_gb, older_than_days=args.older_than_days, bases=args.bases, dry_run=args.dry_run,
-                     min_free_gb=min_free)
+                     min_free_gb=min_free, outdated=args.outdated)
     if args.json:
         print(json.dumps(out))
     else:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shlex
 import tarfile
@@ -49,6 +50,7 @@ from sandbox.environments.installer import TOOLS, UV, collect_sample, install, u
 from sandbox.environments.interpreters import interpreter_env
 from sandbox.environments.models import ENV_ROOT, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
 from sandbox.environments.netconf import BuildNetwork
+from sandbox.environments.store import CACHE_LABEL
 from sandbox.environments.unpack import ExportRefused, unpack
 
 LOG_TAIL = 25
@@ -263,8 +265,10 @@ class Builder:
     copied into the build; ``progress``: one line per event, for people (stderr, heartbeat details)."""
 
     def __init__(self, api: Any, *, uv: Path, network: BuildNetwork, timeout_s: float, memory_mb: int,
-                 cpus: float = 0.0, progress: Callable[[str], None] = lambda _m: None) -> None:
+                 cpus: float = 0.0, progress: Callable[[str], None] = lambda _m: None, cache: str = "") -> None:
         self.api = api
+        self.cache = cache
+        """The cache the environment goes into (its image's ``CACHE_LABEL``)."""
         self.uv = uv
         self.network = network
         self.timeout_s = timeout_s
@@ -391,7 +395,8 @@ class Builder:
                    'CMD ["sleep", "infinity"]', f"LABEL {LABEL}={key}", f"LABEL bosun.base={base.name}",
                    # the build container's sandbox labels must not pass to the image: every container of it
                    # would look like an orphan of the (finished) build to the reaper
-                   f"LABEL {SANDBOX_LABEL}=image {LABEL_OWNER}=none bosun.env.build=done"]
+                   f"LABEL {SANDBOX_LABEL}=image {LABEL_OWNER}=none bosun.env.build=done",
+                   f"LABEL {CACHE_LABEL}={json.dumps(self.cache)}"]
         changes += [f"ENV {k}={shlex.quote(v)}" for k, v in spec.env.items()]
         api.commit(cid, repository="bosun-env", tag=key, changes=changes,
                    message=f"bosun environment {key} for {det.repository}@{det.commit[:12]}")

@@ -23,6 +23,11 @@ as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leav
 (``EnvRecord.seed_unignored``)."""
 SEED_UNIGNORED_MAX = 4 << 20
 """Bytes of the seed's list of files git does not ignore read back from a build (5,000 entries fit many times)."""
+BUILD_RULES = 1
+"""The version of the build's rules that change what an environment holds without changing its cache key (the
+installer's choices, what the seed keeps). Each record keeps the version it was built by; ``bosun env list`` marks
+an older one ``outdated`` and ``bosun env prune --outdated`` removes it (its next use builds it again). 0: built
+before versions were kept. 1: the seed keeps the build's files that git does not ignore (``seed_unignored``)."""
 SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""
@@ -169,6 +174,8 @@ class EnvRecord(BaseModel):
     """The date the install was resolved as of (after any fallback)."""
     attempts: list[str] = []
     """Each install attempt and how it ended."""
+    rules: int = 0
+    """The build rules' version it was built by (``BUILD_RULES``)."""
     seed_unignored: list[str] = []
     """The seed's files that git does not ignore: a path, or a directory the build made (``build/``). Workspaces get
     them, and the host's import of an agent's work leaves them out as if the repository's .gitignore named them (a

@@ -25,10 +25,11 @@ from sandbox.environments.builder import Builder, BuildFailed
 from sandbox.environments.declared import Declared, load_overrides, override_for
 from sandbox.environments.detect import detect
 from sandbox.environments.dockerping import image_exists
-from sandbox.environments.models import Detection, EnvRecord, env_id_for
+from sandbox.environments.models import BUILD_RULES, Detection, EnvRecord, env_id_for
 from sandbox.environments.netconf import build_network
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.store import (
+    CACHE_LABEL,
     IMAGE_REPO,
     KEEP_RECENT_S,
     EnvStore,
@@ -230,7 +231,8 @@ class Environments:
                       f"(python {base.python})")
         staging = self.store.staging(key)
         builder = Builder(api, uv=uv, network=build_network(), timeout_s=self.settings.env_build_timeout_s,
-                          memory_mb=self.settings.env_build_memory_mb, progress=self.progress)
+                          memory_mb=self.settings.env_build_memory_mb, progress=self.progress,
+                          cache=str(self.cache.resolve()))
         try:
             try:
                 source = tree.archive(staging / "source.tar")
@@ -263,7 +265,7 @@ class Environments:
             size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,
                      "bwrap": dir_size_mb(outcome.exported), "base": 0.0},
             exclude_newer_used=outcome.date_used, attempts=outcome.attempts, warnings=outcome.warnings,
-            seed_unignored=outcome.unignored,
+            seed_unignored=outcome.unignored, rules=BUILD_RULES,
             last_used=time.time())
         self.store.commit(staging, record)
         self.progress(f"environment {record.env_id} ready in {record.build_s:.0f} s (image {outcome.image_mb:.0f} MB,"
@@ -287,12 +289,14 @@ class Environments:
         return record
 
     def prune(self, *, max_gb: float | None = None, older_than_days: float | None = None, bases: bool = False,
-              keep: list[str] | None = None, dry_run: bool = False, min_free_gb: float = 0.0) -> dict[str, Any]:
+              keep: list[str] | None = None, dry_run: bool = False, min_free_gb: float = 0.0,
+              outdated: bool = False) -> dict[str, Any]:
         """Remove what is not needed: builds that died half-way, installer caches no build is using (a failed
         build's after an hour), old failure logs, images without a record, then environments not used for
-        ``older_than_days``, the least recently used beyond ``max_gb``, and the least recently used while the
-        cache's file system has less than ``min_free_gb`` free (0: no floor) -- never one used within the last
-        hour, nor ``keep``; ``bases``: bases no environment uses. Returns what went."""
+        ``older_than_days``, built by older rules (``outdated``: ``BUILD_RULES``), the least recently used beyond
+        ``max_gb``, and the least recently used while the cache's file system has less than ``min_free_gb`` free
+        (0: no floor) -- never one used within the last hour, nor ``keep``; ``bases``: bases no environment uses.
+        Returns what went."""
         out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "uv_caches": [],
                                "detections": 0, "freed_mb": 0.0}
         for path in self.store.stale_staging():
@@ -323,9 +327,14 @@ class Environments:
         with contextlib.suppress(UnexpectedEnvironment):
             api = self.api
         if api is not None:
+            mine = str(self.cache.resolve())
+            default = self.cache.resolve() == default_cache().resolve()
             for image in api.images(name=IMAGE_REPO):
                 if now - float(image.get("Created") or now) < KEEP_RECENT_S:
                     continue  # a build between its commit and its record (another process's) is not an orphan
+                owner = (image.get("Labels") or {}).get(CACHE_LABEL)
+                if owner != mine and not (owner is None and default):
+                    continue  # another cache's (docker's images are the host's, the records are this cache's)
                 for tag in image.get("RepoTags") or []:
                     if tag not in known:
                         out["images"].append(tag)
@@ -343,7 +352,8 @@ class Environments:
         for used, record in usage:
             short = min_free_gb > 0 and free < min_free_gb * 1000
             if record.key in keep_keys or not prunable(used, total, now=now, older_than_days=older_than_days,
-                                                       max_gb=max_gb, short_of_space=short):
+                                                       max_gb=max_gb, short_of_space=short,
+                                                       outdated=outdated and record.rules < BUILD_RULES):
                 continue
             out["environments"].append(record.env_id)
             out["freed_mb"] += size[record.key]

@@ -31,6 +31,9 @@ from sandbox.environments.models import EnvRecord
 
 ENV_ID = re.compile(r"^env-([0-9a-f]{20})$")
 IMAGE_REPO = "bosun-env"
+CACHE_LABEL = "bosun.env.cache"
+"""The label naming the cache (its resolved path) an environment's image belongs to: a prune removes only its own
+cache's orphan images (and, from the default cache, those built before images carried the label)."""
 
 
 def default_cache() -> Path:
@@ -191,15 +194,15 @@ pruned."""
 
 
 def prunable(used: float, total_mb: float, *, now: float, older_than_days: float | None,
-             max_gb: float | None, short_of_space: bool = False) -> bool:
+             max_gb: float | None, short_of_space: bool = False, outdated: bool = False) -> bool:
     """Whether a prune removes a cached thing last used at ``used``: not used for ``older_than_days``, the cache
-    (``total_mb`` so far) over ``max_gb`` (0 or None: no size bound), or its file system ``short_of_space``; never
-    one used within ``KEEP_RECENT_S``."""
+    (``total_mb`` so far) over ``max_gb`` (0 or None: no size bound), its file system ``short_of_space``, or it is
+    ``outdated`` (and outdated ones are to go); never one used within ``KEEP_RECENT_S``."""
     if now - used < KEEP_RECENT_S:
         return False
     too_old = older_than_days is not None and now - used > older_than_days * 86400
     too_big = max_gb is not None and max_gb > 0 and total_mb > max_gb * 1000
-    return too_old or too_big or short_of_space
+    return too_old or too_big or short_of_space or outdated
 
 
 def free_mb(path: Path) -> float:

@@ -3,8 +3,12 @@ exit codes), and bad input refused with a clear, specific error that changes not
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import secrets
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -13,8 +17,8 @@ from tests.conftest import bosun
 from tests.sandbox.conftest import chown_tree
 from tests.sandbox.envfixtures import TINY, make_repo
 
-BUILD_KEYS = {"env_id", "python", "cached", "build_s", "test_command", "backend_refs", "log", "warnings",
-              "seed_unignored"}
+BUILD_KEYS = {"env_id", "python", "cached", "outdated", "build_s", "test_command", "backend_refs", "log",
+              "warnings", "seed_unignored"}
 
 
 def test_show_explains_without_building(tmp_path: Path):
@@ -38,7 +42,7 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     built = json.loads(first.stdout)
     assert set(built) == BUILD_KEYS and set(built["backend_refs"]) == {"docker", "bwrap"}
     assert built["python"].startswith("3.13") and built["test_command"] == "python -m pytest"
-    assert Path(built["log"]).is_file() and built["warnings"] == []
+    assert Path(built["log"]).is_file() and built["warnings"] == [] and built["outdated"] is False
     # setuptools' egg-info, which TINY's .gitignore does not name: into workspaces, out of diffs
     assert built["seed_unignored"] == ["tinypkg.egg-info/"]
     second = bosun("env", "build", "--repo", str(repo), "--ref", "main", "--json")
@@ -56,8 +60,8 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
         res = json.loads(proc.stdout)
         assert set(res) == {"exit_code", "stdout", "stderr", "timed_out", "duration_s"}
         assert res["exit_code"] == 0 and "2 passed" in res["stdout"], res
-    listed = json.loads(bosun("env", "list", "--json").stdout)
-    assert built["env_id"] in [row["env_id"] for row in listed]
+    listed = {row["env_id"]: row for row in json.loads(bosun("env", "list", "--json").stdout)}
+    assert listed[built["env_id"]]["outdated"] is False
 
 
 def test_bad_input_is_refused_clearly(tmp_path: Path):
@@ -100,3 +104,61 @@ def test_bad_overrides_setting_is_refused(tmp_path: Path):
     proc = bosun("env", "show", "--repo", str(repo), env=overrides)
     assert proc.returncode == 0 and "python                 3.9" in proc.stdout and "override" in proc.stdout
 
+
+
+def test_list_and_prune_say_which_environments_older_rules_built(tmp_path: Path):
+    from sandbox.environments.models import EnvRecord, EnvSpec
+    from sandbox.environments.store import EnvStore
+
+    store, key = EnvStore(tmp_path / "cache"), "e" * 20
+    store.ensure_dirs()
+    store.commit(store.staging(key), EnvRecord(env_id=f"env-{key}", key=key, python="3.11.2", base="b",
+                                               spec=EnvSpec(python="3.11"), test_command="pytest"))  # rules: 0
+    env = {"BOSUN_ENV_CACHE": str(tmp_path / "cache")}
+    listed = bosun("env", "list", env=env)
+    assert listed.returncode == 0 and f"env-{key}" in listed.stdout and "(outdated: built by older rules)" in \
+        listed.stdout and "`bosun env prune --outdated`" in listed.stdout, listed.stdout
+    assert json.loads(bosun("env", "list", "--json", env=env).stdout)[0]["outdated"] is True
+    # used within the hour (just built): kept, as every prune keeps one
+    pruned = json.loads(bosun("env", "prune", "--outdated", "--json", env=env).stdout)
+    assert pruned["environments"] == [] and store.record(key) is not None
+
+
+def _old_image(tag: str, labels: dict[str, str]) -> None:
+    """An image made in 2020 (older than any prune's grace), empty, with ``labels``: ``docker load`` of a tar in
+    docker's save format."""
+    layer = b"\0" * 1024  # an empty tar archive
+    config = json.dumps({"created": "2020-01-01T00:00:00Z", "architecture": "amd64", "os": "linux",
+                         "config": {"Labels": labels},
+                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}
+                         }).encode()
+    name = hashlib.sha256(config).hexdigest() + ".json"
+    manifest = json.dumps([{"Config": name, "RepoTags": [tag], "Layers": ["layer.tar"]}]).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for member, data in ((name, config), ("layer.tar", layer), ("manifest.json", manifest)):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    subprocess.run(["docker", "load"], input=buf.getvalue(), check=True, capture_output=True)
+
+
+@pytest.mark.docker
+def test_prune_removes_only_its_own_caches_orphan_images(tmp_path: Path):
+    """Docker's images are the host's, a cache's records are its own: a prune of one cache (a test's, a second
+    installation's) must not take another's images for orphans."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    mine, others, unlabelled = (f"bosun-env:{secrets.token_hex(10)}" for _ in range(3))
+    _old_image(mine, {"bosun.env.cache": str(cache.resolve())})
+    _old_image(others, {"bosun.env.cache": "/var/cache/bosun/environments"})
+    _old_image(unlabelled, {})  # built before images named their cache: only the default cache removes those
+    try:
+        pruned = bosun("env", "prune", "--json", env={"BOSUN_ENV_CACHE": str(cache)})
+        assert pruned.returncode == 0, pruned.stderr
+        assert json.loads(pruned.stdout)["images"] == [mine]
+        present = [subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode == 0
+                   for t in (mine, others, unlabelled)]
+        assert present == [False, True, True]
+    finally:
+        subprocess.run(["docker", "rmi", mine, others, unlabelled], capture_output=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -41,6 +42,7 @@ async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_bac
     labels = subprocess.run(["docker", "image", "inspect", record.backend_refs["docker"], "--format",
                              "{{json .Config.Labels}}"], capture_output=True, text=True, check=True).stdout
     assert '"bosun.sandbox":"1"' not in labels  # else the reaper would take its containers for orphans
+    assert json.loads(labels)["bosun.env.cache"] == str(envs.cache.resolve())  # whose image it is (a prune's)
     volumes = subprocess.run(["docker", "image", "inspect", record.backend_refs["docker"], "--format",
                               "{{json .Config.Volumes}}"], capture_output=True, text=True, check=True).stdout
     assert volumes.strip() == "null"  # else docker makes a volume for each of its sandboxes

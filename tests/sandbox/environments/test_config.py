@@ -17,10 +17,10 @@ from infra.errors import ConfigError
 from infra.settings import Settings
 from sandbox.base import EnvironmentInfo
 from sandbox.environments.declared import load_overrides, override_for
-from sandbox.environments.models import EnvRecord, EnvSpec
+from sandbox.environments.models import BUILD_RULES, EnvRecord, EnvSpec
 from sandbox.environments.netconf import CA_IN_BUILD, build_network
 from sandbox.environments.service import Environments
-from sandbox.environments.store import EnvStore, free_mb, key_of
+from sandbox.environments.store import CACHE_LABEL, EnvStore, free_mb, key_of
 from sandbox.hostrepo import TaskRepo
 
 
@@ -81,12 +81,15 @@ def test_records_commit_whole_and_ids_are_checked(tmp_path: Path):
 
 
 class FakeApi:
-    def __init__(self, tags: list[tuple[str, float]]) -> None:
+    """Docker's image list (the host's, shared by every cache): ``tags`` as (tag, created, cache label or None)."""
+
+    def __init__(self, tags: list[tuple]) -> None:
         self.tags = tags
         self.removed: list[str] = []
 
     def images(self, name=None):
-        return [{"RepoTags": [t], "Created": c} for t, c in self.tags]
+        return [{"RepoTags": [t], "Created": c, "Labels": {CACHE_LABEL: label[0]} if label and label[0] else {}}
+                for t, c, *label in self.tags]
 
     def remove_image(self, tag, force=False):
         self.removed.append(tag)
@@ -94,9 +97,12 @@ class FakeApi:
 
 def test_prune_bounds_the_cache_least_recently_used_first(tmp_path: Path):
     envs = Environments(Settings(env_cache=tmp_path))
-    old = time.time() - 5 * 86400
-    envs._api = FakeApi([("bosun-env:orphan", old), ("bosun-env:young-orphan", time.time()),
-                         ("bosun-env:" + "1" * 20, old)])
+    old, mine = time.time() - 5 * 86400, str(tmp_path.resolve())
+    envs._api = FakeApi([("bosun-env:orphan", old, mine), ("bosun-env:young-orphan", time.time(), mine),
+                         ("bosun-env:" + "1" * 20, old, mine),
+                         # another cache's image, and one from before images named their cache: not this cache's
+                         # to remove (it is not the default cache)
+                         ("bosun-env:others", old, "/elsewhere/cache"), ("bosun-env:unlabelled", old, None)])
     for i, used in (("1", old), ("2", old + 3600), ("3", time.time())):
         staging = envs.store.staging(i * 20)
         envs.store.commit(staging, record(i * 20))
@@ -106,6 +112,16 @@ def test_prune_bounds_the_cache_least_recently_used_first(tmp_path: Path):
     assert out["environments"] == ["env-" + "1" * 20]  # 3.3 GB -> 2.2 GB: the least recently used one went
     assert envs.store.record("1" * 20) is None and envs.store.record("2" * 20) is not None
     assert envs.prune(max_gb=0.1)["environments"] == ["env-" + "2" * 20]  # never the one used within the hour
+
+
+def test_the_default_cache_also_prunes_images_from_before_they_named_their_cache(tmp_path: Path, monkeypatch):
+    from sandbox.environments import service
+
+    monkeypatch.setattr(service, "default_cache", lambda: tmp_path)
+    envs = Environments(Settings(env_cache=tmp_path))
+    old = time.time() - 5 * 86400
+    envs._api = FakeApi([("bosun-env:unlabelled", old, None), ("bosun-env:others", old, "/elsewhere/cache")])
+    assert envs.prune()["images"] == ["bosun-env:unlabelled"] and envs._api.removed == ["bosun-env:unlabelled"]
 
 
 def test_prune_keeps_free_space_on_the_cache_file_system(tmp_path: Path):
@@ -123,6 +139,20 @@ def test_prune_keeps_free_space_on_the_cache_file_system(tmp_path: Path):
     # far short: every one goes but the one used within the hour
     out = envs.prune(min_free_gb=free_gb + 1000)
     assert out["environments"] == ["env-" + "1" * 20, "env-" + "2" * 20] and envs.store.record("3" * 20) is not None
+
+
+def test_prune_outdated_removes_environments_built_by_older_rules(tmp_path: Path):
+    envs = Environments(Settings(env_cache=tmp_path))
+    envs._api = FakeApi([])
+    old = time.time() - 5 * 86400
+    for i, rules, used in (("1", 0, old), ("2", BUILD_RULES, old), ("3", 0, time.time())):
+        envs.store.commit(envs.store.staging(i * 20), record(i * 20).model_copy(update={"rules": rules}))
+        os.utime(envs.store.env_dir(i * 20) / "env.json", (used, used))
+    assert envs.prune()["environments"] == []  # not asked: outdated ones stay, they work as built
+    # the current rules' one stays, and so does an outdated one used within the hour
+    assert envs.prune(outdated=True, dry_run=True)["environments"] == ["env-" + "1" * 20]
+    assert envs.prune(outdated=True)["environments"] == ["env-" + "1" * 20]
+    assert envs.store.record("1" * 20) is None and envs.store.record("2" * 20) and envs.store.record("3" * 20)
 
 
 def test_prune_removes_installer_caches_no_build_is_using(tmp_path: Path):
