@@ -160,9 +160,9 @@ except ImportError:  # before 1.6
 sys.exit(0 if test(*args, verbose="--verbose" in sys.argv or "-v" in sys.argv) else 1)
 """
 SKLEARN_GITIGNORE = """# bosun's bench: scikit-learn's sdists leave out the repository's .gitignore; these are
-# its lines for what a build makes. Without them the environment's compiled extensions
-# are not put into workspaces (sandbox/environments keeps only build products git
-# ignores: anything else would look like a change).
+# its lines for what a build makes, so that the mirror's workspaces look like the
+# repository's (a build product it does not name still goes into workspaces, listed
+# as not ignored: sandbox/environments, seed_unignored).
 *.pyc
 *.so
 *.pyd
