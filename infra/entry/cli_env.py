@@ -29,7 +29,7 @@ from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.interpreters import AVAILABLE, SUITES, interpreter
-from sandbox.environments.models import BUILD_RULES, env_id_for
+from sandbox.environments.models import env_id_for
 from sandbox.environments.service import Environments
 
 EXIT_FAILED = 1
@@ -118,11 +118,10 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     det, tree = envs.detect_repo(args.repo, args.ref)
     prepared = envs.ensure(det, tree)
     record = prepared.record
-    outdated = record.rules < BUILD_RULES
-    if outdated:
+    if record.outdated:
         _progress(f"{record.env_id} was built by older rules than this bosun's; it works as built. `bosun env rm "
                   f"{record.env_id}` and build again for the current ones")
-    out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached, "outdated": outdated,
+    out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached, "outdated": record.outdated,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
            "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings,
            "seed_unignored": record.seed_unignored}
@@ -177,7 +176,7 @@ def _row(record: Any, envs: Environments) -> dict[str, Any]:
     return {"env_id": record.env_id, "python": record.python, "repository": record.repository,
             "commit": record.commit, "test_command": record.test_command, "built_at": record.built_at,
             "build_s": record.build_s, "size_mb": record.size_mb, "backend_refs": record.backend_refs,
-            "outdated": record.rules < BUILD_RULES,
+            "outdated": record.outdated,
             "last_used": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(envs.store.last_used(record.key)))}
 
 

@@ -187,6 +187,11 @@ class EnvRecord(BaseModel):
     say."""
     last_used: float = 0.0
 
+    @property
+    def outdated(self) -> bool:
+        """Built by older rules than this bosun's (``BUILD_RULES``): it works as built."""
+        return self.rules < BUILD_RULES
+
 
 def parse_unignored(data: bytes) -> list[str]:
     """The seed's entries git does not ignore, from the list the build container wrote (NUL-separated; untrusted):

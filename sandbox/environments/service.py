@@ -327,8 +327,8 @@ class Environments:
         with contextlib.suppress(UnexpectedEnvironment):
             api = self.api
         if api is not None:
-            mine = str(self.cache.resolve())
-            default = self.cache.resolve() == default_cache().resolve()
+            here = self.cache.resolve()
+            mine, default = str(here), here == default_cache().resolve()
             for image in api.images(name=IMAGE_REPO):
                 if now - float(image.get("Created") or now) < KEEP_RECENT_S:
                     continue  # a build between its commit and its record (another process's) is not an orphan
@@ -353,7 +353,7 @@ class Environments:
             short = min_free_gb > 0 and free < min_free_gb * 1000
             if record.key in keep_keys or not prunable(used, total, now=now, older_than_days=older_than_days,
                                                        max_gb=max_gb, short_of_space=short,
-                                                       outdated=outdated and record.rules < BUILD_RULES):
+                                                       outdated=outdated and record.outdated):
                 continue
             out["environments"].append(record.env_id)
             out["freed_mb"] += size[record.key]
