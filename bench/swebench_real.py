@@ -22,7 +22,8 @@ them by hash). For each pair:
 The instances are written to ``bench/data/swebench_real/instances.jsonl`` (reused unless ``--rebuild``; rows in
 the published format, list fields as JSON strings). Then, on the same private embedded stack, the commands a user
 types: ``bosun eval swebench --instances F --predictions gold`` and ``--predictions empty``, and a prediction
-that changes nothing (base + test patch: must not resolve). Printed: instances, environments built, gold and empty
+that changes nothing (base + test patch: must not resolve). Printed: the sandbox backend the stack's worker chose
+(``BOSUN_SANDBOX_BACKEND=bwrap`` or ``docker`` picks it), instances, environments built, gold and empty
 resolved, per instance two costs against its tests' time, each with its share of the fetch ahead (its source's
 fetch seconds over that source's instances):
 
@@ -300,6 +301,11 @@ class Stack:
             raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
         return self
 
+    def sandbox_backend(self) -> str:
+        """The backend the stack's worker chose (``bosun status``; BOSUN_SANDBOX_BACKEND picks it)."""
+        found = re.search(r"sandbox backend (\w+)", bosun(self.env, "status", timeout=60).stdout)
+        return found.group(1) if found else "?"
+
     def __exit__(self, *_exc: object) -> None:
         bosun(self.env, "down", timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)
@@ -392,10 +398,13 @@ def noop_predictions(stack: Stack, rows: list[dict]) -> str:
 
 
 def keep_logs(logs: Path, name: str) -> None:
-    """A run's logs kept for bench/swebench_conformance.py (``LOGS/<name>``)."""
+    """A run's logs kept for bench/swebench_conformance.py (``LOGS/<name>/<instance_id>``): each instance judged
+    replaces its own folder, so that a run of a subset (``--only``) leaves the other instances' logs as they were."""
     dest = LOGS / name
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(logs, dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for judged in logs.iterdir():
+        shutil.rmtree(dest / judged.name, ignore_errors=True)
+        shutil.copytree(judged, dest / judged.name)
 
 
 def docker_leftovers() -> dict[str, set[str]]:
@@ -477,7 +486,7 @@ def main() -> int:
         if args.no_eval:
             print(json.dumps({"instances": [r["instance_id"] for r in rows]}, indent=2))
             return 0
-        out = evaluate(stack, rows, args.max_parallel)
+        out = {"sandbox_backend": stack.sandbox_backend(), **evaluate(stack, rows, args.max_parallel)}
     out["instances"] = {r["instance_id"]: {"FAIL_TO_PASS": len(json.loads(r["FAIL_TO_PASS"])),
                                            "PASS_TO_PASS": len(json.loads(r["PASS_TO_PASS"]))} for r in rows}
     out["left_behind"] = {what: len(names - before[what]) for what, names in docker_leftovers().items()}

@@ -405,8 +405,10 @@ class BwrapProvider(SandboxProvider):
         args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
+        # the variables a docker sandbox gets (sandbox/docker_backend.py, where docker sets HOSTNAME itself)
         for key, value in {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                           "USER": "sandbox", "PYTHONDONTWRITEBYTECODE": "1", **self.env}.items():
+                           "USER": "sandbox", "HOSTNAME": "sandbox", "PYTHONDONTWRITEBYTECODE": "1",
+                           **self.env}.items():
             args += ["--setenv", key, value]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]

@@ -261,7 +261,10 @@ class DockerProvider(SandboxProvider):
             "command": [self.python, "-I", "-S", SERVER_IN_CONTAINER, WORKSPACE_PATH],
             "user": user,
             "working_dir": WORKSPACE_PATH,
-            "environment": {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+            # the variables bwrap sets (sandbox/bwrap.py), docker setting HOSTNAME itself: what a test reads must
+            # not depend on the backend (USER: getpass.getuser(), which pytest's tmp_path goes by, fails for a
+            # uid without a passwd entry)
+            "environment": {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox",
                             "PYTHONDONTWRITEBYTECODE": "1", **self.env},
             "labels": {LABEL: "1", LABEL_ID: sandbox_id, LABEL_OWNER: self._owner},
             "hostname": "sandbox",
