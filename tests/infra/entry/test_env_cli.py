@@ -62,6 +62,18 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
         assert res["exit_code"] == 0 and "2 passed" in res["stdout"], res
     listed = {row["env_id"]: row for row in json.loads(bosun("env", "list", "--json").stdout)}
     assert listed[built["env_id"]]["outdated"] is False
+    # the same environment as if older rules had built it: reused as built, and the build says so
+    record = Path(built["log"]).parent / "env.json"
+    assert record.is_file()
+    current = record.read_text()
+    record.write_text(json.dumps({**json.loads(current), "rules": 0}))
+    try:
+        old = bosun("env", "build", "--repo", str(repo), "--json")
+        assert old.returncode == 0, old.stderr
+        assert json.loads(old.stdout)["outdated"] is True and json.loads(old.stdout)["cached"] is True
+        assert f"{built['env_id']} was built by older rules than this bosun's; it works as built" in old.stderr
+    finally:
+        record.write_text(current)
 
 
 def test_bad_input_is_refused_clearly(tmp_path: Path):
