@@ -302,9 +302,9 @@ class Stack:
         return self
 
     def sandbox_backend(self) -> str:
-        """The backend the stack's worker chose (``bosun status``; BOSUN_SANDBOX_BACKEND picks it)."""
-        found = re.search(r"sandbox backend (\w+)", bosun(self.env, "status", timeout=60).stdout)
-        return found.group(1) if found else "?"
+        """The backend the stack's worker chose (BOSUN_SANDBOX_BACKEND picks it), from the health file it writes
+        every two seconds, which `bosun status` reads too."""
+        return json.loads((self.work / "data" / "worker-health.json").read_text())["sandbox_backend"]
 
     def __exit__(self, *_exc: object) -> None:
         bosun(self.env, "down", timeout=120)

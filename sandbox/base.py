@@ -15,6 +15,11 @@ from pydantic import BaseModel, Field
 
 WORKSPACE_PATH = "/workspace"
 """Where the workspace appears inside every sandbox."""
+SANDBOX_ENV = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox", "HOSTNAME": "sandbox",
+               "PYTHONDONTWRITEBYTECODE": "1"}
+"""The variables a sandbox's commands get on both backends (besides PATH, and a provider's own): what a test reads
+must not depend on the backend. USER: getpass.getuser(), which pytest's tmp_path goes by, fails for a uid without
+a passwd entry; HOSTNAME: what docker sets for the container's host name."""
 OBJECTS_IN_SANDBOX = "/run/bosun/objects"
 """Where a sandbox sees the task repository's object store, read-only (sandbox/hostrepo.py): a workspace's scratch
 ``.git`` borrows its objects from there."""

@@ -49,7 +49,7 @@ from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import cgroups, seccomp
-from sandbox.base import OBJECTS_IN_SANDBOX, WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
 
@@ -57,7 +57,6 @@ SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
 ENV_DIR_IN_SANDBOX = "/opt/bosun-env"
 """Where an environment's own directory (virtualenv, seed) appears (sandbox/environments/models.ENV_ROOT)."""
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SANDBOX_HOME = "/tmp/home"
 RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level host directories visible (read-only) in the sandbox; everything else at / is absent."""
 SCAN_FOR_SECRETS = ("etc", "opt", "srv")
@@ -405,10 +404,7 @@ class BwrapProvider(SandboxProvider):
         args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
-        # the variables a docker sandbox gets (sandbox/docker_backend.py, where docker sets HOSTNAME itself)
-        for key, value in {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                           "USER": "sandbox", "HOSTNAME": "sandbox", "PYTHONDONTWRITEBYTECODE": "1",
-                           **self.env}.items():
+        for key, value in {"PATH": SANDBOX_PATH, **SANDBOX_ENV, **self.env}.items():
             args += ["--setenv", key, value]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]

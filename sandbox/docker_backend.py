@@ -28,7 +28,7 @@ from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import seccomp
-from sandbox.base import OBJECTS_IN_SANDBOX, WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ToolClient, pid_alive
 from sandbox.gitguard import git_mounts
 
@@ -261,11 +261,7 @@ class DockerProvider(SandboxProvider):
             "command": [self.python, "-I", "-S", SERVER_IN_CONTAINER, WORKSPACE_PATH],
             "user": user,
             "working_dir": WORKSPACE_PATH,
-            # the variables bwrap sets (sandbox/bwrap.py), docker setting HOSTNAME itself: what a test reads must
-            # not depend on the backend (USER: getpass.getuser(), which pytest's tmp_path goes by, fails for a
-            # uid without a passwd entry)
-            "environment": {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox",
-                            "PYTHONDONTWRITEBYTECODE": "1", **self.env},
+            "environment": {**SANDBOX_ENV, **self.env},
             "labels": {LABEL: "1", LABEL_ID: sandbox_id, LABEL_OWNER: self._owner},
             "hostname": "sandbox",
             "stdin_open": True,
