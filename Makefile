@@ -9,7 +9,7 @@ bootstrap:
 	@bash infra/bootstrap.sh
 
 demo: bootstrap
-	@$(PY) -m infra.entry.demo
+	@$(PY) -m entry.demo
 
 test: bootstrap
 	@bash .ci/pytest.sh $(PYTEST_ARGS)

@@ -1,6 +1,6 @@
 """Benchmark of the webhook ingress over loopback; prints JSON.
 
-Starts a private nats-server (JetStream, file store) and the ingress (``python -m infra.entry.events ingress``, its own
+Starts a private nats-server (JetStream, file store) and the ingress (``python -m entry.events ingress``, its own
 process) on free ports in a temporary directory, then drives signed GitHub ``issues`` deliveries (unique delivery ids,
 a ~6 KB realistic body) from keep-alive HTTP/1.1 connections:
 
@@ -216,7 +216,7 @@ def main() -> None:
                "BOSUN_NATS_PORT": str(nats_port), "BOSUN_GITHUB_WEBHOOK_SECRET": SECRET}
         ing_log = tmp / "ingress.log"
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "infra.entry.events", "--log-level", "WARNING", "ingress", "--port", str(ing_port)],
+            [sys.executable, "-m", "entry.events", "--log-level", "WARNING", "ingress", "--port", str(ing_port)],
             cwd=ROOT, env=env, stdout=open(ing_log, "wb"), stderr=subprocess.STDOUT))
         wait_http(f"http://127.0.0.1:{ing_port}/healthz", 30, procs[-1], ing_log)
 

@@ -1,7 +1,7 @@
 """Evaluation throughput (prints JSON): `bosun eval swebench` with gold predictions on warm environments.
 
 Starts its own embedded stack (private data dir, free ports). By default the instances are made from the example
-project's two real bugs (tests/infra/entry/test_eval.py builds the same), repeated ``--copies`` times under distinct
+project's two real bugs (tests/entry/test_eval.py builds the same), repeated ``--copies`` times under distinct
 ids; ``--instances FILE --repo OWNER/NAME=PATH ...`` measures your own. The first pass builds (or reuses) the
 environments; the second is timed: instances per hour at ``--max-parallel``, and per instance the time to
 evaluate it (environment excluded) against the time its tests took.
@@ -41,7 +41,7 @@ def bosun(env: dict, *args: str, timeout: float = 3600) -> subprocess.CompletedP
 
 
 def example_instances(work: Path, copies: int) -> tuple[Path, list[str]]:
-    from tests.infra.entry.test_eval import calc_instances
+    from tests.entry.test_eval import calc_instances
 
     path, repo = calc_instances(work, copies)
     return path, [f"example/calc={repo}"]

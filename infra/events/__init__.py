@@ -1,5 +1,5 @@
 """The events vocabulary, shared by the ingress, the starter and status back (the processes themselves are entry
-points: ``infra/entry/ingress.py``, ``infra/entry/starter.py``, run by ``python -m infra.entry.events``).
+points: ``entry/ingress.py``, ``entry/starter.py``, run by ``python -m entry.events``).
 
 * ``verify``     - signature, headers, timestamp and strict JSON checks on a webhook delivery
 * ``bus``        - JetStream streams, headers, the delivery ledger

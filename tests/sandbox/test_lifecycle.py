@@ -327,7 +327,7 @@ async def test_a_reused_pool_keeps_one_spare_for_the_next_acquire(bwrap_provider
 
 
 def test_cli_exec_json(workspace: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "import sys; from infra.entry.cli_sandbox import exec_main; "
+    proc = subprocess.run([sys.executable, "-c", "import sys; from entry.cli_sandbox import exec_main; "
                                                  "sys.exit(exec_main(sys.argv[1:]))",
                            "--backend", "bwrap", "--workspace", str(workspace), "--timeout", "10", "--json", "--",
                            "sh", "-c", "cat hello.txt; echo err >&2; exit 5"],
@@ -339,7 +339,7 @@ def test_cli_exec_json(workspace: Path) -> None:
 
 
 def test_cli_exec_reports_a_sandbox_that_cannot_start(workspace: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "import sys; from infra.entry.cli_sandbox import exec_main; "
+    proc = subprocess.run([sys.executable, "-c", "import sys; from entry.cli_sandbox import exec_main; "
                                                  "sys.exit(exec_main(sys.argv[1:]))",
                            "--backend", "docker", "--image", "bosun-sandbox:nope", "--workspace", str(workspace),
                            "--json", "--", "true"], cwd=ROOT, capture_output=True, text=True, timeout=60)

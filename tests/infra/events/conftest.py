@@ -16,8 +16,8 @@ import httpx
 import nats
 import pytest
 
-from infra.entry.ingress import run_ingress
-from infra.entry.starter import Starter
+from entry.ingress import run_ingress
+from entry.starter import Starter
 from infra.events.config import EventsConfig, load_events_config
 from infra.settings import Settings
 from tests.conftest import ROOT, free_port

@@ -1,4 +1,4 @@
-"""``python -m infra.entry.events ingress|starter`` as the stack supervisor will run them: health, clean stop, clear
+"""``python -m entry.events ingress|starter`` as the stack supervisor will run them: health, clean stop, clear
 configuration errors."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from infra.entry.starter import starter_health
+from entry.starter import starter_health
 from tests.conftest import ROOT, free_port
 from tests.infra.events.samples import GH_SECRET, github_request, issues_labeled
 
@@ -25,7 +25,7 @@ def _env(settings, **extra: str) -> dict[str, str]:
 
 
 def _spawn(part: str, env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "infra.entry.events", part, *args], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "entry.events", part, *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -12,7 +12,7 @@ import nats
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from infra.entry.starter import Starter
+from entry.starter import Starter
 from infra.events import bus
 from infra.events.gateway import TransientError, WorkflowGateway
 from tests.infra.events.conftest import (

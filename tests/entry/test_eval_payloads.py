@@ -9,8 +9,8 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agents.evaluation.swebench import Instance, Prediction
+from entry.cli_eval import _items, check_input_size
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _items, check_input_size
 from infra.errors import ConfigError
 from workflows.eval import EvalInput, Variant
 

@@ -89,7 +89,7 @@ def search_main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    """Console entry for ``python -m infra.entry.cli_search files ...``."""
+    """Console entry for ``python -m entry.cli_search files ...``."""
     raise SystemExit(search_main(sys.argv[1:]))
 
 

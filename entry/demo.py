@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from infra.entry.cli import main as bosun
-from infra.entry.stack import ui_url
+from entry.cli import main as bosun
+from entry.stack import ui_url
 from infra.settings import load_settings
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calc"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calc"
 
 
 def make_repo(dest: Path) -> Path:
@@ -58,4 +58,4 @@ if __name__ == "__main__":
     rc = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    __import__("os")._exit(rc)  # see infra.entry.cli.entry
+    __import__("os")._exit(rc)  # see entry.cli.entry

@@ -1,4 +1,4 @@
-"""`make demo`'s job (python -m infra.entry.demo) in a private data dir: the example fixed, the history printed,
+"""`make demo`'s job (python -m entry.demo) in a private data dir: the example fixed, the history printed,
 the run's page served."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.conftest import ROOT, Stack
 def test_the_demo_fixes_the_example_and_serves_its_page(tmp_path):
     st = Stack(tmp_path / "data")
     try:
-        proc = subprocess.run([sys.executable, "-m", "infra.entry.demo"], cwd=ROOT, capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "entry.demo"], cwd=ROOT, capture_output=True, text=True,
                               env={**os.environ, **st.env}, timeout=600, stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         out = proc.stdout

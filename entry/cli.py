@@ -110,18 +110,18 @@ def _settings(s: Settings) -> int:
 
 # Subcommands are loaded when used: `bosun --help` or `bosun settings` take 0.3 s instead of 1.2 s, because
 # temporalio, tree-sitter and the docker SDK load only for the commands that need them.
-PASS_THROUGH = {("sandbox", "exec"): "infra.entry.cli_sandbox:exec_main",
-                ("env",): "infra.entry.cli_env:env_main",
-                ("search",): "infra.entry.cli_search:search_main",
-                ("eval",): "infra.entry.cli_eval:eval_main",
-                ("ui",): "infra.entry.ui:main"}
+PASS_THROUGH = {("sandbox", "exec"): "entry.cli_sandbox:exec_main",
+                ("env",): "entry.cli_env:env_main",
+                ("search",): "entry.cli_search:search_main",
+                ("eval",): "entry.cli_eval:eval_main",
+                ("ui",): "entry.ui:main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
-COMMANDS = {"up": "infra.entry.stack:up", "down": "infra.entry.stack:down", "status": "infra.entry.stack:status"}
+COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
 """Stack commands: called with the settings."""
 RUN_COMMANDS = ("run", "history", "steer", "model", "cancel", "approve", "inspect")
-"""Temporal commands (infra/entry/cli_runs.py): called with the arguments and the settings."""
+"""Temporal commands (entry/cli_runs.py): called with the arguments and the settings."""
 OBSERVE_COMMANDS = {"trace": "trace", "alerts": "alerts", "export": "export", "keep-rate": "keep_rate"}
-"""Commands that look back at runs (infra/entry/cli_observe.py): called with the arguments and the settings."""
+"""Commands that look back at runs (entry/cli_observe.py): called with the arguments and the settings."""
 
 
 def _load(target: str):
@@ -140,14 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd in COMMANDS:
             return _load(COMMANDS[args.cmd])(s)
         if args.cmd == "worker":
-            _load("infra.entry.worker:main")()
+            _load("entry.worker:main")()
             return 0
         if args.cmd == "settings":
             return _settings(s)
         if args.cmd in RUN_COMMANDS:
-            return asyncio.run(_load(f"infra.entry.cli_runs:{args.cmd}")(args, s))
+            return asyncio.run(_load(f"entry.cli_runs:{args.cmd}")(args, s))
         if args.cmd in OBSERVE_COMMANDS:
-            return asyncio.run(_load(f"infra.entry.cli_observe:{OBSERVE_COMMANDS[args.cmd]}")(args, s))
+            return asyncio.run(_load(f"entry.cli_observe:{OBSERVE_COMMANDS[args.cmd]}")(args, s))
     except BosunError as e:
         print(f"bosun: {e}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.conftest import EXAMPLE, Served, Stack, free_port, leftovers, make_example_repo, wait_for
-from tests.infra.entry.model_fixture import FakeModel
+from tests.entry.model_fixture import FakeModel
 from tests.infra.events.fakes import FakeGitHub
 from workflows.models import TaskInput
 

@@ -22,8 +22,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from entry.starter import starter_health
 from infra.artifacts import write_json_atomically
-from infra.entry.starter import starter_health
 from infra.errors import ConfigError
 from infra.settings import Settings, load_settings
 
@@ -85,18 +85,18 @@ def components(s: Settings) -> list[Component]:
             {"NATS client": (s.nats_port, "BOSUN_NATS_PORT"),
              "NATS monitoring": (s.nats_monitor_port, "BOSUN_NATS_MONITOR_PORT")},
             f"nats://{s.host}:{s.nats_port}", "nats-server"))
-    comps.append(Component("worker", [sys.executable, "-m", "infra.entry.worker"], {},
-                           f"task queues {s.task_queue}, {s.worker_queue}", "infra.entry.worker"))
-    comps.append(Component("ui", [sys.executable, "-m", "infra.entry.ui"],
-                           {"web view": (s.ui_port, "BOSUN_UI_PORT")}, ui_url(s), "infra.entry.ui"))
+    comps.append(Component("worker", [sys.executable, "-m", "entry.worker"], {},
+                           f"task queues {s.task_queue}, {s.worker_queue}", "entry.worker"))
+    comps.append(Component("ui", [sys.executable, "-m", "entry.ui"],
+                           {"web view": (s.ui_port, "BOSUN_UI_PORT")}, ui_url(s), "entry.ui"))
     if s.github_webhook_secret or s.linear_webhook_secret:
-        comps.append(Component("ingress", [sys.executable, "-m", "infra.entry.events", "ingress"],
+        comps.append(Component("ingress", [sys.executable, "-m", "entry.events", "ingress"],
                                {"webhook ingress": (s.ingress_port, "BOSUN_INGRESS_PORT")},
                                f"http://{s.host}:{s.ingress_port}/webhooks/{{github,linear}}",
-                               "infra.entry.events ingress"))
+                               "entry.events ingress"))
         if s.default_model or os.environ.get("BOSUN_EVENTS_MODEL"):
-            comps.append(Component("starter", [sys.executable, "-m", "infra.entry.events", "starter"], {},
-                                   "JetStream EVENTS -> TaskWorkflow", "infra.entry.events starter"))
+            comps.append(Component("starter", [sys.executable, "-m", "entry.events", "starter"], {},
+                                   "JetStream EVENTS -> TaskWorkflow", "entry.events starter"))
     return comps
 
 
@@ -187,9 +187,9 @@ def code_fingerprint() -> str:
     """A hash of bosun's own source files: a stack started from other code must be restarted to run this code."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for pkg in ("workflows", "activities", "agents", "sandbox", "infra"):
+    for pkg in ("entry", "workflows", "activities", "agents", "sandbox", "infra"):
         for path in sorted((root / pkg).rglob("*")):
             if path.suffix in (".py", ".md", ".toml") and path.is_file():
                 st = path.stat()
@@ -223,7 +223,7 @@ class Supervisor:
 
     def _save(self) -> None:
         _write_state(self.s, {
-            "supervisor": {"pid": os.getpid(), "marker": "infra.entry.stack"},
+            "supervisor": {"pid": os.getpid(), "marker": "entry.stack"},
             "code": self.code,
             "components": {c.name: {"pid": self.procs[c.name].pid, "marker": c.marker, "address": c.address,
                                     "restarts": self.restarts[c.name]} for c in self.comps if c.name in self.procs},
@@ -297,7 +297,7 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
                 raise ConfigError(f"port {port} ({label}) on {s.host} is already in use; set {setting} to a free port")
     log = open(s.logs_dir / "supervisor.log", "ab")
     env = dict(os.environ, BOSUN_DATA_DIR=str(s.data_dir))
-    proc = subprocess.Popen([sys.executable, "-m", "infra.entry.stack", "--supervise"], stdout=log,
+    proc = subprocess.Popen([sys.executable, "-m", "entry.stack", "--supervise"], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     log.close()
     try:
@@ -416,5 +416,5 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--supervise"]:
         Supervisor(load_settings()).run()
     else:
-        print("usage: python -m infra.entry.stack --supervise  (use `bosun up` instead)", file=sys.stderr)
+        print("usage: python -m entry.stack --supervise  (use `bosun up` instead)", file=sys.stderr)
         sys.exit(2)

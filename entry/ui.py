@@ -60,7 +60,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
 
 
 def _asset(name: str) -> str:
-    return resources.files("infra.entry").joinpath("ui_assets", name).read_text(encoding="utf-8")
+    return resources.files("entry").joinpath("ui_assets", name).read_text(encoding="utf-8")
 
 
 def is_loopback(host: str) -> bool:
@@ -360,7 +360,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``bosun ui`` / ``python -m infra.entry.ui``: serve the web view in the foreground."""
+    """``bosun ui`` / ``python -m entry.ui``: serve the web view in the foreground."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()

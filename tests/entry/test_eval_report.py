@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agents.evaluation.swebench import Instance, Prediction, instance_report
+from entry.cli_eval import _difference, _judged, _report, _variant, error_rates
 from infra.artifacts import ArtifactStore
-from infra.entry.cli_eval import _difference, _judged, _report, _variant, error_rates
 from infra.errors import ConfigError
 from workflows.eval import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.entry.cli_search import search_main
+from entry.cli_search import search_main
 from tests.agents.search.conftest import write_repo
 
 

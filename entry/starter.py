@@ -476,5 +476,5 @@ async def _sleep(stop: asyncio.Event, seconds: float) -> None:
 
 async def run_starter(settings: Settings, *, cfg: EventsConfig | None = None,
                       stop: asyncio.Event | None = None) -> None:
-    """Run the starter until ``stop`` is set (``python -m infra.entry.events starter`` sets it on SIGINT/SIGTERM)."""
+    """Run the starter until ``stop`` is set (``python -m entry.events starter`` sets it on SIGINT/SIGTERM)."""
     await Starter(settings, cfg).run(stop)

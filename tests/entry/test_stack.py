@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from infra.entry.stack import pid_matches
+from entry.stack import pid_matches
 from tests.conftest import Stack, wait_for
 
 
@@ -106,11 +106,11 @@ def test_the_code_fingerprint_covers_every_package(tmp_path, monkeypatch):
     """A stack started from other code restarts: the fingerprint changes when any of bosun's sources does."""
 
 
-    from infra.entry import stack
+    from entry import stack
 
     before = stack.code_fingerprint()
-    for pkg in ("workflows", "activities", "agents", "sandbox", "infra"):
-        init = Path(stack.__file__).resolve().parents[2] / pkg / "__init__.py"
+    for pkg in ("entry", "workflows", "activities", "agents", "sandbox", "infra"):
+        init = Path(stack.__file__).resolve().parents[1] / pkg / "__init__.py"
         st = init.stat()
         os.utime(init, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
         try:

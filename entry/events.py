@@ -1,4 +1,4 @@
-"""``python -m infra.entry.events ingress|starter``: run one part of the events subsystem in the foreground.
+"""``python -m entry.events ingress|starter``: run one part of the events subsystem in the foreground.
 
 Settings come from BOSUN_* environment variables (see docs/EVENTS.md). SIGTERM/SIGINT stop it cleanly.
 """
@@ -11,16 +11,16 @@ import logging
 import signal
 import sys
 
+from entry.ingress import run_ingress
+from entry.starter import Starter
 from infra import telemetry
-from infra.entry.ingress import run_ingress
-from infra.entry.starter import Starter
 from infra.errors import BosunError
 from infra.events.config import load_events_config
 from infra.settings import load_settings
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m infra.entry.events",
+    p = argparse.ArgumentParser(prog="python -m entry.events",
                                 description="bosun events: webhook ingress or starter")
     sub = p.add_subparsers(dest="part", required=True, metavar="PART")
     ing = sub.add_parser("ingress", help="serve POST /webhooks/github, POST /webhooks/linear, GET /healthz")
