@@ -41,8 +41,9 @@ from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
 from sandbox.hostgit import OBJECT_ID
-from sandbox.hostrepo import SourceStore, TaskRepo
+from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
+from sandbox.sources import SourceStore
 
 log = logging.getLogger(__name__)
 

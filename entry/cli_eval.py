@@ -63,7 +63,7 @@ from infra.export import export as export_run
 from infra.history import collect_run
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
-from sandbox.hostrepo import SOURCES, prune_sources, stored_sources
+from sandbox.sources import SOURCES, prune_sources, stored_sources
 from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
 from workflows.models import checked_task
 

@@ -1,7 +1,7 @@
 """The sandbox interface every backend implements (docker, bwrap).
 
 A ``SandboxProvider`` hands out a ``Sandbox`` bound to one workspace directory on the host. Inside the sandbox one
-long-lived tool server (``sandbox/toolserver.py``) answers requests over its stdio: a tool call costs a round trip,
+long-lived tool server (``sandbox/toolserver/``) answers requests over its stdio: a tool call costs a round trip,
 not a process start. Nothing the model asks for touches the host directly.
 """
 
@@ -129,7 +129,7 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
                       ) -> dict[str, Any]:
-        """One tool-server round trip. Ops: ping, read, write, list, glob, grep, exec (see toolserver.py).
+        """One tool-server round trip. Ops: ping, read, write, list, glob, grep, exec (see sandbox/toolserver/).
 
         Raises ToolFailed for an error the op reported (path outside the workspace, file not found...),
         UnexpectedEnvironment when the sandbox or its tool server is gone.

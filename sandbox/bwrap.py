@@ -23,8 +23,8 @@ Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at
 - it runs as the workspace's owner when the worker is root and the owner can reach the workspace (bwrap is then
   unprivileged); otherwise as the worker's uid, capabilities dropped.
 
-The tool server (host ``python3`` running sandbox/toolserver.py, compiled, bound read-only at /run/bosun) is the
-sandbox's main process; when it dies, the sandbox dies.
+The tool server (host ``python3`` running sandbox/toolserver/, compiled to a folder of bytecode, bound read-only at
+/run/bosun/toolserver) is the sandbox's main process; when it dies, the sandbox dies.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
 
-SERVER_IN_SANDBOX = "/run/bosun/toolserver.py"
+SERVER_IN_SANDBOX = "/run/bosun/toolserver"
 ENV_DIR_IN_SANDBOX = "/opt/bosun-env"
 """Where an environment's own directory (virtualenv, seed) appears (sandbox/environments/models.ENV_ROOT)."""
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -228,63 +228,79 @@ def reachable_by(path: Path, uid: int, gid: int) -> bool:
 
 
 def _compiled_target(interpreter: bytes) -> Path:
-    """Where toolserver.py compiled for ``interpreter`` (bytes naming it) is cached: by content and interpreter. As
-    root, a root-owned world-readable place: sandboxes may run as the workspace owner and must read it."""
-    digest = hashlib.sha256(TOOLSERVER_PATH.read_bytes() + interpreter).hexdigest()[:16]
+    """Where the tool server compiled for ``interpreter`` (bytes naming it) is cached: a folder of its modules'
+    bytecode, by their content and the interpreter. As root, a root-owned world-readable place: sandboxes may run as
+    the workspace owner and must read it."""
+    h = hashlib.sha256(interpreter)
+    for source in toolserver_sources():
+        h.update(b"\0" + source.name.encode() + b"\0" + source.read_bytes())
     cache = (Path("/run/bosun-toolserver") if os.geteuid() == 0 else
              Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bosun" / "toolserver")
-    return cache / f"toolserver-{digest}.pyc"
+    return cache / f"toolserver-{h.hexdigest()[:16]}"
 
 
-def compiled_toolserver(python: str) -> Path:
-    """toolserver.py compiled to bytecode by the sandbox's ``python`` (cached by content hash): a script run from
-    source is compiled at every start, which costs several milliseconds of each cold start. Falls back to the
-    source when compiling is not possible."""
-    target = _compiled_target(python.encode())
-    if target.is_file():
+def toolserver_sources() -> list[Path]:
+    """The tool server's modules (sandbox/toolserver/*.py), in a stable order."""
+    return sorted(TOOLSERVER_PATH.glob("*.py"))
+
+
+_COMPILE = ("import py_compile, sys, pathlib; src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+            "for f in sorted(src.glob('*.py')): py_compile.compile(str(f), cfile=str(out / (f.stem + '.pyc')), "
+            "doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)")
+"""Compiles every module of the tool server's folder (argv[1]) into bytecode beside each other in argv[2]: a folder
+of ``.pyc`` files that ``python3 FOLDER`` runs (its ``__main__.pyc``) and imports from (sourceless)."""
+
+
+def _compile_into(target: Path, run: Callable[[Path], None]) -> Path:
+    """Make ``target`` (a folder of the tool server's bytecode) with ``run(out)``, which compiles into the empty
+    folder ``out``; the folder appears whole or not at all. Falls back to the source folder when compiling is not
+    possible."""
+    if target.is_dir():
         return target
-    cache = target.parent
     try:
-        cache.mkdir(parents=True, exist_ok=True, mode=0o755)
-        tmp = cache / f".{target.name}.{secrets.token_hex(4)}"
-        code = ("import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True, "
-                "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)")
-        subprocess.run([python, "-I", "-S", "-c", code, str(TOOLSERVER_PATH), str(tmp)], check=True,
-                       capture_output=True, timeout=60, env=scrubbed_env())
-        os.replace(tmp, target)
-        return target
-    except (OSError, subprocess.SubprocessError):
-        return TOOLSERVER_PATH
-
-
-def compiled_toolserver_in(rootfs: str, python: str, bwrap: str) -> Path:
-    """toolserver.py compiled by the ``python`` of another root filesystem (an environment's base: its
-    interpreter may not run on the host's libraries), inside a minimal bwrap of that root with no network.
-    Cached by content and interpreter; falls back to the source."""
-    version = Path(rootfs, "etc", "bosun-base").read_text().strip() if Path(rootfs, "etc", "bosun-base").is_file() \
-        else rootfs
-    target = _compiled_target(f"{rootfs}\0{version}\0{python}".encode())
-    if target.is_file():
-        return target
-    cache = target.parent
-    try:
-        cache.mkdir(parents=True, exist_ok=True, mode=0o755)
-        out = Path(tempfile.mkdtemp(dir=cache, prefix=".compile-"))
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        out = Path(tempfile.mkdtemp(dir=target.parent, prefix=".compile-"))
         try:
-            code = ("import py_compile, sys; py_compile.compile('/in/toolserver.py', cfile='/out/t.pyc', "
-                    "doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)")
-            args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
-            args += _host_layout(rootfs)[0]
-            args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                     "--ro-bind", str(TOOLSERVER_PATH.parent), "/in", "--bind", str(out), "/out",
-                     "--", python, "-I", "-S", "-c", code]
-            subprocess.run(args, check=True, capture_output=True, timeout=60, env=scrubbed_env())
-            os.replace(out / "t.pyc", target)
+            run(out)
+            out.chmod(0o755)
+            os.rename(out, target)
+        except OSError:
+            if not target.is_dir():  # another worker made it first: theirs is as good
+                raise
         finally:
             shutil.rmtree(out, ignore_errors=True)
         return target
     except (OSError, subprocess.SubprocessError):
         return TOOLSERVER_PATH
+
+
+def compiled_toolserver(python: str) -> Path:
+    """The tool server compiled to bytecode by the sandbox's ``python`` (cached by content hash): a program run from
+    source is compiled at every start, which costs several milliseconds of each cold start. Falls back to the
+    source folder when compiling is not possible."""
+    def run(out: Path) -> None:
+        subprocess.run([python, "-I", "-S", "-c", _COMPILE, str(TOOLSERVER_PATH), str(out)], check=True,
+                       capture_output=True, timeout=60, env=scrubbed_env())
+
+    return _compile_into(_compiled_target(python.encode()), run)
+
+
+def compiled_toolserver_in(rootfs: str, python: str, bwrap: str) -> Path:
+    """The tool server compiled by the ``python`` of another root filesystem (an environment's base: its
+    interpreter may not run on the host's libraries), inside a minimal bwrap of that root with no network.
+    Cached by content and interpreter; falls back to the source folder."""
+    version = Path(rootfs, "etc", "bosun-base").read_text().strip() if Path(rootfs, "etc", "bosun-base").is_file() \
+        else rootfs
+
+    def run(out: Path) -> None:
+        args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+        args += _host_layout(rootfs)[0]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                 "--ro-bind", str(TOOLSERVER_PATH), "/in", "--bind", str(out), "/out",
+                 "--", python, "-I", "-S", "-c", _COMPILE, "/in", "/out"]
+        subprocess.run(args, check=True, capture_output=True, timeout=60, env=scrubbed_env())
+
+    return _compile_into(_compiled_target(f"{rootfs}\0{version}\0{python}".encode()), run)
 
 
 class BwrapSandbox(ClientSandbox):
@@ -342,7 +358,7 @@ class BwrapProvider(SandboxProvider):
         self.extra_ro_binds = list(extra_ro_binds)
         self.server_file = compiled_toolserver(python) if rootfs is None else compiled_toolserver_in(
             self.rootfs, python, self.bwrap)
-        """What runs as the tool server: the compiled toolserver.py (or the source as a fallback)."""
+        """What runs as the tool server: its folder compiled to bytecode (or the source folder as a fallback)."""
         self._cg_support = cgroups.detect() if use_cgroups else cgroups.CgroupSupport(
             problems=["cgroups disabled by configuration"])
         self._cg_probe: dict[str, str] | None = None
@@ -357,10 +373,6 @@ class BwrapProvider(SandboxProvider):
                 cgroups.reap_stale(self._cg_support)
 
     # -- building the command line ---------------------------------------------------------------------------
-
-    @property
-    def server_in_sandbox(self) -> str:
-        return SERVER_IN_SANDBOX if self.server_file.suffix == ".py" else SERVER_IN_SANDBOX + "c"
 
     def bwrap_args(self, workspace: Path, *, seccomp_fd: int | None = None, git_binds: bool = True,
                    info_fd: int | None = None, block_fd: int | None = None, objects: Path | None = None,
@@ -401,7 +413,7 @@ class BwrapProvider(SandboxProvider):
             args += ["--ro-bind", str(objects), OBJECTS_IN_SANDBOX]
         if self.env_dir is not None:
             args += ["--ro-bind", str(self.env_dir), ENV_DIR_IN_SANDBOX]
-        args += ["--ro-bind", str(self.server_file), self.server_in_sandbox,
+        args += ["--ro-bind", str(self.server_file), SERVER_IN_SANDBOX,
                  "--remount-ro", "/",
                  "--chdir", WORKSPACE_PATH]
         for key, value in {"PATH": SANDBOX_PATH, **SANDBOX_ENV, **self.env}.items():
@@ -412,7 +424,7 @@ class BwrapProvider(SandboxProvider):
             args += ["--info-fd", str(info_fd)]
         if block_fd is not None:
             args += ["--block-fd", str(block_fd)]
-        args += ["--", self.python, "-I", "-S", self.server_in_sandbox, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
+        args += ["--", self.python, "-I", "-S", SERVER_IN_SANDBOX, WORKSPACE_PATH, "--nofile", str(lim.nofile)]
         if drop_to:
             args += ["--user", drop_to]
         return args

@@ -1,7 +1,7 @@
 """The host side of the tool-server protocol: many concurrent requests over one stdio pipe, matched by id.
 
-Both backends run the tool server as a child process of the worker (``bwrap ... python3 toolserver.py`` or
-``docker exec -i ... python3 toolserver.py``) and talk to it through a ``ToolClient``.
+Both backends run the tool server as a child process of the worker (``bwrap ... python3 toolserver`` or
+``docker exec -i ... python3 toolserver``) and talk to it through a ``ToolClient``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any, Protocol
 from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
 from sandbox.base import Sandbox
 
-TOOLSERVER_PATH = Path(__file__).with_name("toolserver.py")
-"""The tool server script on the host; every backend mounts it read-only into the sandbox."""
+TOOLSERVER_PATH = Path(__file__).with_name("toolserver")
+"""The tool server's folder on the host (``python3 FOLDER`` runs it); every backend mounts it read-only into the
+sandbox (bwrap: compiled to bytecode)."""
 
 STREAM_LIMIT = 256 * 1024 * 1024
 """Longest response line accepted (an exec result carries up to 2 x output_cap bytes, JSON-escaped)."""

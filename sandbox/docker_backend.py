@@ -3,7 +3,7 @@
 A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network, all capabilities dropped,
 no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), memory ==
 memory+swap, a pids limit, a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace
-(its .git/hooks and .git/config read-only) and the tool server bound read-only at /opt/bosun/toolserver.py.
+(its .git/hooks and .git/config read-only) and the tool server (its folder) bound read-only at /opt/bosun/toolserver.
 Commands run as the uid:gid that owns the workspace (so files it writes stay writable on both sides), or as
 ``user`` when given.
 
@@ -32,7 +32,7 @@ from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ToolClient, pid_alive
 from sandbox.gitguard import git_mounts
 
-SERVER_IN_CONTAINER = "/opt/bosun/toolserver.py"
+SERVER_IN_CONTAINER = "/opt/bosun/toolserver"
 LABEL = "bosun.sandbox"
 LABEL_ID = "bosun.sandbox.id"
 LABEL_OWNER = "bosun.sandbox.owner"

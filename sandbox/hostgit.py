@@ -71,6 +71,9 @@ class GitError(ConfigError):
     """A host git command failed (the message names the command and git's own words)."""
 
 
+TRANSPORTS = ("file", "https", "ssh", "git")
+"""Protocols a clone, fetch or push of a repository someone named may use (never ``ext``)."""
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a host git process (nothing inherited from the worker)."""
     env = {

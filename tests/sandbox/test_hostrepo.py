@@ -16,8 +16,9 @@ from infra.errors import ConfigError
 from sandbox import diskquota
 from sandbox.checkouts import TEMPLATES_PER_SOURCE, CheckoutTemplates
 from sandbox.hostgit import check_ref, check_revision, quote_path
-from sandbox.hostrepo import SourceStore, TaskRepo, task_key
+from sandbox.hostrepo import TaskRepo, task_key
 from sandbox.snapshot import Bounds, SnapshotRefused
+from sandbox.sources import SourceStore
 from tests.conftest import make_example_repo
 
 G = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -443,7 +444,7 @@ def test_source_stores_are_listed_and_pruned_by_last_use_never_while_recent(tmp_
     import json
     import time
 
-    from sandbox.hostrepo import SOURCES, prune_sources, stored_sources
+    from sandbox.sources import SOURCES, prune_sources, stored_sources
 
     root = tmp_path / "workspaces"
     srcs, commits = [], []
