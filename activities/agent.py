@@ -45,7 +45,7 @@ from agents.context.compaction import compaction_summary
 from agents.context.static import PINNED_FILES, build_static_context, environment_facts
 from agents.messages import Message
 from agents.plan import PlanError, plan_from_transcript, topological_waves
-from agents.providers import make_provider, parse_spec
+from agents.providers import ProviderPool, parse_spec
 from agents.router import RouteRequest, fallbacks, load_config, model_fallbacks, route
 from agents.tools.builtin import default_registry
 from agents.tools.escalation import NAME as ESCALATION
@@ -84,6 +84,12 @@ class AgentActivities:
         self.registry = registry
         self.calls = calls
         """Tool calls' records, and each agent's checklist (the todo tool), so a worker restart keeps it."""
+        self.providers = ProviderPool(settings)
+        """This worker's model clients, one per endpoint, kept open between turns; closed by :meth:`close`."""
+
+    async def close(self) -> None:
+        """Close the model clients' connections (the worker's shutdown)."""
+        await self.providers.aclose()
 
     @classmethod
     def standalone(cls, settings: Settings) -> AgentActivities:
@@ -159,12 +165,8 @@ class AgentActivities:
                           pinned=self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None,
                           explicit_tools=inp.tools, harness=inp.harness)
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
-        provider = make_provider(parse_spec(inp.model), trajectory_text=trajectory, settings=self.settings,
-                                 agent_keys=inp.agent_keys)
-        try:
-            response = await provider.complete(request.messages, request.tools)
-        finally:
-            await provider.aclose()
+        provider = self.providers.get(parse_spec(inp.model), trajectory_text=trajectory, agent_keys=inp.agent_keys)
+        response = await provider.complete(request.messages, request.tools)
         out = settle(request, response, inp.model)
         compaction = None
         if request.compaction is not None:

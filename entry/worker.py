@@ -195,6 +195,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         tel.flush()
         health.unlink(missing_ok=True)
         await evaluation.close()
+        await agent.close()
         await sandboxes.close_all()
         await asyncio.to_thread(diskquota.unmount_under, settings.workspaces_dir)
 

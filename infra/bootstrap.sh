@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bosun's one bootstrap: idempotent; prints what it did. Called by `make bootstrap`, `make demo`, `make test`.
 #   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv; chromium and
-#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback)
+#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback; openssl for local TLS certificates)
 #   2. .venv with bosun and its dev extras, pinned by constraints.txt (reinstalled only when they change)
 #   3. the Docker daemon, started when it is not running
 #   4. the sandbox image, built locally with debootstrap + docker import (rebuilt only when its recipe changes)
@@ -17,7 +17,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. system packages ---------------------------------------------------------------------------------------
-PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch)
+PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

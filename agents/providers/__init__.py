@@ -12,7 +12,7 @@ A spec string selects the provider:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from agents.providers.anthropic import AnthropicProvider
@@ -90,23 +90,85 @@ def endpoint_auth(settings, base_url: str) -> tuple[str | None, dict[str, str]]:
     return _key(getattr(settings, "openai_compatible_api_key", None)), {}
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom a spec's HTTP provider connects: its model, URL and credentials (the pool's key)."""
+
+    kind: str
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+
+def endpoint_for(spec: ModelSpec, settings=None) -> Endpoint:
+    """The endpoint of an ``openai``, ``anthropic`` or ``openai-compatible`` spec, with the key, base URL and headers
+    the settings (or the providers' own environment variables) give."""
+    if spec.kind == "anthropic":
+        return Endpoint(spec.kind, spec.model, getattr(settings, "anthropic_base_url", None) or ANTHROPIC_URL,
+                        _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY"))
+    if spec.kind == "openai":
+        return Endpoint(spec.kind, spec.model, getattr(settings, "openai_base_url", None) or OPENAI_URL,
+                        _key(getattr(settings, "openai_api_key", None), "OPENAI_API_KEY"))
+    if spec.kind == "openai-compatible":
+        key, headers = endpoint_auth(settings, spec.base_url or "")
+        return Endpoint(spec.kind, spec.model, spec.base_url or "", key, tuple(sorted(headers.items())))
+    raise ConfigError(f"model spec {spec} has no HTTP endpoint")
+
+
+def _http_provider(endpoint: Endpoint) -> Provider:
+    if endpoint.kind == "anthropic":
+        return AnthropicProvider(endpoint.model, endpoint.api_key, base_url=endpoint.base_url)
+    return OpenAICompatProvider(endpoint.base_url, endpoint.model, endpoint.api_key,
+                                extra_headers=dict(endpoint.headers))
+
+
+def _scripted(spec: ModelSpec, trajectory_text: str | None, agent_keys: list[str] | None) -> Provider:
+    turns = parse_trajectory(trajectory_text, spec.model) if trajectory_text is not None \
+        else load_trajectory(spec.model)[1]
+    return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
+
+
 def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None,
                   agent_keys: list[str] | None = None) -> Provider:
-    """Build the provider a spec names, with the keys, base URLs and headers the settings give. ``trajectory_text``
-    is the scripted trajectory's content; ``agent_keys`` pick which agent's lines a scripted provider replays
-    (first key with lines wins)."""
+    """A new provider for a spec, with the keys, base URLs and headers the settings give; the caller closes it. A
+    worker keeps its providers in a :class:`ProviderPool` instead. ``trajectory_text`` is the scripted trajectory's
+    content; ``agent_keys`` pick which agent's lines a scripted provider replays (first key with lines wins)."""
     if spec.kind == "scripted":
-        if trajectory_text is not None:
-            turns = parse_trajectory(trajectory_text, spec.model)
-        else:
-            _, turns = load_trajectory(spec.model)
-        return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
-    if spec.kind == "anthropic":
-        key = _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY")
-        return AnthropicProvider(spec.model, key,
-                                 base_url=getattr(settings, "anthropic_base_url", None) or ANTHROPIC_URL)
-    if spec.kind == "openai":
-        key = _key(getattr(settings, "openai_api_key", None), "OPENAI_API_KEY")
-        return OpenAICompatProvider(getattr(settings, "openai_base_url", None) or OPENAI_URL, spec.model, key)
-    key, headers = endpoint_auth(settings, spec.base_url or "")
-    return OpenAICompatProvider(spec.base_url or "", spec.model, key, extra_headers=headers)
+        return _scripted(spec, trajectory_text, agent_keys)
+    return _http_provider(endpoint_for(spec, settings))
+
+
+class ProviderPool:
+    """A worker's model clients: one provider per endpoint (spec and credentials), built at its first call and kept,
+    with its pooled httpx client (keep-alive; HTTP/2 where the server offers it), until :meth:`aclose` at the
+    worker's shutdown. So every turn after an agent's first, and every agent calling the same endpoint, reuses the
+    open connection instead of paying a TCP and TLS handshake.
+
+    The endpoint is looked up on every call, so a model switch (a fallback, a steer) or other credentials take
+    effect on the next turn: they are another endpoint. A scripted provider (the test double) has no connection:
+    it is made for each call from the trajectory and agent keys that call gives."""
+
+    def __init__(self, settings=None) -> None:
+        self.settings = settings
+        self._providers: dict[Endpoint, Provider] = {}
+
+    def get(self, spec: ModelSpec, *, trajectory_text: str | None = None,
+            agent_keys: list[str] | None = None) -> Provider:
+        """The provider of ``spec``; the pool closes it, the caller does not."""
+        if spec.kind == "scripted":
+            return _scripted(spec, trajectory_text, agent_keys)
+        endpoint = endpoint_for(spec, self.settings)
+        provider = self._providers.get(endpoint)
+        if provider is None:
+            provider = self._providers[endpoint] = _http_provider(endpoint)
+        return provider
+
+    def __len__(self) -> int:
+        return len(self._providers)
+
+    async def aclose(self) -> None:
+        """Close every provider's connections (the worker's shutdown)."""
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()

@@ -17,6 +17,8 @@ attached is chained), and ``ProviderHTTP``'s repr shows no headers.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -187,7 +189,10 @@ class ProviderHTTP:
         self.base_url = base_url.rstrip("/")
         self._secrets = [s for s in secrets if s] + secret_header_values(headers)
         self._timeout_s = timeout_s
-        self._client = httpx.AsyncClient(base_url=self.base_url, headers=dict(headers),
+        # One client per provider, kept by the worker's ProviderPool: its connections stay open between calls
+        # (keep-alive), and concurrent calls to an https endpoint share one HTTP/2 connection where the server offers
+        # it (ALPN; HTTP/1.1 otherwise).
+        self._client = httpx.AsyncClient(base_url=self.base_url, headers=dict(headers), http2=True,
                                          timeout=httpx.Timeout(timeout_s), follow_redirects=False)
 
     def __repr__(self) -> str:
@@ -244,8 +249,15 @@ class ProviderHTTP:
                 if "json" in content_type:
                     raise self._json_instead_of_stream(await response.aread())
                 receiving = True
-                async for event in aiter_sse(response.aiter_bytes()):
-                    yield event
+                chunks = response.aiter_bytes()
+                ended = False
+                try:
+                    async for event in aiter_sse(chunks):
+                        yield event
+                    ended = True
+                finally:
+                    if not ended:  # the caller stopped at the terminal event: read the body's end
+                        await _drain(chunks)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, url, mid_stream=receiving) from None
 
@@ -342,6 +354,24 @@ class ProviderHTTP:
             f"{self.label}: asked for a streamed (text/event-stream) answer but got JSON; "
             "the server does not seem to support streaming, so configure this provider with stream=False"),
             retryable=False)
+
+
+DRAIN_BYTES = 64 * 1024
+DRAIN_S = 1.0
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a stream whose reader stopped at its terminal event (``data: [DONE]``,
+    ``message_stop``): usually just the body's last chunk. A response read to its end gives its connection back to
+    the client's pool for the next call; one left unread is closed, and the next call pays a new TCP and TLS
+    handshake. At most ``DRAIN_BYTES`` and ``DRAIN_S``: a server that goes on sending loses its connection."""
+    read = 0
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(DRAIN_S):
+            async for part in chunks:
+                read += len(part)
+                if read > DRAIN_BYTES:
+                    return
 
 
 def parse_tool_arguments(raw: Any) -> dict[str, Any]:

@@ -3,13 +3,16 @@
 Raw asyncio, so a test controls every byte: status, headers, a chunked SSE body sent piece by piece,
 pauses (for timeouts) and dropping the connection mid-body (for disconnects). Each request takes the
 next queued Reply and is recorded (method, path, headers, body) for assertions. Every response closes
-its connection, so no keep-alive state leaks between tests.
+its connection, so no keep-alive state leaks between tests, unless the server is made with ``keep_alive``
+(then a connection serves requests until the client closes it). With ``ssl`` it speaks HTTPS (HTTP/1.1 only:
+it offers no HTTP/2 by ALPN). ``connections`` counts the connections it accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl as ssl_lib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,22 +64,28 @@ def sse_reply(events: list[str], *, split: int | None = None, **kwargs: Any) -> 
 class FixtureServer:
     """Start with ``await start()``; queue replies with ``enqueue``; read ``requests``; ``await close()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False, ssl: ssl_lib.SSLContext | None = None) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: list[Reply] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.keep_alive = keep_alive
+        self.ssl = ssl
+        self.connections = 0
+        """Connections accepted so far."""
+        self.default: Reply | None = None
+        """Answered when no reply is queued (else a 500)."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl else 'http'}://127.0.0.1:{self.port}"
 
     def enqueue(self, *replies: Reply) -> None:
         self._replies.extend(replies)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.ssl)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
@@ -91,14 +100,19 @@ class FixtureServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
-            request = await self._read_request(reader)
-            if request is None:
-                return
-            self.requests.append(request)
-            reply = self._replies.pop(0) if self._replies else Reply(500, {"error": "no reply scripted"})
-            await self._respond(reply, writer)
-        except (ConnectionError, asyncio.CancelledError):
+            while True:
+                request = await self._read_request(reader)
+                if request is None:
+                    return
+                self.requests.append(request)
+                reply = self._replies.pop(0) if self._replies else self.default or Reply(
+                    500, {"error": "no reply scripted"})
+                await self._respond(reply, writer, keep_alive=self.keep_alive)
+                if not self.keep_alive:
+                    return
+        except (ConnectionError, asyncio.CancelledError, ssl_lib.SSLError):
             pass
         finally:
             writer.close()
@@ -121,10 +135,11 @@ class FixtureServer:
         return RecordedRequest(method, path, headers, body)
 
     @staticmethod
-    async def _respond(reply: Reply, writer: asyncio.StreamWriter) -> None:
+    async def _respond(reply: Reply, writer: asyncio.StreamWriter, *, keep_alive: bool = False) -> None:
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
-        headers = {"connection": "close", **{k.lower(): v for k, v in reply.headers.items()}}
+        headers = {"connection": "keep-alive" if keep_alive else "close",
+                   **{k.lower(): v for k, v in reply.headers.items()}}
         if reply.chunks is None:
             body = reply.body
             if body is None:
