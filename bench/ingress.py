@@ -22,7 +22,6 @@ import hmac
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,14 +31,12 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from infra.privatestack import private_stack_env  # noqa: E402
+
 SECRET = "bench-secret"
 GOAL = {"events_per_s": 500, "p99_ms": 50}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def payload() -> bytes:
@@ -204,7 +201,9 @@ def main() -> None:
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bosun-bench-ingress-"))
-    nats_port, nats_mon, ing_port = free_port(), free_port(), free_port()
+    ports = private_stack_env(tmp / "data")
+    nats_port, nats_mon, ing_port = ports["BOSUN_NATS_PORT"], ports["BOSUN_NATS_MONITOR_PORT"], \
+        ports["BOSUN_INGRESS_PORT"]
     procs: list[subprocess.Popen] = []
     try:
         nats_log = tmp / "nats.log"
@@ -212,8 +211,7 @@ def main() -> None:
             ["nats-server", "-js", "-sd", str(tmp / "js"), "-a", "127.0.0.1", "-p", str(nats_port),
              "-m", str(nats_mon)], stdout=open(nats_log, "wb"), stderr=subprocess.STDOUT))
         wait_http(f"http://127.0.0.1:{nats_mon}/healthz?js-enabled-only=true", 10, procs[-1], nats_log)
-        env = {**os.environ, "BOSUN_DATA_DIR": str(tmp / "data"), "BOSUN_HOST": "127.0.0.1",
-               "BOSUN_NATS_PORT": str(nats_port), "BOSUN_GITHUB_WEBHOOK_SECRET": SECRET}
+        env = {**os.environ, **ports, "BOSUN_HOST": "127.0.0.1", "BOSUN_GITHUB_WEBHOOK_SECRET": SECRET}
         ing_log = tmp / "ingress.log"
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "entry.events", "--log-level", "WARNING", "ingress", "--port", str(ing_port)],

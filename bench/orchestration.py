@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,12 +38,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities as Activities
     from activities.models import ToolCallInput, ToolCallRef
     from agents.tools.scheduling import plan_batches
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @activity.defn
@@ -261,13 +254,12 @@ async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict
 async def main() -> None:
     from activities.telemetry import Observer, TelemetryInterceptor
     from infra import telemetry
+    from infra.privatestack import private_stack_env
     from infra.settings import load_settings
     from infra.temporal import connect
 
     work = Path(tempfile.mkdtemp(prefix="bosun-bench-orch-"))
-    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_WORKER_ID": f"bench-{os.getpid()}"}
+    env = private_stack_env(work / "data", worker_id=f"bench-{os.getpid()}")
     os.environ.update(env)
     up = bosun(env, "up", timeout=120)
     if up.returncode != 0:

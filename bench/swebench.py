@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,11 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from infra.privatestack import private_stack_env  # noqa: E402
 
 
 def bosun(env: dict, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -55,10 +50,7 @@ def main() -> None:
     ap.add_argument("--max-parallel", type=int, default=2)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-"))
-    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
-           "BOSUN_WORKER_ID": f"bench-swe-{os.getpid()}"}
+    env = private_stack_env(work / "data", worker_id=f"bench-swe-{os.getpid()}")
     if bosun(env, "up", timeout=120).returncode != 0:
         print(json.dumps({"error": "bosun up failed"}))
         return

@@ -62,7 +62,8 @@ from agents.evaluation.harness import generic_recipe, statuses  # noqa: E402
 from agents.evaluation.recipes import recipe_for  # noqa: E402
 from agents.evaluation.testlogs import PASSING  # noqa: E402
 from bench.environments import CACHE, repository  # noqa: E402
-from bench.swebench import bosun, free_port  # noqa: E402
+from bench.swebench import bosun  # noqa: E402
+from infra.privatestack import private_stack_env  # noqa: E402
 
 INSTANCES = ROOT / "bench" / "data" / "swebench_real" / "instances.jsonl"
 MIRRORS = CACHE.parent / "swebench-real"
@@ -290,10 +291,7 @@ class Stack:
 
     def __init__(self) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-real-"))
-        self.env = {"BOSUN_DATA_DIR": str(self.work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-                    "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-                    "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
-                    "BOSUN_WORKER_ID": f"bench-swe-real-{os.getpid()}"}
+        self.env = private_stack_env(self.work / "data", worker_id=f"bench-swe-real-{os.getpid()}")
 
     def __enter__(self) -> Stack:
         up = bosun(self.env, "up", timeout=180)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,13 +22,11 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from infra.privatestack import private_stack_env  # noqa: E402
+
 AGENTS, READS = 16, 18
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bosun(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -95,10 +92,7 @@ def browser_load_s(url: str, runs: int = 3) -> list[float] | None:
 
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bosun-bench-ui-"))
-    env = {"BOSUN_DATA_DIR": str(work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-           "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-           "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
-           "BOSUN_WORKER_ID": f"bench-ui-{os.getpid()}"}
+    env = private_stack_env(work / "data", worker_id=f"bench-ui-{os.getpid()}")
     up = bosun(env, "up", timeout=120)
     if up.returncode != 0:
         print(json.dumps({"error": f"bosun up failed: {up.stderr}"}))

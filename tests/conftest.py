@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -21,33 +19,16 @@ import uvicorn
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from infra.privatestack import free_port, private_stack_env
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "calc"
 BOSUN = str(Path(sys.executable).parent / "bosun")
 
 
-_PORTS = iter(random.Random(os.getpid()).sample(range(20000, 32000), 12000))
-
-
-def free_port() -> int:
-    """A free loopback port BELOW the kernel's ephemeral range (32768+): a port the kernel hands out for port 0
-    can be taken by any outgoing connection before our server binds it. Never the same port twice per session."""
-    for port in _PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port left in 20000-32000")
-
-
 def stack_env(data_dir: Path) -> dict[str, str]:
-    ports = {"BOSUN_TEMPORAL_PORT", "BOSUN_TEMPORAL_UI_PORT", "BOSUN_NATS_PORT", "BOSUN_NATS_MONITOR_PORT",
-             "BOSUN_UI_PORT"}
-    env = {name: str(free_port()) for name in ports}
-    env["BOSUN_DATA_DIR"] = str(data_dir)
-    env["BOSUN_WORKER_ID"] = f"test-{os.getpid()}-{data_dir.name}"
+    """A private stack's settings (infra/privatestack.py: data dir, a free port for every port setting, worker id)."""
+    env = private_stack_env(data_dir, worker_id=f"test-{os.getpid()}-{data_dir.name}")
     # The worker reads the router configuration for every agent (fallback chains); tests that route with
     # --model auto write their own and put this empty one back (router_config fixture).
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -81,9 +81,9 @@ def test_ingress_port_in_use_is_a_clear_error(settings):
     import socket
 
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        port = free_port()
+        s.bind(("127.0.0.1", port))
         s.listen()
-        port = s.getsockname()[1]
         proc = _spawn("ingress", _env(settings, BOSUN_GITHUB_WEBHOOK_SECRET=GH_SECRET), "--port", str(port))
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "could not listen on 127.0.0.1:" in out and "BOSUN_INGRESS_PORT" in out
