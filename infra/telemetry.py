@@ -3,8 +3,9 @@
 ``setup(settings, component)`` installs a tracer provider and a meter provider once per process:
 
 - **Offline by default**: spans go to ``<data dir>/telemetry/spans-<component>-<pid>.jsonl`` (one JSON object per
-  span; files rotate at ``SPAN_FILE_BYTES``, the oldest beyond ``SPAN_FILES_KEPT`` per component are removed) and a
-  snapshot of every metric to ``<data dir>/telemetry/metrics-<component>.json`` every ``METRIC_INTERVAL_S``.
+  span, written within ``SPAN_FILE_DELAY_MS`` of its end; files rotate at ``SPAN_FILE_BYTES``, the oldest beyond
+  ``SPAN_FILES_KEPT`` per component are removed) and a snapshot of every metric to
+  ``<data dir>/telemetry/metrics-<component>.json`` every ``METRIC_INTERVAL_S``.
   ``bosun trace ID`` draws a task's span tree from these files.
 - **OTLP** when the standard variables ask for it: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the ``_TRACES_`` /
   ``_METRICS_`` variants), ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc``, the default, or ``http/protobuf``),
@@ -44,6 +45,7 @@ from infra.settings import Settings
 
 SPAN_FILE_BYTES = 32 * 1024 * 1024
 SPAN_FILES_KEPT = 4
+SPAN_FILE_DELAY_MS = 100
 METRIC_INTERVAL_S = 15.0
 
 _lock = threading.Lock()
@@ -197,8 +199,12 @@ def setup(settings: Settings, component: str) -> Telemetry:
         resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "bosun"),
                                     "service.instance.id": settings.worker_id, "bosun.component": component})
         tracer_provider = TracerProvider(resource=resource)
+        # The offline store is written within a tenth of a second of a span's end, so `bosun trace` right after a
+        # run sees all of it (it waited a second, and a drawing made then lacked the run's last spans). Batched,
+        # not written as each span ends: Temporal's workflow spans end inside the workflow sandbox, where file
+        # access is refused, and a span exported there is lost.
         tracer_provider.add_span_processor(BatchSpanProcessor(FileSpanExporter(folder, component),
-                                                              schedule_delay_millis=1000))
+                                                              schedule_delay_millis=SPAN_FILE_DELAY_MS))
         if _otlp_wanted("traces"):
             tracer_provider.add_span_processor(BatchSpanProcessor(_otlp_span_exporter()))
         readers = [PeriodicExportingMetricReader(FileMetricExporter(folder / f"metrics-{component}.json"),

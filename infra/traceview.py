@@ -32,6 +32,12 @@ def _duration(span: dict[str, Any]) -> float:
 def _label(span: dict[str, Any], shown_as: str | None = None, seconds: float | None = None) -> str:
     attrs = span.get("attributes") or {}
     bits = [f"{_duration(span) if seconds is None else seconds:.3f}s"]
+    if attrs.get("bosun.sandbox.start"):
+        bits.append(f"{attrs['bosun.sandbox.start']} start on {attrs.get('bosun.sandbox.backend', '?')}")
+    if "bosun.exec.exit_code" in attrs:
+        bits.append("timed out" if attrs.get("bosun.exec.timed_out") else f"exit {attrs['bosun.exec.exit_code']}")
+    if attrs.get("bosun.sandbox.refused"):
+        bits.append(f"refused: {attrs['bosun.sandbox.refused']}")
     if "gen_ai.usage.input_tokens" in attrs:
         bits.append(f"tokens {attrs['gen_ai.usage.input_tokens']}/{attrs.get('gen_ai.usage.output_tokens', 0)}")
     if attrs.get("error.type"):

@@ -16,12 +16,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from infra.errors import BosunError, InvalidArguments, ToolFailed, UnexpectedEnvironment
 from sandbox.base import Sandbox
 
 TOOLSERVER_PATH = Path(__file__).with_name("toolserver")
 """The tool server's folder on the host (``python3 FOLDER`` runs it); every backend mounts it read-only into the
 sandbox (bwrap: compiled to bytecode)."""
+
+_tracer = trace.get_tracer("bosun.sandbox")
 
 STREAM_LIMIT = 256 * 1024 * 1024
 """Longest response line accepted (an exec result carries up to 2 x output_cap bytes, JSON-escaped)."""
@@ -219,7 +224,26 @@ class ClientSandbox(Sandbox):
 
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
                       ) -> dict[str, Any]:
-        return await self._client.request(op, args, timeout_s=timeout_s)
+        """One round trip, as a span ``sandbox {op}`` under whatever runs it (an agent's tool call, its start)."""
+        attrs = {"bosun.sandbox.backend": self.backend, "bosun.sandbox.id": self.id}
+        # The error's message is left out of the span: it may quote what the sandbox wrote (file names, output).
+        with _tracer.start_as_current_span(f"sandbox {op}", attributes=attrs, record_exception=False,
+                                           set_status_on_exception=False) as span:
+            try:
+                result = await self._client.request(op, args, timeout_s=timeout_s)
+            except (ToolFailed, InvalidArguments) as exc:  # the op's own answer (no such file...), not a failure
+                span.set_attribute("bosun.sandbox.refused", exc.kind)
+                raise
+            except Exception as exc:  # the sandbox is gone, the call timed out (or a bug)
+                kind = exc.kind if isinstance(exc, BosunError) else type(exc).__name__
+                span.set_attribute("error.type", kind)
+                span.set_status(Status(StatusCode.ERROR, kind))
+                raise
+            if op == "exec":
+                span.set_attributes({"bosun.exec.exit_code": -1 if result.get("exit_code") is None
+                                     else int(result["exit_code"]), "bosun.exec.timed_out": bool(
+                                         result.get("timed_out"))})
+            return result
 
     async def _destroy(self) -> None:
         """What the backend tears down after the tool server is gone (default: nothing)."""

@@ -11,6 +11,8 @@ import asyncio
 import time
 from pathlib import Path
 
+from opentelemetry import trace
+
 from infra import telemetry
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, get_provider
@@ -19,6 +21,8 @@ from sandbox.environments.runtime import EnvironmentProvider, provider_for
 from sandbox.environments.store import EnvStore, default_cache
 from sandbox.hostrepo import TaskRepo
 from sandbox.pool import PooledProvider
+
+_tracer = trace.get_tracer("bosun.sandbox")
 
 
 class SandboxManager:
@@ -84,7 +88,8 @@ class SandboxManager:
         async with self._locks.setdefault(key, asyncio.Lock()):
             box = self._boxes.get(key)
             if box is None or not box.alive:
-                box = await self._start(key, workspace, filling)
+                with _tracer.start_as_current_span("sandbox acquire", attributes={"bosun.sandbox.key": key}):
+                    box = await self._start(key, workspace, filling)
         if filling is not None:
             await asyncio.shield(filling)
         return box
@@ -105,8 +110,11 @@ class SandboxManager:
         started = time.monotonic()
         pool = provider.inner if isinstance(provider, EnvironmentProvider) else provider
         hits = pool.hits if isinstance(pool, PooledProvider) else 0
-        box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
-        warm = isinstance(pool, PooledProvider) and pool.hits > hits
+        with _tracer.start_as_current_span("sandbox start", attributes={"bosun.sandbox.backend": provider.backend}
+                                           ) as span:
+            box = await provider.acquire(Path(workspace), objects=TaskRepo.objects_for(workspace))
+            warm = isinstance(pool, PooledProvider) and pool.hits > hits
+            span.set_attributes({"bosun.sandbox.start": "warm" if warm else "cold", "bosun.sandbox.id": box.id})
         labels = {"backend": provider.backend, "start": "warm" if warm else "cold"}
         metrics = telemetry.instruments()
         metrics.sandbox_acquire.record(time.monotonic() - started, labels)

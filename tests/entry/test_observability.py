@@ -6,8 +6,9 @@ offline store (`bosun trace`), can be exported (`bosun export`) and replays from
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import httpx
 import pytest
@@ -139,8 +140,24 @@ async def test_one_trace_from_the_webhook_through_every_agent_model_and_tool_cal
         assert agent.startswith(f"{wf_id}/")
         per_agent[agent] += 1
         assert ancestors(s)[-1]["name"] == "webhook github issues"  # all the way up to the webhook
-    assert sorted(per_agent) == sorted(f"{wf_id}/{n}" for n in ("planner", "fast_edit-median-1",
-                                                                 "fast_edit-percent-1", "debugger-1"))
+    agents = sorted(f"{wf_id}/{n}" for n in ("planner", "fast_edit-median-1", "fast_edit-percent-1", "debugger-1"))
+    assert sorted(per_agent) == agents
+    # down to the sandbox: each agent's sandbox is acquired and started once, under the agent (its first step in
+    # the sandbox, init_agent), and every command it runs is a sandbox exec under the agent's tool call
+    sandbox_spans: dict[str, Counter] = defaultdict(Counter)
+    for s in spans:
+        if s["name"].startswith("sandbox "):
+            run = next((a for a in ancestors(s) if a["name"].startswith("RunActivity:")), None)
+            assert run is not None, s
+            sandbox_spans[run["attributes"]["temporalWorkflowID"]][s["name"]] += 1
+    for agent in agents:
+        assert sandbox_spans[agent]["sandbox acquire"] == 1 and sandbox_spans[agent]["sandbox start"] == 1, agent
+        assert sandbox_spans[agent]["sandbox exec"] >= 1, agent
+    starts = [s for s in spans if s["name"] == "sandbox start"]
+    assert all(s["attributes"]["bosun.sandbox.start"] in ("warm", "cold") for s in starts)
+    execs = [s for s in spans if s["name"] == "sandbox exec" and any(
+        a["name"] == "execute_tool run_tests" for a in ancestors(s))]
+    assert execs and all("bosun.exec.exit_code" in s["attributes"] for s in execs)
     assert len(chats) == 16  # one per recorded turn of team.jsonl
     for s in chats:
         a = s["attributes"]
@@ -151,11 +168,34 @@ async def test_one_trace_from_the_webhook_through_every_agent_model_and_tool_cal
                                                                     "str_replace", "run_tests"}
     wait_for(lambda: {"bosun.tool.calls", "gen_ai.client.token.usage"} <= collector.metric_names, 30, 0.5,
              "bosun's metrics at the collector")
-    # the same trace is in the offline store
+    # the same trace is in the offline store, read at once: every agent, each with its sandbox under it
     shown = st.bosun("trace", wf_id)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.startswith(f"trace {TRACE_ID}") and f"AgentWorkflow {wf_id}/planner" in shown.stdout
-    assert "execute_tool run_tests" in shown.stdout and "»" in shown.stdout
+    assert shown.stdout.startswith(f"trace {TRACE_ID}") and "»" in shown.stdout
+    blocks = agent_blocks(shown.stdout)
+    assert sorted(blocks) == agents
+    for agent, block in blocks.items():
+        assert sum("sandbox start  (" in line for line in block) == 1, (agent, block)
+        assert any("sandbox exec  (" in line for line in block), (agent, block)
+    assert "execute_tool run_tests" in shown.stdout
+
+
+def agent_blocks(tree: str) -> dict[str, list[str]]:
+    """The lines under each ``AgentWorkflow ID`` line of a drawn trace (deeper than it, up to its next sibling)."""
+    lines = tree.splitlines()
+    blocks: dict[str, list[str]] = {}
+    for i, line in enumerate(lines):
+        found = re.search(r"AgentWorkflow (\S+)", line)
+        if not found:
+            continue
+        depth = line.index("AgentWorkflow")
+        block = []
+        for below in lines[i + 1:]:
+            if re.match(r"[» │├└─]*", below).end() <= depth:
+                break
+            block.append(below)
+        blocks[found.group(1)] = block
+    return blocks
 
 
 @pytest.mark.slow
