@@ -261,10 +261,10 @@ class EvalActivities:
                                 declaration(recipe, present, tree.read))
                 det = envs.detect(tree, inp.repo, declared=declared,
                                   version=f"{inp.version}.0" if inp.version and inp.version[:1].isdigit() else None)
-                if not inp.build and envs.cached(envs.key(det)) is None:
+                prepared = envs.ensure(det, tree) if inp.build else envs.find(det)
+                if prepared is None:  # not built yet: its build waits for a judging slot
                     return EvalPrepareResult(deferred=True, phases=_rounded(fetch=t1 - t0,
                                                                             environment=time.monotonic() - t1))
-                prepared = envs.ensure(det, tree)
             except (BuildFailed, ConfigError) as e:
                 return EvalPrepareResult(error=f"environment: {e}")
             repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it

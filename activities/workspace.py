@@ -129,13 +129,12 @@ class WorkspaceActivities:
             repo.set_environment(None, None)
             return EnvironmentState(status="failed", step="detect", reason=str(exc).splitlines()[0][:500])
         try:
-            record = envs.cached(key, need_docker=self.sandboxes.provider().backend == "docker")
+            found = envs.find(det, need_docker=self.sandboxes.provider().backend == "docker")
         except UnexpectedEnvironment as exc:
             repo.set_environment(None, None)
             return EnvironmentState(status="unavailable", reason=str(exc).splitlines()[0][:500])
-        if record is not None:
-            envs.store.touch(key)
-            return self._ready(envs, repo, record, cached=True)
+        if found is not None:
+            return self._ready(envs, repo, found.record, cached=True)
         repo.set_environment(None, None)
         return EnvironmentState(status="needed", env_id=env_id_for(key), python=det.spec.python,
                                 test_command=det.spec.test.text, origin=det.spec.origin,
@@ -197,9 +196,7 @@ class WorkspaceActivities:
                 await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
-        summary = report.headline() if is_pytest or report.summary or res.timed_out else \
-            f"tests exited {res.exit_code}"
-        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=summary,
+        return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(is_pytest),
                             failed=report.failed, passed_count=report.counts.get("passed", len(report.passed)),
                             output_ref=self.store.put_text(output))
 

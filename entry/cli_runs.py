@@ -127,8 +127,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
             print(f"  {result.budget_note}")
         for n, dbg in enumerate(result.debug_rounds, 1):
             print(f"  debugger round {n}: {dbg.status} after {dbg.turns} turns")
-        agents = [result.agent] if result.agent else [s.agent for s in result.subtasks if s.agent]
-        turns = sum(a.turns for a in agents) + sum(d.turns for d in result.debug_rounds)
+        turns = sum(a.turns for a in result.all_agents())
         print(f"status: {result.status}; {turns} agent turns; branch {result.branch} "
               f"({(result.commit or 'no commit')[:12]}) in {result.workspace}")
     return 0 if result.status == "succeeded" else 1

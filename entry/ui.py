@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import time
+from collections import OrderedDict
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -43,17 +44,19 @@ from temporalio.service import RPCError
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.export import export as export_run
-from infra.history import collect
+from infra.history import ClosedRuns, collect
 from infra.runview import RunView, Trigger, build, trigger_of
 from infra.settings import Settings, load_settings
 from infra.telemetry import read_spans, telemetry_dir
 from infra.temporal import connect
 from infra.traceview import render as render_trace
 from infra.traceview import task_spans
+from workflows.models import TaskResult
 
 log = logging.getLogger("bosun.ui")
 COOKIE = "bosun_ui_token"
 MAX_RUNS = 100
+CLOSED_VIEWS = 64
 STATUSES = ["running", "succeeded", "partial", "failed", "no_changes", "cancelled", "terminated", "timed_out"]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -100,12 +103,6 @@ class RunSummary:
         return f"{(self.end or time.time()) - self.start:.1f} s"
 
 
-def _agents_of(result: dict[str, Any]) -> list[dict[str, Any]]:
-    agents = [result.get("agent")] + [s.get("agent") for s in result.get("subtasks", [])]
-    agents += result.get("debug_rounds", []) + result.get("follow_ups", [])
-    return [a for a in agents if isinstance(a, dict)]
-
-
 class WebView:
     def __init__(self, settings: Settings, client: Client | None = None) -> None:
         self.settings = settings
@@ -117,6 +114,10 @@ class WebView:
         self.formatter = HtmlFormatter(cssclass="highlight")
         self._summaries: dict[tuple[str, str], RunSummary] = {}
         """Closed runs' rows (they never change), by (workflow id, run id)."""
+        self._closed = ClosedRuns()
+        """Ended agents' steps: a running task's page, refreshed every 2 s, reads again only what still runs."""
+        self._views: OrderedDict[tuple[str, str], RunView] = OrderedDict()
+        """Ended tasks' pages (they never change), by (workflow id, run id); at most ``CLOSED_VIEWS``."""
 
     async def client(self) -> Client:
         if self._client is None:
@@ -175,16 +176,17 @@ class WebView:
                          wf.close_time.timestamp() if wf.close_time else None)
         if wf.status == WorkflowExecutionStatus.COMPLETED:
             try:
-                result = await handle.result()
-            except Exception:  # noqa: BLE001 - shown without the details
-                result = {}
-            result = result if isinstance(result, dict) else {}
-            agents = _agents_of(result)
-            row.status = str(result.get("status", "completed"))
-            row.turns = sum(int(a.get("turns") or 0) for a in agents)
-            row.cost = round(sum(float(a.get("cost_usd") or 0) for a in agents), 6)
-            row.tests_before = str((result.get("tests_before") or {}).get("summary", ""))
-            row.tests_after = str((result.get("tests_after") or {}).get("summary", ""))
+                result: TaskResult | None = TaskResult.model_validate(await handle.result())
+            except Exception:  # noqa: BLE001 - shown without the details (not a task's result, or unreadable)
+                result = None
+            if result is not None:
+                agents = result.all_agents()
+                row.status = result.status
+                row.turns = sum(a.turns for a in agents)
+                row.cost = round(sum(a.cost_usd for a in agents), 6)
+                row.tests_before, row.tests_after = result.tests_before.summary, result.tests_after.summary
+            else:
+                row.status = "completed"
         if wf.status not in (None, WorkflowExecutionStatus.RUNNING):
             self._summaries[key] = row
         return row
@@ -217,8 +219,16 @@ class WebView:
             desc = await handle.describe()
         except RPCError:
             raise KeyError(workflow_id) from None
-        root = await collect(client, workflow_id)
+        key = (workflow_id, desc.run_id)
+        if key in self._views:
+            self._views.move_to_end(key)
+            return self._views[key], {}
+        root = await collect(client, workflow_id, closed=self._closed)
         view = await asyncio.to_thread(build, root, self.store, memo=await desc.memo())
+        if desc.status not in (None, WorkflowExecutionStatus.RUNNING) and not view.running:
+            self._views[key] = view
+            while len(self._views) > CLOSED_VIEWS:
+                self._views.popitem(last=False)
         escalations: dict[str, str] = {}
         if view.running:
             for agent in view.agents:

@@ -6,6 +6,7 @@ The history view is built from workflow history alone (refs point into the artif
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -122,11 +123,37 @@ async def previous_run(client: Client, workflow_id: str, run_id: str | None) -> 
     return ""
 
 
-async def collect(client: Client, workflow_id: str, run_id: str | None = None) -> Step:
+class ClosedRuns:
+    """The steps of child workflows that have ended, by workflow and first run id, kept for the next read of the
+    same task: an ended child's history never changes (the web view reads a running task every 2 seconds; only
+    what still runs is read again). At most ``size``, the least recently used dropped first."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._steps: OrderedDict[tuple[str, str], Step] = OrderedDict()
+
+    def get(self, workflow_id: str, run_id: str) -> Step | None:
+        step = self._steps.get((workflow_id, run_id))
+        if step is not None:
+            self._steps.move_to_end((workflow_id, run_id))
+        return step
+
+    def keep(self, workflow_id: str, run_id: str, step: Step) -> None:
+        self._steps[(workflow_id, run_id)] = step
+        self._steps.move_to_end((workflow_id, run_id))
+        while len(self._steps) > self.size:
+            self._steps.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+
+async def collect(client: Client, workflow_id: str, run_id: str | None = None, *,
+                  closed: ClosedRuns | None = None) -> Step:
     """The steps of a workflow read from its history, its children's recursively: from ``run_id`` on (a child's
     first run), or (None) the whole workflow. A workflow that continued as new: the steps of all its runs in order,
     from the first one Temporal still keeps (``missing`` says when earlier ones are gone) to the last. RPCError when
-    the run itself is not there."""
+    the run itself is not there. ``closed``: ended children already read (taken from there, and kept there)."""
     root = Step(workflow_id=workflow_id, kind="workflow", name="")
     first = run_id
     if run_id is None:  # back to the first run still kept (a run's start names the run it continues)
@@ -144,18 +171,21 @@ async def collect(client: Client, workflow_id: str, run_id: str | None = None) -
     """Tool calls the model asked for, by call id (a local activity's marker does not carry its input)."""
     current: str | None = first
     while True:  # forward to the last run (a run that continued as new names the next)
-        following = await _read_run(client, root, current, calls)
+        following = await _read_run(client, root, current, calls, closed)
         if not following:
             return root
         current = following
 
 
-async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[str, dict]) -> str:
-    """One run's steps into ``root``; the run it continued as new into ("" if none)."""
+async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[str, dict],
+                    closed: ClosedRuns | None) -> str:
+    """One run's steps into ``root``; the run it continued as new into ("" if none). Its children's own steps are
+    read once the run's history is (whether a child has ended is known only then)."""
     workflow_id = root.workflow_id
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     scheduled: dict[int, Step] = {}
     children: dict[str, Step] = {}
+    started: list[tuple[Step, str]] = []
     following = ""
     async for ev in handle.fetch_history_events():
         t = ev.event_type
@@ -201,15 +231,7 @@ async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[
             root.children.append(step)
         elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
             a = ev.child_workflow_execution_started_event_attributes
-            step = children[a.workflow_execution.workflow_id]
-            try:
-                sub = await collect(client, a.workflow_execution.workflow_id, a.workflow_execution.run_id)
-            except RPCError as e:
-                if not _gone(e):
-                    raise
-                step.missing = f"its history is no longer kept ({e.message})"[:300]
-            else:
-                step.children, step.input, step.missing = sub.children, sub.input, sub.missing
+            started.append((children[a.workflow_execution.workflow_id], a.workflow_execution.run_id))
         elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
             a = ev.child_workflow_execution_completed_event_attributes
             step = children[a.workflow_execution.workflow_id]
@@ -236,8 +258,25 @@ async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[
                 reason = ev.workflow_execution_terminated_event_attributes.reason
                 root.error = f"terminated{': ' + reason if reason else ''}"
             root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
+    for step, child_run in started:
+        await _read_child(client, step, child_run, closed)
     return following
 
+
+async def _read_child(client: Client, step: Step, run_id: str, closed: ClosedRuns | None) -> None:
+    """A child workflow's own steps into ``step`` (from ``closed`` when it ended and was read before)."""
+    sub = closed.get(step.workflow_id, run_id) if closed is not None else None
+    if sub is None:
+        try:
+            sub = await collect(client, step.workflow_id, run_id, closed=closed)
+        except RPCError as e:
+            if not _gone(e):
+                raise
+            step.missing = f"its history is no longer kept ({e.message})"[:300]
+            return
+        if closed is not None and step.status is not None and sub.status is not None:
+            closed.keep(step.workflow_id, run_id, sub)
+    step.children, step.input, step.missing = sub.children, sub.input, sub.missing
 
 def _describe(step: Step) -> str:
     i, r = step.input or {}, step.result

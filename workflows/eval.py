@@ -195,8 +195,7 @@ async def _bind_worker(retry_policy: RetryPolicy | None = None) -> str:
 
 
 def _task_summary(result: TaskResult) -> dict[str, Any]:
-    agents = [a for a in [result.agent, *[s.agent for s in result.subtasks], *result.debug_rounds,
-                          *result.follow_ups] if a is not None]
+    agents = result.all_agents()
     errors: dict[str, int] = {}
     for a in agents:
         for kind, n in a.errors.items():

@@ -119,6 +119,12 @@ class TaskResult(BaseModel):
     environment: EnvironmentState | None = None
     """The environment the task's sandboxes ran in (interpreter, test command, build log), or why there was none."""
 
+    def all_agents(self) -> list[AgentResult]:
+        """Every agent that worked on the result: the solo agent, each subtask's last agent, the debugger rounds and
+        the follow-ups (the planner's spend is in ``spent``)."""
+        found = [self.agent, *(s.agent for s in self.subtasks), *self.debug_rounds, *self.follow_ups]
+        return [a for a in found if a is not None]
+
 
 class SubtaskOutcome(BaseModel):
     id: str

@@ -104,8 +104,7 @@ async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
     res = await ctx.sandbox.exec(cmd, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
                                  output_cap=ctx.output_cap, env=PYTEST_ENV)
     report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
-    shown = report.headline() if is_pytest or report.summary or res.timed_out else f"exit {res.exit_code}"
-    head = f"{'pytest' if is_pytest else 'tests'}: {shown}"
+    head = f"{'pytest' if is_pytest else 'tests'}: {report.headline(is_pytest)}"
     if report.failed:
         head += "\nfailed: " + ", ".join(report.failed)
         for tid in report.failed:

@@ -33,10 +33,12 @@ class TestReport(BaseModel):
     def green(self) -> bool:
         return self.exit_code == 0
 
-    def headline(self) -> str:
+    def headline(self, pytest: bool = True) -> str:
+        """One line on how the run ended: the runner's summary line when there is one; else "tests timed out",
+        "pytest exited N", or, for another runner (``pytest=False``), "exit N"."""
         if self.exit_code is None:
             return "tests timed out"
-        return self.summary or f"pytest exited {self.exit_code}"
+        return self.summary or (f"pytest exited {self.exit_code}" if pytest else f"exit {self.exit_code}")
 
 
 def parse_pytest_output(output: str, exit_code: int | None) -> TestReport:

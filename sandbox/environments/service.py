@@ -192,15 +192,25 @@ class Environments:
 
     # -- building --------------------------------------------------------------------------------------------
 
+    def find(self, det: Detection, *, need_docker: bool | None = None) -> Prepared | None:
+        """The environment of ``det`` if it is built (marked used), else None: what a task's preparation and an
+        evaluation's instance look up before they decide to build."""
+        started = time.monotonic()
+        key = self.key(det)
+        record = self.cached(key, need_docker=need_docker)
+        if record is None:
+            return None
+        self.store.touch(key)
+        return Prepared(record, True, time.monotonic() - started)
+
     def ensure(self, det: Detection, tree: GitTree) -> Prepared:
         """The environment of ``det``: the cached one, or built now. Raises BuildFailed (the repository's
         setup failed: not retried) or UnexpectedEnvironment (this host cannot build: no engine, not root)."""
         started = time.monotonic()
+        found = self.find(det)
+        if found is not None:
+            return found
         key = self.key(det)
-        record = self.cached(key)
-        if record is not None:
-            self.store.touch(key)
-            return Prepared(record, True, time.monotonic() - started)
         # short of space: room for the build first (not under its lock: a prune takes other environments' locks)
         if free_mb(self.cache) < self.settings.env_min_free_gb * 1000:
             self._bound(key)

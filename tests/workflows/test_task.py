@@ -11,6 +11,7 @@ from temporalio.client import WorkflowFailureError
 from activities.models import PlanInfo, SubtaskInfo
 from agents.harness_settings import HarnessSettings
 from agents.router import RouterConfig
+from infra import history
 from infra.history import collect
 from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, task_input
 from tests.workflows.harness import AgentScript, Turn, World
@@ -335,3 +336,28 @@ async def test_harness_settings_reach_the_router_and_every_agent(env):
     assert all(c.input.router is None for c in plain.named("route_model"))
     default = HarnessSettings().model_dump_json()
     assert {c.input.harness.model_dump_json() for c in plain.named("model_call")} == {default}
+
+
+async def test_a_second_read_of_a_task_reads_only_what_still_runs(env, monkeypatch):
+    """The web view reads a running task every 2 seconds: ended agents are read from history once (ClosedRuns),
+    and what a read with them gives is what a fresh read gives."""
+    world = World(plan=plan(("a", []), ("b", [])),
+                  agents={f"fast_edit-{s}-1": AgentScript(turns=[Turn(tools=["read_file"]), Turn()]) for s in "ab"})
+    wf_id = f"t-read-{uuid.uuid4().hex[:8]}"
+    await run_task(env, world, task_input(max_parallel=2), wf_id=wf_id)
+    reads: list[str] = []
+    real = history._read_run
+
+    async def counted(client, root, run_id, calls, closed):
+        reads.append(root.workflow_id)
+        return await real(client, root, run_id, calls, closed)
+
+    monkeypatch.setattr(history, "_read_run", counted)
+    closed = history.ClosedRuns()
+    first = await collect(env.client, wf_id, closed=closed)
+    agents = sorted(r for r in reads if r != wf_id)
+    assert len(agents) == 3 and len(closed) == 3  # the planner and two fast-edit agents, all ended
+    reads.clear()
+    again = await collect(env.client, wf_id, closed=closed)
+    assert reads == [wf_id]  # only the task's own history
+    assert history.render(again) == history.render(first) == history.render(await collect(env.client, wf_id))
