@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox.environments.interpreters import AVAILABLE
-from sandbox.environments.store import dir_size_mb, file_lock
+from sandbox.environments.store import dir_size_mb, file_lock, strip_setid
 
 RECIPE = "2"
 """Bump when the steps below change: every base is rebuilt under a new name."""
@@ -213,12 +213,7 @@ def _finish(rootfs: Path, name: str) -> str:
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, mode)
         os.chown(path, owner, owner)
-    for dirpath, _dirs, files in os.walk(rootfs):
-        for name in files:
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            if not os.path.islink(p) and st.st_mode & 0o6000:
-                os.chmod(p, st.st_mode & ~0o6000)
+    strip_setid(rootfs, bits=0o6000)  # (the sticky bit of /tmp and kin stays: only set-id programs go)
     for junk in ("var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info",
                  "var/log"):
         target = rootfs / junk

@@ -172,18 +172,18 @@ class EnvStore:
         return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def strip_setid(path: Path) -> int:
-    """Drop set-user-id, set-group-id and sticky bits below ``path`` (a folder a build wrote; links are not
-    followed); returns how many entries had them."""
+def strip_setid(path: Path, bits: int = 0o7000) -> int:
+    """Drop ``bits`` (set-user-id, set-group-id and sticky) from everything below ``path`` (a folder a build wrote,
+    a base's root filesystem; links are not followed); returns how many entries had them."""
     found = 0
     for dirpath, dirs, files in os.walk(path):
         for name in dirs + files:
             full = os.path.join(dirpath, name)
             with contextlib.suppress(OSError):
                 mode = os.lstat(full).st_mode
-                if stat.S_ISLNK(mode) or not mode & 0o7000:
+                if stat.S_ISLNK(mode) or not mode & bits:
                     continue
-                os.chmod(full, stat.S_IMODE(mode) & ~0o7000, follow_symlinks=False)
+                os.chmod(full, stat.S_IMODE(mode) & ~bits, follow_symlinks=False)
                 found += 1
     return found
 
