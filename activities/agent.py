@@ -61,6 +61,7 @@ from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
 from infra.artifacts import ArtifactStore
 from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
+from infra.objectstore import open_store
 from infra.settings import Settings
 from sandbox.escalation import run_escalated
 from sandbox.hostrepo import TaskRepo
@@ -95,7 +96,7 @@ class AgentActivities:
     def standalone(cls, settings: Settings) -> AgentActivities:
         """With a store, sandboxes, registry and ledger of its own (tests, benchmarks); the worker shares them."""
 
-        store = ArtifactStore(settings.artifacts_dir)
+        store = open_store(settings)
         return cls(settings, store, SandboxManager(settings.sandbox_backend, settings.sandbox_image),
                    default_registry(), CallLedger(settings.data_dir / "tool-calls", store))
 

@@ -133,11 +133,11 @@ def bosun(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedPr
 async def bench_overhead(client, settings, work: Path, rounds: int = 5, n: int = 40) -> dict:
     from agents.tools.builtin import default_registry
     from agents.tools.registry import ToolContext
-    from infra.artifacts import ArtifactStore
+    from infra.objectstore import open_store
     from sandbox import get_provider
 
     repo = git_repo(work / "ovh", {"a.py": "x = 1\n" * 50})
-    store = ArtifactStore(settings.artifacts_dir)
+    store = open_store(settings)
     args_ref = store.put_json({"path": "a.py"})
     calls = [ToolCallInput(agent_id="bench-ovh", workspace=str(repo), call=ToolCallRef(
         id=f"c{i}", name="read_file", arguments_ref=args_ref, arguments_preview="a.py")) for i in range(n)]

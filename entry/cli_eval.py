@@ -61,6 +61,7 @@ from infra.cliargs import Parser, UsageError, check_non_negative, read_json_file
 from infra.errors import BosunError, ConfigError
 from infra.export import export as export_run
 from infra.history import collect_run
+from infra.objectstore import open_store
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from sandbox.sources import SOURCES, prune_sources, stored_sources
@@ -406,7 +407,7 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     _sources(judged, repos)
     _output_file(args.report, "--report")
     _output_folder(args.logs, "--logs")
-    store = ArtifactStore(s.artifacts_dir)
+    store = open_store(s)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(judged, repos, store, predictions),
                     max_parallel=max(1, args.max_parallel), timeout_s=args.timeout,
@@ -444,7 +445,7 @@ async def run_agents(args: argparse.Namespace, s: Settings) -> int:
     instances = load_instances(args.instances, [i for i in args.ids.split(",") if i])
     repos = _repos(args.repo)
     _sources(instances, repos)
-    store = ArtifactStore(s.artifacts_dir)
+    store = open_store(s)
     parse_spec(args.model)
     variants = [_variant(v, args.model, args.mode, store) for v in args.variant] or \
         [_with_model(Variant(name="default", task={"model": args.model, "mode": args.mode}), store)]

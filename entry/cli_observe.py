@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 from infra.alerts import read_alerts
-from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.export import export as export_run
 from infra.export import to_jsonl
 from infra.history import collect_run
+from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.telemetry import read_spans, telemetry_dir
 from infra.temporal import connect
@@ -55,7 +55,7 @@ async def alerts(args: argparse.Namespace, s: Settings) -> int:
 async def export(args: argparse.Namespace, s: Settings) -> int:
     client = await connect(s)
     root = await collect_run(client, args.id)
-    doc = export_run(root, ArtifactStore(s.artifacts_dir))
+    doc = export_run(root, open_store(s))
     text = to_jsonl(doc) if args.format == "jsonl" else json.dumps(doc, indent=1, default=str) + "\n"
     if args.out:
         out = Path(args.out)

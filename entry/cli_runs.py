@@ -19,9 +19,9 @@ from agents.providers import ModelSpec, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import load_config
 from infra import telemetry
-from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.history import collect_run, render, to_json
+from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.temporal import connect
 from sandbox.hostrepo import check_source_repo as check_repo
@@ -89,7 +89,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
     repo, spec, trajectory, harness = _validate_run(args, s)
     tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
     client = await connect(s, tracing=tel.on)
-    trajectory_ref = ArtifactStore(s.artifacts_dir).put_text(trajectory) if trajectory is not None else None
+    trajectory_ref = open_store(s).put_text(trajectory) if trajectory is not None else None
     wf_id = args.id or f"task-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     handle = await client.start_workflow(
         TaskWorkflow.run,

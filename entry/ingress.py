@@ -29,7 +29,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.events import bus, tracing
 from infra.events.config import EventsConfig, load_events_config
@@ -43,6 +42,7 @@ from infra.events.verify import (
     verify_github_signature,
     verify_linear_signature,
 )
+from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.telemetry import instruments
 
@@ -62,7 +62,7 @@ class Ingress:
     def __init__(self, settings: Settings, cfg: EventsConfig) -> None:
         self.settings = settings
         self.cfg = cfg
-        self.store = ArtifactStore(settings.artifacts_dir)
+        self.store = open_store(settings)
         self.nc: NATS | None = None
         self.js: JetStreamContext | None = None
         self.stream_ready = False

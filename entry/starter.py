@@ -35,7 +35,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
-from infra.artifacts import ArtifactMissing, ArtifactStore, write_json_atomically
+from infra.artifacts import ArtifactMissing, write_json_atomically
 from infra.errors import ConfigError
 from infra.events import bus, tracing
 from infra.events.config import EventsConfig, load_events_config, run_url
@@ -43,6 +43,7 @@ from infra.events.gateway import TransientError, WorkflowGateway
 from infra.events.github_api import ExternalServiceError, GitHubClient
 from infra.events.linear_api import LinearClient
 from infra.events.triggers import Decision, UnknownShape, decide
+from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.temporal import connect
 from workflows.models import checked_task
@@ -101,7 +102,7 @@ class Starter:
         self.settings = settings
         self.cfg = cfg or load_events_config(settings)
         self.gateway = gateway
-        self.store = ArtifactStore(settings.artifacts_dir)
+        self.store = open_store(settings)
         self.nc: NATS | None = None
         self.js: JetStreamContext | None = None
         self.ledger: bus.Ledger | None = None

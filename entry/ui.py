@@ -41,10 +41,10 @@ from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
 from infra.export import export as export_run
 from infra.history import ClosedRuns, collect
+from infra.objectstore import open_store
 from infra.runview import RunView, Trigger, build, trigger_of
 from infra.settings import Settings, load_settings
 from infra.telemetry import read_spans, telemetry_dir
@@ -107,7 +107,7 @@ class WebView:
     def __init__(self, settings: Settings, client: Client | None = None) -> None:
         self.settings = settings
         self._client = client
-        self.store = ArtifactStore(settings.artifacts_dir)
+        self.store = open_store(settings)
         self.jinja = Environment(loader=FunctionLoader(lambda name: _asset(name)),
                                  autoescape=select_autoescape(default=True, default_for_string=True))
         self.jinja.filters["urlencode"] = lambda v: quote(str(v), safe="")

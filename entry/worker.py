@@ -36,7 +36,8 @@ from activities.workspace import WorkspaceActivities
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
 from infra import telemetry
-from infra.artifacts import ArtifactStore, write_json_atomically
+from infra.artifacts import write_json_atomically
+from infra.objectstore import open_store
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from sandbox import diskquota, reap_orphans
@@ -133,7 +134,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         metric_buffer = MetricBuffer(10_000)
         runtime = Runtime(telemetry=TelemetryConfig(metrics=metric_buffer))
     client = await connect(settings, timeout_s=30, tracing=tel.on, runtime=runtime)
-    store = ArtifactStore(settings.artifacts_dir)
+    store = open_store(settings)
     sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image)
     calls = CallLedger(settings.data_dir / "tool-calls", store)
     agent = AgentActivities(settings, store, sandboxes, default_registry(), calls)
@@ -197,6 +198,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         await evaluation.close()
         await agent.close()
         await sandboxes.close_all()
+        await asyncio.to_thread(store.close)
         await asyncio.to_thread(diskquota.unmount_under, settings.workspaces_dir)
 
 

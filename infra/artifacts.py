@@ -46,7 +46,8 @@ def write_json_atomically(path: Path, value: Any, *, indent: int | None = None) 
 
 
 class ArtifactStore:
-    """A directory of blobs named by their SHA-256."""
+    """A directory of blobs named by their SHA-256: this host's own store (``BOSUN_ARTIFACT_STORE=files``), and the
+    shape of the shared one (infra/objectstore.py), which keeps its local cache this way."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -54,20 +55,63 @@ class ArtifactStore:
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / digest
 
+    def _place(self, digest: str, write) -> None:
+        """Make the blob of ``digest`` with ``write(file)`` unless it is there: atomically, never half."""
+        path = self._path(digest)
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def put_bytes(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
-        path = self._path(digest)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        self._place(digest, lambda f: f.write(data))
         return f"sha256:{digest}"
+
+    def put_file(self, path: Path) -> str:
+        """Store a file's content (a git bundle, a large output), read in chunks, never whole in memory."""
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        digest = h.hexdigest()
+        self._place(digest, lambda out: ArtifactStore._copy(path, out))
+        return f"sha256:{digest}"
+
+    def get_file(self, ref: str, dest: Path) -> None:
+        """Write the artifact ``ref`` to the file ``dest`` (replaced atomically), in chunks."""
+        path = self._path(check_ref(ref)[7:])
+        if not path.exists():
+            raise ArtifactMissing(f"artifact {ref} is not in the store at {self.root}")
+        ArtifactStore.copy_out(path, dest)
+
+    @staticmethod
+    def _copy(src: Path, out) -> None:
+        with open(src, "rb") as f:
+            while chunk := f.read(1 << 20):
+                out.write(chunk)
+
+    @staticmethod
+    def copy_out(src: Path, dest: Path) -> None:
+        """``src``'s content into ``dest`` through a temporary file beside it (a reader never sees half)."""
+        fd, tmp = tempfile.mkstemp(dir=Path(dest).parent, prefix=f".{Path(dest).name}.")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                ArtifactStore._copy(src, out)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def close(self) -> None:
+        """Release what the store holds open (nothing, for files)."""
 
     def put_text(self, text: str) -> str:
         return self.put_bytes(text.encode("utf-8"))

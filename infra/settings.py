@@ -49,6 +49,22 @@ class Settings(BaseSettings):
     """Client port of the embedded nats-server."""
     nats_monitor_port: int = 8222
     """HTTP monitoring port of the embedded nats-server (health checks use /healthz)."""
+    nats_replicas: int = Field(default=1, ge=1, le=5)
+    """Replicas of every JetStream stream, key-value bucket and object store bosun makes. 1 on one machine; 3 on a
+    NATS cluster, so the loss of a node loses nothing."""
+
+    artifact_store: Literal["files", "nats"] = "files"
+    """Where transcripts, tool outputs and other artifacts live. `files`: this host's data dir (one machine).
+    `nats`: a JetStream Object Store every host shares (a cluster: any host, or a machine with an empty data dir,
+    reads any run), with a bounded local read cache. A worker refuses to start with `files` beside other hosts."""
+    artifact_bucket: str = Field(default="bosun-artifacts", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The object store bucket of `BOSUN_ARTIFACT_STORE=nats` (made on first use, BOSUN_NATS_REPLICAS replicas)."""
+    artifact_cache_mb: float = Field(default=2048.0, gt=0)
+    """`BOSUN_ARTIFACT_STORE=nats`: the local read cache's bound (`<data dir>/artifacts-cache`); the least recently
+    used artifacts leave it first (they stay in the bucket)."""
+    artifact_ttl_days: float = Field(default=0.0, ge=0)
+    """`BOSUN_ARTIFACT_STORE=nats`: how long the bucket keeps an artifact (0: for good). Set it no shorter than
+    Temporal keeps histories, or old runs' steps show as missing."""
 
     task_queue: str = "bosun"
     """Shared task queue (workflows, worker binding). A task's activities go to the queue of the worker host that
