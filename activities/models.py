@@ -64,12 +64,86 @@ class EnvironmentInput(BaseModel):
     workflow_id: str
 
 
+class Checkpoint(BaseModel):
+    """What a step added to the task's repository, as a git bundle in the shared artifact store: any host restores
+    the repository from the task's checkpoints in order (sandbox/hostrepo.TaskRepo.checkpoint and restore)."""
+
+    ref: str
+    """The bundle (an artifact ref)."""
+    tips: list[str]
+    """The commits it brings."""
+
+
+class BindResult(BaseModel):
+    """The worker host a task (or an agent) is bound to."""
+
+    queue: str
+    """The host's own task queue, where the task's activities go."""
+    worker_id: str
+    shared: bool = False
+    """Whether the host shares its state (BOSUN_ARTIFACT_STORE=nats): then the task checkpoints its repository,
+    watches the hosts it uses and moves to another when one is lost."""
+
+
 class PrepareResult(BaseModel):
     repository: str
     """Host path of the task's authoritative repository (host-owned, bare; sandbox/hostrepo.py)."""
     base_commit: str
     environment: EnvironmentState | None = None
     """The environment of the base commit (None: a worker from before environments)."""
+    checkpoint: Checkpoint | None = None
+    """The clone in the shared store (a host that shares its state)."""
+
+
+class RestoreInput(BaseModel):
+    """Make a host's copy of a task's repository current: its checkpoints applied, the branch at ``head``, the
+    environment found or built there."""
+
+    workflow_id: str
+    source: str
+    ref: str
+    base_commit: str
+    checkpoints: list[Checkpoint]
+    branch: str | None = None
+    head: str | None = None
+    environment: EnvironmentState | None = None
+
+
+class RestoreResult(BaseModel):
+    applied: int
+    """Checkpoints this host lacked and applied."""
+    environment: EnvironmentState | None = None
+
+
+class SlotInput(BaseModel):
+    workflow_id: str
+    """The task that asks: the host that takes the slot signals it ``slot_granted``."""
+    claim: str
+    """The claim's name in the task (unique), given back with the grant."""
+
+
+class SlotGrant(BaseModel):
+    claim: str
+    queue: str
+    worker_id: str
+
+
+class WatchInput(BaseModel):
+    worker_id: str
+
+
+class HostLost(BaseModel):
+    """A host's heartbeat has been absent for BOSUN_HOST_LOSS_S."""
+
+    worker_id: str
+    last_seen: float | None = None
+    """When its last heartbeat was written (epoch seconds); None when it has none."""
+    why: str = ""
+
+
+class TerminateInput(BaseModel):
+    workflow_id: str
+    reason: str
 
 
 class ChecksInput(BaseModel):
@@ -371,6 +445,8 @@ class CollectResult(BaseModel):
     files: list[str]
     notes: list[str] = []
     """What was left out of the import and why (special files, too-large files, nested repositories)."""
+    checkpoint: Checkpoint | None = None
+    """The commit in the shared store (a host that shares its state)."""
 
 
 class MergeInput(BaseModel):
@@ -389,6 +465,8 @@ class MergeResult(BaseModel):
     merged: bool
     conflicts: list[str] = []
     head: str
+    checkpoint: Checkpoint | None = None
+    """A merge commit in the shared store (a host that shares its state)."""
 
 
 class BranchInput(BaseModel):
@@ -399,3 +477,5 @@ class BranchInput(BaseModel):
 
 class CleanupInput(BaseModel):
     workflow_id: str
+    drop_repository: bool = False
+    """Also remove this host's copy of the task's repository (a host that only held it for the task's agents)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 from pathlib import Path
 
 from temporalio import activity
@@ -17,7 +18,9 @@ from activities.agent import sandbox_user
 from activities.heartbeat import Progress, heartbeating
 from activities.models import (
     AgentWorkspaceInput,
+    BindResult,
     BranchInput,
+    Checkpoint,
     ChecksInput,
     ChecksResult,
     CleanupInput,
@@ -32,6 +35,8 @@ from activities.models import (
     MergeResult,
     PrepareInput,
     PrepareResult,
+    RestoreInput,
+    RestoreResult,
 )
 from agents.tools.commands import PYTEST_ENV, test_invocation
 from agents.tools.pytest_report import parse_pytest_output
@@ -65,7 +70,7 @@ class WorkspaceActivities:
     def all(self) -> list:
         return [self.prepare_workspace, self.build_environment, self.run_checks, self.prepare_agent_workspace,
                 self.collect_agent_work, self.merge_agent_work, self.start_branch, self.diff_since, self.finalize,
-                self.cleanup_task]
+                self.cleanup_task, self.restore_task]
 
     def repo(self, workflow_id: str) -> TaskRepo:
         """The task's authoritative repository and run workspaces on this host."""
@@ -81,13 +86,57 @@ class WorkspaceActivities:
         return self.settings.worker_queue
 
     @activity.defn
+    async def bind_host(self) -> BindResult:
+        """Runs on the shared queue: this host, for a task (its coordinator's steps go to the host's own queue),
+        and whether it shares its state with other hosts."""
+        return BindResult(queue=self.settings.worker_queue, worker_id=self.settings.worker_id,
+                          shared=self.store.shared)
+
+    async def _checkpoint(self, repo: TaskRepo, tips: list[str], parents: list[str]) -> Checkpoint | None:
+        """What ``tips`` add to the task's repository as a bundle in the shared store (None on a host that does
+        not share its state, or when nothing is new)."""
+        if not self.store.shared:
+            return None
+
+        def work() -> Checkpoint | None:
+            with tempfile.TemporaryDirectory(dir=self.settings.workspaces_dir, prefix=".ckpt-") as tmp:
+                bundle = Path(tmp) / "checkpoint.bundle"
+                if not repo.checkpoint(tips, parents, bundle):
+                    return None
+                return Checkpoint(ref=self.store.put_file(bundle), tips=list(tips))
+        return await asyncio.to_thread(work)
+
+    @activity.defn
+    async def restore_task(self, inp: RestoreInput) -> RestoreResult:
+        """Bring this host's copy of the task's repository up to date from its checkpoints (an agent placed here,
+        or the task moved here from a lost host), the branch at the task's head, and the task's environment found
+        or built here."""
+        repo = self.repo(inp.workflow_id)
+        meta = {"base": inp.base_commit, "source": inp.source, "ref": inp.ref}
+
+        def fetcher(ref: str):
+            return lambda dest: self.store.get_file(ref, dest)
+
+        self.settings.workspaces_dir.mkdir(parents=True, exist_ok=True)
+        async with heartbeating():
+            applied = await asyncio.to_thread(repo.restore, meta, [(c.tips, fetcher(c.ref)) for c in inp.checkpoints],
+                                              inp.branch, inp.head)
+        env = inp.environment
+        if env is not None and env.status == "ready":
+            env = await asyncio.to_thread(self._find_environment, repo, inp.base_commit, inp.source, env.env_id)
+            if env.status == "needed":
+                env = await self.build_environment(EnvironmentInput(workflow_id=inp.workflow_id))
+        return RestoreResult(applied=applied, environment=env)
+
+    @activity.defn
     async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
         """Clone the repository into the task's repository, resolve the ref, and find the base commit's
         environment: cached (ready), to be built (needed), or why there is none."""
         repo = self.repo(inp.workflow_id)
         base = await asyncio.to_thread(repo.prepare, inp.repo, inp.ref)
         env = await asyncio.to_thread(self._find_environment, repo, base, inp.repo, inp.env_id)
-        return PrepareResult(repository=str(repo.git_dir), base_commit=base, environment=env)
+        return PrepareResult(repository=str(repo.git_dir), base_commit=base, environment=env,
+                             checkpoint=await self._checkpoint(repo, [base], []))
 
     # -- the task's environment (sandbox/environments) -------------------------------------------------------
 
@@ -222,22 +271,27 @@ class WorkspaceActivities:
             imported = await asyncio.to_thread(work)
         except SnapshotRefused as e:
             return CollectResult(commit=None, files=[], notes=[f"the work could not be imported: {e}"])
-        return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50])
+        checkpoint = await self._checkpoint(repo, [imported.commit], [inp.parent]) if imported.commit else None
+        return CollectResult(commit=imported.commit, files=imported.files, notes=imported.notes[:50],
+                             checkpoint=checkpoint)
 
     @activity.defn
     async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
         """3-way merge of a run's commit into the task branch, inside the task repository (no work tree)."""
         repo = self.repo(inp.workflow_id)
 
-        def work() -> MergeResult:
+        def work() -> tuple[MergeResult, str | None]:
             head = repo.head(inp.branch)
             if inp.fast_forward and head is not None and repo.is_ancestor(head, inp.commit):
                 repo.set_branch(inp.branch, inp.commit, expect=head if head != inp.commit else None)
-                return MergeResult(merged=True, head=inp.commit)
+                return MergeResult(merged=True, head=inp.commit), head
             m = repo.merge(inp.branch, inp.commit, inp.message)
-            return MergeResult(merged=m.merged, conflicts=m.conflicts, head=m.head)
+            return MergeResult(merged=m.merged, conflicts=m.conflicts, head=m.head), head
 
-        return await asyncio.to_thread(work)
+        merged, before = await asyncio.to_thread(work)
+        if merged.merged and merged.head not in (inp.commit, before):  # a merge commit: new objects
+            merged.checkpoint = await self._checkpoint(repo, [merged.head], [inp.commit, *([before] if before else [])])
+        return merged
 
     @activity.defn
     async def start_branch(self, inp: BranchInput) -> str:
@@ -273,3 +327,5 @@ class WorkspaceActivities:
         await self.sandboxes.release_prefix(f"{inp.workflow_id}/")
         await self.sandboxes.release_prefix(f"checks:{inp.workflow_id}:")
         await asyncio.to_thread(self.repo(inp.workflow_id).drop_runs)
+        if inp.drop_repository:
+            await asyncio.to_thread(self.repo(inp.workflow_id).remove)

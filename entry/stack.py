@@ -402,7 +402,8 @@ def status(s: Settings | None = None, *, out=print) -> int:
         if name == "worker" and health:
             wh = worker_health(s) or {}
             extra = (f"; sandbox backend {wh.get('sandbox_backend', '?')}, runs as {wh.get('sandbox_user', '?')}, "
-                     f"disk quota {wh.get('disk_quota', '?')}")
+                     f"disk quota {wh.get('disk_quota', '?')}, slots {wh.get('slots_in_use', '?')}/"
+                     f"{wh.get('slots', '?')} in use, artifacts {wh.get('artifact_store', '?')}")
         out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{extra}{restarts}")
     if s.temporal_address:
         out(f"  temporal  external  {s.temporal_address}")

@@ -12,12 +12,19 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
+import socket
+import sys
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.contrib.opentelemetry import MetricsExporter
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import (
@@ -30,6 +37,7 @@ from temporalio.worker import (
 from activities.agent import AgentActivities
 from activities.errors import ErrorInterceptor
 from activities.eval import EvalActivities
+from activities.hosts import HostActivities
 from activities.report import ReportActivities
 from activities.telemetry import Observer, TelemetryInterceptor
 from activities.workspace import WorkspaceActivities
@@ -37,7 +45,9 @@ from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
 from infra import telemetry
 from infra.artifacts import write_json_atomically
-from infra.objectstore import open_store
+from infra.errors import BosunError, ConfigError
+from infra.hosts import BEAT_S, HostBeat, HostRegistry
+from infra.objectstore import NatsArtifactStore, open_store
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from sandbox import diskquota, reap_orphans
@@ -123,6 +133,52 @@ async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None
     return released
 
 
+def identity(settings: Settings) -> str:
+    """This worker's identity in Temporal (pollers show it): its worker id, its artifact store, pid and host."""
+    return f"{settings.worker_id} ({settings.artifact_store}) pid {os.getpid()}@{socket.gethostname()}"
+
+
+IDENTITY = re.compile(r"^(?P<worker>.+) \((?P<store>files|nats)\) pid \d+@(?P<host>.*)$")
+POLLER_FRESH_S = 90.0
+"""A poller seen this recently is a live worker (a long poll lasts about a minute)."""
+
+
+async def other_hosts(client, settings: Settings) -> dict[str, str]:
+    """Other worker hosts polling the shared task queue now: worker id (or identity) -> their artifact store (``?``
+    when they do not say: a bosun from before it did)."""
+    found: dict[str, str] = {}
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        resp = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=settings.task_queue), task_queue_type=kind))
+        for poller in resp.pollers:
+            if time.time() - poller.last_access_time.ToSeconds() > POLLER_FRESH_S:
+                continue
+            m = IDENTITY.match(poller.identity)
+            if m is not None:
+                if m["worker"] != settings.worker_id:
+                    found[m["worker"]] = m["store"]
+            elif not poller.identity.endswith(f"@{socket.gethostname()}"):  # (this machine's older worker: itself)
+                found[poller.identity] = "?"
+    return found
+
+
+async def check_sharing(client, settings: Settings) -> None:
+    """Refuse to start beside other hosts unless every host shares its state: a task a host with its own file store
+    starts could not be read (or continued) by any other host. One line, naming the setting."""
+    others = await other_hosts(client, settings)
+    if not others:
+        return
+    names = ", ".join(sorted(others)[:5])
+    if settings.artifact_store == "files":
+        raise ConfigError(f"other worker hosts poll this Temporal ({names}): with BOSUN_ARTIFACT_STORE=files their "
+                          "runs could not read this host's artifacts; set BOSUN_ARTIFACT_STORE=nats (and the same "
+                          "BOSUN_NATS_URL) on every host")
+    alone = sorted(w for w, store in others.items() if store != "nats")
+    if alone:
+        raise ConfigError(f"worker hosts {', '.join(alone[:5])} poll this Temporal with their own file store (or an "
+                          "older bosun): set BOSUN_ARTIFACT_STORE=nats on them too, or give this host its own Temporal")
+
+
 LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 """Tool-call records of an agent that wrote nothing for this long are dropped when a worker starts."""
 
@@ -134,7 +190,10 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         metric_buffer = MetricBuffer(10_000)
         runtime = Runtime(telemetry=TelemetryConfig(metrics=metric_buffer))
     client = await connect(settings, timeout_s=30, tracing=tel.on, runtime=runtime)
+    await check_sharing(client, settings)
     store = open_store(settings)
+    registry = HostRegistry(settings, store.bridge) if isinstance(store, NatsArtifactStore) else None
+    hosts = HostActivities(settings, registry)
     sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image)
     calls = CallLedger(settings.data_dir / "tool-calls", store)
     agent = AgentActivities(settings, store, sandboxes, default_registry(), calls)
@@ -146,14 +205,22 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     backend = sandboxes.provider().backend
     observed = [TelemetryInterceptor(Observer.for_settings(settings, backend))] if tel.on else []
     evaluation = EvalActivities(settings, store, sandboxes)
+    me = identity(settings)
     shared = Worker(client, task_queue=settings.task_queue,
                     workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
-                    activities=[workspace.bind_worker], interceptors=[journal, errors])
+                    activities=[workspace.bind_worker, workspace.bind_host, *hosts.shared_activities()],
+                    interceptors=[journal, errors], identity=me)
+    # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
+    # held slot heartbeats every second, so it is given back within a second of its agent's end.
+    slots = Worker(client, task_queue=settings.slots_queue, activities=hosts.slot_activities(),
+                   interceptors=[errors], identity=me, max_concurrent_activities=settings.slots,
+                   max_heartbeat_throttle_interval=timedelta(seconds=1),
+                   default_heartbeat_throttle_interval=timedelta(seconds=1))
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
-                   interceptors=[journal, errors, *observed], max_concurrent_activities=64)
+                   interceptors=[journal, errors, *observed], max_concurrent_activities=64, identity=me)
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
@@ -170,11 +237,21 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
 
     async def beat() -> None:
         while True:
-            write_json_atomically(health, {"pid": os.getpid(), "ts": time.time(), "worker_id": settings.worker_id,
+            now = time.time()
+            write_json_atomically(health, {"pid": os.getpid(), "ts": now, "worker_id": settings.worker_id,
                                            "queues": [settings.task_queue, settings.worker_queue],
                                            "sandbox_backend": backend, "sandbox_user": user,
-                                           "disk_quota": quota})
-            await asyncio.sleep(2)
+                                           "disk_quota": quota, "slots": settings.slots, "slots_in_use": hosts.in_use,
+                                           "artifact_store": settings.artifact_store})
+            if registry is not None:
+                try:
+                    await asyncio.to_thread(registry.bridge.run, registry.abeat(HostBeat(
+                        worker_id=settings.worker_id, queue=settings.worker_queue, slots=settings.slots,
+                        in_use=hosts.in_use, store=settings.artifact_store, ts=now, pid=os.getpid(),
+                        hostname=socket.gethostname())))
+                except Exception as e:  # noqa: BLE001 - NATS away for a moment: the next beat tries again
+                    log.warning("cannot write this host's heartbeat to NATS: %s", e)
+            await asyncio.sleep(BEAT_S)
 
     async def reaper() -> None:
         while True:
@@ -186,7 +263,11 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
 
     exporter = MetricsExporter(metric_buffer, tel.meter_provider) if metric_buffer and tel.meter_provider else None
     try:
-        async with shared, local, exporter or contextlib.nullcontext():
+        if registry is not None:  # in the registry before the first task can bind here
+            await asyncio.to_thread(registry.bridge.run, registry.abeat(HostBeat(
+                worker_id=settings.worker_id, queue=settings.worker_queue, slots=settings.slots, in_use=0,
+                store=settings.artifact_store, ts=time.time(), pid=os.getpid(), hostname=socket.gethostname())))
+        async with shared, local, slots, exporter or contextlib.nullcontext():
             beater = asyncio.create_task(beat())
             reaping = asyncio.create_task(reaper())
             await stop.wait()
@@ -217,4 +298,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BosunError as e:  # a setting, or a Temporal shared with hosts that keep their own state: one line
+        print(f"bosun worker: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -49,6 +49,9 @@ class ArtifactStore:
     """A directory of blobs named by their SHA-256: this host's own store (``BOSUN_ARTIFACT_STORE=files``), and the
     shape of the shared one (infra/objectstore.py), which keeps its local cache this way."""
 
+    shared = False
+    """Whether other hosts read what this store holds (the JetStream one)."""
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 

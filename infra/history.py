@@ -303,6 +303,18 @@ def _describe(step: Step) -> str:
         return f"commit {str(r.get('commit'))[:10]} on {i.get('branch')}: {len(r.get('files_changed', []))} files"
     if n == "bind_worker":
         return f"bound to worker queue {r}"
+    if n == "bind_host" and isinstance(r, dict):
+        return f"bound to host {r.get('worker_id')} (queue {r.get('queue')}" + \
+            (", state shared: checkpoints and host watches)" if r.get("shared") else ")")
+    if n == "hold_slot":
+        return f"slot for {str(i.get('claim', '')).split('#')[0]} (held {step.duration_s or 0:.1f} s)"
+    if n == "watch_host" and isinstance(r, dict):
+        return f"HOST LOST: {r.get('worker_id')}: {r.get('why')}"
+    if n == "terminate_agent":
+        return f"ended {i.get('workflow_id')}: {i.get('reason')}"
+    if n == "restore_task" and isinstance(r, dict):
+        return f"restored the task's repository here: {r.get('applied')} of {len(i.get('checkpoints', []))} " \
+               "checkpoints applied"
     if n == "read_plan" and isinstance(r, dict):
         subs = ", ".join(f"{x['id']} ({', '.join(x.get('files', [])) or 'any file'})" for x in r.get("subtasks", []))
         note = f"; {r['note']}" if r.get("note") else ""

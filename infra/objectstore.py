@@ -100,6 +100,8 @@ class NatsBridge:
 class NatsArtifactStore(ArtifactStore):
     """The shared store (see the module docstring). ``root`` is the local read cache."""
 
+    shared = True
+
     def __init__(self, settings: Settings, *, bridge: NatsBridge | None = None) -> None:
         super().__init__(settings.data_dir / "artifacts-cache")
         self.settings = settings

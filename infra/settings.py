@@ -53,6 +53,14 @@ class Settings(BaseSettings):
     """Replicas of every JetStream stream, key-value bucket and object store bosun makes. 1 on one machine; 3 on a
     NATS cluster, so the loss of a node loses nothing."""
 
+    worker_slots: int | None = Field(default=None, ge=1, le=1024)
+    """How many agents (or evaluation instances being judged) this host runs at once: a host takes such work only
+    while it has a free slot, so work spreads over hosts by free capacity. Unset: twice the CPU count (at least
+    4). A task waiting for its agents holds none."""
+    host_loss_s: float = Field(default=120.0, ge=10)
+    """A host whose heartbeat (cluster: BOSUN_ARTIFACT_STORE=nats) has been absent this long is lost: its tasks
+    move to a live host and continue from their last checkpoint."""
+
     artifact_store: Literal["files", "nats"] = "files"
     """Where transcripts, tool outputs and other artifacts live. `files`: this host's data dir (one machine).
     `nats`: a JetStream Object Store every host shares (a cluster: any host, or a machine with an empty data dir,
@@ -203,6 +211,16 @@ class Settings(BaseSettings):
     @property
     def nats_target(self) -> str:
         return self.nats_url or f"nats://{self.host}:{self.nats_port}"
+
+    @property
+    def slots(self) -> int:
+        """This host's slots (BOSUN_WORKER_SLOTS, or twice the CPU count, at least 4)."""
+        return self.worker_slots or max(4, 2 * (os.cpu_count() or 2))
+
+    @property
+    def slots_queue(self) -> str:
+        """The task queue every host polls for slots while it has a free one (workflows/task.py)."""
+        return f"{self.task_queue}-slots"
 
     @property
     def worker_queue(self) -> str:

@@ -60,6 +60,8 @@ from sandbox.sources import SourceStore, entries, pack
 
 log = logging.getLogger(__name__)
 
+CKPT = "refs/bosun/ckpt"
+"""Refs that keep each checkpoint's tips (:meth:`TaskRepo.checkpoint`)."""
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$")
 
 
@@ -264,7 +266,57 @@ class TaskRepo:
             return commit
         return current
 
-    # -- run workspaces ------------------------------------------------------------------------------------
+    # -- checkpoints: the repository in the shared store, for another host -----------------------------------
+
+    def has(self, commit: str) -> bool:
+        """Whether the repository holds ``commit`` (and, as git keeps it, everything it reaches)."""
+        return self.git_dir.is_dir() and git(self.git_dir, "cat-file", "-e", f"{check_object_id(commit)}^{{commit}}",
+                                             check=False).returncode == 0
+
+    def checkpoint(self, tips: list[str], parents: list[str], bundle: Path) -> bool:
+        """Write to ``bundle`` a git bundle of what ``tips`` reach that ``parents`` do not (the first checkpoint of a
+        task: the clone; later ones: a run's commit, a merge), each tip kept by a ref ``refs/bosun/ckpt/<tip>``.
+        False when there is nothing new (no file written). A host restores the task from its checkpoints in order
+        (:meth:`restore`): each one's parents are in the ones before."""
+        tips = [check_object_id(t) for t in dict.fromkeys(tips)]
+        for tip in tips:
+            git(self.git_dir, "update-ref", f"{CKPT}/{tip}", tip)
+        known = list(dict.fromkeys(check_object_id(p) for p in parents))
+        made = git(self.git_dir, "bundle", "create", "--quiet", str(bundle), *(f"{CKPT}/{t}" for t in tips),
+                   *(["--not", *known] if known else []), check=False)
+        if made.returncode == 0:
+            return True
+        if b"empty bundle" in made.stderr:
+            return False
+        raise ConfigError(f"git bundle failed for task {self.workflow_id}: "
+                          f"{made.stderr.decode('utf-8', 'replace').strip()[-300:]}")
+
+    def restore(self, meta: dict, checkpoints: list[tuple[list[str], Callable[[Path], None]]],
+                branch: str | None = None, head: str | None = None) -> int:
+        """Make this host's copy of the task's repository hold every checkpoint (``(tips, fetch)`` in order;
+        ``fetch(path)`` writes the bundle there): an empty bare repository first when there is none here (``meta``
+        is what ``prepare`` recorded: base, source, ref), then each bundle whose tips it lacks, fetched with the
+        objects checked (``transfer.fsckObjects``). ``branch`` is set to ``head`` when given. Returns how many
+        bundles it applied."""
+        def empty(tmp: Path) -> dict:
+            git(None, "init", "--quiet", "--bare", str(tmp))
+            return dict(meta)
+
+        if self._meta() is None:
+            self._make(str(meta.get("source", "")), ".restore-", empty)
+        applied = 0
+        for tips, fetch in checkpoints:
+            if all(self.has(t) for t in tips):
+                continue
+            with tempfile.TemporaryDirectory(dir=self.root, prefix=".bundle-") as tmp:
+                path = Path(tmp) / "checkpoint.bundle"
+                fetch(path)
+                git(self.git_dir, "fetch", "--quiet", "--no-tags", str(path), f"+{CKPT}/*:{CKPT}/*",
+                    protocols=("file",), config=["transfer.fsckObjects=true", "fetch.fsckObjects=true"])
+            applied += 1
+        if branch and head:
+            self.set_branch(branch, head)
+        return applied
 
     # -- the task's environment (sandbox/environments) --------------------------------------------------------
 
@@ -445,6 +497,13 @@ class TaskRepo:
             except OSError:
                 continue
         return found
+
+    def remove(self) -> None:
+        """Remove this host's copy of the task's repository and its environment marker (a host that held it only
+        for the task's agents; the task's home keeps its own)."""
+        self.drop_runs()
+        shutil.rmtree(self.git_dir, ignore_errors=True)
+        self.env_marker.unlink(missing_ok=True)
 
     def drop_runs(self) -> None:
         """Remove every run workspace of the task (their work is in the repository as commits)."""

@@ -87,6 +87,18 @@ def checked_task(fields: dict[str, Any], where: str, *, allowed: tuple[str, ...]
     return task
 
 
+class HostMove(BaseModel):
+    """A host lost during a task, and what moved off it."""
+
+    what: str
+    """``task`` (the coordinator's steps), or the agent run that started again elsewhere."""
+    from_worker: str
+    to_worker: str | None = None
+    """The task's new host (an agent's new host is wherever its next slot is)."""
+    at: str
+    why: str
+
+
 class TaskResult(BaseModel):
     status: Literal["succeeded", "partial", "failed", "no_changes", "cancelled", "environment_failed"]
     """succeeded: every subtask merged and the tests pass; partial: some work merged, some did not (``problems``
@@ -118,6 +130,8 @@ class TaskResult(BaseModel):
     """Set when the task budget stopped work (what was skipped and why)."""
     environment: EnvironmentState | None = None
     """The environment the task's sandboxes ran in (interpreter, test command, build log), or why there was none."""
+    moves: list[HostMove] = []
+    """Hosts lost during the run and what moved (the task's coordinator, or an agent run again elsewhere)."""
 
     def all_agents(self) -> list[AgentResult]:
         """Every agent that worked on the result: the solo agent, each subtask's last agent, the debugger rounds and

@@ -28,10 +28,13 @@ from temporalio.exceptions import CancelledError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities
+    from activities.hosts import HostActivities
     from activities.models import (
         AgentWorkspaceInput,
         Attachment,
+        BindResult,
         BranchInput,
+        Checkpoint,
         ChecksInput,
         ChecksResult,
         CleanupInput,
@@ -40,13 +43,20 @@ with workflow.unsafe.imports_passed_through():
         EnvironmentInput,
         EnvironmentState,
         FinalizeInput,
+        HostLost,
         MergeInput,
         PlanInfo,
         PrepareInput,
+        PrepareResult,
         ReadPlanInput,
         ReleaseInput,
+        RestoreInput,
         RouteInput,
+        SlotGrant,
+        SlotInput,
         SubtaskInfo,
+        TerminateInput,
+        WatchInput,
     )
     from activities.report import ReportActivities, ReportInput
     from activities.workspace import WorkspaceActivities
@@ -57,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         AgentInput,
         AgentResult,
+        HostMove,
         Message,
         ModelSwitch,
         SubtaskOutcome,
@@ -64,6 +75,30 @@ with workflow.unsafe.imports_passed_through():
         TaskResult,
         branch_name,
     )
+
+
+CLUSTER = "cluster-placement"
+"""Patch id: agents placed on hosts with a free slot; hosts that share their state checkpoint the task's repository,
+watch each other and take over a lost host's work. Runs started before it keep every step on one host."""
+WATCH_LIMIT = timedelta(days=30)
+"""The longest a host watch or a held slot runs (a task's lifetime, with room)."""
+SLOT_LIMIT = WATCH_LIMIT
+
+
+def _drop(task: asyncio.Task) -> None:
+    """Cancel a long-running activity the task no longer needs (a held slot, a host watch) without waiting for it;
+    how it ends is of no interest."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
+class _HostGone(Exception):
+    """A host the task uses is lost (its heartbeat absent for BOSUN_HOST_LOSS_S)."""
+
+    def __init__(self, lost: HostLost, step: asyncio.Future) -> None:
+        super().__init__(lost.why)
+        self.lost = lost
+        self.step = step
 
 
 BUILD_MINUTES_DEFAULT = 150
@@ -113,6 +148,27 @@ class TaskWorkflow:
         self.budget: BudgetTracker | None = None
         self.agents_run = 0
         self.budget_note = ""
+        # -- placement (patch CLUSTER): slots, hosts, checkpoints, moves --------------------------------------
+        self.cluster = False
+        """Agents are placed on hosts with a free slot (a run started before this code: all on the task's host)."""
+        self.home: BindResult | None = None
+        """The host of the coordinator's steps (it changes when the host is lost)."""
+        self.shared = False
+        """The hosts share their state (BOSUN_ARTIFACT_STORE=nats): checkpoints, watches, moves."""
+        self.checkpoints: list[Checkpoint] = []
+        self.synced: dict[str, int] = {}
+        """Host (worker id) -> how many of the checkpoints its copy of the repository holds."""
+        self.hosts: dict[str, str] = {}
+        """Every host (worker id -> queue) that held a copy of the task's repository."""
+        self.watches: dict[str, asyncio.Task] = {}
+        self.lost: set[str] = set()
+        self.grants: dict[str, SlotGrant] = {}
+        self.claims = 0
+        self.moves: list[HostMove] = []
+        self.head: str | None = None
+        """The task branch's head (what a host the task moves to sets its branch to)."""
+        self.prepared: PrepareResult | None = None
+        self.environment_state: EnvironmentState | None = None
 
     def _enter(self, phase: str) -> None:
         self.phase = phase
@@ -137,6 +193,18 @@ class TaskWorkflow:
     def messages(self) -> list[Message]:
         """Every message from people, with the agents it was delivered to (empty: still queued)."""
         return self.inbox
+
+    @workflow.query
+    def placement(self) -> dict:
+        """Where the task runs: its home host, the hosts that held its repository, the lost ones, the moves."""
+        return {"home": self.home.worker_id if self.home else None, "hosts": sorted(self.hosts),
+                "lost": sorted(self.lost), "moves": [m.model_dump() for m in self.moves],
+                "checkpoints": len(self.checkpoints)}
+
+    @workflow.signal
+    def slot_granted(self, grant: SlotGrant) -> None:
+        """A host took one of the task's slot claims (activities/hosts.py: hold_slot)."""
+        self.grants[grant.claim] = grant
 
     @workflow.signal
     async def steer(self, text: str, by: str = "") -> None:
@@ -174,14 +242,157 @@ class TaskWorkflow:
                 out.append(msg.text)
         return out
 
+    # -- placement: slots, host watches, checkpoints, moves ---------------------------------------------------
+
+    async def _act(self, queue: str, fn, arg, *, summary: str, minutes: float = 10, heartbeat: bool = False,
+                   policy=policies.WORKSPACE):
+        """One step of the coordinator on the task's home host. When the hosts share their state, the step races
+        the home host's watch: if the host is lost, the task moves (binds a live host, restores its repository
+        there from the checkpoints) and the step runs again there."""
+        if not self.shared:
+            return await workflow.execute_activity_method(fn, arg, summary=summary,
+                                                          **_activity_opts(queue, minutes, heartbeat, policy))
+        while True:
+            home = self.home
+            try:
+                await self._sync_host(home)
+                return await self._on(home.worker_id, workflow.execute_activity_method(
+                    fn, arg, summary=summary, **_activity_opts(home.queue, minutes, heartbeat, policy)))
+            except _HostGone as gone:
+                await self._move_home(gone.lost)
+
+    def _watch(self, worker_id: str) -> asyncio.Task | None:
+        """The watch of a host (one per host, started at its first use): done when the host is lost."""
+        if not self.shared:
+            return None
+        watch = self.watches.get(worker_id)
+        if watch is None or (watch.done() and watch.exception() is not None):
+            watch = asyncio.ensure_future(workflow.execute_activity_method(
+                HostActivities.watch_host, WatchInput(worker_id=worker_id), task_queue=workflow.info().task_queue,
+                start_to_close_timeout=WATCH_LIMIT, heartbeat_timeout=timedelta(seconds=30),
+                retry_policy=policies.KEEP, summary=f"watch host {worker_id}"))
+            self.watches[worker_id] = watch
+        return watch
+
+    async def _on(self, worker_id: str, step, *, cancel: bool = True):
+        """Await ``step`` (an activity or an agent on the host ``worker_id``) unless the host is lost first: then
+        _HostGone (the step is cancelled, unless ``cancel`` is false: an agent's workflow is ended by the caller)."""
+        watch = self._watch(worker_id)
+        if watch is None:
+            return await step
+        task = asyncio.ensure_future(step)
+        while True:
+            await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            if watch.exception() is None:
+                break
+            watch = self._watch(worker_id)  # (the watch itself failed: watch again)
+        self.lost.add(worker_id)
+        if cancel:
+            task.cancel()
+        raise _HostGone(watch.result(), task)
+
+    def _checkpointed(self, checkpoint: Checkpoint | None, worker_id: str) -> None:
+        """Keep a step's checkpoint; the host that made it holds it (and all before, if it held those)."""
+        if checkpoint is None:
+            return
+        held = self.synced.get(worker_id, 0) == len(self.checkpoints)
+        self.checkpoints.append(checkpoint)
+        if held:
+            self.synced[worker_id] = len(self.checkpoints)
+
+    async def _sync_host(self, host: BindResult) -> None:
+        """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints."""
+        self.hosts.setdefault(host.worker_id, host.queue)
+        if not self.shared or self.prepared is None or self.synced.get(host.worker_id, 0) >= len(self.checkpoints):
+            return
+        n = len(self.checkpoints)
+        restored = await self._on(host.worker_id, workflow.execute_activity_method(
+            WorkspaceActivities.restore_task,
+            RestoreInput(workflow_id=workflow.info().workflow_id, source=self.inp.repo, ref=self.inp.ref,
+                         base_commit=self.prepared.base_commit, checkpoints=self.checkpoints[:n],
+                         branch=branch_name(workflow.info().workflow_id), head=self.head,
+                         environment=self.environment_state),
+            summary=f"restore the task on {host.worker_id} ({n} checkpoints)",
+            **_activity_opts(host.queue, build_minutes(self.environment_state) if self.environment_state else 30,
+                             heartbeat=True)))
+        self.synced[host.worker_id] = max(self.synced.get(host.worker_id, 0), n)
+        if restored.environment is not None and restored.environment.status != "ready" and \
+                self.environment_state is not None and self.environment_state.status == "ready":
+            workflow.logger.warning("host %s: the task's environment is %s there (%s)", host.worker_id,
+                                    restored.environment.status, restored.environment.reason)
+
+    async def _move_home(self, lost: HostLost) -> None:
+        """The home host is lost: bind a live host; the next step restores the repository there."""
+        before = self.home.worker_id if self.home else ""
+        self._enter(f"moving: host {before} lost ({lost.why})")
+        self.home = await self._bind(f"after {before} was lost")
+        self.moves.append(HostMove(what="task", from_worker=before, to_worker=self.home.worker_id,
+                                   at=workflow.now().isoformat(), why=lost.why))
+
+    async def _bind(self, why: str = "") -> BindResult:
+        return await workflow.execute_activity_method(
+            WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30),
+            summary="bind worker host" + (f" ({why})" if why else ""))
+
+    async def _claim(self, name: str) -> tuple[SlotGrant, asyncio.Task]:
+        """A slot for one agent: the first host with a free slot takes the claim (activities/hosts.py) and holds
+        it until the returned task is cancelled."""
+        while True:
+            self.claims += 1
+            claim = f"{name}#{self.claims}"
+            lease = asyncio.ensure_future(workflow.execute_activity_method(
+                HostActivities.hold_slot, SlotInput(workflow_id=workflow.info().workflow_id, claim=claim),
+                task_queue=f"{workflow.info().task_queue}-slots", start_to_close_timeout=SLOT_LIMIT,
+                heartbeat_timeout=timedelta(seconds=30), retry_policy=policies.ONCE,
+                cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL, summary=f"slot for {name}"))
+            await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
+            if claim in self.grants:
+                return self.grants.pop(claim), lease
+            # (the holding host went away before it said so: claim again)
+
+    async def _placed(self, inp: TaskInput, name: str, role: str, task: str, commit: str, keys: list[str], *,
+                      attachments: list[Attachment] | None = None, files_in_scope: int = 0,
+                      collect: str | None = None) -> tuple[AgentResult, object]:
+        """One agent on the host that takes its slot: its workspace checked out there (the repository restored
+        first when the host lacks checkpoints), the agent, and (``collect``: the commit message) its work read back
+        there as a commit. An agent whose host is lost is ended and runs again, on a fresh workspace at the same
+        commit, on another host (``NAME.mN``); one that finished is not run again. Returns the agent's result and
+        what collecting gave (_NoWork when nothing was collected)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            run = name if attempt == 1 else f"{name}.m{attempt}"
+            grant, lease = await self._claim(run)
+            host = BindResult(queue=grant.queue, worker_id=grant.worker_id, shared=self.shared)
+            try:
+                await self._sync_host(host)
+                workspace = await self._on(host.worker_id, self._workspace(host.queue, run, commit))
+                result = await self._agent(inp, run, role, task, workspace, commit, host.queue, keys,
+                                           attachments=attachments, files_in_scope=files_in_scope, host=host)
+                got: object = _NoWork()
+                if collect is not None and result.status not in ("failed", "cancelled"):
+                    got = await self._on(host.worker_id, self._collect(host.queue, run, commit, collect))
+                    self._checkpointed(got.checkpoint, host.worker_id)
+                return result, got
+            except _HostGone as gone:
+                self.moves.append(HostMove(what=run, from_worker=host.worker_id, to_worker=None,
+                                           at=workflow.now().isoformat(), why=gone.lost.why))
+                self._enter(f"{run}: host {host.worker_id} lost ({gone.lost.why}); running it again elsewhere")
+            finally:
+                _drop(lease)
+
     # -- agents ------------------------------------------------------------------------------------------------
 
     async def _agent(self, inp: TaskInput, name: str, role: str, task: str, workspace: str, commit: str, queue: str,
                      keys: list[str], tools: list[str] | None = None,
-                     attachments: list[Attachment] | None = None, files_in_scope: int = 0) -> AgentResult:
+                     attachments: list[Attachment] | None = None, files_in_scope: int = 0,
+                     host: BindResult | None = None) -> AgentResult:
         """Run one agent as a child workflow. Never raises for the agent's own failure: a failed, timed-out or
         terminated agent is an AgentResult with status ``failed`` (its error class and reason) and its sandbox is
-        released here. Only the task's own cancellation propagates."""
+        released here. Only the task's own cancellation propagates, and (``host``: the agent's placement) the loss
+        of its host: _HostGone, the agent's workflow ended."""
         wf_id = f"{workflow.info().workflow_id}/{name}"
         plan = len(self.plan_info.subtasks) if self.plan_info else 0
         wanted = self.model_override.model if self.model_override else inp.model
@@ -205,7 +416,14 @@ class TaskWorkflow:
                 id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")
             self.running[wf_id] = handle
             try:
-                result = await handle
+                if host is None:
+                    result = await handle
+                else:
+                    try:
+                        result = await self._on(host.worker_id, handle, cancel=False)
+                    except _HostGone as gone:
+                        await self._end_agent(wf_id, gone)
+                        raise
             finally:
                 self.running.pop(wf_id, None)
         except ChildWorkflowError as e:
@@ -228,6 +446,20 @@ class TaskWorkflow:
             self.budget.charge(result.usage, result.cost_usd, turns=result.turns)
         return result
 
+    async def _end_agent(self, agent_id: str, gone: _HostGone) -> None:
+        """End the workflow of an agent whose host is lost (it could never run there again); its sandbox goes when
+        the host comes back (the reaper)."""
+        self.agent_status[agent_id.rsplit("/", 1)[-1]] = "moved"
+        await workflow.execute_activity_method(
+            HostActivities.terminate_agent,
+            TerminateInput(workflow_id=agent_id, reason=f"its host {gone.lost.worker_id} was lost: {gone.lost.why}"),
+            task_queue=workflow.info().task_queue, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=policies.CLEANUP, summary=f"end {agent_id} (host {gone.lost.worker_id} lost)")
+        try:
+            await gone.step
+        except ChildWorkflowError:
+            pass
+
     def _fits(self, wanted: int, what: str) -> int:
         """How many of ``wanted`` more agents fit in the task budget (estimated from the agents so far)."""
         if self.budget is None or wanted == 0:
@@ -246,10 +478,9 @@ class TaskWorkflow:
     # -- workspace steps ---------------------------------------------------------------------------------------
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
-        return await workflow.execute_activity_method(
-            WorkspaceActivities.run_checks,
-            ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
-            summary=f"tests {label}", **_activity_opts(queue, 70, heartbeat=True))
+        return await self._act(queue, WorkspaceActivities.run_checks,
+                               ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
+                               summary=f"tests {label}", minutes=70, heartbeat=True)
 
     async def _workspace(self, queue: str, name: str, commit: str) -> str:
         """A fresh workspace for one agent run, checked out by the host at ``commit``."""
@@ -268,11 +499,14 @@ class TaskWorkflow:
 
     async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
                      fast_forward: bool = False):
-        return await workflow.execute_activity_method(
-            WorkspaceActivities.merge_agent_work,
-            MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
-                       message=_with_trailer(message), fast_forward=fast_forward),
-            summary=f"merge {label}", **_activity_opts(queue))
+        merged = await self._act(queue, WorkspaceActivities.merge_agent_work,
+                                 MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
+                                            label=label, message=_with_trailer(message), fast_forward=fast_forward),
+                                 summary=f"merge {label}")
+        if self.shared and merged.merged:
+            self._checkpointed(merged.checkpoint, self.home.worker_id)
+            self.head = merged.head
+        return merged
 
     # -- the run -----------------------------------------------------------------------------------------------
 
@@ -284,8 +518,16 @@ class TaskWorkflow:
             self.budget = BudgetTracker(budget=Budget.model_validate(inp.budget), started_at=workflow.time(),
                                         scope="task")
         self._enter("binding a worker host")
-        queue = await workflow.execute_activity_method(
-            WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), summary="bind worker host")
+        self.inp = inp
+        if workflow.patched(CLUSTER):
+            self.cluster = True
+            self.home = await self._bind()
+            self.shared = self.home.shared
+            queue = self.home.queue
+        else:
+            queue = await workflow.execute_activity_method(
+                WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30),
+                summary="bind worker host")
         # Whatever happens (not when a worker merely evicts this run from its cache): every end reports back, no
         # sandbox of this task outlives it, and its run workspaces go (their work is in the repository).
         try:
@@ -303,9 +545,18 @@ class TaskWorkflow:
         return result
 
     async def _cleanup(self, queue: str, wf_id: str) -> None:
-        await workflow.execute_activity_method(
-            WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
-            summary="release sandboxes, clean up", **_activity_opts(queue, 5, policy=policies.CLEANUP))
+        await self._act(queue, WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
+                        summary="release sandboxes, clean up", minutes=5, policy=policies.CLEANUP)
+        if self.shared:  # the other hosts that held a copy of the task's repository for its agents
+            for worker_id, queue_of in sorted(self.hosts.items()):
+                if worker_id != self.home.worker_id and worker_id not in self.lost:
+                    await workflow.execute_activity_method(
+                        WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
+                        summary=f"clean up on {worker_id}", task_queue=queue_of,
+                        start_to_close_timeout=timedelta(minutes=5),
+                        schedule_to_start_timeout=timedelta(minutes=1), retry_policy=policies.CLEANUP)
+            for watch in self.watches.values():
+                _drop(watch)
 
     async def _report(self, inp: TaskInput, queue: str, wf_id: str, branch: str, status: str, summary: str,
                       commit: str | None) -> None:
@@ -314,25 +565,28 @@ class TaskWorkflow:
         if not origin:
             return
         self._enter("reporting back")
-        await workflow.execute_activity_method(
-            ReportActivities.report_status,
-            ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
-                        commit=commit, remote=inp.repo),
-            summary=f"status back ({status})", **_activity_opts(queue, 5, policy=policies.REPORT))
+        await self._act(queue, ReportActivities.report_status,
+                        ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
+                                    commit=commit, remote=inp.repo),
+                        summary=f"status back ({status})", minutes=5, policy=policies.REPORT)
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
-        prep = await workflow.execute_activity_method(
-            WorkspaceActivities.prepare_workspace, PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref,
-                                                                env_id=inp.env_id),
-            summary=f"clone {inp.repo}@{inp.ref}", **_activity_opts(queue))
+        prep = await self._act(queue, WorkspaceActivities.prepare_workspace,
+                               PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref, env_id=inp.env_id),
+                               summary=f"clone {inp.repo}@{inp.ref}")
         base = prep.base_commit
+        if self.shared:
+            self.prepared, self.environment_state = prep, prep.environment
+            self._checkpointed(prep.checkpoint, self.home.worker_id)
         env = await self._environment(queue, wf_id, prep.environment)
+        if self.shared:
+            self.environment_state = env
         if env is not None and env.status == "failed":
             return await self._environment_failed(inp, queue, wf_id, branch, env)
-        head = await workflow.execute_activity_method(
-            WorkspaceActivities.start_branch, BranchInput(workflow_id=wf_id, branch=branch, commit=base),
-            summary=f"branch {branch}", **_activity_opts(queue))
+        head = await self._act(queue, WorkspaceActivities.start_branch,
+                               BranchInput(workflow_id=wf_id, branch=branch, commit=base), summary=f"branch {branch}")
+        self.head = head
         self._enter("tests before")
         before = await self._checks(queue, head, "before")
 
@@ -360,9 +614,9 @@ class TaskWorkflow:
             self.failures += 1
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
-            diff_ref = await workflow.execute_activity_method(
-                WorkspaceActivities.diff_since, DiffInput(workflow_id=wf_id, base_commit=base, head=head),
-                summary="current diff", **_activity_opts(queue))
+            diff_ref = await self._act(queue, WorkspaceActivities.diff_since,
+                                       DiffInput(workflow_id=wf_id, base_commit=base, head=head),
+                                       summary="current diff")
             task = debugger_brief(inp.task, after.failed[:30], after.summary, problems)
             attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
             attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
@@ -384,9 +638,9 @@ class TaskWorkflow:
             after = await self._checks(queue, head, f"after follow-up {n}")
 
         self._enter("delivering")
-        fin = await workflow.execute_activity_method(
-            WorkspaceActivities.finalize, FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
-            summary=f"deliver {branch}", **_activity_opts(queue, 5))
+        fin = await self._act(queue, WorkspaceActivities.finalize,
+                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
+                              summary=f"deliver {branch}", minutes=5)
 
         if not fin.files_changed:
             status = "failed" if problems else "no_changes"
@@ -407,7 +661,7 @@ class TaskWorkflow:
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
                           debug_rounds=rounds, follow_ups=follow_ups, problems=problems, messages=self.inbox,
                           budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {},
-                          environment=env)
+                          environment=env, moves=self.moves)
 
     async def _environment(self, queue: str, wf_id: str, env: EnvironmentState | None) -> EnvironmentState | None:
         """The base commit's environment: as the prepare step found it, or built now (an activity that
@@ -415,10 +669,9 @@ class TaskWorkflow:
         if env is None or env.status != "needed":
             return env
         self._enter(f"building the environment {env.env_id} (python {env.python})")
-        return await workflow.execute_activity_method(
-            WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
-            summary=f"environment {env.env_id}: python {env.python}, tests: {env.test_command[:80]}",
-            **_activity_opts(queue, build_minutes(env), heartbeat=True))
+        return await self._act(queue, WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
+                               summary=f"environment {env.env_id}: python {env.python}, tests: "
+                                       f"{env.test_command[:80]}", minutes=build_minutes(env), heartbeat=True)
 
     async def _environment_failed(self, inp: TaskInput, queue: str, wf_id: str, branch: str,
                                   env: EnvironmentState) -> TaskResult:
@@ -435,18 +688,25 @@ class TaskWorkflow:
         return TaskResult(status="environment_failed", workspace="", branch=branch, commit=None, diff="",
                           diff_ref="", files_changed=[], tests_before=skipped, tests_after=skipped,
                           problems=[why] + ([f"log tail:\n{env.tail[-2000:]}"] if env.tail else []),
-                          messages=self.inbox, environment=env)
+                          messages=self.inbox, environment=env, moves=self.moves)
 
     async def _run_on_branch(self, inp: TaskInput, queue: str, branch: str, head: str, name: str, role: str,
                              task: str, keys: list[str], attachments: list[Attachment] | None = None
                              ) -> tuple[AgentResult, str]:
         """One agent on a fresh workspace at the branch head; its work goes onto the branch. Returns the agent's
         result and the new head. The work of a failed agent is not kept."""
-        workspace = await self._workspace(queue, name, head)
-        result = await self._agent(inp, name, role, task, workspace, head, queue, keys, attachments=attachments)
-        if result.status in ("failed", "cancelled"):
-            return result, head
-        collect = await self._collect(queue, name, head, f"bosun {role} ({name}): {inp.task[:60]}")
+        message = f"bosun {role} ({name}): {inp.task[:60]}"
+        if self.cluster:
+            result, collect = await self._placed(inp, name, role, task, head, keys, attachments=attachments,
+                                                 collect=message)
+            if result.status in ("failed", "cancelled"):
+                return result, head
+        else:
+            workspace = await self._workspace(queue, name, head)
+            result = await self._agent(inp, name, role, task, workspace, head, queue, keys, attachments=attachments)
+            if result.status in ("failed", "cancelled"):
+                return result, head
+            collect = await self._collect(queue, name, head, message)
         if collect.commit:
             moved = await self._merge(queue, branch, collect.commit, f"{role} run {name}", f"bosun: {role} {name}",
                                       fast_forward=True)
@@ -458,18 +718,22 @@ class TaskWorkflow:
         self._enter("planning")
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
-        workspace = await self._workspace(queue, "planner", head)
-        planner = await self._agent(inp, "planner", "planner", inp.task, workspace, head, queue, ["planner"],
-                                    attachments=attach)
+        if self.cluster:
+            planner, _ = await self._placed(inp, "planner", "planner", inp.task, head, ["planner"],
+                                            attachments=attach)
+        else:
+            workspace = await self._workspace(queue, "planner", head)
+            planner = await self._agent(inp, "planner", "planner", inp.task, workspace, head, queue, ["planner"],
+                                        attachments=attach)
         if planner.status == "failed":
             self.plan_info = PlanInfo(subtasks=[SubtaskInfo(id="task", goal=inp.task)], waves=[["task"]],
                                       source="fallback", note=f"the planner failed ({planner.error_kind}: "
                                                               f"{planner.reason[:300]}); running the whole task "
                                                               "as one subtask")
         else:
-            self.plan_info = await workflow.execute_activity_method(
-                AgentActivities.read_plan, ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
-                summary="read the plan", **_activity_opts(queue))
+            self.plan_info = await self._act(queue, AgentActivities.read_plan,
+                                             ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+                                             summary="read the plan")
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
@@ -531,10 +795,15 @@ class TaskWorkflow:
     async def _subtask(self, inp: TaskInput, queue: str, sub: SubtaskInfo, start: str, attempt: int,
                        note: str) -> tuple:
         name = f"fast_edit-{sub.id}-{attempt}"
-        workspace = await self._workspace(queue, name, start)
         others = [(o.id, o.goal) for o in self.plan_info.subtasks if o.id != sub.id] if self.plan_info else []
         task = subtask_brief(inp.task, sub.id, sub.goal, sub.files, sub.acceptance, others=others, note=note)
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
+        if self.cluster:
+            result, collect = await self._placed(inp, name, "fast_edit", task, start, keys,
+                                                 files_in_scope=len(sub.files),
+                                                 collect=f"bosun subtask {sub.id}: {sub.goal[:60]}")
+            return collect, result
+        workspace = await self._workspace(queue, name, start)
         result = await self._agent(inp, name, "fast_edit", task, workspace, start, queue, keys,
                                    files_in_scope=len(sub.files))
         if result.status in ("failed", "cancelled"):

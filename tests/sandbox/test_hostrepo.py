@@ -499,3 +499,48 @@ def test_source_stores_are_listed_and_pruned_by_last_use_never_while_recent(tmp_
     assert stores[0].missing([commits[0]]) == []
     assert (TaskRepo(root, "eval-1/a").materialize("eval", commits[0]) / "calc").exists()
     assert TaskRepo(root, "eval-2/a").prepare_commits(srcs[0], [commits[0]]) == commits[0]
+
+
+def test_another_host_restores_the_task_from_its_checkpoints(task, tmp_path):
+    """The clone, an agent's commit and a merge, each a bundle of what is new; a host with an empty data dir
+    applies them in order and holds the branch as it was; one it already holds is not fetched again."""
+    repo, base = task
+    bundles: list[tuple[list[str], Path]] = []
+
+    def keep(tips: list[str], parents: list[str]) -> None:
+        path = tmp_path / f"ckpt-{len(bundles)}.bundle"
+        assert repo.checkpoint(tips, parents, path)
+        bundles.append((tips, path))
+
+    keep([base], [])
+    ws = repo.open_run("agent-1", base)
+    repo.check_out("agent-1", base)
+    (ws / "calc" / "stats.py").write_text("def median(xs):\n    return 0\n")
+    run = repo.import_run("agent-1", base, "agent work").commit
+    keep([run], [base])
+    assert not repo.checkpoint([run], [base, run], tmp_path / "empty.bundle")  # nothing new: no bundle
+    merged = repo.merge("bosun/task-1", run, "merge agent-1")
+    keep([merged.head], [base, run])
+    assert bundles[1][1].stat().st_size < bundles[0][1].stat().st_size / 2  # incremental, not the clone again
+
+    other = TaskRepo(tmp_path / "host-b", "task-1")
+    fetched: list[Path] = []
+
+    def fetcher(path: Path):
+        def fetch(dest: Path) -> None:
+            fetched.append(path)
+            dest.write_bytes(path.read_bytes())
+        return fetch
+
+    meta = repo.prepared()
+    assert other.restore(meta, [(tips, fetcher(p)) for tips, p in bundles], "bosun/task-1", merged.head) == 3
+    assert other.head("bosun/task-1") == merged.head and other.prepared()["base"] == base
+    assert other.diff(base, merged.head) == repo.diff(base, merged.head)
+    assert other.restore(meta, [(tips, fetcher(p)) for tips, p in bundles]) == 0 and len(fetched) == 3
+    # a bundle whose objects were tampered with is refused (git checks what it fetches)
+    bad = tmp_path / "bad.bundle"
+    data = bundles[2][1].read_bytes()
+    bad.write_bytes(data[:-40] + bytes(b ^ 0xFF for b in data[-40:]))
+    third = TaskRepo(tmp_path / "host-c", "task-1")
+    with pytest.raises(ConfigError):
+        third.restore(meta, [(bundles[0][0], fetcher(bundles[0][1])), (bundles[2][0], fetcher(bad))])

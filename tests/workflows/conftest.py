@@ -4,6 +4,7 @@ test environment) and a helper that runs TaskWorkflow on stub activities (tests/
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -13,6 +14,13 @@ from tests.workflows.harness import Stubs, World
 from workflows.agent import AgentWorkflow
 from workflows.models import TaskInput
 from workflows.task import TaskWorkflow
+
+
+def slots_worker(env: WorkflowEnvironment, world: World, stubs: Stubs) -> Worker:
+    """The stub host polling the slots queue with ``world.slots`` slots (activities/hosts.py: hold_slot)."""
+    return Worker(env.client, task_queue=f"{world.queue}-slots", activities=[stubs.hold_slot],
+                  max_concurrent_activities=world.slots, max_heartbeat_throttle_interval=timedelta(milliseconds=100),
+                  default_heartbeat_throttle_interval=timedelta(milliseconds=100))
 
 
 def task_input(**kw) -> TaskInput:
@@ -28,7 +36,8 @@ async def run_task(env: WorkflowEnvironment, world: World, inp: TaskInput, *, wf
     world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
     stubs = Stubs(world)
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
-                      activities=stubs.all(), max_concurrent_activities=64):
+                      activities=stubs.all(), max_concurrent_activities=64), \
+            slots_worker(env, world, stubs):
         handle = await env.client.start_workflow(TaskWorkflow.run, inp, id=wf_id or f"t-{uuid.uuid4().hex[:8]}",
                                                  task_queue=world.queue, memo={"origin": origin} if origin else None)
         if during is not None:

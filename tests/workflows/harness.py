@@ -21,7 +21,9 @@ from activities.models import (
     AgentWorkspaceInput,
     ApplyWorkInput,
     ApplyWorkResult,
+    BindResult,
     BranchInput,
+    Checkpoint,
     ChecksInput,
     ChecksResult,
     CleanupInput,
@@ -31,6 +33,7 @@ from activities.models import (
     EscalationInput,
     FinalizeInput,
     FinalizeResult,
+    HostLost,
     InitAgentInput,
     InitAgentResult,
     MergeInput,
@@ -42,17 +45,23 @@ from activities.models import (
     PrepareResult,
     ReadPlanInput,
     ReleaseInput,
+    RestoreInput,
+    RestoreResult,
     RouteInput,
     RouteResult,
+    SlotGrant,
+    SlotInput,
     SubagentResultsInput,
     SubagentRun,
     SubagentsInput,
     SubagentsPlan,
     SubtaskInfo,
+    TerminateInput,
     ToolCallInput,
     ToolCallRef,
     ToolResultRef,
     Usage,
+    WatchInput,
 )
 from activities.report import ReportInput, ReportResult
 from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
@@ -120,7 +129,20 @@ class World:
     """Subagent run names whose work does not apply to the parent's workspace."""
     model_gate: asyncio.Event | None = None
     """When set, model calls wait for it (to send signals while an agent runs)."""
+    slots: int = 64
+    """Slots of the stub host (its slots worker's activity slots)."""
+    shared: bool = False
+    """Whether the stub hosts share their state (checkpoints, host watches: workflows/task.py)."""
+    lost: dict[str, asyncio.Event] = field(default_factory=dict)
+    """Worker id -> set when that host is lost (its watch returns)."""
+    hang: set[str] = field(default_factory=set)
+    """Agents (names) whose model calls never return, and hosts whose test runs never return (the host is about
+    to be lost)."""
+    binds: list[str] = field(default_factory=list)
+    """The hosts bind_host answers with, in turn (``<queue>@<host>``); empty: the host that runs it."""
     calls: list[Call] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    """Slot claims whose hold ended (the task cancelled it: its agent was done)."""
     commits: int = 0
 
     def named(self, name: str) -> list[Call]:
@@ -135,10 +157,12 @@ class World:
 
 
 class Stubs:
-    """The activities, answering from a World."""
+    """The activities, answering from a World, as the host ``host`` (its own queue: ``queue``)."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, host: str = "stub", queue: str | None = None) -> None:
         self.w = world
+        self.host = host
+        self.queue = queue or world.queue
 
     def all(self) -> list:
         return [getattr(self, n) for n in dir(self) if hasattr(getattr(self, n), "__temporal_activity_definition")]
@@ -156,6 +180,46 @@ class Stubs:
         await self._record("bind_worker", None)
         return self.w.queue
 
+    @activity.defn(name="bind_host")
+    async def bind_host(self) -> BindResult:
+        await self._record("bind_host", None)
+        if self.w.binds:
+            host = self.w.binds.pop(0)
+            return BindResult(queue=f"{self.w.queue}@{host}", worker_id=host, shared=self.w.shared)
+        return BindResult(queue=self.queue, worker_id=self.host, shared=self.w.shared)
+
+    @activity.defn(name="hold_slot")
+    async def hold_slot(self, inp: SlotInput) -> None:
+        await self._record("hold_slot", inp)
+        grant = SlotGrant(claim=inp.claim, queue=self.queue, worker_id=self.host)
+        await activity.client().get_workflow_handle(inp.workflow_id).signal("slot_granted", grant)
+        try:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            self.w.released.append(inp.claim)
+
+    @activity.defn(name="watch_host")
+    async def watch_host(self, inp: WatchInput) -> HostLost:
+        await self._record("watch_host", inp)
+        gone = self.w.lost.setdefault(inp.worker_id, asyncio.Event())
+        while not gone.is_set():
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+        return HostLost(worker_id=inp.worker_id, last_seen=0.0, why="stub: no heartbeat")
+
+    @activity.defn(name="terminate_agent")
+    async def terminate_agent(self, inp: TerminateInput) -> bool:
+        await self._record("terminate_agent", inp)
+        await activity.client().get_workflow_handle(inp.workflow_id).terminate(reason=inp.reason)
+        return True
+
+    @activity.defn(name="restore_task")
+    async def restore_task(self, inp: RestoreInput) -> RestoreResult:
+        await self._record("restore_task", inp)
+        return RestoreResult(applied=len(inp.checkpoints), environment=inp.environment)
+
     @activity.defn(name="route_model")
     async def route_model(self, inp: RouteInput) -> RouteResult:
         await self._record("route_model", inp)
@@ -165,7 +229,8 @@ class Stubs:
     @activity.defn(name="prepare_workspace")
     async def prepare_workspace(self, inp: PrepareInput) -> PrepareResult:
         await self._record("prepare_workspace", inp)
-        return PrepareResult(repository="/nonexistent/repo.git", base_commit="b" * 40)
+        checkpoint = Checkpoint(ref=ref("clone"), tips=["b" * 40]) if self.w.shared else None
+        return PrepareResult(repository="/nonexistent/repo.git", base_commit="b" * 40, checkpoint=checkpoint)
 
     @activity.defn(name="start_branch")
     async def start_branch(self, inp: BranchInput) -> str:
@@ -175,6 +240,9 @@ class Stubs:
     @activity.defn(name="run_checks")
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
         await self._record("run_checks", inp, self.w.check_seconds.get(inp.label, 0.0))
+        while self.host in self.w.hang:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
         green = self.w.checks(inp.label)
         return ChecksResult(green=green, exit_code=0 if green else 1, summary="7 passed" if green else "1 failed",
                             failed=[] if green else ["tests/test_x.py::test_y"], output_ref=REF)
@@ -194,6 +262,9 @@ class Stubs:
         await self._record("model_call", inp)
         if self.w.model_gate is not None:
             await self.w.model_gate.wait()
+        while inp.agent_id.split("/")[-1] in self.w.hang:  # its host is about to be lost: nothing more happens
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
         turns = self.w.script(inp.agent_id).turns
         turn = turns[min(inp.turn, len(turns)) - 1]
         if turn.fail:
@@ -260,7 +331,8 @@ class Stubs:
         if not self.w.agents.get(inp.name, AgentScript()).changes:
             return CollectResult(commit=None, files=[])
         call.result = self.w._commit()
-        return CollectResult(commit=call.result, files=[f"{inp.name}.py"])
+        checkpoint = Checkpoint(ref=ref(call.result), tips=[call.result]) if self.w.shared else None
+        return CollectResult(commit=call.result, files=[f"{inp.name}.py"], checkpoint=checkpoint)
 
     @activity.defn(name="merge_agent_work")
     async def merge_agent_work(self, inp: MergeInput) -> MergeResult:

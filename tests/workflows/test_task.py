@@ -7,14 +7,17 @@ import uuid
 
 import pytest
 from temporalio.client import WorkflowFailureError
+from temporalio.worker import Worker
 
 from activities.models import PlanInfo, SubtaskInfo
 from agents.harness_settings import HarnessSettings
 from agents.router import RouterConfig
 from infra import history
 from infra.history import collect
-from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, task_input
-from tests.workflows.harness import AgentScript, Turn, World
+from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, slots_worker, task_input
+from tests.workflows.harness import AgentScript, Stubs, Turn, World
+from workflows.agent import AgentWorkflow
+from workflows.task import TaskWorkflow
 
 
 def plan(*subtasks: tuple[str, list[str]]) -> PlanInfo:
@@ -361,3 +364,97 @@ async def test_a_second_read_of_a_task_reads_only_what_still_runs(env, monkeypat
     again = await collect(env.client, wf_id, closed=closed)
     assert reads == [wf_id]  # only the task's own history
     assert history.render(again) == history.render(first) == history.render(await collect(env.client, wf_id))
+
+
+async def test_agents_take_slots_and_a_full_host_runs_no_more(env):
+    """Placement by capacity: with one slot, the two agents of a wave run one after the other, each holding the
+    slot while it works and giving it back when done; a task waiting for its agents holds none."""
+    world = World(plan=plan(("a", []), ("b", [])), slots=1,
+                  agents={f"fast_edit-{s}-1": AgentScript(turns=[Turn(tools=["run_command"], tool_seconds=0.5),
+                                                                 Turn()]) for s in "ab"})
+    result = await run_task(env, world, task_input(max_parallel=4))
+    assert [s.status for s in result.subtasks] == ["merged", "merged"]
+    tools = {c.input.agent_id.split("/")[-1]: c for c in world.named("tool_call")}
+    a, b = tools["fast_edit-a-1"], tools["fast_edit-b-1"]
+    assert a.ended <= b.started or b.ended <= a.started  # never at the same time
+    claims = [c.input.claim for c in world.named("hold_slot")]
+    assert len(claims) == 3 and sorted(world.released) == sorted(claims)  # planner + 2 agents, all given back
+
+
+async def test_a_lost_hosts_agent_runs_again_elsewhere_and_a_finished_one_does_not(env):
+    """Host loss, on stub hosts that share their state: host a runs the planner and both agents of a wave; one
+    finishes, the other is working when host a is lost (its heartbeat stops). That agent's workflow is ended and it
+    runs again on host b, from the task's checkpoints restored there; the finished one is not run again."""
+    world = World(plan=plan(("a", []), ("b", [])), shared=True,
+                  agents={"fast_edit-a-1": AgentScript(turns=[Turn(tools=["read_file"]), Turn()]),
+                          "fast_edit-b-1": AgentScript(turns=[Turn()]),
+                          "fast_edit-a-1.m2": AgentScript(turns=[Turn()])})
+    world.hang.add("fast_edit-a-1")
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    home, host_a, host_b = (Stubs(world, h, q) for h, q in (("home", world.queue), ("a", f"{world.queue}@a"),
+                                                              ("b", f"{world.queue}@b")))
+    wf_id = f"t-move-{uuid.uuid4().hex[:8]}"
+
+    def host_worker(stubs: Stubs) -> Worker:
+        return Worker(env.client, task_queue=stubs.queue, workflows=[AgentWorkflow], activities=stubs.all())
+
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=home.all()), host_worker(host_a), host_worker(host_b):
+        async with slots_worker(env, world, host_a):
+            handle = await env.client.start_workflow(TaskWorkflow.run, task_input(max_parallel=2), id=wf_id,
+                                                     task_queue=world.queue)
+            for _ in range(300):  # until b's work is in and a's agent is at work
+                if world.named("collect_agent_work") and any(
+                        c.input.agent_id.endswith("fast_edit-a-1") for c in world.named("model_call")):
+                    break
+                await asyncio.sleep(0.1)
+        # host a is gone: it takes no more slots, and its heartbeat stops
+        async with slots_worker(env, world, host_b):
+            world.lost.setdefault("a", asyncio.Event()).set()
+            result = await handle.result()
+    assert result.status == "succeeded" and [s.status for s in result.subtasks] == ["merged", "merged"]
+    ran = [c.input.agent_id.split("/")[-1] for c in world.named("init_agent")]
+    assert ran.count("fast_edit-b-1") == 1 and ran.count("fast_edit-a-1") == 1 and "fast_edit-a-1.m2" in ran
+    [ended] = world.named("terminate_agent")
+    assert ended.input.workflow_id == f"{wf_id}/fast_edit-a-1" and "host a was lost" in ended.input.reason
+    # hosts a and b had nothing of the task: a got the clone; b, later, the clone and b's agent's commit (made on
+    # a); the home host, to merge, both agents' commits (made on a and on b)
+    restores = [r.input.checkpoints for r in world.named("restore_task")]
+    assert [len(c) for c in restores] == [1, 2, 3] and restores[1][0].tips == ["b" * 40]
+    [move] = result.moves
+    assert move.what == "fast_edit-a-1" and move.from_worker == "a" and "no heartbeat" in move.why
+    desc = await env.client.get_workflow_handle(f"{wf_id}/fast_edit-a-1").describe()
+    assert desc.status.name == "TERMINATED"
+
+
+async def test_a_task_whose_home_host_is_lost_moves_and_goes_on(env):
+    """The home host (the coordinator's steps) is lost while the tests run there: the task binds a live host,
+    restores its repository there from the checkpoints (the branch at the head it had) and runs the step again."""
+    world = World(shared=True, binds=["h1", "h2"], agents={"agent-1": AgentScript(turns=[Turn()])})
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
+                                                        ("h2", f"{world.queue}@h2")))
+    world.hang.add("h1")  # its test runs never end: it is about to be lost
+    wf_id = f"t-home-{uuid.uuid4().hex[:8]}"
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=shared.all()), \
+            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
+            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
+            slots_worker(env, world, h2):
+        handle = await env.client.start_workflow(TaskWorkflow.run, task_input(mode="solo"), id=wf_id,
+                                                 task_queue=world.queue)
+        for _ in range(300):
+            if world.named("run_checks"):
+                break
+            await asyncio.sleep(0.1)
+        world.lost.setdefault("h1", asyncio.Event()).set()
+        result = await handle.result()
+        placement = await handle.query(TaskWorkflow.placement)
+    assert result.status == "succeeded"
+    [move] = result.moves
+    assert (move.what, move.from_worker, move.to_worker) == ("task", "h1", "h2")
+    assert [b.result for b in world.named("bind_host")] == [None, None] and len(world.named("bind_host")) == 2
+    restore = world.named("restore_task")[0].input  # h2 had nothing: the clone, and the branch where it was
+    assert [c.tips for c in restore.checkpoints] == [["b" * 40]] and restore.head == "b" * 40
+    assert [c.input.label for c in world.named("run_checks")] == ["before", "before", "after"]
+    assert placement["home"] == "h2" and placement["lost"] == ["h1"]
