@@ -17,6 +17,7 @@ from infra.export import to_jsonl
 from infra.history import collect_run
 from infra.objectstore import open_store
 from infra.settings import Settings
+from infra.spanstore import with_shared
 from infra.telemetry import read_spans, telemetry_dir
 from infra.temporal import connect
 from infra.traceview import render, task_spans
@@ -25,10 +26,10 @@ from sandbox.keeprate import keep_rate as compute_keep_rate
 
 async def trace(args: argparse.Namespace, s: Settings) -> int:
     folder = telemetry_dir(s)
-    spans = task_spans(read_spans(folder), args.id)
+    spans = with_shared(s, args.id, task_spans(read_spans(folder), args.id))
     if not spans:
         hint = ("telemetry is off (BOSUN_TELEMETRY=false)" if not s.telemetry
-                else f"nothing recorded in {folder} yet; spans reach it about a second after they end")
+                else f"nothing recorded in {folder} yet; spans reach it a tenth of a second after they end")
         raise ConfigError(f"no spans of run {args.id!r}: {hint}")
     if args.json:
         print(json.dumps(spans, indent=2))

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from entry.starter import starter_health
 from infra.artifacts import write_json_atomically
-from infra.errors import ConfigError
+from infra.errors import BosunError, ConfigError
+from infra.hosts import HostRegistry
+from infra.objectstore import NatsBridge
 from infra.settings import Settings, load_settings
 
 STATE_FILE = "stack.json"
@@ -384,6 +386,19 @@ def worker_health(s: Settings) -> dict | None:
     return info
 
 
+def _hosts(s: Settings) -> list:
+    """The worker hosts of a cluster (BOSUN_ARTIFACT_STORE=nats) from their heartbeats; [] on one machine."""
+    if s.artifact_store != "nats":
+        return []
+    bridge = NatsBridge(s, "bosun-status")
+    try:
+        return HostRegistry(s, bridge).all()
+    except BosunError:
+        return []
+    finally:
+        bridge.close()
+
+
 def status(s: Settings | None = None, *, out=print) -> int:
     s = s or load_settings()
     state = running(s)
@@ -405,6 +420,10 @@ def status(s: Settings | None = None, *, out=print) -> int:
                      f"disk quota {wh.get('disk_quota', '?')}, slots {wh.get('slots_in_use', '?')}/"
                      f"{wh.get('slots', '?')} in use, artifacts {wh.get('artifact_store', '?')}")
         out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{extra}{restarts}")
+    for beat in _hosts(s):
+        age = beat.age()
+        out(f"  host      {'live' if age <= s.host_loss_s else 'LOST':<8} {beat.worker_id}: slots {beat.in_use}/"
+            f"{beat.slots} in use, queue {beat.queue}, heartbeat {age:.0f} s ago")
     if s.temporal_address:
         out(f"  temporal  external  {s.temporal_address}")
     if s.nats_url:

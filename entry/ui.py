@@ -47,6 +47,7 @@ from infra.history import ClosedRuns, collect
 from infra.objectstore import open_store
 from infra.runview import RunView, Trigger, build, trigger_of
 from infra.settings import Settings, load_settings
+from infra.spanstore import with_shared
 from infra.telemetry import read_spans, telemetry_dir
 from infra.temporal import connect
 from infra.traceview import render as render_trace
@@ -278,7 +279,8 @@ class WebView:
         if not self._token_ok(request):
             return PlainTextResponse("unauthorized (BOSUN_UI_TOKEN)", 401)
         workflow_id = request.query_params.get("id", "")
-        spans = await asyncio.to_thread(lambda: task_spans(read_spans(telemetry_dir(self.settings)), workflow_id))
+        spans = await asyncio.to_thread(lambda: with_shared(
+            self.settings, workflow_id, task_spans(read_spans(telemetry_dir(self.settings)), workflow_id)))
         text = "\n".join(render_trace(spans)) or "no spans recorded for this run (BOSUN_TELEMETRY)"
         return self.page("trace.html", workflow_id=workflow_id, text=text)
 

@@ -42,6 +42,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from infra.settings import Settings
+from infra.spanstore import NatsSpanExporter
 
 SPAN_FILE_BYTES = 32 * 1024 * 1024
 SPAN_FILES_KEPT = 4
@@ -207,6 +208,9 @@ def setup(settings: Settings, component: str) -> Telemetry:
                                                               schedule_delay_millis=SPAN_FILE_DELAY_MS))
         if _otlp_wanted("traces"):
             tracer_provider.add_span_processor(BatchSpanProcessor(_otlp_span_exporter()))
+        if settings.artifact_store == "nats":  # every host's spans where every host reads them (bosun trace)
+            tracer_provider.add_span_processor(BatchSpanProcessor(NatsSpanExporter(settings, span_record),
+                                                                  schedule_delay_millis=SPAN_FILE_DELAY_MS))
         readers = [PeriodicExportingMetricReader(FileMetricExporter(folder / f"metrics-{component}.json"),
                                                  export_interval_millis=METRIC_INTERVAL_S * 1000)]
         if _otlp_wanted("metrics"):

@@ -83,6 +83,9 @@ watch each other and take over a lost host's work. Runs started before it keep e
 WATCH_LIMIT = timedelta(days=30)
 """The longest a host watch or a held slot runs (a task's lifetime, with room)."""
 SLOT_LIMIT = WATCH_LIMIT
+WATCH_HEARTBEAT = timedelta(seconds=10)
+"""A host watch runs on any host, the watched one included: if that host dies, its watch is taken up by another
+within this."""
 
 
 def _drop(task: asyncio.Task) -> None:
@@ -269,7 +272,7 @@ class TaskWorkflow:
         if watch is None or (watch.done() and watch.exception() is not None):
             watch = asyncio.ensure_future(workflow.execute_activity_method(
                 HostActivities.watch_host, WatchInput(worker_id=worker_id), task_queue=workflow.info().task_queue,
-                start_to_close_timeout=WATCH_LIMIT, heartbeat_timeout=timedelta(seconds=30),
+                start_to_close_timeout=WATCH_LIMIT, heartbeat_timeout=WATCH_HEARTBEAT,
                 retry_policy=policies.KEEP, summary=f"watch host {worker_id}"))
             self.watches[worker_id] = watch
         return watch
