@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from infra.errors import BosunError
 from infra.safetext import SafeStream
 from infra.settings import Settings, load_settings
@@ -102,8 +104,10 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(s: Settings) -> int:
     for name in Settings.model_fields:
         value = getattr(s, name)
-        if value is not None and "key" in name:
+        if isinstance(value, SecretStr) or (isinstance(value, str) and "key" in name):
             value = "***"
+        elif name == "nats_url" and value:
+            value = s.nats_display  # credentials written into a URL are not shown
         print(f"BOSUN_{name.upper()}={value}")
     return 0
 

@@ -66,6 +66,8 @@ class Ingress:
         self.nc: NATS | None = None
         self.js: JetStreamContext | None = None
         self.stream_ready = False
+        self.refused: str | None = None
+        """Why NATS refused the connection (a configuration error), shown by /healthz."""
         self._closing = asyncio.Event()
         self._connector: asyncio.Task[None] | None = None
         self.app = Starlette(routes=[
@@ -92,7 +94,12 @@ class Ingress:
 
     async def _connect(self) -> None:
         """Connect to NATS (retrying) and make sure the stream exists (retrying); runs in the background."""
-        self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-ingress", stop=self._closing)
+        try:
+            self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-ingress", stop=self._closing)
+        except ConfigError as e:  # refused (credentials, TLS): nothing to retry until the settings change
+            self.refused = str(e)
+            log.error("%s", e)
+            return
         if self.nc is None:
             return
         self.js = self.nc.jetstream()
@@ -101,7 +108,11 @@ class Ingress:
             try:
                 await bus.ensure_events_stream(self.js, self.cfg)
                 self.stream_ready = True
-                log.info("ingress ready: stream %s on %s", self.cfg.stream, self.settings.nats_target)
+                log.info("ingress ready: stream %s on %s", self.cfg.stream, self.settings.nats_display)
+                return
+            except ConfigError as e:  # the server cannot do what the settings ask (replicas without a cluster)
+                self.refused = str(e)
+                log.error("%s", e)
                 return
             except Exception as e:  # noqa: BLE001 - JetStream not ready yet (e.g. just restarted)
                 log.warning("cannot set up stream %s (%s); retrying in %.1fs", self.cfg.stream, e, delay)
@@ -113,8 +124,11 @@ class Ingress:
     async def healthz(self, _request: Request) -> JSONResponse:
         connected = self.nc is not None and self.nc.is_connected
         ok = connected and self.stream_ready
-        return JSONResponse({"status": "ok" if ok else "unavailable", "nats": "connected" if connected else "down",
-                             "stream": self.cfg.stream if self.stream_ready else None}, status_code=200 if ok else 503)
+        body = {"status": "ok" if ok else "unavailable", "nats": "connected" if connected else "down",
+                "stream": self.cfg.stream if self.stream_ready else None}
+        if self.refused:
+            body["error"] = self.refused
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def github(self, request: Request) -> JSONResponse:
         secret = self.cfg.secret("github_webhook_secret")
@@ -179,9 +193,9 @@ class Ingress:
         """Publish one delivery; returns JetStream's PubAck or raises Unavailable."""
         nc, js = self.nc, self.js
         if nc is None or js is None or not self.stream_ready:
-            raise Unavailable(f"not connected to NATS at {self.settings.nats_target} yet")
+            raise Unavailable(f"not connected to NATS at {self.settings.nats_display} yet")
         if not nc.is_connected:
-            raise Unavailable(f"NATS connection to {self.settings.nats_target} is down (reconnecting)")
+            raise Unavailable(f"NATS connection to {self.settings.nats_display} is down (reconnecting)")
         headers = {bus.H_MSG_ID: delivery, bus.H_SOURCE: source, bus.H_EVENT: event, bus.H_DELIVERY: delivery,
                    bus.H_RECEIVED: str(int(time.time() * 1000)), **trace_headers}
         payload = body
