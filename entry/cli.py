@@ -24,7 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     sub.add_parser("up", help="start the embedded stack (Temporal, NATS, worker); idempotent")
     sub.add_parser("down", help="stop what `bosun up` started")
-    sub.add_parser("status", help="show each part of the stack with its address and health")
+    stp = sub.add_parser("status", help="show each part of the stack with its address and health, and each "
+                                        "external engine (Temporal, NATS) with its health and cluster")
+    stp.add_argument("--json", action="store_true", help="print the same as one JSON object")
     sub.add_parser("worker", help="run a worker in the foreground (the stack runs one for you)")
     sub.add_parser("settings", help="print the settings in force (secrets redacted)")
 
@@ -141,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         s = load_settings()
+        if args.cmd == "status":
+            return _load(COMMANDS["status"])(s, as_json=args.json)
         if args.cmd in COMMANDS:
             return _load(COMMANDS[args.cmd])(s)
         if args.cmd == "worker":
