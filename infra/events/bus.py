@@ -255,7 +255,19 @@ async def ensure_replicas(js: JetStreamContext, stream: str, want: int) -> int:
             raise _not_clustered(stream, want) from None
         raise
     log.info("raised the replicas of stream %s from %d to %d (BOSUN_NATS_REPLICAS)", stream, have, want)
+    await _await_leader(js, stream)
     return want
+
+
+async def _await_leader(js: JetStreamContext, stream: str, timeout_s: float = 10.0) -> None:
+    """Wait (a little) until ``stream`` has a leader again: after its replicas change, its group elects one, and
+    a write before that would be refused."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        info = await js.stream_info(stream)
+        if info.cluster is None or info.cluster.leader:
+            return
+        await asyncio.sleep(0.1)
 
 
 async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
@@ -265,10 +277,10 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     try:
         await js.add_stream(config)
         return
-    except BadRequestError as e:
+    except APIError as e:
         if e.err_code == REPLICAS_NOT_SUPPORTED:
             raise _not_clustered(config.name or "", want) from None
-        if e.err_code != 10058:  # "stream name already in use with a different configuration"
+        if not isinstance(e, BadRequestError) or e.err_code != 10058:  # 10058: exists with another configuration
             raise
     have = (await js.stream_info(config.name or "")).config.num_replicas or 1
     if have > want:
@@ -280,6 +292,8 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
             raise _not_clustered(config.name or "", want) from None
         raise
     log.info("updated stream %s to the configured settings", config.name)
+    if want > have:
+        await _await_leader(js, config.name or "")
 
 
 def events_stream_config(cfg: EventsConfig) -> StreamConfig:
