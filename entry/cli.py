@@ -90,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     kr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     sub.add_parser("ui", help="serve the web view in the foreground (the stack runs one: BOSUN_UI_PORT)")
+    cl = sub.add_parser("cluster", help="a cluster on this machine: bosun cluster up [--hosts N] [--tls] | down | "
+                                        "status", add_help=False)
+    cl.add_argument("rest", nargs=argparse.REMAINDER)
 
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
@@ -120,7 +123,8 @@ PASS_THROUGH = {("sandbox", "exec"): "entry.cli_sandbox:exec_main",
                 ("env",): "entry.cli_env:env_main",
                 ("search",): "entry.cli_search:search_main",
                 ("eval",): "entry.cli_eval:eval_main",
-                ("ui",): "entry.ui:main"}
+                ("ui",): "entry.ui:main",
+                ("cluster",): "entry.cluster:cluster_main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
 """Stack commands: called with the settings."""
