@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from infra.errors import BosunError
 from infra.safetext import SafeStream
 from infra.settings import Settings, load_settings
@@ -22,7 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     sub.add_parser("up", help="start the embedded stack (Temporal, NATS, worker); idempotent")
     sub.add_parser("down", help="stop what `bosun up` started")
-    sub.add_parser("status", help="show each part of the stack with its address and health")
+    stp = sub.add_parser("status", help="show each part of the stack with its address and health, and each "
+                                        "external engine (Temporal, NATS) with its health and cluster")
+    stp.add_argument("--json", action="store_true", help="print the same as one JSON object")
     sub.add_parser("worker", help="run a worker in the foreground (the stack runs one for you)")
     sub.add_parser("settings", help="print the settings in force (secrets redacted)")
 
@@ -86,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     kr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     sub.add_parser("ui", help="serve the web view in the foreground (the stack runs one: BOSUN_UI_PORT)")
+    cl = sub.add_parser("cluster", help="a cluster on this machine: bosun cluster up [--hosts N] [--tls] | down | "
+                                        "status", add_help=False)
+    cl.add_argument("rest", nargs=argparse.REMAINDER)
 
     sb = sub.add_parser("sandbox", help="sandbox tools")
     sbs = sb.add_subparsers(dest="sandbox_cmd", required=True, metavar="SUBCOMMAND")
@@ -102,8 +109,10 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(s: Settings) -> int:
     for name in Settings.model_fields:
         value = getattr(s, name)
-        if value is not None and "key" in name:
+        if isinstance(value, SecretStr) or (isinstance(value, str) and "key" in name):
             value = "***"
+        elif name == "nats_url" and value:
+            value = s.nats_display  # credentials written into a URL are not shown
         print(f"BOSUN_{name.upper()}={value}")
     return 0
 
@@ -114,7 +123,8 @@ PASS_THROUGH = {("sandbox", "exec"): "entry.cli_sandbox:exec_main",
                 ("env",): "entry.cli_env:env_main",
                 ("search",): "entry.cli_search:search_main",
                 ("eval",): "entry.cli_eval:eval_main",
-                ("ui",): "entry.ui:main"}
+                ("ui",): "entry.ui:main",
+                ("cluster",): "entry.cluster:cluster_main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
 """Stack commands: called with the settings."""
@@ -137,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         s = load_settings()
+        if args.cmd == "status":
+            return _load(COMMANDS["status"])(s, as_json=args.json)
         if args.cmd in COMMANDS:
             return _load(COMMANDS[args.cmd])(s)
         if args.cmd == "worker":

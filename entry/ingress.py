@@ -66,6 +66,8 @@ class Ingress:
         self.nc: NATS | None = None
         self.js: JetStreamContext | None = None
         self.stream_ready = False
+        self.refused: str | None = None
+        """Why NATS refused the connection (a configuration error), shown by /healthz."""
         self._closing = asyncio.Event()
         self._connector: asyncio.Task[None] | None = None
         self.app = Starlette(routes=[
@@ -92,7 +94,12 @@ class Ingress:
 
     async def _connect(self) -> None:
         """Connect to NATS (retrying) and make sure the stream exists (retrying); runs in the background."""
-        self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-ingress", stop=self._closing)
+        try:
+            self.nc = await bus.connect_nats_retrying(self.settings, name="bosun-ingress", stop=self._closing)
+        except ConfigError as e:  # refused (credentials, TLS): nothing to retry until the settings change
+            self.refused = str(e)
+            log.error("%s", e)
+            return
         if self.nc is None:
             return
         self.js = self.nc.jetstream()
@@ -101,7 +108,11 @@ class Ingress:
             try:
                 await bus.ensure_events_stream(self.js, self.cfg)
                 self.stream_ready = True
-                log.info("ingress ready: stream %s on %s", self.cfg.stream, self.settings.nats_target)
+                log.info("ingress ready: stream %s on %s", self.cfg.stream, self.settings.nats_display)
+                return
+            except ConfigError as e:  # the server cannot do what the settings ask (replicas without a cluster)
+                self.refused = str(e)
+                log.error("%s", e)
                 return
             except Exception as e:  # noqa: BLE001 - JetStream not ready yet (e.g. just restarted)
                 log.warning("cannot set up stream %s (%s); retrying in %.1fs", self.cfg.stream, e, delay)
@@ -113,8 +124,11 @@ class Ingress:
     async def healthz(self, _request: Request) -> JSONResponse:
         connected = self.nc is not None and self.nc.is_connected
         ok = connected and self.stream_ready
-        return JSONResponse({"status": "ok" if ok else "unavailable", "nats": "connected" if connected else "down",
-                             "stream": self.cfg.stream if self.stream_ready else None}, status_code=200 if ok else 503)
+        body = {"status": "ok" if ok else "unavailable", "nats": "connected" if connected else "down",
+                "stream": self.cfg.stream if self.stream_ready else None}
+        if self.refused:
+            body["error"] = self.refused
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def github(self, request: Request) -> JSONResponse:
         secret = self.cfg.secret("github_webhook_secret")
@@ -176,12 +190,12 @@ class Ingress:
 
     async def publish(self, source: str, event: str, delivery: str, body: bytes,
                       trace_headers: dict[str, str]) -> PubAck:
-        """Publish one delivery; returns JetStream's PubAck or raises Unavailable."""
+        """Publish one delivery; returns JetStream's PubAck or raises Unavailable. Within ``publish_timeout_s`` a
+        refused publish is tried again (the delivery id makes it idempotent): a NATS node lost, the stream electing
+        a new leader or the connection moving to another server of the cluster costs the sender time, not a 503."""
         nc, js = self.nc, self.js
         if nc is None or js is None or not self.stream_ready:
-            raise Unavailable(f"not connected to NATS at {self.settings.nats_target} yet")
-        if not nc.is_connected:
-            raise Unavailable(f"NATS connection to {self.settings.nats_target} is down (reconnecting)")
+            raise Unavailable(f"not connected to NATS at {self.settings.nats_display} yet")
         headers = {bus.H_MSG_ID: delivery, bus.H_SOURCE: source, bus.H_EVENT: event, bus.H_DELIVERY: delivery,
                    bus.H_RECEIVED: str(int(time.time() * 1000)), **trace_headers}
         payload = body
@@ -190,11 +204,27 @@ class Ingress:
             headers[bus.H_BODY_REF] = ref
             headers[bus.H_BODY_SIZE] = str(len(body))
             payload = b""
-        try:
-            return await js.publish(bus.subject_for(source, event), payload, timeout=self.cfg.publish_timeout_s,
-                                    stream=self.cfg.stream, headers=headers)
-        except Exception as e:  # noqa: BLE001 - timeout, no responders, connection closed, JetStream error
-            raise Unavailable(f"{type(e).__name__}: {str(e) or 'no PubAck'}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.cfg.publish_timeout_s
+        while True:
+            left = deadline - loop.time()
+            try:
+                if not nc.is_connected:
+                    raise Unavailable(f"NATS connection to {self.settings.nats_display} is down (reconnecting)")
+                return await js.publish(bus.subject_for(source, event), payload,
+                                        timeout=max(min(left, PUBLISH_ATTEMPT_S), 0.05), stream=self.cfg.stream,
+                                        headers=headers)
+            except Exception as e:  # noqa: BLE001 - timeout, no responders, connection closed, JetStream error
+                why = e if isinstance(e, Unavailable) else Unavailable(f"{type(e).__name__}: {str(e) or 'no PubAck'}")
+                if deadline - loop.time() < PUBLISH_RETRY_S:
+                    raise why from None
+            await asyncio.sleep(PUBLISH_RETRY_S)
+
+
+PUBLISH_RETRY_S = 0.1
+"""Pause between two tries of a refused publish (within publish_timeout_s)."""
+PUBLISH_ATTEMPT_S = 2.0
+"""Longest wait for one try's PubAck: a request that went to a node just lost gets no answer, and is sent again."""
 
 
 def _error(status: int, message: str, *, field: str | None = None,

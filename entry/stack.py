@@ -8,6 +8,7 @@ line. ``status`` shows each part with its address and health.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import json
@@ -23,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from entry.starter import starter_health
+from infra import temporal
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
+from infra.events import bus
 from infra.hosts import HostRegistry
 from infra.objectstore import NatsBridge
 from infra.settings import Settings, load_settings
@@ -55,7 +58,8 @@ class Component:
     """A string the process's command line contains (so we never signal a recycled PID)."""
 
 
-def _bin(name: str) -> str:
+def executable(name: str) -> str:
+    """The path of a program bosun runs (the venv's first, then PATH); ConfigError when it is missing."""
     here = Path(sys.executable).parent / name
     if here.exists():
         return str(here)
@@ -65,24 +69,30 @@ def _bin(name: str) -> str:
     return found
 
 
+def temporal_component(s: Settings) -> Component:
+    """The Temporal dev server of ``s`` (SQLite at ``<data dir>/temporal/temporal.db``, the Web UI, bosun's dynamic
+    config): the embedded stack's, and the one frontend of `bosun cluster`."""
+    return Component(
+        "temporal",
+        [executable("temporal"), "server", "start-dev", "--ip", s.host, "--port", str(s.temporal_port),
+         "--ui-port", str(s.temporal_ui_port), "--db-filename", str(s.data_dir / "temporal" / "temporal.db"),
+         "--log-level", "warn", "--namespace", s.temporal_namespace,
+         "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+         *[a for k, v in TEMPORAL_DYNAMIC_CONFIG.items() for a in ("--dynamic-config-value", f"{k}={v}")]],
+        {"Temporal frontend": (s.temporal_port, "BOSUN_TEMPORAL_PORT"),
+         "Temporal Web UI": (s.temporal_ui_port, "BOSUN_TEMPORAL_UI_PORT")},
+        f"{s.host}:{s.temporal_port} (Web UI http://{s.host}:{s.temporal_ui_port})", "start-dev")
+
+
 def components(s: Settings) -> list[Component]:
     d = s.data_dir
     comps = []
     if not s.temporal_address:
-        comps.append(Component(
-            "temporal",
-            [_bin("temporal"), "server", "start-dev", "--ip", s.host, "--port", str(s.temporal_port),
-             "--ui-port", str(s.temporal_ui_port), "--db-filename", str(d / "temporal" / "temporal.db"),
-             "--log-level", "warn", "--namespace", s.temporal_namespace,
-             "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-             *[a for k, v in TEMPORAL_DYNAMIC_CONFIG.items() for a in ("--dynamic-config-value", f"{k}={v}")]],
-            {"Temporal frontend": (s.temporal_port, "BOSUN_TEMPORAL_PORT"),
-             "Temporal Web UI": (s.temporal_ui_port, "BOSUN_TEMPORAL_UI_PORT")},
-            f"{s.host}:{s.temporal_port} (Web UI http://{s.host}:{s.temporal_ui_port})", "start-dev"))
+        comps.append(temporal_component(s))
     if not s.nats_url:
         comps.append(Component(
             "nats",
-            [_bin("nats-server"), "-a", s.host, "-p", str(s.nats_port), "-m", str(s.nats_monitor_port), "-js",
+            [executable("nats-server"), "-a", s.host, "-p", str(s.nats_port), "-m", str(s.nats_monitor_port), "-js",
              "-sd", str(d / "nats"), "--server_name", "bosun"],
             {"NATS client": (s.nats_port, "BOSUN_NATS_PORT"),
              "NATS monitoring": (s.nats_monitor_port, "BOSUN_NATS_MONITOR_PORT")},
@@ -386,32 +396,123 @@ def worker_health(s: Settings) -> dict | None:
     return info
 
 
-def _hosts(s: Settings) -> list:
-    """The worker hosts of a cluster (BOSUN_ARTIFACT_STORE=nats) from their heartbeats; [] on one machine."""
+def engines(s: Settings) -> dict[str, dict]:
+    """The external engines (BOSUN_TEMPORAL_ADDRESS, BOSUN_NATS_URL; the embedded ones are components of the
+    stack), each with ``healthy``, its address and what it says about its cluster, or the ``error`` that made it
+    unhealthy (naming the setting to check; never a secret)."""
+    if not (s.temporal_address or s.nats_url):
+        return {}
+
+    async def probe() -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        if s.temporal_address:
+            entry: dict = {"address": s.temporal_address, "tls": s.temporal_tls_on,
+                           "api_key": s.temporal_api_key is not None, "healthy": False}
+            try:
+                entry.update(await temporal.describe(await temporal.connect(s, timeout_s=5)), healthy=True)
+            except Exception as e:  # noqa: BLE001 - any failure makes it unhealthy, said in one line
+                entry["error"] = str(e) if isinstance(e, ConfigError) else f"{type(e).__name__}: {one_line(e)}"
+            out["temporal"] = entry
+        if s.nats_url:
+            entry = {"address": s.nats_display, "replicas_setting": s.nats_replicas, "healthy": False}
+            try:
+                nc = await bus.connect_nats(s, name="bosun-status")
+                try:
+                    entry.update(await bus.describe_nats(nc), healthy=True)
+                finally:
+                    await nc.close()
+            except Exception as e:  # noqa: BLE001 - any failure makes it unhealthy, said in one line
+                entry["error"] = str(e) if isinstance(e, (ConfigError, ConnectionError)) else \
+                    f"{type(e).__name__}: {one_line(e)}"
+            out["nats"] = entry
+        return out
+
+    return asyncio.run(probe())
+
+
+def one_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [""])[0][:200] or type(e).__name__
+
+
+def _engine_line(name: str, info: dict) -> str:
+    head = f"  {name:<9} {'healthy' if info['healthy'] else 'DOWN':<8} external {info['address']}"
+    if not info["healthy"]:
+        return f"{head}: {info.get('error', '?')}"
+    if name == "temporal":
+        how = ", ".join(w for w, on in (("TLS", info["tls"]), ("API key", info["api_key"])) if on) or "plain"
+        return (f"{head} ({how}): cluster {info['cluster_name']}, Temporal {info['server_version']}, "
+                f"{info['history_shards']} history shards")
+    streams = "; ".join(f"{n} R{v['replicas']} (leader {v['leader'] or '-'}, {v['current']} current)"
+                        for n, v in sorted(info["streams"].items()))
+    return (f"{head}: server {info['server']} of cluster {info['cluster'] or '(none)'}, {info['cluster_size']} "
+            f"server(s); JetStream {streams or 'no streams yet'}")
+
+
+def _hosts(s: Settings) -> list[dict]:
+    """The worker hosts of a cluster (BOSUN_ARTIFACT_STORE=nats) from their heartbeats, each with its age and
+    whether it counts as live (BOSUN_HOST_LOSS_S); [] on one machine."""
     if s.artifact_store != "nats":
         return []
     bridge = NatsBridge(s, "bosun-status")
     try:
-        return HostRegistry(s, bridge).all()
+        beats = HostRegistry(s, bridge).all()
     except BosunError:
         return []
     finally:
         bridge.close()
+    return [b.model_dump() | {"age_s": round(b.age(), 1), "live": b.age() <= s.host_loss_s} for b in beats]
 
 
-def status(s: Settings | None = None, *, out=print) -> int:
+def _host_line(h: dict) -> str:
+    return (f"  host      {'live' if h['live'] else 'LOST':<8} {h['worker_id']}: slots {h['in_use']}/{h['slots']} in "
+            f"use, queue {h['queue']}, heartbeat {h['age_s']:.0f} s ago")
+
+
+def status(s: Settings | None = None, *, out=print, as_json: bool = False) -> int:
     s = s or load_settings()
     state = running(s)
     comps = {c.name: c for c in components(s)}
+    ext = engines(s)
+    ext_ok = all(e["healthy"] for e in ext.values())
+    hosts = _hosts(s)
+    report: dict = {"running": state is not None, "data_dir": str(s.data_dir), "components": {}, "engines": ext,
+                    "hosts": hosts}
+    alone = worker_health(s) if not state else None
+    if alone:  # `bosun worker` run by itself (a host of a cluster, a service manager): no stack, a live worker
+        report["running"] = True
+        report["components"]["worker"] = {"healthy": True, "pid": alone["pid"], "restarts": 0,
+                                          "address": f"task queues {s.task_queue}, {s.worker_queue} (bosun worker)"}
+        if as_json:
+            out(json.dumps(report, indent=2))
+        else:
+            out(f"  {'worker':<9} {'healthy':<8} pid {alone['pid']:<8} "
+                f"{report['components']['worker']['address']}; sandbox backend {alone.get('sandbox_backend', '?')}, "
+                f"slots {alone.get('slots_in_use', '?')}/{alone.get('slots', '?')} in use")
+            for name, info in ext.items():
+                out(_engine_line(name, info))
+            for h in hosts:
+                out(_host_line(h))
+            out(f"  data dir  {s.data_dir}")
+        return 0 if ext_ok else 1
     if not state:
-        out(f"bosun stack is not running (data dir {s.data_dir}); start it with `bosun up`")
+        if as_json:
+            out(json.dumps(report, indent=2))
+        else:
+            out(f"bosun stack is not running (data dir {s.data_dir}); start it with `bosun up`")
+            for name, info in ext.items():
+                out(_engine_line(name, info))
+            for h in hosts:
+                out(_host_line(h))
         return 3
-    ok = True
+    ok = ext_ok
+    lines = []
     for name, info in state["components"].items():
         c = comps.get(name)
         alive = pid_matches(info["pid"], info["marker"])
         health = alive and c is not None and healthy(c, s)
         ok &= health
+        report["components"][name] = {"healthy": health, "pid": info["pid"], "address": info["address"],
+                                      "restarts": info.get("restarts", 0)}
         restarts = f"  (restarted {info['restarts']} times)" if info.get("restarts") else ""
         extra = ""
         if name == "worker" and health:
@@ -419,15 +520,17 @@ def status(s: Settings | None = None, *, out=print) -> int:
             extra = (f"; sandbox backend {wh.get('sandbox_backend', '?')}, runs as {wh.get('sandbox_user', '?')}, "
                      f"disk quota {wh.get('disk_quota', '?')}, slots {wh.get('slots_in_use', '?')}/"
                      f"{wh.get('slots', '?')} in use, artifacts {wh.get('artifact_store', '?')}")
-        out(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}{extra}{restarts}")
-    for beat in _hosts(s):
-        age = beat.age()
-        out(f"  host      {'live' if age <= s.host_loss_s else 'LOST':<8} {beat.worker_id}: slots {beat.in_use}/"
-            f"{beat.slots} in use, queue {beat.queue}, heartbeat {age:.0f} s ago")
-    if s.temporal_address:
-        out(f"  temporal  external  {s.temporal_address}")
-    if s.nats_url:
-        out(f"  nats      external  {s.nats_url}")
+        lines.append(f"  {name:<9} {'healthy' if health else 'DOWN':<8} pid {info['pid']:<8} {info['address']}"
+                     f"{extra}{restarts}")
+    if as_json:
+        out(json.dumps(report, indent=2))
+        return 0 if ok else 1
+    for line in lines:
+        out(line)
+    for name, info in ext.items():
+        out(_engine_line(name, info))
+    for h in hosts:
+        out(_host_line(h))
     out(f"  data dir  {s.data_dir}")
     return 0 if ok else 1
 

@@ -146,6 +146,8 @@ class Starter:
                                           max_ack_pending=max(self.cfg.fetch_batch * 4, 256),
                                           description="bosun starter (see docs/EVENTS.md)"))
                 break
+            except ConfigError:  # the server cannot do what the settings ask (replicas without a cluster)
+                raise
             except Exception as e:  # noqa: BLE001 - JetStream not ready: retry
                 log.warning("cannot set up JetStream (%s); retrying in %.1fs", e, delay)
                 await _sleep(stop, delay)

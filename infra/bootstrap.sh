@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bosun's one bootstrap: idempotent; prints what it did. Called by `make bootstrap`, `make demo`, `make test`.
 #   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv; chromium and
-#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback; openssl for local TLS certificates)
+#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback; openssl for local TLS certificates;
+#      nginx: Temporal behind TLS in `bosun cluster up --tls`)
 #   2. .venv with bosun and its dev extras, pinned by constraints.txt (reinstalled only when they change)
 #   3. the Docker daemon, started when it is not running
 #   4. the sandbox image, built locally with debootstrap + docker import (rebuilt only when its recipe changes)
@@ -17,7 +18,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. system packages ---------------------------------------------------------------------------------------
-PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl)
+PKGS=(docker.io nats-server nginx bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,6 +31,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing system packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-active -q nginx 2>/dev/null; then
+    # bosun runs nginx as its own process (bosun cluster up --tls); the package's site on port 80 is not wanted
+    say "stopping and disabling the nginx service the package started (bosun starts its own nginx when needed)"
+    $SUDO systemctl disable --now -q nginx || true
+  fi
 else
   say "system packages present (${PKGS[*]})"
 fi

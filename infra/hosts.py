@@ -16,6 +16,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NoKeysError
 from pydantic import BaseModel
 
+from infra.events.bus import ensure_replicas
 from infra.objectstore import NatsBridge
 from infra.settings import Settings
 
@@ -60,6 +61,7 @@ class HostRegistry:
             js = await self.bridge.js()
             try:
                 self._kv = await js.key_value(BUCKET)
+                await ensure_replicas(js, f"KV_{BUCKET}", self.settings.nats_replicas)
             except BucketNotFoundError:
                 self._kv = await js.create_key_value(KeyValueConfig(
                     bucket=BUCKET, history=1, ttl=KEEP_S, storage=StorageType.FILE,

@@ -34,7 +34,7 @@ from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectDeletedErro
 
 from infra.artifacts import ArtifactMissing, ArtifactStore, check_ref
 from infra.errors import ConfigError, UnexpectedEnvironment
-from infra.events.bus import connect_nats
+from infra.events.bus import connect_nats, ensure_replicas
 from infra.settings import Settings
 
 log = logging.getLogger("bosun.artifacts")
@@ -126,6 +126,7 @@ class NatsArtifactStore(ArtifactStore):
             js = await self.bridge.js()
             try:
                 self._obs = await js.object_store(self.bucket)
+                await ensure_replicas(js, f"OBJ_{self.bucket}", self.settings.nats_replicas)
             except BucketNotFoundError:
                 config = ObjectStoreConfig(bucket=self.bucket, storage=StorageType.FILE,
                                            replicas=self.settings.nats_replicas,

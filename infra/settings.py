@@ -10,8 +10,9 @@ import os
 import socket
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from infra.errors import ConfigError
@@ -42,20 +43,54 @@ class Settings(BaseSettings):
     """Web UI port of the embedded Temporal dev server (runs, timelines, pending activities)."""
     temporal_namespace: str = "default"
     """Temporal namespace bosun's workflows run in."""
+    temporal_tls: bool | None = None
+    """TLS to Temporal: `on` or `off`. Unset: on when any of the TLS files or an API key below is set (Temporal
+    Cloud and most self-hosted clusters), off otherwise (the embedded dev server)."""
+    temporal_tls_ca: Path | None = None
+    """PEM file of the certificate authority that signed Temporal's server certificate. Unset: the system's
+    trusted authorities (Temporal Cloud)."""
+    temporal_tls_cert: Path | None = None
+    """PEM file of this host's client certificate, for mutual TLS (with BOSUN_TEMPORAL_TLS_KEY)."""
+    temporal_tls_key: Path | None = None
+    """PEM file of the client certificate's private key (with BOSUN_TEMPORAL_TLS_CERT). Never logged."""
+    temporal_tls_server_name: str | None = None
+    """The name Temporal's server certificate is checked against (and sent as SNI), when it differs from the host
+    of BOSUN_TEMPORAL_ADDRESS."""
+    temporal_api_key: SecretStr | None = None
+    """API key sent with every call as `Authorization: Bearer <key>` (Temporal Cloud's API keys; a proxy that
+    checks keys). Turns TLS on unless BOSUN_TEMPORAL_TLS=off. Never logged."""
 
     nats_url: str | None = None
-    """URL of an external NATS server with JetStream. Unset: the embedded nats-server at host:nats_port."""
+    """URL of an external NATS server with JetStream, or a comma-separated list of a cluster's servers
+    (`nats://n1:4222,nats://n2:4222,nats://n3:4222`; `tls://` to require TLS). Unset: the embedded nats-server at
+    host:nats_port. Credentials written into a URL are never shown."""
+    nats_user: str | None = None
+    """NATS user name (with BOSUN_NATS_PASSWORD)."""
+    nats_password: SecretStr | None = None
+    """NATS password (with BOSUN_NATS_USER). Never logged."""
+    nats_token: SecretStr | None = None
+    """NATS authentication token (instead of a user and password). Never logged."""
+    nats_creds: Path | None = None
+    """A NATS credentials file (`.creds`: the user's JWT and nkey seed, as `nsc` writes it), for servers in
+    operator mode (Synadia Cloud, NGS...). Never logged."""
+    nats_tls_ca: Path | None = None
+    """PEM file of the certificate authority that signed the NATS servers' certificates (TLS is used when a server
+    asks for it, or for `tls://` URLs). Unset: the system's trusted authorities."""
+    nats_tls_cert: Path | None = None
+    """PEM file of this host's client certificate for NATS (mutual TLS; with BOSUN_NATS_TLS_KEY)."""
+    nats_tls_key: Path | None = None
+    """PEM file of the NATS client certificate's private key (with BOSUN_NATS_TLS_CERT). Never logged."""
+    nats_replicas: int = Field(default=1, ge=1, le=5)
+    """Replicas of every JetStream stream, key-value bucket and object store bosun makes: 1 on one machine, 3 on a
+    NATS cluster (any one node may then be lost). An existing stream or bucket with fewer is raised at start."""
     nats_port: int = 4222
     """Client port of the embedded nats-server."""
     nats_monitor_port: int = 8222
     """HTTP monitoring port of the embedded nats-server (health checks use /healthz)."""
-    nats_replicas: int = Field(default=1, ge=1, le=5)
-    """Replicas of every JetStream stream, key-value bucket and object store bosun makes. 1 on one machine; 3 on a
-    NATS cluster, so the loss of a node loses nothing."""
 
     worker_slots: int | None = Field(default=None, ge=1, le=1024)
-    """How many agents (or evaluation instances being judged) this host runs at once: a host takes such work only
-    while it has a free slot, so work spreads over hosts by free capacity. Unset: twice the CPU count (at least
+    """How many agents this host runs at once: a host takes an agent only while it has a free slot, so work spreads
+    over hosts by free capacity. Unset: twice the CPU count (at least
     4). A task waiting for its agents holds none."""
     host_loss_s: float = Field(default=120.0, ge=10)
     """A host whose heartbeat (cluster: BOSUN_ARTIFACT_STORE=nats) has been absent this long is lost: its tasks
@@ -204,12 +239,75 @@ class Settings(BaseSettings):
             parse_endpoints(v.get_secret_value())
         return v
 
+    @field_validator("nats_url")
+    @classmethod
+    def _nats_servers(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            return None
+        if v is not None:
+            parse_nats_servers(v)
+        return v
+
+    @field_validator("temporal_tls", "temporal_tls_ca", "temporal_tls_cert", "temporal_tls_key",
+                     "temporal_tls_server_name", "temporal_api_key", "nats_user", "nats_password", "nats_token",
+                     "nats_creds", "nats_tls_ca", "nats_tls_cert", "nats_tls_key", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("temporal_tls_ca", "temporal_tls_cert", "nats_tls_ca", "nats_tls_cert")
+    @classmethod
+    def _certificate_file(cls, v: Path | None) -> Path | None:
+        return check_pem(v, "certificate") if v is not None else None
+
+    @field_validator("temporal_tls_key", "nats_tls_key")
+    @classmethod
+    def _key_file(cls, v: Path | None) -> Path | None:
+        return check_pem(v, "private key") if v is not None else None
+
+    @field_validator("nats_creds")
+    @classmethod
+    def _creds_file(cls, v: Path | None) -> Path | None:
+        return check_pem(v, "NATS credentials") if v is not None else None
+
+    @model_validator(mode="after")
+    def _together(self) -> Settings:
+        """Settings that only make sense together (each message names the variables to change)."""
+        for a, b in (("temporal_tls_cert", "temporal_tls_key"), ("nats_tls_cert", "nats_tls_key"),
+                     ("nats_user", "nats_password")):
+            if (getattr(self, a) is None) != (getattr(self, b) is None):
+                have, lack = (a, b) if getattr(self, a) is not None else (b, a)
+                raise ValueError(f"BOSUN_{have.upper()} is set but BOSUN_{lack.upper()} is not: they go together "
+                                 "(set both, or neither)")
+        if self.temporal_tls is False:
+            for name in ("temporal_tls_ca", "temporal_tls_cert", "temporal_tls_server_name"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"BOSUN_TEMPORAL_TLS=off, but BOSUN_{name.upper()} is set: turn TLS on, or "
+                                     f"unset BOSUN_{name.upper()}")
+        ways = [name for name, on in (("BOSUN_NATS_USER", self.nats_user is not None),
+                                      ("BOSUN_NATS_TOKEN", self.nats_token is not None),
+                                      ("BOSUN_NATS_CREDS", self.nats_creds is not None)) if on]
+        if len(ways) > 1:
+            raise ValueError(f"{' and '.join(ways)} are different ways to authenticate to NATS: set one of them")
+        if self.nats_replicas > 1 and not self.nats_url:
+            raise ValueError(f"BOSUN_NATS_REPLICAS={self.nats_replicas} needs a NATS cluster (BOSUN_NATS_URL listing "
+                             "its servers): the embedded nats-server is one node, so set BOSUN_NATS_REPLICAS=1")
+        return self
+
     @property
     def temporal_target(self) -> str:
         return self.temporal_address or f"{self.host}:{self.temporal_port}"
 
     @property
+    def temporal_tls_on(self) -> bool:
+        """TLS to Temporal: BOSUN_TEMPORAL_TLS, or (unset) whether a CA, a client certificate or an API key is."""
+        if self.temporal_tls is not None:
+            return self.temporal_tls
+        return any(v is not None for v in (self.temporal_tls_ca, self.temporal_tls_cert, self.temporal_api_key))
+
+    @property
     def nats_target(self) -> str:
+        """BOSUN_NATS_URL as given (one URL, or a comma-separated list), or the embedded server's URL."""
         return self.nats_url or f"nats://{self.host}:{self.nats_port}"
 
     @property
@@ -221,6 +319,16 @@ class Settings(BaseSettings):
     def slots_queue(self) -> str:
         """The task queue every host polls for slots while it has a free one (workflows/task.py)."""
         return f"{self.task_queue}-slots"
+
+    @property
+    def nats_servers(self) -> list[str]:
+        """The NATS servers to connect to (a cluster's, or the embedded server)."""
+        return parse_nats_servers(self.nats_target)
+
+    @property
+    def nats_display(self) -> str:
+        """The NATS servers for messages and logs: credentials written into a URL are replaced by ``***``."""
+        return ",".join(redact_url(u) for u in self.nats_servers)
 
     @property
     def worker_queue(self) -> str:
@@ -266,6 +374,77 @@ def parse_endpoints(text: str) -> dict[str, dict]:
     return out
 
 
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any credentials (``user:password@``, ``token@``) replaced by ``***@``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{netloc}{slash}{path}"
+
+
+def parse_nats_servers(text: str) -> list[str]:
+    """BOSUN_NATS_URL as a list of server URLs (``host:port`` alone means ``nats://host:port``); ValueError saying
+    what is wrong (credentials in a URL are never echoed)."""
+    servers = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        url = entry if "://" in entry else f"nats://{entry}"
+        shown = redact_url(url)
+        parts = urlsplit(url)
+        if parts.scheme not in NATS_SCHEMES:
+            raise ValueError(f"{shown}: the scheme must be one of {', '.join(s + '://' for s in NATS_SCHEMES)}")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"{shown}: the port is not a number from 1 to 65535") from None
+        if not parts.hostname or port == 0:
+            raise ValueError(f"{shown}: expected scheme://host:port")
+        servers.append(url)
+    if not servers:
+        raise ValueError("no server: expected nats://host:port, or a cluster's servers separated by commas")
+    if len({u.split("://")[0] in ("ws", "wss") for u in servers}) > 1:
+        raise ValueError("websocket (ws://, wss://) and plain (nats://, tls://) servers cannot be mixed")
+    return servers
+
+
+_PEM_MARKERS = {
+    "certificate": (b"-----BEGIN CERTIFICATE-----",),
+    "private key": (b"-----BEGIN PRIVATE KEY-----", b"-----BEGIN EC PRIVATE KEY-----",
+                    b"-----BEGIN RSA PRIVATE KEY-----"),
+    "NATS credentials": (b"-----BEGIN NATS USER JWT-----",),
+}
+
+
+def check_pem(path: Path, kind: str) -> Path:
+    """``path`` when it is a readable PEM file of ``kind``; ValueError saying what is wrong (never its content)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except FileNotFoundError:
+        raise ValueError(f"no such file (expected a PEM {kind} file)") from None
+    except IsADirectoryError:
+        raise ValueError(f"is a directory (expected a PEM {kind} file)") from None
+    except PermissionError:
+        raise ValueError(f"this user ({os.geteuid()}) cannot read it (expected a PEM {kind} file)") from None
+    except OSError as e:
+        raise ValueError(f"cannot be read ({e.strerror}); expected a PEM {kind} file") from None
+    if kind == "private key" and b"ENCRYPTED PRIVATE KEY" in head:
+        raise ValueError("the private key is encrypted with a passphrase: give an unencrypted key (readable by "
+                         "this user only)")
+    if not any(m in head for m in _PEM_MARKERS[kind]):
+        raise ValueError(f"not a PEM {kind} file (no {_PEM_MARKERS[kind][0].decode()} line)")
+    if kind == "NATS credentials" and b"-----BEGIN USER NKEY SEED-----" not in head:
+        raise ValueError("not a NATS credentials file: it has no -----BEGIN USER NKEY SEED----- section")
+    return path
+
+
 def load_settings() -> Settings:
     """Read settings from the environment (fresh every call, so tests and the CLI see changes).
 
@@ -275,8 +454,17 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as e:
         err = e.errors()[0]
+        msg = err["msg"].removeprefix("Value error, ")
         field = str(err["loc"][0]) if err["loc"] else ""
-        name = f"BOSUN_{field.upper()}" if field else "a BOSUN_ setting"
+        if not field:  # settings that go together: the message names them
+            raise ConfigError(msg) from None
+        name = f"BOSUN_{field.upper()}"
         secret = field in Settings.model_fields and "SecretStr" in str(Settings.model_fields[field].annotation)
-        shown = "(a secret, not shown)" if secret else repr(err.get("input"))
-        raise ConfigError(f"{name}={shown} is invalid: {err['msg']}") from None
+        value = err.get("input")
+        if secret:
+            shown = "(a secret, not shown)"
+        elif field == "nats_url" and isinstance(value, str):
+            shown = repr(",".join(redact_url(u.strip()) for u in value.split(",")))
+        else:
+            shown = repr(value)
+        raise ConfigError(f"{name}={shown} is invalid: {msg}") from None

@@ -22,6 +22,7 @@ from nats.js.errors import NotFoundError
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from infra.events.bus import ensure_replicas
 from infra.objectstore import NatsBridge
 from infra.settings import Settings
 
@@ -61,7 +62,7 @@ class SpanStore:
                                   num_replicas=self.settings.nats_replicas,
                                   description="bosun spans of every host (bosun trace)")
             try:
-                await js.stream_info(STREAM)
+                await ensure_replicas(js, STREAM, self.settings.nats_replicas)
             except NotFoundError:
                 await js.add_stream(config)
             self._ready = True

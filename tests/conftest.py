@@ -19,6 +19,7 @@ import uvicorn
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from entry.cluster import LocalCluster
 from infra.privatestack import free_port, private_stack_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,31 @@ def stack(tmp_path_factory):
         yield st
     finally:
         st.down()
+
+
+@pytest.fixture
+def make_cluster(tmp_path_factory):
+    """Start clusters on this machine (entry/cluster.py: 3 NATS nodes, one Temporal frontend, N worker hosts),
+    each in a folder of its own on free ports; all are stopped at the end of the test.
+
+    ``make_cluster(hosts=3, tls=False, extra_env=None) -> LocalCluster`` (started and healthy). Then:
+    ``cluster.host_env(i)`` (the settings of host i, 1-based: use them for `bosun` commands), ``kill_host(i)``
+    (SIGKILL, with its sandboxes), ``start_host(i)``, ``kill_node("n2")``, ``start_node("n2")``,
+    ``stream_leader("EVENTS")``, ``kill_stream_leader("EVENTS")`` (returns the node), ``status()``, ``down()``."""
+    made: list[LocalCluster] = []
+
+    def make(hosts: int = 3, tls: bool = False, extra_env: dict[str, str] | None = None,
+             wait_s: float = 120) -> LocalCluster:
+        folder = tmp_path_factory.mktemp("cluster")
+        (folder / "router.json").write_text("{}")  # as stack_env: no developer's router configuration leaks in
+        env = {"BOSUN_ROUTER_CONFIG": str(folder / "router.json"), **(extra_env or {})}
+        cluster = LocalCluster(folder, hosts=hosts, tls=tls, extra_env=env, name=f"test-{os.getpid()}")
+        made.append(cluster)
+        return cluster.up(wait_s)
+
+    yield make
+    for cluster in made:
+        cluster.down()
 
 
 @pytest.fixture

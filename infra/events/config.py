@@ -76,8 +76,11 @@ class EventsConfig(BaseModel):
     minus 16 KiB for headers (1 MiB - 16 KiB with nats-server defaults)."""
     linear_timestamp_tolerance_s: float = 60.0
     """Linear deliveries whose webhookTimestamp is further than this from now are refused (replays)."""
-    publish_timeout_s: float = 3.0
-    """How long the ingress waits for JetStream's PubAck before answering 503 (GitHub waits 10 s, Linear 5 s)."""
+    publish_timeout_s: float = 8.0
+    """How long the ingress keeps trying to get JetStream's PubAck before answering 503. GitHub waits 10 s for an
+    answer and never retries on its own; on a NATS cluster, the stream elects a new leader 4 to 9 s after its
+    leader's node is lost. Linear waits 5 s, then retries (a minute later): the delivery id makes that retry a
+    duplicate JetStream drops."""
 
     # ---------------------------------------------------------------- JetStream
     stream: str = "EVENTS"

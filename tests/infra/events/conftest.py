@@ -99,14 +99,16 @@ def tsettings(settings: Settings, stack) -> Settings:
                                        "temporal_ui_port": int(stack.env["BOSUN_TEMPORAL_UI_PORT"])})
 
 
-def make_cfg(**overrides: Any) -> EventsConfig:
+def make_cfg(settings: Settings | None = None, **overrides: Any) -> EventsConfig:
+    """The tests' events configuration; ``settings``: the bosun settings it carries (replicas...), else the
+    environment's."""
     base: dict[str, Any] = {
         "github_webhook_secret": GH_SECRET, "linear_webhook_secret": LINEAR_SECRET,
         "repos": {REPO: "/srv/repos/hello-world"}, "linear_default_repo": "/srv/repos/linear",
         "ack_wait_s": 2.0, "retry_delay_s": 0.2, "retry_delay_max_s": 1.0, "poison_after": 3,
         "post_status": False, "fetch_batch": 16}
     base.update(overrides)
-    return load_events_config(None, **base)
+    return load_events_config(settings, **base)
 
 
 @pytest.fixture
