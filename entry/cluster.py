@@ -200,7 +200,7 @@ class LocalCluster:
         env = dict(self.plan["host_ports"][self.host_name(i)])
         env.update({"BOSUN_DATA_DIR": str(self.host_dir(i) / "data"), "BOSUN_WORKER_ID": self.worker_id(i),
                     "BOSUN_TEMPORAL_ADDRESS": self.temporal_address, "BOSUN_NATS_URL": ",".join(self.nats_urls),
-                    "BOSUN_NATS_REPLICAS": str(len(NODES))})
+                    "BOSUN_NATS_REPLICAS": str(len(NODES)), "BOSUN_ARTIFACT_STORE": "nats"})
         if self.tls:
             client = self.certs / self.host_name(i)
             env.update({
