@@ -264,7 +264,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     exporter = MetricsExporter(metric_buffer, tel.meter_provider) if metric_buffer and tel.meter_provider else None
     try:
         if registry is not None:  # in the registry before the first task can bind here
-            await asyncio.to_thread(registry.bridge.run, registry.abeat(HostBeat(
+            await asyncio.to_thread(registry.bridge.run, registry.afirst_beat(HostBeat(
                 worker_id=settings.worker_id, queue=settings.worker_queue, slots=settings.slots, in_use=0,
                 store=settings.artifact_store, ts=time.time(), pid=os.getpid(), hostname=socket.gethostname())))
         async with shared, local, slots, exporter or contextlib.nullcontext():

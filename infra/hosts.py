@@ -8,6 +8,7 @@ slots. Nothing else is kept here: the work itself is in Temporal, the artifacts 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -16,6 +17,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NoKeysError
 from pydantic import BaseModel
 
+from infra.errors import UnexpectedEnvironment
 from infra.events.bus import ensure_replicas
 from infra.objectstore import NatsBridge
 from infra.settings import Settings
@@ -71,6 +73,23 @@ class HostRegistry:
     async def abeat(self, beat: HostBeat) -> None:
         kv = await self._bucket()
         await kv.put(_key(beat.worker_id), beat.model_dump_json().encode())
+
+    async def afirst_beat(self, beat: HostBeat, timeout_s: float = 60.0) -> None:
+        """The host's first heartbeat, tried again while the bucket is not ready (a bucket another host just made
+        with several replicas has no leader for a few seconds); UnexpectedEnvironment when it never is."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.2
+        while True:
+            try:
+                await self.abeat(beat)
+                return
+            except Exception as e:  # noqa: BLE001 - no stream answer yet, a leader being elected
+                if time.monotonic() > deadline:
+                    raise UnexpectedEnvironment(f"cannot write this host's heartbeat to NATS ({BUCKET}): "
+                                                f"{str(e) or type(e).__name__}") from None
+                self._kv = None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def aget(self, worker_id: str) -> HostBeat | None:
         kv = await self._bucket()
