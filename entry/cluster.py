@@ -52,7 +52,7 @@ from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
 from infra.privatestack import free_port, private_stack_env
 from infra.settings import Settings, load_settings
-from sandbox import reap_orphans
+from sandbox import diskquota, reap_orphans
 
 HOST = "127.0.0.1"
 NODES = ("n1", "n2", "n3")
@@ -466,8 +466,9 @@ http {{
     def kill_host(self, i: int, *, sandboxes: bool = True) -> int | None:
         """SIGKILL host ``i``'s worker and its process group: the host is lost, nothing of it runs a line more.
         With ``sandboxes``, what a lost machine takes with it goes too: the processes still bound to the host's
-        data dir (bwrap sandboxes have sessions of their own) and the containers of its dead worker
-        (``sandbox.reap_orphans``, which only touches sandboxes whose owner is dead). Returns the worker's pid."""
+        data dir (bwrap sandboxes have sessions of their own), the containers of its dead worker
+        (``sandbox.reap_orphans``, which only touches sandboxes whose owner is dead) and its workspaces' mounted
+        file systems. Returns the worker's pid."""
         pid = self.signal(self.host_name(i), signal.SIGKILL)
         if pid is not None and sandboxes:
             data = str(self.host_dir(i) / "data")
@@ -477,6 +478,7 @@ http {{
                         if data.encode() in (proc / "cmdline").read_bytes():
                             os.kill(int(proc.name), signal.SIGKILL)
             reap_orphans()
+            diskquota.unmount_under(Path(data) / "workspaces")  # its workspaces' file systems, gone with it
         return pid
 
     def start_node(self, node: str, wait_s: float = 30.0) -> int:

@@ -19,17 +19,21 @@ there. Every host that talks to NATS uses :func:`infra.events.bus.connect_nats` 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
+import json
 import logging
 import os
+import secrets
 import tempfile
 import threading
 from collections.abc import Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nats.js.api import ObjectStoreConfig, StorageType
+from nats.js.api import ObjectInfo, ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
 from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectDeletedError, ObjectNotFoundError
 
 from infra.artifacts import ArtifactMissing, ArtifactStore, check_ref
@@ -42,6 +46,8 @@ log = logging.getLogger("bosun.artifacts")
 T = TypeVar("T")
 CALL_TIMEOUT_S = 120.0
 """The longest one store operation may wait for NATS (a large object streams for a while)."""
+CHUNK = 128 * 1024
+"""The object store's chunk size (nats-py's default): an artifact up to this size is one chunk."""
 CONNECT_S = 5.0
 """How long the first connection to NATS may take before the store says it cannot reach it."""
 PRUNE_EVERY = 0.1
@@ -135,16 +141,58 @@ class NatsArtifactStore(ArtifactStore):
                 self._obs = await js.create_object_store(self.bucket, config=config)
         return self._obs
 
+    # The object store's own layout (what nats-py's ObjectStore and the nats CLI read and write): an object's meta
+    # is the last message on $O.<bucket>.M.<base64url name>, its chunks the messages on $O.<bucket>.C.<nuid>. An
+    # artifact of one chunk (up to CHUNK bytes: most of them) is read and written here with direct gets and plain
+    # publishes, which any replica answers, in two round trips; a larger one goes through nats-py's ObjectStore,
+    # streamed chunk by chunk.
+
+    def _meta_subject(self, digest: str) -> str:
+        return f"$O.{self.bucket}.M.{base64.urlsafe_b64encode(digest.encode()).decode()}"
+
+    async def _info(self, digest: str) -> ObjectInfo | None:
+        """The object's meta (None when the bucket has no live object of that name)."""
+        await self._bucket()
+        js = await self.bridge.js()
+        try:
+            msg = await js.get_last_msg(f"OBJ_{self.bucket}", self._meta_subject(digest), direct=True)
+        except NotFoundError:
+            return None
+        info = ObjectInfo.from_response(json.loads(msg.data))
+        return None if info.deleted else info
+
     async def _upload(self, digest: str, path: Path) -> None:
-        obs = await self._bucket()
-        with contextlib.suppress(NotFoundError, ObjectNotFoundError):
-            info = await obs.get_info(digest)
-            if not info.deleted:
-                return
-        with open(path, "rb") as f:
-            await obs.put(digest, f)
+        if await self._info(digest) is not None:
+            return
+        if path.stat().st_size > CHUNK:
+            obs = await self._bucket()
+            with open(path, "rb") as f:
+                await obs.put(digest, f, meta=ObjectMeta(name=digest, options=ObjectMetaOptions(max_chunk_size=CHUNK)))
+            return
+        js = await self.bridge.js()
+        data = path.read_bytes()
+        nuid = secrets.token_hex(11)
+        if data:  # the chunk first: a meta is never there without its chunk
+            await js.publish(f"$O.{self.bucket}.C.{nuid}", data)
+        info = ObjectInfo(name=digest, bucket=self.bucket, nuid=nuid, size=len(data), chunks=1 if data else 0,
+                          mtime=datetime.now(UTC).isoformat(),
+                          digest="SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode(),
+                          options=ObjectMetaOptions(max_chunk_size=CHUNK))
+        await js.publish(self._meta_subject(digest), json.dumps(info.as_dict()).encode(),
+                         headers={"Nats-Rollup": "sub"})
 
     async def _download(self, digest: str, tmp: Path) -> bool:
+        info = await self._info(digest)
+        if info is None:
+            return False
+        if (info.chunks or 0) <= 1:
+            data = b""
+            if info.chunks:
+                js = await self.bridge.js()
+                data = (await js.get_last_msg(f"OBJ_{self.bucket}", f"$O.{self.bucket}.C.{info.nuid}",
+                                              direct=True)).data or b""
+            tmp.write_bytes(data)
+            return True
         obs = await self._bucket()
         try:
             with open(tmp, "wb") as f:
