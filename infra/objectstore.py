@@ -162,10 +162,11 @@ class NatsArtifactStore(ArtifactStore):
         return None if info.deleted else info
 
     async def _upload(self, digest: str, path: Path) -> None:
-        if await self._info(digest) is not None:
-            return
+        """Put the object (its name is its content's hash, so a copy another process put already is the same
+        content: putting it again costs a chunk the stream keeps until the bucket's limits drop it, and is cheaper
+        than asking first). The chunk goes first: a meta never names a chunk the stream lacks."""
+        obs = await self._bucket()
         if path.stat().st_size > CHUNK:
-            obs = await self._bucket()
             with open(path, "rb") as f:
                 await obs.put(digest, f, meta=ObjectMeta(name=digest, options=ObjectMetaOptions(max_chunk_size=CHUNK)))
             return
