@@ -40,6 +40,7 @@ from activities.eval import EvalActivities
 from activities.hosts import HostActivities
 from activities.report import ReportActivities
 from activities.telemetry import Observer, TelemetryInterceptor
+from activities.uploads import UploadsInterceptor
 from activities.workspace import WorkspaceActivities
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
@@ -220,7 +221,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     # activities are dispatched eagerly with the workflow task's completion.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
-                   interceptors=[journal, errors, *observed], max_concurrent_activities=64, identity=me)
+                   interceptors=[journal, errors, UploadsInterceptor(), *observed], max_concurrent_activities=64,
+                   identity=me)
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)

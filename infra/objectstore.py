@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -54,6 +56,45 @@ PRUNE_EVERY = 0.1
 """The cache is pruned once this share of its bound has been written since the last prune."""
 
 
+class _Pending:
+    """The uploads started within one ``uploads_settled``; closed when it ends (a task that outlives it, started
+    inside it, then uploads before its put returns)."""
+
+    def __init__(self) -> None:
+        self.futures: list[concurrent.futures.Future] = []
+        self.open = True
+
+
+_PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("bosun_pending_uploads", default=None)
+
+
+@contextlib.asynccontextmanager
+async def uploads_settled(timeout_s: float = CALL_TIMEOUT_S):
+    """Within it, a put to the shared store returns once the local cache has the artifact and uploads it in the
+    background, beside the other puts (an activity's puts then cost one round trip together, not one each);
+    leaving it waits until every upload is in the bucket, raising when one failed. An activity's result, and so
+    every ref it hands on, is recorded only after that (the worker's UploadsInterceptor): no other host can be
+    given a ref the bucket does not have yet."""
+    pending = _Pending()
+    token = _PENDING.set(pending)
+    try:
+        yield
+        if pending.futures:
+            try:
+                await asyncio.wait_for(asyncio.gather(*(asyncio.wrap_future(f) for f in pending.futures)), timeout_s)
+            except TimeoutError:
+                raise UnexpectedEnvironment(f"uploads to the shared artifact store did not finish within "
+                                            f"{timeout_s:.0f} s") from None
+            except UnexpectedEnvironment:
+                raise
+            except Exception as e:  # noqa: BLE001 - NATS refused or lost it: the activity is tried again
+                raise UnexpectedEnvironment(f"an upload to the shared artifact store failed: "
+                                            f"{str(e) or type(e).__name__}") from None
+    finally:
+        pending.open = False
+        _PENDING.reset(token)
+
+
 class NatsBridge:
     """A connection to NATS on an event loop of its own thread, for callers without one (or with a busy one)."""
 
@@ -65,6 +106,10 @@ class NatsBridge:
         self._thread.start()
         self._nc: Any = None
         self._connecting: asyncio.Lock | None = None
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coro`` on the bridge's loop; its future."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float = CALL_TIMEOUT_S) -> T:
         if threading.current_thread() is self._thread:
@@ -205,8 +250,20 @@ class NatsArtifactStore(ArtifactStore):
     def _ensure_remote(self, digest: str) -> None:
         if digest in self._remote:
             return
-        self.bridge.run(self._upload(digest, self._path(digest)))
-        self._remote.add(digest)
+        pending = _PENDING.get()
+        if pending is None or not pending.open:
+            try:
+                self.bridge.run(self._upload(digest, self._path(digest)))
+            except UnexpectedEnvironment:
+                raise
+            except Exception as e:  # noqa: BLE001 - NATS refused or lost it
+                raise UnexpectedEnvironment(f"an upload to the shared artifact store failed: "
+                                            f"{str(e) or type(e).__name__}") from None
+            self._remote.add(digest)
+            return
+        upload = self.bridge.submit(self._upload(digest, self._path(digest)))
+        upload.add_done_callback(lambda f: f.cancelled() or f.exception() or self._remote.add(digest))
+        pending.futures.append(upload)
 
     # -- the store's interface --------------------------------------------------------------------------------------
 

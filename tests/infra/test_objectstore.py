@@ -126,3 +126,27 @@ def test_a_bad_store_or_bucket_setting_is_refused(monkeypatch):
     monkeypatch.setenv("BOSUN_ARTIFACT_BUCKET", "a.b")
     with pytest.raises(ConfigError, match="BOSUN_ARTIFACT_BUCKET='a.b' is invalid"):
         load_settings()
+
+
+async def test_an_activitys_uploads_go_together_and_settle_before_it_ends(tmp_path, nats_js):
+    """Within uploads_settled (every activity of a worker), puts return at once and upload side by side; leaving
+    it waits until the bucket has them all, so a ref handed on is readable on any host. A task started inside that
+    outlives it uploads before its put returns."""
+    from infra.objectstore import uploads_settled
+
+    a, b = host(tmp_path, nats_js, "h"), host(tmp_path, nats_js, "i")
+    gate = asyncio.Event()
+
+    async def later() -> str:
+        await gate.wait()
+        return a.put_text("written by a task that outlived its activity")
+    try:
+        async with uploads_settled():
+            refs = [a.put_text(f"turn {n}") for n in range(20)]
+            outliving = asyncio.ensure_future(later())
+        assert [b.get_text(r) for r in refs] == [f"turn {n}" for n in range(20)]
+        gate.set()
+        assert b.get_text(await outliving) == "written by a task that outlived its activity"
+    finally:
+        a.close()
+        b.close()
