@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from infra.errors import InvalidArguments, ToolFailed, UnexpectedEnvironment
+from infra.names import show_text
 from sandbox.base import Sandbox
 
 TOOLSERVER_PATH = Path(__file__).with_name("toolserver")
@@ -132,7 +133,7 @@ class ToolClient:
         if resp.get("ok"):
             return resp.get("result") or {}
         err = resp.get("error") or {}
-        message = str(err.get("message") or "unknown tool-server error")
+        message = show_text(str(err.get("message") or "unknown tool-server error"))  # it may echo a path
         if err.get("kind") == "InvalidArguments":
             raise InvalidArguments(f"{op}: {message}")
         raise ToolFailed(f"{op}: {message}")

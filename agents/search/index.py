@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agents.search.bm25 import BM25Index, path_tokens, tokenize
 from agents.search.symbols import EXTRACTOR_VERSION, FileSymbols, Symbol, SymbolCache, language_for
+from infra.names import shown
 
 #: Files with these extensions are indexed (symbols only for those tree-sitter supports).
 CODE_EXTENSIONS = frozenset(
@@ -112,7 +113,8 @@ def looks_generated(rel: str, text: str) -> bool:
 
 
 def _read_files(root: Path) -> list[tuple[str, bytes, str]]:
-    """``(relative path, raw bytes, text)`` of the indexable code files under ``root``."""
+    """``(relative path, raw bytes, text)`` of the indexable code files under ``root``; paths in their shown form
+    (``infra.names``: they go into tool results and the model's context)."""
     out = []
     for rel in iter_code_files(root):
         full = root / rel
@@ -126,7 +128,7 @@ def _read_files(root: Path) -> list[tuple[str, bytes, str]]:
             continue
         text = raw.decode("utf-8", "replace")
         if not looks_generated(rel, text):
-            out.append((rel, raw, text))
+            out.append((shown(rel), raw, text))
     return out
 
 
