@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shlex
@@ -14,6 +15,7 @@ from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import InvalidArguments, ToolFailed
 from infra.names import name_bytes, os_name, shown
+from sandbox import bounded
 from sandbox.base import EnvironmentInfo
 
 TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
@@ -143,7 +145,8 @@ class CheckResult(BaseModel):
     problems: list[Problem]
     ruff: Literal["ran", "not_installed", "skipped", "failed"]
     not_checked: list[str] = []
-    """Files of languages without a syntax checker."""
+    """Files of languages without a syntax checker, past the limit of files, unreadable, or whose parse went past
+    the host's bounds (with why)."""
 
 
 async def _changed_files(ctx: ToolContext) -> list[str]:
@@ -216,9 +219,13 @@ async def check(ctx: ToolContext, a: CheckArgs) -> ToolOutput:
                 raise
             not_checked.append(f"{path} ({str(e).split(': ', 1)[-1][:80]})")
             continue
+        try:
+            found = await asyncio.to_thread(syntax_errors, path, text) or []
+        except bounded.OverBound as e:
+            not_checked.append(f"{path} (parsing it {e}: the host bounds what that may cost)")
+            continue
         checked.append(path)
-        for line, desc in syntax_errors(path, text) or []:
-            problems.append(Problem(path=path, line=line, code="syntax", message=desc))
+        problems.extend(Problem(path=path, line=line, code="syntax", message=desc) for line, desc in found)
     ruff_state, ruff_note = await _ruff(ctx, [p for p in checked if p.endswith((".py", ".pyi"))], a.ruff, problems)
     problems.sort(key=lambda p: (p.path, p.line, p.column))
     result = CheckResult(files_checked=checked, problems=problems, ruff=ruff_state, not_checked=not_checked)

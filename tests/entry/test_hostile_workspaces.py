@@ -1,7 +1,13 @@
-"""File names that are not UTF-8, through `bosun run` on both sandbox backends: a repository that tracks one (a test
-fixture), agents that make more (``touch "$(printf '\\377\\376bin')"``), read, edit and list them with every tool,
-two agents that conflict over one, a FIFO named so. The task goes on and delivers them: the commit holds their
-bytes, and the CLI, the history and the web view show them quoted as git quotes them (infra/names.py)."""
+"""What one agent's workspace can do to a whole task, through `bosun run` on both sandbox backends.
+
+File names that are not UTF-8: a repository that tracks one (a test fixture), agents that make more
+(``touch "$(printf '\\377\\376bin')"``), read, edit and list them with every tool, two agents that conflict over
+one, a FIFO named so. The task goes on and delivers them: the commit holds their bytes, and the CLI, the history
+and the web view show them quoted as git quotes them (infra/names.py).
+
+Files written to cost a parser far more than their size: the worker's tools say they were not parsed, and the
+worker itself spends no more than its bounds on them (sandbox/bounded.py).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ LEGACY = b"names/legacy\xe9.py"
 
 @pytest.fixture(scope="module", params=["docker", "bwrap"])
 def backend_stack(request, tmp_path_factory):
-    st = Stack(tmp_path_factory.mktemp(f"names-{request.param}"))
+    st = Stack(tmp_path_factory.mktemp(f"hostile-{request.param}"))
     st.env["BOSUN_SANDBOX_BACKEND"] = request.param
     try:
         st.up()
@@ -160,3 +166,52 @@ def test_names_that_are_not_utf8_go_through_a_team_task(backend_stack, tmp_path)
     exported = st.bosun("export", wf)
     assert exported.returncode == 0, exported.stderr
     assert '"raw\\377.py"' in json.loads(exported.stdout)["task"]["result"]["files_changed"]
+
+
+def worker_cpu(st: Stack) -> float:
+    """CPU seconds the stack's worker process has spent itself (not its children: sandboxes, parse helpers)."""
+    fields = Path(f"/proc/{st.state()['components']['worker']['pid']}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+COSTLY = """import random
+def nest(opening, closing, depth, inner=""):
+    return "".join(opening.format(i=i) + "\\n" for i in range(depth)) + inner + closing * depth + "\\n"
+open("deep.rs", "w").write(nest("mod m{i}{{", "}", 900, "fn f(){}\\n"))
+open("deep.js", "w").write(nest("function f{i}(){{", "}", 900))
+open("Deep.java", "w").write(nest("class C{i}{{", "}", 900))
+rng = random.Random(1)
+open("noise.py", "w").write("".join(rng.choice("(){}[]:;,.=+-*/ \\n\\tdefclassifelse'") for _ in range(3_000_000)))
+"""
+"""Three files of 900 nested definitions (10-16 KB: extracting their symbols without a bound took over 30 s of CPU
+each) and 3 MB of noise a Python grammar's error recovery chews on for seconds."""
+
+
+def test_a_file_too_costly_to_parse_costs_the_host_its_bound(backend_stack, tmp_path):
+    backend, st = backend_stack
+    repo = names_repo(tmp_path / "names")
+    expect_skipped = [{"tool": tool, "contains": "deep.rs (parsing it took more than 1.5 s of CPU)"}
+                      for tool in ("search_code", "find_symbol", "repo_map")]
+    turns = [
+        {"content": "Writing costly files.", "tool_calls": [sh(f"python3 - <<'EOF'\n{COSTLY}EOF")]},
+        {"content": "Searching.", "tool_calls": [  # twice each: one expectation per result
+            *[call("search_code", query="greet who"), call("find_symbol", name="greet")] * 2,
+            call("repo_map", query="greet"), call("check", paths=["noise.py", "names/__init__.py"], ruff=False)]},
+        {"expect": [*expect_skipped, {"tool": "search_code", "contains": "1. names/__init__.py"},
+                    {"tool": "find_symbol", "contains": "names/__init__.py:1: [function]"},
+                    {"tool": "check", "contains": "noise.py (parsing it took more than 1.5 s of CPU"}],
+         "content": "Done."},
+    ]
+    traj = tmp_path / "costly.jsonl"
+    traj.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    wf = f"costly-{backend}"
+    before = worker_cpu(st)
+    proc = st.bosun("run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--wait", "--json",
+                    "--mode", "solo", "write costly files", timeout=600)
+    spent = worker_cpu(st) - before
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded" and result["agent"]["status"] == "done", result["problems"]
+    assert {"deep.rs", "deep.js", "Deep.java", "noise.py"} <= set(result["files_changed"])
+    # parsing them in the worker would have cost it minutes; the helpers spent their bounds, the worker little
+    assert spent < 20, f"the worker spent {spent:.1f} s of CPU on the task"
