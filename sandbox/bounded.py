@@ -13,6 +13,9 @@ per call, under:
   :class:`OverBound` (``memory``).
 - **wall time**: a helper that does not answer in time (a starved machine) is killed (``time``).
 
+(py-tree-sitter 0.26 has neither a parse timeout nor a progress callback, and most of such a cost was bosun's own
+Python walking the tree: a process's bound is the one that holds for all of it.)
+
 Helpers are kept (``size`` at most, started on demand, replaced when one ends), so a call costs a round trip over
 a pipe, not a process start. The function a helper runs is named by module and name (a module-level function of
 bosun's, imported in the helper on first use), its arguments go as a pickle (host to helper), its result comes back
