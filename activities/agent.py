@@ -61,7 +61,11 @@ from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
 from infra.artifacts import ArtifactStore
 from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
+<<<<<<< HEAD
 from infra.objectstore import open_store
+=======
+from infra.names import show_text
+>>>>>>> issue-38-host
 from infra.settings import Settings
 from sandbox.escalation import run_escalated
 from sandbox.hostrepo import TaskRepo
@@ -174,7 +178,7 @@ class AgentActivities:
             ev = request.compaction
             compaction = {"summary": compaction_summary(ev), "event_ref": self.store.put_text(ev.model_dump_json()),
                           "before_tokens": ev.before_tokens, "after_tokens": ev.after_tokens}
-        calls = [ToolCallRef(id=c.id, name=c.name, arguments_ref=self.store.put_json(c.arguments),
+        calls = [ToolCallRef(id=c.id, name=show_text(c.name), arguments_ref=self.store.put_json(c.arguments),
                              arguments_preview=preview(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)),
                              write_key=key, offered=c.id not in out.not_offered) for c, key in out.calls]
         return ModelCallResult(cost_usd=out.cost_usd, transcript_ref=self.store.put_json(

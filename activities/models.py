@@ -14,11 +14,13 @@ from agents.harness_settings import HarnessSettings
 from agents.messages import Usage
 from agents.router import RouterConfig
 from agents.tools.subagents import SubagentReport
+from infra.names import show_text
 
 PREVIEW = 300
 
 
 def preview(text: str, limit: int = PREVIEW) -> str:
+    text = show_text(text)  # a model may send a lone surrogate (a JSON escape): it could not cross the activity
     text = " ".join(text.split()) if "\n" in text[:limit] else text
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

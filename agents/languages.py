@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from infra.names import os_name
+
 EXTENSIONS: dict[str, str] = {
     ".py": "python",
     ".pyi": "python",
@@ -73,7 +75,13 @@ FILENAMES: dict[str, str] = {"Dockerfile": "dockerfile", "CMakeLists.txt": "cmak
 
 
 def language_for(path: str) -> str | None:
-    """tree-sitter language name for ``path`` (by file name or extension), or None."""
+    """tree-sitter language name for ``path`` (by file name or extension; a name shown quoted, ``infra.names``, by
+    the name it stands for), or None."""
+    if path.startswith('"'):
+        try:
+            path = os_name(path)
+        except ValueError:
+            pass
     p = PurePosixPath(path.replace("\\", "/"))
     if p.name in FILENAMES:
         return FILENAMES[p.name]

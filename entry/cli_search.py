@@ -76,6 +76,8 @@ def search_main(argv: list[str]) -> int:
 
 
     index = build_index(repo, cache_dir=Path(args.cache_dir))
+    for path, why in index.skipped:  # bounded like an agent's workspace: such a file is ranked by its text
+        print(f"bosun search: {path}: not parsed ({why})", file=sys.stderr)
     if args.command == "map":
         sys.stdout.write(render_repo_map(index, query, args.tokens))
         return 0

@@ -44,6 +44,7 @@ from temporalio.service import RPCError
 from infra.errors import ConfigError
 from infra.export import export as export_run
 from infra.history import ClosedRuns, collect
+from infra.names import show_text
 from infra.objectstore import open_store
 from infra.runview import RunView, Trigger, build, trigger_of
 from infra.settings import Settings, load_settings
@@ -152,7 +153,8 @@ class WebView:
     # -- pages ----------------------------------------------------------------------------------------------------
 
     def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
-        html = self.jinja.get_template(name).render(temporal_ui=self.temporal_ui(), **values)
+        # show_text: a model's lone surrogate (a JSON escape in its tool call) could not be encoded into the page
+        html = show_text(self.jinja.get_template(name).render(temporal_ui=self.temporal_ui(), **values))
         return HTMLResponse(html, status, headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                                            "Referrer-Policy": "same-origin", "Cache-Control": "no-store"})
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from infra.export import export
 from infra.history import Step
+from infra.names import name_bytes, shown
 
 MAX_TEXT = 20_000
 """Characters of one argument list or result shown on the page (the rest is cut, with a note)."""
@@ -196,14 +197,28 @@ def _phases(root: Step, agents: list[AgentView], now: float) -> list[PhaseView]:
     return phases
 
 
+_DIFF_HEAD = re.compile(r'diff --git (?:"a/(?:[^"\\]|\\.)*"|a/.*?) ("b/(?:[^"\\]|\\.)*"|b/.*)$')
+"""A file's header in a git diff; git quotes a path that is not plain (``"b/\\377\\376bin"``)."""
+
+
 def _diff_files(diff: str) -> list[tuple[str, str]]:
     files: list[tuple[str, str]] = []
     for part in re.split(r"(?m)^(?=diff --git )", diff or ""):
         if not part.strip():
             continue
-        m = re.match(r"diff --git a/(.*?) b/(.*)$", part.splitlines()[0])
-        files.append((m.group(2) if m else "?", cut(part, 200_000)))
+        m = _DIFF_HEAD.match(part.splitlines()[0])
+        files.append((_diff_name(m.group(1)) if m else "?", cut(part, 200_000)))
     return files
+
+
+def _diff_name(side: str) -> str:
+    """The shown name (infra/names.py) of a diff header's ``b/PATH``, quoted by git or not."""
+    if not side.startswith('"'):
+        return side[2:]
+    try:
+        return shown(name_bytes(side)[2:])
+    except ValueError:
+        return side
 
 
 def build(root: Step, store: Any, *, memo: dict[str, Any] | None = None, now: float | None = None) -> RunView:

@@ -12,12 +12,16 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
+from infra.names import show_text
+
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
-    """``text`` with control and bidi characters shown as ``\\uXXXX``."""
-    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """``text`` with control and bidi characters shown as ``\\uXXXX``, and lone surrogates (a file name's byte
+    that is not UTF-8, a model's stray JSON escape) as ``infra.names.show_text`` shows them: a terminal cannot take
+    them."""
+    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", show_text(text))
 
 
 class SafeStream:

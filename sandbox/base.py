@@ -13,6 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from infra.errors import InvalidArguments
+from infra.names import os_name, shown
+
 WORKSPACE_PATH = "/workspace"
 """Where the workspace appears inside every sandbox."""
 SANDBOX_ENV = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox", "HOSTNAME": "sandbox",
@@ -115,6 +118,8 @@ class Sandbox(abc.ABC):
     The typed methods (``read``, ``write``, ``delete``, ``list``, ``glob``, ``grep``, ``exec``) are the API; each is
     one round trip of the tool server's JSON protocol (``request``), which stays inside the sandbox package. Paths
     are relative to the workspace; the tool server resolves them inside the sandbox and refuses any that leave it.
+    Paths go in and come out in their shown form (``infra.names``: a name that is not UTF-8 quoted as git quotes
+    it), so every name in a result can cross an activity and be given back as it was shown.
     Errors: ToolFailed for what the operation reports (no such file, outside the workspace), InvalidArguments for
     malformed arguments, UnexpectedEnvironment when the sandbox is gone.
     """
@@ -137,31 +142,38 @@ class Sandbox(abc.ABC):
 
     async def read(self, path: str) -> FileText:
         """A UTF-8 text file of the workspace."""
-        return FileText.model_validate(await self.request("read", {"path": path}))
+        return FileText.model_validate(await self.request("read", {"path": _os_path(path)}))
 
     async def write(self, path: str, text: str, *, create_dirs: bool = False) -> int:
         """Write a text file atomically (its mode kept); returns its size in bytes."""
-        return int((await self.request("write", {"path": path, "text": text, "create_dirs": create_dirs}))["size"])
+        return int((await self.request("write", {"path": _os_path(path), "text": text,
+                                                  "create_dirs": create_dirs}))["size"])
 
     async def delete(self, path: str, *, recursive: bool = False) -> Deleted:
         """Delete a file or symlink (never its target); a directory only if empty unless ``recursive``."""
-        return Deleted.model_validate(await self.request("delete", {"path": path, "recursive": recursive}))
+        done = Deleted.model_validate(await self.request("delete", {"path": _os_path(path), "recursive": recursive}))
+        return done.model_copy(update={"deleted": shown(done.deleted)})
 
     async def list(self, path: str = ".") -> Listing:
         """One directory's entries, sorted by name."""
-        return Listing.model_validate(await self.request("list", {"path": path}))
+        listing = Listing.model_validate(await self.request("list", {"path": _os_path(path)}))
+        return Listing(path=shown(listing.path), entries=[e.model_copy(update={"name": shown(e.name)})
+                                                          for e in listing.entries])
 
     async def glob(self, pattern: str, path: str = ".", *, max_results: int = 1000) -> GlobResult:
         """Paths matching ``pattern`` below ``path`` (``**`` spans directories; .git is skipped), sorted."""
-        return GlobResult.model_validate(await self.request("glob", {"pattern": pattern, "path": path,
-                                                                     "max_results": max_results}))
+        found = GlobResult.model_validate(await self.request("glob", {"pattern": pattern, "path": _os_path(path),
+                                                                      "max_results": max_results}))
+        return GlobResult(paths=[shown(p) for p in found.paths], truncated=found.truncated)
 
     async def grep(self, pattern: str, path: str = ".", *, glob: str | None = None, ignore_case: bool = False,
                    fixed: bool = False, max_results: int = 200) -> GrepResult:
         """Lines matching ``pattern`` (a regular expression, or a literal with ``fixed``)."""
-        return GrepResult.model_validate(await self.request("grep", {
-            "pattern": pattern, "path": path, "glob": glob, "ignore_case": ignore_case, "fixed": fixed,
+        found = GrepResult.model_validate(await self.request("grep", {
+            "pattern": pattern, "path": _os_path(path), "glob": glob, "ignore_case": ignore_case, "fixed": fixed,
             "max_results": max_results}))
+        return GrepResult(matches=[m.model_copy(update={"path": shown(m.path)}) for m in found.matches],
+                          truncated=found.truncated)
 
     async def exec(self, cmd: list[str] | str, *, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_s: float = 60.0, output_cap: int = 1_000_000) -> ExecResult:
@@ -178,6 +190,14 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def alive(self) -> bool:
         """False once the sandbox or its tool server has exited."""
+
+
+def _os_path(path: str) -> str:
+    """A path given in its shown form, as the tool server takes it; InvalidArguments for a malformed quoted one."""
+    try:
+        return os_name(path)
+    except ValueError as e:
+        raise InvalidArguments(f"path {e}") from None
 
 
 class SandboxProvider(abc.ABC):

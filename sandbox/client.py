@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from infra.errors import BosunError, InvalidArguments, ToolFailed, UnexpectedEnvironment
+from infra.names import show_text
 from sandbox.base import Sandbox
 
 TOOLSERVER_PATH = Path(__file__).with_name("toolserver")
@@ -137,7 +138,7 @@ class ToolClient:
         if resp.get("ok"):
             return resp.get("result") or {}
         err = resp.get("error") or {}
-        message = str(err.get("message") or "unknown tool-server error")
+        message = show_text(str(err.get("message") or "unknown tool-server error"))  # it may echo a path
         if err.get("kind") == "InvalidArguments":
             raise InvalidArguments(f"{op}: {message}")
         raise ToolFailed(f"{op}: {message}")

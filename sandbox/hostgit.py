@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from infra.errors import ConfigError
+from infra.names import c_quoted, os_bytes
 
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -353,17 +354,6 @@ def check_object_id(oid: str, what: str = "commit") -> str:
 
 
 def quote_path(path: str) -> bytes:
-    """A path as git's C-style quoted string (fast-import, ``update-index``): any byte is safe inside it."""
-    raw = os.fsencode(path)
-    out_ = bytearray(b'"')
-    for b in raw:
-        if b == 0x22:
-            out_ += b'\\"'
-        elif b == 0x5C:
-            out_ += b"\\\\"
-        elif b < 0x20 or b == 0x7F:
-            out_ += b"\\%03o" % b
-        else:
-            out_.append(b)
-    out_ += b'"'
-    return bytes(out_)
+    """A path (process form) as git's C-style quoted string (fast-import, ``update-index``): any byte is safe inside
+    it (``infra.names.c_quoted``)."""
+    return c_quoted(os_bytes(path)).encode("utf-8")

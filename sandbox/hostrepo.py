@@ -23,6 +23,8 @@ The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
   ``git fast-import`` writes them into ``K.git`` as a commit on ``refs/bosun/runs/NAME``. Merges are
   ``git merge-tree --write-tree`` in ``K.git`` (no work tree at all).
 - Nothing is hard-linked between workspaces, the authoritative repository, or the user's repository.
+- File names are bytes to git and to the import; the names this module hands out (changed files, conflicts) are
+  in their shown form (``infra.names``: one that is not UTF-8 quoted as git quotes it), so they cross activities.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path
 
 from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError, UnexpectedEnvironment
+from infra.names import shown
 from sandbox import diskquota, snapshot
 from sandbox.base import OBJECTS_IN_SANDBOX
 from sandbox.checkouts import (
@@ -101,6 +104,7 @@ class Imported:
     commit: str | None
     """The new commit (parent: the commit the run started from), or None when nothing changed."""
     files: list[str] = field(default_factory=list)
+    """The changed paths, in their shown form (``infra.names``), as every name this module hands out."""
     notes: list[str] = field(default_factory=list)
     """What was left out and why (special files, too-large files, nested repositories)."""
 
@@ -109,6 +113,7 @@ class Imported:
 class Merged:
     merged: bool
     conflicts: list[str]
+    """Conflicting paths, shown (``infra.names``)."""
     head: str
 
 
@@ -562,7 +567,7 @@ class TaskRepo:
         tracked = self._tracked(parent)
         keep = {p for p, (mode, _) in tracked.items() if mode == "160000"}
         snap = snapshot.scan(ws, set(tracked), self._ignoring(unignored), bounds, keep=keep)
-        left_out = {n.split(": ", 1)[0] for n in snap.notes}
+        left_out = snap.left_out
         algo = hashlib.sha256 if len(parent) == 64 else hashlib.sha1
         root_fd = os.open(os.path.realpath(ws), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         changed: list[tuple[str, str, bytes]] = []
@@ -581,7 +586,8 @@ class TaskRepo:
         ref = f"refs/bosun/runs/{name}"
         self._fast_import(ref, parent, message, deleted, changed)
         commit = out(self.git_dir, "rev-parse", "--verify", f"{ref}^{{commit}}")
-        return Imported(commit=commit, files=sorted({r for r, _, _ in changed} | set(deleted)), notes=snap.notes)
+        return Imported(commit=commit, files=[shown(r) for r in sorted({r for r, _, _ in changed} | set(deleted))],
+                        notes=snap.notes)
 
     def _fast_import(self, ref: str, parent: str, message: str, deleted: list[str],
                      changed: list[tuple[str, str, bytes]]) -> None:
@@ -632,7 +638,7 @@ class TaskRepo:
                    check=False)
         fields = proc.stdout.split(b"\0")
         if proc.returncode == 1:
-            conflicts = sorted({os.fsdecode(f) for f in fields[1:] if f})
+            conflicts = sorted({shown(f) for f in fields[1:] if f})
             return Merged(False, conflicts, head)
         if proc.returncode != 0:
             raise UnexpectedEnvironment(f"git merge-tree failed: {proc.stderr.decode(errors='replace')[:300]}")
@@ -655,7 +661,7 @@ class TaskRepo:
         check_object_id(head)
         text = git(self.git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, head).stdout
         names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
-        return text.decode("utf-8", "replace"), [os.fsdecode(n) for n in names.split(b"\0") if n]
+        return text.decode("utf-8", "replace"), [shown(n) for n in names.split(b"\0") if n]
 
     def patch(self, base: str, head: str) -> tuple[bytes, list[str]]:
         """(the diff from ``base`` to ``head`` for ``git apply``: binary changes and full object ids, the changed
@@ -665,7 +671,7 @@ class TaskRepo:
         text = git(self.git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index",
                    base, head).stdout
         names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
-        return text, [os.fsdecode(n) for n in names.split(b"\0") if n]
+        return text, [shown(n) for n in names.split(b"\0") if n]
 
     def deliver_view(self, branch: str) -> Path:
         """A plain checkout of ``branch`` at ``K/`` for people to look at (made by the host; no sandbox ever sees

@@ -30,6 +30,8 @@ from sandbox.client import pid_alive
 
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 50_000
+MAX_TOTAL_BYTES = 256 << 20
+"""Code files mirrored (and so indexed) per workspace at most: the mirror's disk and the index's memory."""
 SKIP_DIRS = frozenset(
     "node_modules .git .hg .svn __pycache__ .venv venv .tox .nox .mypy_cache .pytest_cache .ruff_cache "
     "site-packages dist build target .idea .vscode .next .cache coverage htmlcov .eggs bower_components".split()
@@ -101,10 +103,12 @@ class Entry:
     ino: int
 
 
-def walk(root: Path, extensions: frozenset[str] | None = None, max_files: int = MAX_FILES) -> Iterator[Entry]:
-    """Regular files under ``root`` (sorted, relative POSIX paths), skipping symlinks, hidden and vendored dirs."""
+def walk(root: Path, extensions: frozenset[str] | None = None, max_files: int = MAX_FILES,
+         max_bytes: int = MAX_TOTAL_BYTES, stopped: list[str] | None = None) -> Iterator[Entry]:
+    """Regular files under ``root`` (sorted, relative POSIX paths), skipping symlinks, hidden and vendored dirs; at
+    most ``max_files`` of them and ``max_bytes`` in all (then the walk ends, saying why in ``stopped``)."""
     top = os.open(os.path.realpath(root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    count = 0
+    count = total = 0
     stack: list[tuple[int, str]] = [(top, "")]
     try:
         while stack:
@@ -132,7 +136,11 @@ def walk(root: Path, extensions: frozenset[str] | None = None, max_files: int = 
                         if extensions is not None and os.path.splitext(entry.name)[1].lower() not in extensions:
                             continue
                         count += 1
-                        if count > max_files:
+                        total += st.st_size
+                        if count > max_files or total > max_bytes:
+                            if stopped is not None:
+                                stopped.append(f"more than {max_files} code files" if count > max_files else
+                                               f"more than {max_bytes >> 20} MB of code")
                             return
                         yield Entry(rel, st.st_size, st.st_mtime_ns, st.st_ino)
                 stack.extend(reversed(subdirs))
@@ -170,6 +178,8 @@ class Mirror:
     seen: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     generation: int = 0
     """Bumped by every sync that changed something."""
+    left_out: str = ""
+    """Why the mirror holds only part of the workspace's code files (empty: it holds them all)."""
     token: str = field(default_factory=lambda: os.urandom(8).hex())
     """Unique per mirror object (a re-created mirror of the same workspace gets a new one)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -178,7 +188,8 @@ class Mirror:
         """Copy new and changed files, remove vanished ones; True when anything changed."""
         changed = False
         current: dict[str, tuple[int, int, int]] = {}
-        for entry in walk(self.root, self.extensions):
+        stopped: list[str] = []
+        for entry in walk(self.root, self.extensions, stopped=stopped):
             sig = (entry.size, entry.mtime_ns, entry.ino)
             current[entry.rel] = sig
             if self.seen.get(entry.rel) == sig:
@@ -201,6 +212,7 @@ class Mirror:
                 pass
             changed = True
         self.seen = current
+        self.left_out = stopped[0] if stopped else ""
         if changed:
             self.generation += 1
         return changed

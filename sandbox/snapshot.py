@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.errors import BosunError
+from infra.names import shown
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -67,7 +68,10 @@ class Entry:
 class Snapshot:
     entries: dict[str, Entry] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    """What was left out and why (special files, too-large files, nested repositories)."""
+    """What was left out and why (special files, too-large files, nested repositories), names in their shown form
+    (``infra.names``)."""
+    left_out: set[str] = field(default_factory=set)
+    """The paths the notes name (process form): left out, so a tracked one among them is not a deletion."""
 
 
 def is_git_name(name: str) -> bool:
@@ -97,21 +101,22 @@ def read_entry(root_fd: int, entry: Entry, max_bytes: int) -> bytes:
     try:
         dfd = open_dir(root_fd, parts[:-1])
     except OSError as e:
-        raise SnapshotRefused(f"{entry.rel}: its directory changed while it was read ({e.strerror})") from None
+        raise SnapshotRefused(f"{shown(entry.rel)}: its directory changed while it was read ({e.strerror})") from None
     try:
         if entry.mode == "120000":
             try:
                 return os.fsencode(os.readlink(parts[-1], dir_fd=dfd))
             except OSError as e:
-                raise SnapshotRefused(f"{entry.rel}: the symlink changed while it was read ({e.strerror})") from None
+                raise SnapshotRefused(f"{shown(entry.rel)}: the symlink changed while it was read "
+                                      f"({e.strerror})") from None
         try:
             ffd = os.open(parts[-1], _FILE, dir_fd=dfd)
         except OSError as e:
-            raise SnapshotRefused(f"{entry.rel}: changed while it was read ({e.strerror})") from None
+            raise SnapshotRefused(f"{shown(entry.rel)}: changed while it was read ({e.strerror})") from None
         try:
             st = os.fstat(ffd)
             if not stat.S_ISREG(st.st_mode):
-                raise SnapshotRefused(f"{entry.rel}: is no longer a regular file")
+                raise SnapshotRefused(f"{shown(entry.rel)}: is no longer a regular file")
             chunks, total = [], 0
             while True:
                 chunk = os.read(ffd, 1 << 20)
@@ -119,7 +124,7 @@ def read_entry(root_fd: int, entry: Entry, max_bytes: int) -> bytes:
                     break
                 total += len(chunk)
                 if total > max_bytes:
-                    raise SnapshotRefused(f"{entry.rel}: grew past {max_bytes} bytes while it was read")
+                    raise SnapshotRefused(f"{shown(entry.rel)}: grew past {max_bytes} bytes while it was read")
                 chunks.append(chunk)
             return b"".join(chunks)
         finally:
@@ -164,7 +169,7 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
         while level:
             if depth > bounds.max_depth:
                 raise SnapshotRefused(f"the workspace nests directories deeper than {bounds.max_depth} levels "
-                                      f"(e.g. {level[0][:200]}); flatten it or delete the deep tree")
+                                      f"(e.g. {shown(level[0])[:200]}); flatten it or delete the deep tree")
             found_dirs: list[str] = []
             found_files: list[tuple[str, str, int]] = []
             for rel_dir in level:
@@ -172,7 +177,7 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
                 try:
                     dfd = open_dir(root_fd, parts)
                 except OSError as e:
-                    raise SnapshotRefused(f"{rel_dir or '.'}: cannot be opened as a directory "
+                    raise SnapshotRefused(f"{shown(rel_dir) or '.'}: cannot be opened as a directory "
                                           f"({_why(e)})") from None
                 try:
                     with os.scandir(dfd) as it:
@@ -186,7 +191,8 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
                             rel = f"{rel_dir}/{name}" if rel_dir else name
                             if is_git_name(name):
                                 if rel_dir:
-                                    snap.notes.append(f"{rel}: a nested git directory, not imported")
+                                    snap.notes.append(f"{shown(rel)}: a nested git directory, not imported")
+                                    snap.left_out.add(rel)
                                 continue
                             if rel in keep:
                                 continue
@@ -203,9 +209,10 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
                                 found_files.append((rel, mode, st.st_size))
                                 if name == ".gitignore" and st.st_size <= 1 << 20 and \
                                         not _stage_gitignore(dfd, name, staging / rel):
-                                    snap.notes.append(f"{rel}: could not be read for its ignore rules")
+                                    snap.notes.append(f"{shown(rel)}: could not be read for its ignore rules")
                             else:
-                                snap.notes.append(f"{rel}: {_kind(st.st_mode)}, not imported")
+                                snap.notes.append(f"{shown(rel)}: {_kind(st.st_mode)}, not imported")
+                                snap.left_out.add(rel)
                 finally:
                     os.close(dfd)
             untracked = [f"{d}/" for d in found_dirs if d not in tracked_dirs and d not in tracked]
@@ -216,7 +223,9 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
                 if rel in skip:
                     continue
                 if size > bounds.max_file_bytes:
-                    snap.notes.append(f"{rel}: {size} bytes, larger than {bounds.max_file_bytes}; not imported")
+                    snap.notes.append(f"{shown(rel)}: {size} bytes, larger than {bounds.max_file_bytes}; "
+                                      "not imported")
+                    snap.left_out.add(rel)
                     continue
                 total_bytes += size
                 if total_bytes > bounds.max_total_bytes:

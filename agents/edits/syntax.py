@@ -4,6 +4,10 @@
 result has syntax errors that the text before the edit did not have. Errors are compared as a
 multiset of signatures (kind + the erroneous text), so pre-existing errors that merely moved
 to other lines do not count as new.
+
+The text is an agent's: each parse runs in a helper process bounded in CPU time and memory
+(``sandbox.bounded``, :data:`SYNTAX_BOUNDS`); past them both functions raise ``bounded.OverBound``
+(the caller says the syntax was not checked).
 """
 
 from __future__ import annotations
@@ -12,8 +16,12 @@ import threading
 from collections import Counter
 
 from agents.languages import language_for
+from sandbox import bounded
 
 from .model import EditRefused
+
+SYNTAX_BOUNDS = bounded.Bounds(cpu_s=1.5, memory_mb=1024)
+"""What checking one file's syntax may cost the host."""
 
 _MAX_ERRORS = 50
 
@@ -45,14 +53,20 @@ def _describe(node, source: bytes) -> str:
 
 
 def syntax_errors(path: str, text: str) -> list[tuple[int, str]] | None:
-    """Syntax errors of ``text`` as ``(1-based line, description)``; None if the language is unsupported."""
+    """Syntax errors of ``text`` as ``(1-based line, description)``; None if the language is unsupported.
+    ``bounded.OverBound`` when parsing it went past :data:`SYNTAX_BOUNDS`."""
     language = language_for(path)
     if language is None:
         return None
+    found = bounded.run(errors_in, language, text.encode("utf-8", "surrogatepass"), bounds=SYNTAX_BOUNDS)
+    return None if found is None else [(int(line), str(desc)) for line, desc in found]
+
+
+def errors_in(language: str, source: bytes) -> list[tuple[int, str]] | None:
+    """:func:`syntax_errors` of ``source`` in this process (a helper's; None: no grammar for ``language``)."""
     parser = _parser(language)
     if parser is None:
         return None
-    source = text.encode("utf-8", "surrogatepass")
     tree = parser.parse(source)  # type: ignore[attr-defined]
     errors: list[tuple[int, str]] = []
     stack = [tree.root_node]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agents.search.bm25 import BM25Index, path_tokens, tokenize
 from agents.search.symbols import EXTRACTOR_VERSION, FileSymbols, Symbol, SymbolCache, language_for
+from infra.names import shown
 
 #: Files with these extensions are indexed (symbols only for those tree-sitter supports).
 CODE_EXTENSIONS = frozenset(
@@ -62,6 +63,8 @@ class RepoIndex:
     by_basename: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     by_module: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     file_ids: dict[str, int] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """Files indexed by their text alone, and why: parsing them went past ``symbols.PARSE_BOUNDS``."""
 
     def iter_texts(self) -> Iterator[tuple[str, str]]:
         """``(relative path, text)`` of every indexed file."""
@@ -112,7 +115,8 @@ def looks_generated(rel: str, text: str) -> bool:
 
 
 def _read_files(root: Path) -> list[tuple[str, bytes, str]]:
-    """``(relative path, raw bytes, text)`` of the indexable code files under ``root``."""
+    """``(relative path, raw bytes, text)`` of the indexable code files under ``root``; paths in their shown form
+    (``infra.names``: they go into tool results and the model's context)."""
     out = []
     for rel in iter_code_files(root):
         full = root / rel
@@ -126,7 +130,7 @@ def _read_files(root: Path) -> list[tuple[str, bytes, str]]:
             continue
         text = raw.decode("utf-8", "replace")
         if not looks_generated(rel, text):
-            out.append((rel, raw, text))
+            out.append((shown(rel), raw, text))
     return out
 
 
@@ -185,8 +189,9 @@ def _add_file(
 def build_index(root: Path, cache_dir: Path | None = None, workers: int | None = None) -> RepoIndex:
     """Index the code files under ``root``; symbols are cached under ``cache_dir`` by content hash.
 
-    Files missing from the cache are parsed in up to ``workers`` processes (default: the CPU count,
-    at most 4) when there are many of them.
+    Files missing from the cache are parsed in up to ``workers`` helper processes at once (default: the CPU
+    count, at most 4), each within ``symbols.PARSE_BOUNDS``: a file past them is indexed by its text alone and
+    listed in ``RepoIndex.skipped`` with the reason.
     """
     root = Path(root)
     if not root.is_dir():
@@ -196,10 +201,14 @@ def build_index(root: Path, cache_dir: Path | None = None, workers: int | None =
     languages = [language_for(rel) for rel, _, _ in files]
     with SymbolCache(Path(cache_dir) if cache_dir else DEFAULT_CACHE) as cache:
         all_symbols = cache.get_or_extract_many(
-            [(raw, lang) for (_, raw, _), lang in zip(files, languages, strict=True)],
-            workers=workers if workers is not None else min(4, os.cpu_count() or 1),
-        )
-        keys = [_terms_key(raw, lang) for (_, raw, _), lang in zip(files, languages, strict=True)]
+            [(raw, lang) for (_, raw, _), lang in zip(files, languages, strict=True)], workers=workers)
+        for i, ((rel, _, _), fsyms) in enumerate(zip(files, all_symbols, strict=True)):
+            if fsyms is not None and fsyms.skipped:
+                index.skipped.append((rel, fsyms.skipped))
+                all_symbols[i] = None
+        # (a file without symbols has no chunks: its terms are kept apart from those of the same content parsed)
+        keys = [_terms_key(raw, lang if fsyms is not None else None)
+                for (_, raw, _), lang, fsyms in zip(files, languages, all_symbols, strict=True)]
         stored = cache.get_blobs(keys)
         fresh: list[tuple[str, bytes]] = []
         for (rel, _raw, text), fsyms, key in zip(files, all_symbols, keys, strict=True):

@@ -4,15 +4,19 @@ Supported: Python, JavaScript (+JSX), TypeScript, TSX, Go, Rust, Java, C, C++ an
 carries its kind (``function``, ``method``, ``class``, ...), its qualified name (``Outer.Inner.method``,
 ``Receiver.Method`` in Go, ``Type::fn`` in Rust is written ``Type.fn``), its 1-based line span and
 its first source line. References are the identifier names a file uses, with counts.
+
+Files come from hostile workspaces, and a parse can cost far more than a file's size: the cache extracts every file
+in a helper process bounded in CPU time and memory (``sandbox.bounded``, :data:`PARSE_BOUNDS`). A file past the
+bounds gets no symbols; its :class:`FileSymbols` says why (``skipped``), and that is cached like a result.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +24,13 @@ from pathlib import Path
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from agents.languages import language_for as file_language
+from sandbox import bounded
 
-PARSE_BUDGET_S = 2.0
-"""Longest a single file's parse may take; a file still unparsed then is indexed as far as it got."""
-_CHUNK = 1 << 16
+PARSE_BOUNDS = bounded.Bounds(cpu_s=1.5, memory_mb=1024)
+"""What parsing one file may cost the host (a helper process's CPU time and address space)."""
+MAX_DEFINITIONS = 10_000
+"""Definitions of one file indexed at most (the largest of sympy, astropy and Sphinx have about 1,000): each costs
+the worker itself a symbol chunk in the index; a file with more is indexed by its text."""
 
 #: Bump when extraction output changes; old cache rows are then ignored.
 EXTRACTOR_VERSION = "1"
@@ -173,17 +180,21 @@ class FileSymbols:
     language: str
     definitions: list[Symbol] = field(default_factory=list)
     references: dict[str, int] = field(default_factory=dict)
+    skipped: str = ""
+    """Why the file was not parsed (it went past :data:`PARSE_BOUNDS`); empty when it was."""
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"language": self.language, "defs": [s.to_list() for s in self.definitions], "refs": self.references},
-            separators=(",", ":"),
-        )
+        obj: dict = {"language": self.language, "defs": [s.to_list() for s in self.definitions],
+                     "refs": self.references}
+        if self.skipped:
+            obj["skipped"] = self.skipped
+        return json.dumps(obj, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, data: str) -> FileSymbols:
         obj = json.loads(data)
-        return cls(obj["language"], [Symbol.from_list(r) for r in obj["defs"]], dict(obj["refs"]))
+        return cls(obj["language"], [Symbol.from_list(r) for r in obj["defs"]], dict(obj["refs"]),
+                   str(obj.get("skipped", "")))
 
 
 def language_for(path: str | Path) -> str | None:
@@ -205,17 +216,7 @@ class _Extractor:
         self.refs = Query(lang, "\n".join(f"({t}) @ref" for t in ref_types))
 
     def extract(self, language: str, source: bytes) -> FileSymbols:
-        # Files come from hostile workspaces: the parse reads the source in chunks and stops at a deadline, so no
-        # file holds the indexer longer than PARSE_BUDGET_S (what was parsed by then is indexed).
-        deadline = time.monotonic() + PARSE_BUDGET_S
-
-        def chunk(offset: int, _point) -> bytes:
-            if time.monotonic() > deadline:
-                return b""
-            return source[offset:offset + _CHUNK]
-
-        self.parser.reset()
-        tree = self.parser.parse(chunk)
+        tree = self.parser.parse(source)
         root = tree.root_node
         lines = source.split(b"\n")
         # Keys are (start, end, node type): a body block can share its span with its only child.
@@ -284,15 +285,59 @@ def extract_symbols(source: bytes | str, language: str) -> FileSymbols:
         raise ValueError(f"unsupported language {language!r}; supported: {', '.join(sorted(_SPECS))}")
     data = source.encode("utf-8") if isinstance(source, str) else source
     with _lock:
-        ext = _extractors.get(language)
-        if ext is None:
-            ext = _extractors[language] = _Extractor(language)
-        return ext.extract(language, data)
+        return _extractor(language).extract(language, data)
 
 
-def _extract_json(item: tuple[bytes, str]) -> str:
-    """Worker-process entry: extract and serialise (module level so it pickles)."""
-    return extract_symbols(item[0], item[1]).to_json()
+def _extractor(language: str) -> _Extractor:
+    """The extractor of ``language``, made on first use (call with ``_lock`` held)."""
+    ext = _extractors.get(language)
+    if ext is None:
+        ext = _extractors[language] = _Extractor(language)
+    return ext
+
+
+def reference_lines(source: bytes, language: str, name: str) -> list[int]:
+    """The 1-based lines where ``name`` occurs as an identifier (not inside a string, a comment or a longer token)
+    in ``source`` parsed as ``language``; what a helper process runs for ``find_symbol``."""
+    with _lock:
+        root = _extractor(language).parser.parse(source).root_node
+    word = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_$])")
+    lines: list[int] = []
+    for m in word.finditer(source):
+        node = root.descendant_for_byte_range(m.start(), m.end())
+        if node is None or node.start_byte != m.start() or node.end_byte != m.end():
+            continue
+        if "identifier" not in node.type and node.type not in ("constant", "name", "word"):
+            continue
+        line = node.start_point[0] + 1
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def extract_json(source: bytes, language: str) -> str:
+    """:func:`extract_symbols` as JSON: what a helper process (``sandbox.bounded``) runs for the cache. A file with
+    more than :data:`MAX_DEFINITIONS` is skipped: indexing them would cost the worker itself too much."""
+    found = extract_symbols(source, language)
+    if len(found.definitions) > MAX_DEFINITIONS:
+        return FileSymbols(language, skipped=f"it defines more than {MAX_DEFINITIONS:,} symbols").to_json()
+    return found.to_json()
+
+
+def extract_bounded(items: list[tuple[bytes, str]], parallel: int | None = None) -> list[tuple[str, bool]]:
+    """:func:`extract_json` of every ``(source, language)`` in helper processes within :data:`PARSE_BOUNDS`, at most
+    ``parallel`` at once: per file the JSON of its symbols, or of a :class:`FileSymbols` that says why it was
+    skipped, and whether that is the file's own (to cache: its symbols, or its going past a bound) or the machine's
+    (a helper that failed or was starved: parse it again next time)."""
+    out: list[tuple[str, bool]] = []
+    for found, (_src, lang) in zip(bounded.pool().map(extract_json, items, PARSE_BOUNDS, parallel=parallel), items,
+                                   strict=True):
+        if isinstance(found, str):
+            out.append((found, True))
+        else:
+            own = isinstance(found, bounded.OverBound) and found.why in ("cpu", "memory")
+            out.append((FileSymbols(lang, skipped=f"parsing it {found}").to_json(), own))
+    return out
 
 
 def content_key(source: bytes, language: str) -> str:
@@ -326,18 +371,18 @@ class SymbolCache:
             self.hits += 1
             return FileSymbols.from_json(row[0])
         self.misses += 1
-        result = extract_symbols(source, language)
-        self._pending.append((key, result.to_json()))
+        data, keep = extract_bounded([(source, language)])[0]
+        if keep:
+            self._pending.append((key, data))
         if len(self._pending) >= 500:
             self.flush()
-        return result
+        return FileSymbols.from_json(data)
 
-    def get_or_extract_many(
-        self, items: list[tuple[bytes, str | None]], workers: int = 1, parallel_min: int = 64
-    ) -> list[FileSymbols | None]:
+    def get_or_extract_many(self, items: list[tuple[bytes, str | None]], workers: int | None = None
+                            ) -> list[FileSymbols | None]:
         """Symbols for many ``(source, language)`` pairs (None where the language is None).
 
-        Cache misses are extracted in ``workers`` processes when there are at least ``parallel_min``.
+        Cache misses are extracted in at most ``workers`` helper processes at once (default: the pool's size).
         """
         keys = [content_key(src, lang) if lang else None for src, lang in items]
         found: dict[str, str] = {}
@@ -357,23 +402,11 @@ class SymbolCache:
             else:
                 self.misses += 1
                 todo.append(i)
-        if len(todo) >= parallel_min and workers > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                args = [(items[i][0], items[i][1]) for i in todo]
-                extracted = list(pool.map(_extract_json, args, chunksize=16))
-            for i, data in zip(todo, extracted, strict=True):
-                results[i] = FileSymbols.from_json(data)
+        extracted = extract_bounded([(items[i][0], items[i][1]) for i in todo], parallel=workers)  # type: ignore[misc]
+        for i, (data, keep) in zip(todo, extracted, strict=True):
+            results[i] = FileSymbols.from_json(data)
+            if keep:
                 self._pending.append((keys[i], data))  # type: ignore[arg-type]
-        else:
-            for i in todo:
-                src, lang = items[i]
-                result = extract_symbols(src, lang)  # type: ignore[arg-type]
-                results[i] = result
-                self._pending.append((keys[i], result.to_json()))  # type: ignore[arg-type]
         self.flush()
         return results
 

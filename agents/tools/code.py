@@ -3,7 +3,9 @@
 These are the only tools that read the workspace from the host (tree-sitter and the index live there, not in the
 sandbox), and only through ``hostview``: symlinks are never followed, nothing outside the workspace is read, and the
 index is built from a private mirror of regular-file copies. Ranking, symbols and the map come from
-``agents.search``; without it, search_code falls back to counting grep hits in the sandbox.
+``agents.search``; without it, search_code falls back to counting grep hits in the sandbox. Every parse of a
+workspace file runs in a helper process bounded in CPU time and memory (``sandbox.bounded``,
+``symbols.PARSE_BOUNDS``): a file past the bounds is searched by its text alone, and the result names it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from agents.search.bm25 import tokenize
 from agents.search.index import CODE_EXTENSIONS, build_index
 from agents.search.ranker import rank_files
 from agents.search.repomap import render_repo_map
-from agents.search.symbols import language_for
+from agents.search.symbols import PARSE_BOUNDS, language_for, reference_lines
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.errors import ToolFailed
-from sandbox import hostview
+from sandbox import bounded, hostview
 
 MAX_INDEXES = 4
 """Repository indexes kept in memory per process (least recently used dropped first)."""
@@ -31,8 +33,9 @@ _index_cache: OrderedDict[str, tuple[int, Any]] = OrderedDict()
 _index_lock = threading.Lock()
 
 
-def _index_sync(ctx: ToolContext) -> Any:
-    """The ``agents.search`` RepoIndex of the workspace's safe mirror (rebuilt only when files changed)."""
+def _index_sync(ctx: ToolContext) -> tuple[Any, str]:
+    """The ``agents.search`` RepoIndex of the workspace's safe mirror (rebuilt only when files changed), and why
+    it covers only part of the workspace (empty: it covers it all)."""
 
     workspace = ctx.host_workspace()
     mirror = hostview.mirror_for(workspace, frozenset(CODE_EXTENSIONS))
@@ -44,21 +47,25 @@ def _index_sync(ctx: ToolContext) -> Any:
             if cached is not None:
                 _index_cache.move_to_end(key)
         if cached is not None and cached[0] == mirror.generation:
-            return cached[1]
+            return cached[1], mirror.left_out
         index = build_index(mirror.dest, cache_dir=hostview.mirror_base() / "symbols")
         with _index_lock:
             _index_cache[key] = (mirror.generation, index)
             _index_cache.move_to_end(key)
             while len(_index_cache) > MAX_INDEXES:
                 _index_cache.popitem(last=False)
-        return index
+        return index, mirror.left_out
 
 
-async def _index(ctx: ToolContext) -> Any:
+async def _index(ctx: ToolContext) -> tuple[Any, str]:
+    """The index, and the note a result ends with when it leaves something out (files past the bounds)."""
     try:
-        return await asyncio.to_thread(_index_sync, ctx)
+        index, left_out = await asyncio.to_thread(_index_sync, ctx)
     except (hostview.UnsafePath, OSError) as e:
         raise ToolFailed(f"code search cannot index the workspace: {e}") from None
+    note = (f"\n[the index covers part of the workspace: it has {left_out}; the rest is not searched]"
+            if left_out else "")
+    return index, note
 
 
 # ---- search_code ------------------------------------------------------------------------------------------------
@@ -80,6 +87,17 @@ class SearchHit(BaseModel):
 class SearchCodeResult(BaseModel):
     hits: list[SearchHit]
     engine: Literal["ranker", "grep"]
+    not_parsed: list[str] = []
+    """Files searched by their text alone: parsing them went past the host's bounds (the text says why)."""
+
+
+def _not_parsed(skipped: list[tuple[str, str]]) -> str:
+    """The note a result ends with when some files were not parsed."""
+    if not skipped:
+        return ""
+    shown = "; ".join(f"{path} ({why})" for path, why in skipped[:10])
+    more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+    return f"\n[not parsed, so without symbols: {shown}{more}. The host bounds what parsing one file may cost.]"
 
 
 def _query_words(query: str) -> list[str]:
@@ -105,7 +123,7 @@ def _best_lines(text: str, words: list[str], n: int) -> list[tuple[int, str]]:
 
 async def search_code(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
 
-    index = await _index(ctx)
+    index, note = await _index(ctx)
     words = _query_words(a.query)
     ranked = await asyncio.to_thread(rank_files, index, a.query, a.k) if index.files else []
     hits = []
@@ -113,16 +131,18 @@ async def search_code(ctx: ToolContext, a: SearchCodeArgs) -> ToolOutput:
         text = index.texts[index.file_ids[path]]
         hits.append(SearchHit(path=path, score=round(float(score), 4), lines=_best_lines(text, words,
                                                                                           a.lines_per_file)))
-    return _render_hits(a, hits, "ranker")
+    return _render_hits(a, hits, "ranker", index.skipped, note)
 
 
-def _render_hits(a: SearchCodeArgs, hits: list[SearchHit], engine: Literal["ranker"]) -> ToolOutput:
+def _render_hits(a: SearchCodeArgs, hits: list[SearchHit], engine: Literal["ranker"],
+                 skipped: list[tuple[str, str]], note: str) -> ToolOutput:
     rows = []
     for n, hit in enumerate(hits, 1):
         rows.append(f"{n}. {hit.path}  (score {hit.score:g})")
         rows.extend(f"   {line}: {text}" for line, text in hit.lines)
-    text = "\n".join(rows) or "(no matching files)"
-    return ToolOutput.of(text, SearchCodeResult(hits=hits, engine=engine), f"{len(hits)} files for {a.query[:60]!r}")
+    text = ("\n".join(rows) or "(no matching files)") + _not_parsed(skipped) + note
+    return ToolOutput.of(text, SearchCodeResult(hits=hits, engine=engine, not_parsed=[p for p, _ in skipped]),
+                         f"{len(hits)} files for {a.query[:60]!r}")
 
 
 # ---- find_symbol ------------------------------------------------------------------------------------------------
@@ -147,6 +167,8 @@ class FindSymbolResult(BaseModel):
     definitions: list[SymbolHit]
     references: list[SymbolHit]
     truncated: bool
+    not_parsed: list[str] = []
+    """Files whose definitions or references were not looked for: parsing them went past the host's bounds."""
 
 
 def _in_scope(path: str, scope: str | None) -> bool:
@@ -157,43 +179,37 @@ def _in_scope(path: str, scope: str | None) -> bool:
 
 
 def _references(index: Any, bare: str, scope: str | None, skip: set[tuple[str, int]], limit: int
-                ) -> tuple[list[SymbolHit], bool]:
-    from tree_sitter_language_pack import get_parser
-
-
-    word = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(bare.encode()) + rb"(?![A-Za-z0-9_$])")
+                ) -> tuple[list[SymbolHit], bool, list[tuple[str, str]]]:
+    """References to ``bare`` (identifier nodes, found by parsing in bounded helper processes, a few files at a
+    time until ``limit``): (hits, whether they stopped at the limit, files not parsed and why)."""
+    files = [idx for idx, path in enumerate(index.files) if index.symbols[idx] is not None
+             and bare in index.symbols[idx].references and _in_scope(path, scope) and language_for(path)]
     out: list[SymbolHit] = []
-    parsers: dict[str, Any] = {}
-    for idx, path in enumerate(index.files):
-        fsyms = index.symbols[idx]
-        if fsyms is None or bare not in fsyms.references or not _in_scope(path, scope):
-            continue
-        lang = language_for(path)
-        if lang is None:
-            continue
-        source = index.texts[idx].encode("utf-8", "surrogatepass")
-        if lang not in parsers:
-            parsers[lang] = get_parser(lang)  # type: ignore[arg-type]
-        tree = parsers[lang].parse(source)
-        lines = index.texts[idx].split("\n")
-        seen_lines: set[int] = set()
-        for m in word.finditer(source):
-            node = tree.root_node.descendant_for_byte_range(m.start(), m.end())
-            if node is None or node.start_byte != m.start() or node.end_byte != m.end():
-                continue  # inside a string, a comment or a longer token
-            if "identifier" not in node.type and node.type not in ("constant", "name", "word"):
+    not_parsed: list[tuple[str, str]] = []
+    for start in range(0, len(files), _REFERENCE_BATCH):
+        batch = files[start:start + _REFERENCE_BATCH]
+        found = bounded.pool().map(reference_lines, [(index.texts[i].encode("utf-8", "surrogatepass"),
+                                                      index.symbols[i].language, bare) for i in batch], PARSE_BOUNDS)
+        for idx, lines_found in zip(batch, found, strict=True):
+            path = index.files[idx]
+            if isinstance(lines_found, Exception):
+                not_parsed.append((path, f"parsing it {lines_found}"))
                 continue
-            line = node.start_point[0] + 1
-            if line in seen_lines or (path, line) in skip:
-                continue
-            seen_lines.add(line)
-            if len(out) >= limit:
-                return out, True
-            out.append(SymbolHit(path=path, line=line, kind="reference", text=lines[line - 1].strip()[:200]))
-    return out, False
+            lines = index.texts[idx].split("\n")
+            for line in lines_found:
+                if (path, line) in skip or not 0 < line <= len(lines):
+                    continue
+                if len(out) >= limit:
+                    return out, True, not_parsed
+                out.append(SymbolHit(path=path, line=line, kind="reference", text=lines[line - 1].strip()[:200]))
+    return out, False, not_parsed
 
 
-def _find_symbol_sync(index: Any, a: FindSymbolArgs) -> FindSymbolResult:
+_REFERENCE_BATCH = 16
+"""Files parsed at a time for references (the search stops at the limit)."""
+
+
+def _find_symbol_sync(index: Any, a: FindSymbolArgs) -> tuple[FindSymbolResult, list[tuple[str, str]]]:
     bare = a.name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
     defs: list[SymbolHit] = []
     skip: set[tuple[str, int]] = set()
@@ -210,15 +226,19 @@ def _find_symbol_sync(index: Any, a: FindSymbolArgs) -> FindSymbolResult:
     truncated = len(defs) > a.max_results
     defs = defs[: a.max_results] if a.kind != "references" else []
     refs: list[SymbolHit] = []
+    not_parsed = list(index.skipped)
     if a.kind != "definitions":
-        refs, more = _references(index, bare, a.path, skip, a.max_results)
+        refs, more, failed = _references(index, bare, a.path, skip, a.max_results)
         truncated = truncated or more
-    return FindSymbolResult(definitions=defs, references=refs, truncated=truncated)
+        not_parsed += failed
+    not_parsed = [(p, why) for p, why in not_parsed if _in_scope(p, a.path)]
+    return FindSymbolResult(definitions=defs, references=refs, truncated=truncated,
+                            not_parsed=[p for p, _ in not_parsed]), not_parsed
 
 
 async def find_symbol(ctx: ToolContext, a: FindSymbolArgs) -> ToolOutput:
-    index = await _index(ctx)
-    result = await asyncio.to_thread(_find_symbol_sync, index, a)
+    index, note = await _index(ctx)
+    result, not_parsed = await asyncio.to_thread(_find_symbol_sync, index, a)
     rows = []
     if a.kind != "references":
         rows.append(f"definitions of {a.name} ({len(result.definitions)}):")
@@ -229,7 +249,7 @@ async def find_symbol(ctx: ToolContext, a: FindSymbolArgs) -> ToolOutput:
     if result.truncated:
         rows.append(f"[stopped at {a.max_results} results; pass `path` to narrow]")
     summary = f"{a.name}: {len(result.definitions)} definitions, {len(result.references)} references"
-    return ToolOutput.of("\n".join(rows), result, summary)
+    return ToolOutput.of("\n".join(rows) + _not_parsed(not_parsed) + note, result, summary)
 
 
 # ---- repo_map ---------------------------------------------------------------------------------------------------
@@ -243,14 +263,17 @@ class RepoMapArgs(Args):
 class RepoMapResult(BaseModel):
     files: int
     chars: int
+    not_parsed: list[str] = []
+    """Files left out of the map: parsing them went past the host's bounds."""
 
 
 async def repo_map(ctx: ToolContext, a: RepoMapArgs) -> ToolOutput:
 
-    index = await _index(ctx)
+    index, note = await _index(ctx)
     if not index.files:
         return ToolOutput.of("(no code files found)", RepoMapResult(files=0, chars=0), "repo map: empty")
     text = await asyncio.to_thread(render_repo_map, index, a.query, a.budget_tokens)
     n = sum(1 for line in text.splitlines() if line.endswith(":") and not line.startswith(" "))
-    return ToolOutput.of(text or "(empty map)", RepoMapResult(files=n, chars=len(text)),
+    return ToolOutput.of((text or "(empty map)") + _not_parsed(index.skipped) + note,
+                         RepoMapResult(files=n, chars=len(text), not_parsed=[p for p, _ in index.skipped]),
                          f"repo map: {n} files, {len(text)} chars")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import shlex
 from typing import Literal
 
@@ -11,7 +13,9 @@ from pydantic import BaseModel, Field
 from agents.edits import language_for, syntax_errors
 from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import Args, ToolContext, ToolOutput
-from infra.errors import ToolFailed
+from infra.errors import InvalidArguments, ToolFailed
+from infra.names import name_bytes, os_name, shown
+from sandbox import bounded
 from sandbox.base import EnvironmentInfo
 
 TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
@@ -140,29 +144,42 @@ class CheckResult(BaseModel):
     problems: list[Problem]
     ruff: Literal["ran", "not_installed", "skipped", "failed"]
     not_checked: list[str] = []
-    """Files of languages without a syntax checker."""
+    """Files of languages without a syntax checker, past the limit of files, unreadable, or whose parse went past
+    the host's bounds (with why)."""
 
 
 async def _changed_files(ctx: ToolContext) -> list[str]:
-    res = await ctx.sandbox.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"], timeout_s=60,
-                                 output_cap=ctx.output_cap)
+    # Not -z: git quotes a name that is not UTF-8 (core.quotePath), and the command's output is text.
+    res = await ctx.sandbox.exec(["git", "-c", "core.quotePath=true", "status", "--porcelain=v1",
+                                  "--untracked-files=all"], timeout_s=60, output_cap=ctx.output_cap)
     if res.exit_code != 0:
         raise ToolFailed(f"check: no paths given and git status failed ({res.stderr.strip()[:200]}); "
                          "pass the files to check in `paths`")
     out: list[str] = []
-    entries = res.stdout.split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
+    for entry in res.stdout.splitlines():
+        if len(entry) < 4 or "D" in entry[:2]:
             continue
-        status, path = entry[:2], entry[3:]
-        if status[0] in "RC":
-            i += 1  # the rename's source path follows
-        if "D" not in status:
+        path = porcelain_path(entry[3:], renamed=entry[0] in "RC")
+        if path is not None:
             out.append(path)
     return out
+
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def porcelain_path(rest: str, *, renamed: bool = False) -> str | None:
+    """The path of a ``git status --porcelain=v1`` entry (after ``XY ``; a rename's ``ORIG -> PATH``: PATH), in its
+    shown form (``infra.names``); None when git's quoting of it is not valid."""
+    if renamed:
+        first = _QUOTED.match(rest) if rest.startswith('"') else None
+        cut = first.end() if first else rest.find(" -> ")
+        if cut >= 0 and rest.startswith(" -> ", cut):
+            rest = rest[cut + 4:]
+    try:
+        return shown(name_bytes(rest))
+    except ValueError:
+        return None
 
 
 async def _expand(ctx: ToolContext, paths: list[str]) -> list[str]:
@@ -201,9 +218,13 @@ async def check(ctx: ToolContext, a: CheckArgs) -> ToolOutput:
                 raise
             not_checked.append(f"{path} ({str(e).split(': ', 1)[-1][:80]})")
             continue
+        try:
+            found = await asyncio.to_thread(syntax_errors, path, text) or []
+        except bounded.OverBound as e:
+            not_checked.append(f"{path} (parsing it {e}: the host bounds what that may cost)")
+            continue
         checked.append(path)
-        for line, desc in syntax_errors(path, text) or []:
-            problems.append(Problem(path=path, line=line, code="syntax", message=desc))
+        problems.extend(Problem(path=path, line=line, code="syntax", message=desc) for line, desc in found)
     ruff_state, ruff_note = await _ruff(ctx, [p for p in checked if p.endswith((".py", ".pyi"))], a.ruff, problems)
     problems.sort(key=lambda p: (p.path, p.line, p.column))
     result = CheckResult(files_checked=checked, problems=problems, ruff=ruff_state, not_checked=not_checked)
@@ -260,7 +281,10 @@ class GitDiffResult(BaseModel):
 async def git_diff(ctx: ToolContext, a: GitDiffArgs) -> ToolOutput:
     cmd = ["git", "diff", "--no-color"] + (["--cached"] if a.staged else []) + (["--stat"] if a.stat else [])
     if a.paths:
-        cmd += ["--", *a.paths]
+        try:
+            cmd += ["--", *(os_name(p) for p in a.paths)]  # a name shown quoted: the file it stands for
+        except ValueError as e:
+            raise InvalidArguments(f"paths: {e}") from None
     res = await ctx.sandbox.exec(cmd, timeout_s=60, output_cap=ctx.output_cap)
     if res.exit_code != 0:
         raise ToolFailed(f"git diff failed: {res.stderr.strip()[:500]}")

@@ -71,7 +71,7 @@ async def str_replace(ctx: ToolContext, a: StrReplaceArgs) -> ToolOutput:
     result = EditResult(path=a.path, status=outcome.status, level=outcome.level, message=outcome.message)
     if outcome.status == "already_applied":
         return ToolOutput.of(f"{a.path}: {outcome.message}", result, f"{a.path}: already applied")
-    note = refuse_syntax(a.path, before, outcome.text)
+    note = await refuse_syntax(a.path, before, outcome.text)
     await ctx.sandbox.write(a.path, outcome.text)
     snippet = changed_snippet(before, outcome.text)
     text = f"edited {a.path} ({outcome.message}){note}"
@@ -145,7 +145,7 @@ async def apply_patch(ctx: ToolContext, a: ApplyPatchArgs) -> ToolOutput:
         elif new == old:
             files.append(PatchFile(path=path, action="unchanged"))
         else:
-            notes.append(refuse_syntax(path, old or "", new))
+            notes.append(await refuse_syntax(path, old or "", new))
             writes.append((path, new))
             files.append(PatchFile(path=path, action="added" if old is None else "updated"))
     await _write_all_or_nothing(ctx, writes, deletes, originals)

@@ -3,6 +3,7 @@ and read_output (a raw tool output that compaction stored, from the artifact sto
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -11,6 +12,7 @@ from agents.edits import EditRefused, check_edit_syntax
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from infra.artifacts import ArtifactMissing, BadRef, check_ref
 from infra.errors import InvalidArguments, ToolFailed
+from sandbox import bounded
 from sandbox.base import Listing as ListDirResult
 
 READ_LINE_CAP = 2000
@@ -28,13 +30,17 @@ async def read_text_or_none(sandbox: Any, path: str) -> str | None:
         raise
 
 
-def refuse_syntax(path: str, before: str, after: str) -> str:
-    """Raise ToolFailed when ``after`` adds syntax errors to ``before``; else a note on errors already there."""
+async def refuse_syntax(path: str, before: str, after: str) -> str:
+    """Raise ToolFailed when ``after`` adds syntax errors to ``before``; else a note on errors already there (or
+    that the syntax was not checked: parsing it went past the host's bounds). The parse runs in a bounded helper
+    process (``agents.edits.syntax``), waited for off the event loop."""
 
     try:
-        remaining = check_edit_syntax(path, before, after)
+        remaining = await asyncio.to_thread(check_edit_syntax, path, before, after)
     except EditRefused as e:
         raise ToolFailed(f"edit of {path} refused, nothing was written: {e.message}") from None
+    except bounded.OverBound as e:
+        return f" (note: the syntax of {path} was not checked: parsing it {e}; the host bounds what that may cost)"
     if remaining:
         return f" (note: {path} still has {len(remaining)} syntax error(s) that were there before this edit)"
     return ""
@@ -210,7 +216,7 @@ class WriteResult(BaseModel):
 
 async def write_file(ctx: ToolContext, a: WriteFileArgs) -> ToolOutput:
     before = await read_text_or_none(ctx.sandbox, a.path)
-    note = refuse_syntax(a.path, before or "", a.content)
+    note = await refuse_syntax(a.path, before or "", a.content)
     size = await ctx.sandbox.write(a.path, a.content, create_dirs=True)
     return ToolOutput.of(f"wrote {a.path} ({size} bytes){note}",
                          WriteResult(path=a.path, created=before is None, size=size), f"wrote {a.path}")

@@ -29,6 +29,7 @@ from typing import Any
 from agents.tools.files import read_text_or_none
 from infra.artifacts import ArtifactStore, write_json_atomically
 from infra.errors import ToolFailed
+from infra.names import shown
 from sandbox.base import Sandbox
 
 ABSENT = None
@@ -54,7 +55,8 @@ class _RecordingSandbox(Sandbox):
 
     async def request(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         path = args.get("path") if isinstance(args, dict) else None
-        if op in ("write", "delete") and isinstance(path, str) and path not in self._intent["files"]:
+        path = shown(path) if isinstance(path, str) else None  # requests hold the process form (infra.names)
+        if op in ("write", "delete") and path is not None and path not in self._intent["files"]:
             self._intent["files"][path] = await self._previous(path)
             self._save()
         return await self._sandbox.request(op, args, **kw)

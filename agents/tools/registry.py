@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agents.messages import ToolSpec
 from agents.tools.schema import clean_schema, drop_nulls_for_defaults, strict_schema
 from infra.errors import InvalidArguments, ToolFailed, ToolTimeout, describe_validation
+from infra.names import show_data, show_text
 
 ANY_FILE = "*"
 """Write key of a call that may write anything (it runs alone)."""
@@ -143,7 +144,7 @@ class Registry:
         if not isinstance(arguments, dict):
             return ANY_FILE
         try:
-            return (tool.key or _path_key)(arguments)
+            return show_text((tool.key or _path_key)(arguments))  # it crosses an activity (a model's lone surrogate)
         except Exception:  # noqa: BLE001 - malformed arguments: run it alone, execute() reports the error
             return ANY_FILE
 
@@ -163,7 +164,7 @@ class Registry:
             problems = describe_validation(e, where="(arguments)")
             return _error("InvalidArguments", f"invalid arguments for {name}: {problems}")
         try:
-            return await tool.run(ctx, args)
+            return _encodable(await tool.run(ctx, args))
         except InvalidArguments as e:
             return _error("InvalidArguments", str(e))
         except ToolFailed as e:
@@ -172,5 +173,14 @@ class Registry:
             return _error("Timeout", str(e))
 
 
+def _encodable(out: ToolOutput) -> ToolOutput:
+    """``out`` with any file name that is not UTF-8 still in the process form shown (``infra.names.show_text``): a
+    tool's result crosses an activity and goes into the artifact store, where such a name would fail the call. The
+    tools show names in their shown form already; this holds for the ones a message or a library let through."""
+    return out.model_copy(update={"text": show_text(out.text), "summary": show_text(out.summary),
+                                  "data": show_data(out.data)})
+
+
 def _error(kind: str, message: str) -> ToolOutput:
+    message = show_text(message)
     return ToolOutput(text=f"{kind}: {message}", is_error=True, error_kind=kind, summary=f"{kind}: {message[:120]}")

@@ -311,8 +311,8 @@ def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | N
                 data = json.loads(raw)["data"]
             except (ValueError, KeyError):
                 continue
-            p = data.get("path", {}).get("text")
-            text = data.get("lines", {}).get("text")
+            p = _rg_text(data.get("path"), "surrogateescape")  # a name that is not UTF-8 comes as bytes
+            text = _rg_text(data.get("lines"), "replace")
             if p is None or text is None:
                 continue
             if len(matches) >= limit:
@@ -329,6 +329,23 @@ def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | N
         raise ToolError(f"grep failed: {err.decode('utf-8', 'replace').strip()[:500]}")
     matches.sort(key=lambda m: (m["path"], m["line"] or 0))
     return {"matches": matches, "truncated": truncated}
+
+
+def _rg_text(field: Any, errors: str) -> str | None:
+    """A ``text`` or base64 ``bytes`` field of ripgrep's JSON (bytes for what is not UTF-8), decoded."""
+    if not isinstance(field, dict):
+        return None
+    if isinstance(field.get("text"), str):
+        return field["text"]
+    raw = field.get("bytes")
+    if not isinstance(raw, str):
+        return None
+    try:
+        import base64  # noqa: PLC0415 - rarely needed
+
+        return base64.b64decode(raw, validate=True).decode("utf-8", errors)
+    except ValueError:
+        return None
 
 
 def _grep_py(ws: Workspace, pattern: str, base: str, file_glob: str | None, ignore_case: bool, fixed: bool,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra.runview import AgentView, _lanes, safe_url, trigger_of
+from infra.runview import AgentView, _diff_files, _lanes, safe_url, trigger_of
 
 
 def test_only_plain_http_urls_become_links():
@@ -35,3 +35,10 @@ def test_agents_that_overlap_get_separate_lanes():
     assert _lanes(agents) == 3
     lanes = {a.name: a.lane for a in agents}
     assert lanes["planner"] == lanes["a"] == lanes["dbg"] == 0 and len({lanes["a"], lanes["b"], lanes["c"]}) == 3
+
+
+def test_the_diff_is_split_by_file_whatever_git_quoted():
+    diff = ('diff --git "a/\\377\\376bin" "b/\\377\\376bin"\nnew file mode 100644\n'
+            "diff --git a/calc/x.py b/calc/x.py\n+1\n"
+            'diff --git "a/d\\303\\251j\\303\\240.py" "b/d\\303\\251j\\303\\240.py"\n+2\n')
+    assert [name for name, _ in _diff_files(diff)] == ['"\\377\\376bin"', "calc/x.py", "déjà.py"]

@@ -148,13 +148,17 @@ def test_import_reads_links_and_names_as_data(task):
     assert done.wait(30), "the import blocked (a FIFO must never be opened for reading)"
     imported = result["imported"]
     files = set(imported.files)
+    # names are handed out in their shown form (infra.names): one that is not UTF-8 quoted as git quotes it
     assert {"shadow.py", "root", "-rf", "--upload-pack=touch x", "a\nb.py", "tab\t.py", "quote\".py",
-            "back\\slash.py", "tool.sh", "keep.pyc", "calc/report.py", os.fsdecode(b"latin-\xe9.py")} == files
+            "back\\slash.py", "tool.sh", "keep.pyc", "calc/report.py", '"latin-\\351.py"'} == files
     assert any("fifo.py" in n and "FIFO" in n for n in imported.notes)
     assert sum("nested git directory" in n for n in imported.notes) == 4
     tree = subprocess.run(["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", imported.commit],
                           capture_output=True, text=True, check=True).stdout
     assert "120000 blob" in tree and "100755 blob" in tree
+    names = subprocess.run(["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", "-z", "--name-only",
+                            imported.commit], capture_output=True, check=True).stdout.split(b"\0")
+    assert b"latin-\xe9.py" in names and b"a\nb.py" in names  # the commit holds the names' bytes
     shown = subprocess.run(["git", f"--git-dir={repo.git_dir}", "show", f"{imported.commit}:shadow.py"],
                            capture_output=True, text=True, check=True).stdout
     assert shown == "/etc/shadow"  # the link's target, never the file it points to
@@ -211,6 +215,32 @@ def test_merges_happen_in_the_repository(task):
     assert files == ["calc/report.py", "calc/stats.py"] and "+# one" in diff and "+# two" in diff
 
 
+def test_names_that_are_not_utf8_are_imported_merged_and_handed_out_shown(task):
+    """Every name the repository hands out is in the shown form (infra/names.py), and one left out of an import is
+    not taken for a deletion whatever its bytes."""
+    repo, base = task
+    both, big = os.fsdecode(b"both\xff.txt"), os.fsdecode(b"big\xe9.bin")
+    for run, text in (("a", "from a\n"), ("b", "from b\n")):
+        ws = repo.materialize(run, base)
+        (ws / both).write_text(text)
+        (ws / big).write_text("small for now\n")
+        os.mkfifo(ws / os.fsdecode(b"fifo\xff"))
+    a, b = repo.import_run("a", base, "a"), repo.import_run("b", base, "b")
+    assert a.files == ['"big\\351.bin"', '"both\\377.txt"'] and a.notes == ['"fifo\\377": a FIFO, not imported']
+    assert repo.merge("bosun/task-1", a.commit, "m").merged
+    m = repo.merge("bosun/task-1", b.commit, "m")
+    assert not m.merged and m.conflicts == ['"both\\377.txt"']
+    head = repo.head("bosun/task-1")
+    diff, files = repo.diff(base, head)
+    assert files == ['"big\\351.bin"', '"both\\377.txt"'] and '+++ "b/both\\377.txt"' in diff
+    assert repo.patch(base, head)[1] == files
+    later = repo.materialize("c", head)
+    (later / big).write_text("x" * 5000)  # now too large to import: left out, not deleted
+    (later / both).write_text("later\n")
+    c = repo.import_run("c", head, "c", Bounds(max_file_bytes=4000))
+    assert c.files == ['"both\\377.txt"'] and c.notes == ['"big\\351.bin": 5000 bytes, larger than 4000; not imported']
+
+
 def test_names_from_outside_never_become_options(task, tmp_path):
     repo, base = task
     for bad in ("--upload-pack=touch /tmp/x", "-b", "a b", "a\nb", "a..b", "a//b", "x.lock", "@{-1}", "", "é"):
@@ -226,7 +256,7 @@ def test_names_from_outside_never_become_options(task, tmp_path):
     with pytest.raises(ConfigError):
         repo.run_dir("../escape")
     assert task_key("a/b") != task_key("a_b") and "/" not in task_key("../../x") and task_key("ok-1") == "ok-1"
-    assert quote_path("a\n\"b\\") == b'"a\\012\\"b\\\\"'
+    assert quote_path("a\n\"b\\") == b'"a\\n\\"b\\\\"'
 
 
 def test_a_workspace_with_a_quota_fills_up_alone(task):

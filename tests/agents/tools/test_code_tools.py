@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import hostview
+from sandbox import bounded, hostview
 
 SECRET = "SECRET_VALUE_8c1f3d"
 
@@ -126,3 +126,37 @@ def test_mirrors_are_bounded_and_removable(tmp_path, monkeypatch):
     assert not first.dest.exists(), "the least recently used mirror is deleted"
     hostview.drop_mirror(second_repo)
     assert not second.dest.exists()
+
+
+NESTED_RUST = "".join(f"mod m{i}{{\n" for i in range(900)) + "fn f(){}\n" + "}" * 900 + "\n"
+"""900 nested modules in 10 KB: extracting its symbols without a bound took over 10 s of CPU (issue 38)."""
+
+
+async def test_a_file_too_costly_to_parse_is_searched_by_its_text_and_named(reg, ctx, repo, monkeypatch):
+    (repo / "deep.rs").write_text(NESTED_RUST + "// Parser, mentioned in the deep file\n")
+    out = await reg.execute("search_code", {"query": "Parser parse text into dict", "k": 5}, ctx)
+    assert not out.is_error, out.text
+    assert out.data["hits"][0]["path"] == "pkg/core.py" and out.data["not_parsed"] == ["deep.rs"]
+    assert "deep.rs (parsing it took more than 1.5 s of CPU)" in out.text
+    found = await reg.execute("find_symbol", {"name": "Parser"}, ctx)
+    assert [d["path"] for d in found.data["definitions"]] == ["pkg/core.py"] and "deep.rs" in found.text
+    assert found.data["not_parsed"] == ["deep.rs"] and len(found.data["references"]) == 5
+    mapped = await reg.execute("repo_map", {"query": "parse"}, ctx)
+    assert "pkg/core.py:" in mapped.text and mapped.data["not_parsed"] == ["deep.rs"]
+    # references are looked for in a bounded helper too: one that goes past the bound is named, the rest found
+    monkeypatch.setattr("agents.tools.code.PARSE_BOUNDS", bounded.Bounds(cpu_s=0.001))
+    (repo / "pkg" / "more.py").write_text("from pkg.core import Parser\n" * 20_000)
+    found = await reg.execute("find_symbol", {"name": "Parser", "kind": "references"}, ctx)
+    assert "pkg/more.py" in found.data["not_parsed"], found.text
+
+
+async def test_a_syntax_check_too_costly_is_skipped_and_said(reg, ctx, repo, monkeypatch):
+    monkeypatch.setattr("agents.edits.syntax.SYNTAX_BOUNDS", bounded.Bounds(cpu_s=0.001))
+    big = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(20_000))
+    wrote = await reg.execute("write_file", {"path": "pkg/big.py", "content": big}, ctx)
+    assert not wrote.is_error and "the syntax of pkg/big.py was not checked: parsing it took more than 0.001 s" \
+        in wrote.text
+    assert (repo / "pkg" / "big.py").read_text() == big
+    checked = await reg.execute("check", {"paths": ["pkg/big.py"], "ruff": False}, ctx)
+    assert checked.data["files_checked"] == [] and "pkg/big.py (parsing it took more than 0.001 s of CPU" in \
+        checked.data["not_checked"][0]

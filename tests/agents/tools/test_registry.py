@@ -94,6 +94,8 @@ def test_write_keys(reg):
     assert reg.write_key("apply_patch", {"input": two}) == ANY_FILE
     assert reg.write_key("apply_patch", {"input": 5}) == ANY_FILE
     assert reg.write_key("apply_patch", "not a dict") == ANY_FILE  # type: ignore[arg-type]
+    # a model's JSON may hold a lone surrogate ("\udcff"): the key crosses an activity, so it is shown
+    assert reg.write_key("write_file", {"path": "odd\udcff.py"}) == "odd\\377.py"
 
 
 @pytest.mark.parametrize("tool", BUILTIN_TOOLS, ids=lambda t: t.name)
