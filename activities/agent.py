@@ -61,11 +61,8 @@ from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
 from infra.artifacts import ArtifactStore
 from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
-<<<<<<< HEAD
-from infra.objectstore import open_store
-=======
 from infra.names import show_text
->>>>>>> issue-38-host
+from infra.objectstore import open_store
 from infra.settings import Settings
 from sandbox.escalation import run_escalated
 from sandbox.hostrepo import TaskRepo
