@@ -160,7 +160,7 @@ class AgentActivities:
                           explicit_tools=inp.tools, harness=inp.harness)
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
         provider = make_provider(parse_spec(inp.model), trajectory_text=trajectory, settings=self.settings,
-                                 agent_keys=inp.agent_keys)
+                                 agent_keys=inp.agent_keys, fetch=self.store.get_text)
         try:
             response = await provider.complete(request.messages, request.tools)
         finally:

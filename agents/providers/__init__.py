@@ -12,6 +12,7 @@ A spec string selects the provider:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -91,16 +92,17 @@ def endpoint_auth(settings, base_url: str) -> tuple[str | None, dict[str, str]]:
 
 
 def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None,
-                  agent_keys: list[str] | None = None) -> Provider:
+                  agent_keys: list[str] | None = None, fetch: Callable[[str], str] | None = None) -> Provider:
     """Build the provider a spec names, with the keys, base URLs and headers the settings give. ``trajectory_text``
     is the scripted trajectory's content; ``agent_keys`` pick which agent's lines a scripted provider replays
-    (first key with lines wins)."""
+    (first key with lines wins); ``fetch`` reads the artifact store, where a scripted provider finds the full text
+    of what compaction replaced."""
     if spec.kind == "scripted":
         if trajectory_text is not None:
             turns = parse_trajectory(trajectory_text, spec.model)
         else:
             _, turns = load_trajectory(spec.model)
-        return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
+        return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model, fetch)
     if spec.kind == "anthropic":
         key = _key(getattr(settings, "anthropic_api_key", None), "ANTHROPIC_API_KEY")
         return AnthropicProvider(spec.model, key,
