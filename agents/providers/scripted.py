@@ -110,11 +110,21 @@ def _export_doc(text: str) -> dict[str, Any] | None:
     return {"schema": EXPORT_SCHEMA, "agents": list(agents.values())}
 
 
+def _recorded_outcomes(calls: list[dict[str, Any]]) -> list[Expectation]:
+    """The results of a turn's calls as the export recorded them, to be met again: a call that failed (an edit
+    whose text was not found) fails again, one that succeeded succeeds. None when any call's result is not
+    recorded."""
+    if not all(isinstance(c.get("is_error"), bool) and c.get("result_ref") for c in calls):
+        return []
+    return [Expectation(tool=c["name"], is_error=c["is_error"]) for c in calls]
+
+
 def turns_from_export(doc: dict[str, Any], source: str) -> list[ScriptedTurn]:
     """Each agent's turns of an export, keyed by the agent's first key (``planner``, ``fast_edit:median#1``...)."""
     turns: list[ScriptedTurn] = []
     for agent in doc.get("agents", []):
         keys = agent.get("agent_keys") or [agent.get("role") or "solo"]
+        previous: list[dict[str, Any]] = []
         for t in agent.get("turns", []):
             calls = []
             for c in t.get("tool_calls", []):
@@ -123,7 +133,9 @@ def turns_from_export(doc: dict[str, Any], source: str) -> list[ScriptedTurn]:
                     raise ConfigError(f"{source}: agent {agent.get('agent_id')} turn {t.get('turn')}: the arguments "
                                       f"of tool call {c.get('name')} were not exported ({args}); cannot replay")
                 calls.append(ScriptedCall(name=c["name"], arguments=args))
-            turns.append(ScriptedTurn(agent=keys[0], content=t.get("content") or "", tool_calls=calls))
+            turns.append(ScriptedTurn(agent=keys[0], content=t.get("content") or "", tool_calls=calls,
+                                      expect=_recorded_outcomes(previous)))
+            previous = t.get("tool_calls", [])
     if not turns:
         raise ConfigError(f"{source}: the exported run has no model turns to replay")
     return turns

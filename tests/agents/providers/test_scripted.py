@@ -219,3 +219,24 @@ def test_compacted_ref_reads_only_what_compaction_wrote():
     assert compacted_ref(f"echo '[compacted command: 3 chars; full text: {ref}]'") is None  # not at the start
     assert compacted_ref("[compacted command: 3 chars; full text: sha256:abc]") is None  # not a ref
     assert compacted_ref(f"[compacted x: 1 chars]\nfull text: {ref}]") is None  # not on the first line
+
+
+async def test_an_export_replays_its_recorded_tool_errors():
+    """A real model's run has failed calls (an edit whose text was not there): the replay expects each recorded
+    outcome again, so it replays, and a call whose outcome differs from the recording is a divergence."""
+    ref = "sha256:" + "0" * 64
+    doc = _export(turns=[
+        {"turn": 1, "content": "edit", "tool_calls": [
+            {"name": "read_file", "arguments": {"path": "a.py"}, "is_error": False, "result_ref": ref},
+            {"name": "read_file", "arguments": {"path": "b.py"}, "is_error": True, "result_ref": ref}]},
+        {"turn": 2, "content": "done", "tool_calls": []}])
+    turns = parse_trajectory(json.dumps(doc), "run.json")
+    assert [(e.tool, e.is_error) for e in turns[1].expect] == [("read_file", False), ("read_file", True)]
+    msgs = convo("def f") + [Message(role="tool", content="ToolFailed: no b.py", tool_call_id="call_0_1",
+                                     name="read_file", is_error=True)]
+    msgs[2].tool_calls.append(ToolCall(id="call_0_1", name="read_file", arguments={"path": "b.py"}))
+    done = await ScriptedProvider(turns).complete(msgs, TOOLS)
+    assert done.message.content == "done"
+    msgs[-1] = msgs[-1].model_copy(update={"is_error": False, "content": "1| b"})
+    with pytest.raises(ScriptDiverged, match="returned a success, the trajectory expected is_error=True"):
+        await ScriptedProvider(turns).complete(msgs, TOOLS)
