@@ -112,8 +112,8 @@ def _export_doc(text: str) -> dict[str, Any] | None:
 
 def _recorded_outcomes(calls: list[dict[str, Any]]) -> list[Expectation]:
     """The results of a turn's calls as the export recorded them, to be met again: a call that failed (an edit
-    whose text was not found) fails again, one that succeeded succeeds. None when any call's result is not
-    recorded."""
+    whose text was not found) fails again, one that succeeded succeeds. No expectation when any call's result is
+    not recorded."""
     if not all(isinstance(c.get("is_error"), bool) and c.get("result_ref") for c in calls):
         return []
     return [Expectation(tool=c["name"], is_error=c["is_error"]) for c in calls]
