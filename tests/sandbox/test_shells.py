@@ -16,6 +16,7 @@ from sandbox.base import Sandbox
 from sandbox.bwrap import BwrapProvider
 
 from .conftest import BACKENDS, ENV_BACKENDS, TEST_LIMITS
+from .envfixtures import host_environments
 
 BASHISMS = r"""set -o pipefail
 false | true; echo "pipefail=$?"
@@ -48,6 +49,24 @@ async def test_bosuns_own_command_strings_stay_posix_sh(sandbox: Sandbox) -> Non
     res = await sandbox.exec('[ "$(readlink -f /proc/$$/exe)" != /usr/bin/bash ] && echo posix; [[ 1 == 1 ]]',
                              timeout_s=30)
     assert res.stdout == "posix\n" and res.exit_code == 127, res  # dash: '[[: not found'
+
+
+@pytest.mark.docker
+async def test_every_base_on_this_host_runs_run_command_in_bash(tiny_env, tmp_path: Path) -> None:
+    """Each environment base (Debian bullseye, bookworm, trixie, made by debootstrap, where bash is an Essential
+    package) that this host has built: run_command's bash-isms in a sandbox of that root file system."""
+    bases = host_environments().bases.all()
+    assert bases  # at least the one tiny_env was built on
+    for base in bases:
+        ws = tmp_path / base.name
+        ws.mkdir()
+        sb = await BwrapProvider(TEST_LIMITS, rootfs=Path(base.rootfs)).acquire(ws)
+        try:
+            out = await default_registry().execute("run_command", {"command": BASHISMS}, ToolContext(sandbox=sb))
+        finally:
+            await sb.close()
+        shown = "double-bracket\narray=two words n=3\ntab\there\nsourced=42"
+        assert out.data["exit_code"] == 0 and shown in out.text, (base.name, out.text)
 
 
 def test_the_tool_tells_the_model_its_shell() -> None:
