@@ -211,8 +211,17 @@ def patch_differences(repo: Path, base: str, patch: str, tree: str) -> list[str]
                 blob = git(scratch, "rev-parse", f"{tree}:{path}", check=False).strip()
                 if binary[path] and blob.startswith(binary[path]) or not binary[path] and not blob:
                     continue
+            elif _line_endings_only(scratch, f"{published}:{path}", f"{tree}:{path}"):
+                path += " (line endings only)"
             problems.append(path)
         return problems
+
+
+def _line_endings_only(repo: Path, a: str, b: str) -> bool:
+    """Whether two blobs differ only in carriage returns."""
+    blobs = [subprocess.run(["git", "-C", str(repo), "cat-file", "blob", x], capture_output=True) for x in (a, b)]
+    return all(p.returncode == 0 for p in blobs) and blobs[0].stdout.replace(b"\r", b"") == \
+        blobs[1].stdout.replace(b"\r", b"")
 
 
 def exit_differences(actions: list[Action], got: list[int | str | None], outputs: list[str] = ()

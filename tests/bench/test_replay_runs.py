@@ -105,5 +105,9 @@ def test_patches_are_compared_as_trees(tmp_path: Path):
     other = _git(repo, "rev-parse", "HEAD^{tree}").strip()
     assert patch_differences(repo, base, published, other) == ["a.py", "img.png"]
     assert patch_differences(repo, base, "", same) == ["a.py", "img.png"]  # nothing published, two files changed
+    (repo / "a.py").write_text("x = 2\r\n")  # a checkout's eol=crlf kept by an import
+    _git(repo, "commit", "-qam", "crlf")
+    crlf = _git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert patch_differences(repo, base, published, crlf) == ["a.py (line endings only)", "img.png"]
     bad = published.replace("-x = 1", "-x = 9")
     assert patch_differences(repo, base, bad, same)[0].startswith("(the published patch does not apply")
