@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -391,6 +392,8 @@ def main() -> int:
     ap.add_argument("--state", type=Path, default=STATE, help=f"where results are kept (default {STATE})")
     ap.add_argument("--fresh", action="store_true", help="replay every selected run again")
     args = ap.parse_args()
+    # stopped (kill PID): the replay going on is killed and the private stack stopped on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     runs, listing = Source(args.runs), Source(args.instances)
     if not runs.exists() or not listing.exists():
         print(json.dumps({"skipped": f"no published runs at {args.runs} or no instances at {args.instances} (fetch "
