@@ -167,7 +167,8 @@ class AgentActivities:
                           pinned=self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None,
                           explicit_tools=inp.tools, harness=inp.harness)
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
-        provider = self.providers.get(parse_spec(inp.model), trajectory_text=trajectory, agent_keys=inp.agent_keys)
+        provider = self.providers.get(parse_spec(inp.model), trajectory_text=trajectory, agent_keys=inp.agent_keys,
+                                      fetch=self.store.get_text)
         response = await provider.complete(request.messages, request.tools)
         out = settle(request, response, inp.model)
         compaction = None

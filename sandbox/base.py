@@ -176,10 +176,13 @@ class Sandbox(abc.ABC):
                           truncated=found.truncated)
 
     async def exec(self, cmd: list[str] | str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-                   timeout_s: float = 60.0, output_cap: int = 1_000_000) -> ExecResult:
-        """Run a command (argv list, or a shell string run by /bin/sh -c) inside the sandbox."""
+                   timeout_s: float = 60.0, output_cap: int = 1_000_000, shell: str = "sh") -> ExecResult:
+        """Run a command (argv list, or a shell string run by ``/bin/sh -c``, or ``/bin/bash -c`` with ``shell="bash"``)
+        inside the sandbox."""
         args: dict[str, Any] = {"cmd": cmd, "cwd": cwd, "env": env or {}, "timeout_s": timeout_s,
                                 "output_cap": output_cap}
+        if shell != "sh":
+            args["shell"] = shell
         return ExecResult.model_validate(await self.request("exec", args, timeout_s=timeout_s + 30))
 
     @abc.abstractmethod

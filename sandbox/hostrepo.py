@@ -570,15 +570,20 @@ class TaskRepo:
         left_out = snap.left_out
         algo = hashlib.sha256 if len(parent) == 64 else hashlib.sha1
         root_fd = os.open(os.path.realpath(ws), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        changed: list[tuple[str, str, bytes]] = []
+        changed: list[tuple[str, str, bytes | str]] = []
+        attributes: dict[str, bytes] = {}
         try:
             for rel, entry in sorted(snap.entries.items()):
                 data = snapshot.read_entry(root_fd, entry, bounds.max_file_bytes)
+                if rel.rsplit("/", 1)[-1] == ".gitattributes" and entry.mode != "120000":
+                    attributes[rel] = data
                 oid = algo(b"blob %d\0" % len(data) + data).hexdigest()
                 if tracked.get(rel) != (entry.mode, oid):
                     changed.append((rel, entry.mode, data))
         finally:
             os.close(root_fd)
+        if attributes and changed:
+            changed = self._as_added(changed, attributes, tracked)
         deleted = sorted(p for p, (mode, _) in tracked.items()
                          if mode != "160000" and p not in snap.entries and p not in left_out)
         if not changed and not deleted:
@@ -589,9 +594,38 @@ class TaskRepo:
         return Imported(commit=commit, files=[shown(r) for r in sorted({r for r, _, _ in changed} | set(deleted))],
                         notes=snap.notes)
 
+    def _as_added(self, changed: list[tuple[str, str, bytes | str]], attributes: dict[str, bytes],
+                  tracked: dict[str, tuple[str, str]]) -> list[tuple[str, str, bytes | str]]:
+        """``changed`` as ``git add`` takes it: each file converted as the workspace's ``.gitattributes`` say (git's
+        built-in conversions: what a checkout wrote with ``eol=crlf`` is LF again in the blob; no filter driver is
+        configured here, so none runs) and written to the repository, its blob id in place of its bytes; one then
+        equal to the tracked blob is left out. git reads a private staging tree holding the attribute files and
+        the changed files' bytes, never the workspace. When git refuses (a ``working-tree-encoding`` the bytes are
+        not in), every file is taken as it is."""
+        files = [(rel, data) for rel, mode, data in changed  # (a name with a line break: taken as it is)
+                 if mode != "120000" and isinstance(data, bytes) and "\n" not in rel]
+        if not files:
+            return changed
+        staging = Path(tempfile.mkdtemp(prefix="bosun-attributes-"))
+        try:
+            for rel, data in [*attributes.items(), *files]:
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                (staging / rel).write_bytes(data)
+            proc = git(self.git_dir, "hash-object", "-w", "--stdin-paths", work_tree=staging, cwd=staging,
+                       input=b"".join(os.fsencode(rel) + b"\n" for rel, _data in files), check=False)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        oids = proc.stdout.decode().split()
+        if proc.returncode != 0 or len(oids) != len(files):
+            return changed
+        added = dict(zip((rel for rel, _data in files), oids, strict=True))
+        return [(rel, mode, added.get(rel, data)) for rel, mode, data in changed
+                if tracked.get(rel) != (mode, added.get(rel))]
+
     def _fast_import(self, ref: str, parent: str, message: str, deleted: list[str],
-                     changed: list[tuple[str, str, bytes]]) -> None:
-        """One commit on ``ref``: ``parent``'s tree with ``deleted`` removed and ``changed`` written."""
+                     changed: list[tuple[str, str, bytes | str]]) -> None:
+        """One commit on ``ref``: ``parent``'s tree with ``deleted`` removed and ``changed`` written (bytes, or the
+        id of a blob the repository has)."""
         msg = message.encode("utf-8", "replace")
         argv = ["git", f"--git-dir={self.git_dir}", "fast-import", "--quiet", "--force", "--done", "--date-format=now"]
         with tempfile.TemporaryFile() as errf:
@@ -605,6 +639,9 @@ class TaskRepo:
                 for rel in deleted:
                     w.write(b"D " + quote_path(rel) + b"\n")
                 for rel, mode, data in changed:
+                    if isinstance(data, str):  # a blob already in the repository
+                        w.write(b"M %s %s %s\n" % (mode.encode(), data.encode(), quote_path(rel)))
+                        continue
                     w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_path(rel), len(data)))
                     w.write(data)
                     w.write(b"\n")

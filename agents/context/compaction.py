@@ -14,6 +14,10 @@ transcript as is. A context note is added where a user message is valid: files r
 tests of the latest compacted test run, the pinned instructions (AGENTS.md & co.) again, and the refs. Earlier
 notes are replaced, never stacked. The result carries a ``CompactionEvent`` for history: token estimates before
 and after, every ref, and what was kept.
+
+Every replaced piece's first line ends with ``full text: sha256:...]``; :func:`compacted_ref` reads that ref
+back, so the scripted model (agents/providers/scripted.py) compares a replay with its recording as it was before
+compaction.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ EVENT_LIST_CAP = 200
 MESSAGE_CAP = 4000
 """Stage 3: assistant/user messages longer than this (characters) keep only their head."""
 EDIT_TOOLS = ("write_file", "str_replace", "apply_patch")
+_FULL_TEXT = re.compile(r"; full text: (sha256:[0-9a-f]{64})\]$")
+"""How the first line of every compacted output, argument or message ends: the ref of the text it replaced."""
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (?P<path>.+)$|^\*\*\* Move to: (?P<to>.+)$", re.M)
 
 
@@ -95,6 +101,16 @@ class CompactionResult(BaseModel):
     """Estimated tokens of ``messages``."""
     reason: str
     event: CompactionEvent | None = None
+
+
+def compacted_ref(text: str) -> str | None:
+    """The ``sha256:`` ref of the full text that compaction replaced by ``text`` (a compacted tool output, tool-call
+    argument or message), else None. The artifact store holds that text under the ref, so ``get_text(ref)`` is
+    exactly what stood there before."""
+    if not text.startswith(COMPACTED_MARK):
+        return None
+    match = _FULL_TEXT.search(text.partition("\n")[0])
+    return match.group(1) if match else None
 
 
 def needs_compaction(messages: list[Message], *, window_tokens: int, threshold: float = 0.7) -> bool:

@@ -12,6 +12,7 @@ A spec string selects the provider:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -123,19 +124,22 @@ def _http_provider(endpoint: Endpoint) -> Provider:
                                 extra_headers=dict(endpoint.headers))
 
 
-def _scripted(spec: ModelSpec, trajectory_text: str | None, agent_keys: list[str] | None) -> Provider:
+def _scripted(spec: ModelSpec, trajectory_text: str | None, agent_keys: list[str] | None,
+              fetch: Callable[[str], str] | None) -> Provider:
     turns = parse_trajectory(trajectory_text, spec.model) if trajectory_text is not None \
         else load_trajectory(spec.model)[1]
-    return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model)
+    return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model, fetch)
 
 
 def make_provider(spec: ModelSpec, *, trajectory_text: str | None = None, settings=None,
-                  agent_keys: list[str] | None = None) -> Provider:
+                  agent_keys: list[str] | None = None, fetch: Callable[[str], str] | None = None) -> Provider:
     """A new provider for a spec, with the keys, base URLs and headers the settings give; the caller closes it. A
     worker keeps its providers in a :class:`ProviderPool` instead. ``trajectory_text`` is the scripted trajectory's
-    content; ``agent_keys`` pick which agent's lines a scripted provider replays (first key with lines wins)."""
+    content; ``agent_keys`` pick which agent's lines a scripted provider replays (first key with lines wins);
+    ``fetch`` reads the artifact store, where a scripted provider finds the full text of what compaction
+    replaced."""
     if spec.kind == "scripted":
-        return _scripted(spec, trajectory_text, agent_keys)
+        return _scripted(spec, trajectory_text, agent_keys, fetch)
     return _http_provider(endpoint_for(spec, settings))
 
 
@@ -153,11 +157,11 @@ class ProviderPool:
         self.settings = settings
         self._providers: dict[Endpoint, Provider] = {}
 
-    def get(self, spec: ModelSpec, *, trajectory_text: str | None = None,
-            agent_keys: list[str] | None = None) -> Provider:
-        """The provider of ``spec``; the pool closes it, the caller does not."""
+    def get(self, spec: ModelSpec, *, trajectory_text: str | None = None, agent_keys: list[str] | None = None,
+            fetch: Callable[[str], str] | None = None) -> Provider:
+        """The provider of ``spec``; the pool closes it, the caller does not. (``fetch``: as for make_provider.)"""
         if spec.kind == "scripted":
-            return _scripted(spec, trajectory_text, agent_keys)
+            return _scripted(spec, trajectory_text, agent_keys, fetch)
         endpoint = endpoint_for(spec, self.settings)
         provider = self._providers.get(endpoint)
         if provider is None:

@@ -14,19 +14,27 @@ The provider is a pure function of the transcript: turn N of the agent's lines a
 fails loudly (ScriptDiverged) when the run diverges: more model calls than recorded turns, an unexpected tool
 result, a tool error the trajectory did not expect, or a transcript whose earlier tool calls differ from the
 recorded ones.
+
+Compaction (agents/context/compaction.py) rewrites what the model is given: an old tool call's long argument and a
+long tool output become a placeholder naming the ``sha256:`` ref of the text they replaced. The provider compares
+and checks the text the placeholder stands for, read back from the artifact store (``fetch``), so a faithful
+replay stays faithful however the transcript was compacted, and a divergence is still one: content-addressed, the
+ref names exactly the text that was there.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agents.context.compaction import compacted_ref
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
-from infra.errors import ConfigError, ScriptDiverged, describe_validation
+from infra.errors import BosunError, ConfigError, ScriptDiverged, describe_validation
 
 
 class Expectation(BaseModel):
@@ -102,11 +110,21 @@ def _export_doc(text: str) -> dict[str, Any] | None:
     return {"schema": EXPORT_SCHEMA, "agents": list(agents.values())}
 
 
+def _recorded_outcomes(calls: list[dict[str, Any]]) -> list[Expectation]:
+    """The results of a turn's calls as the export recorded them, to be met again: a call that failed (an edit
+    whose text was not found) fails again, one that succeeded succeeds. No expectation when any call's result is
+    not recorded."""
+    if not all(isinstance(c.get("is_error"), bool) and c.get("result_ref") for c in calls):
+        return []
+    return [Expectation(tool=c["name"], is_error=c["is_error"]) for c in calls]
+
+
 def turns_from_export(doc: dict[str, Any], source: str) -> list[ScriptedTurn]:
     """Each agent's turns of an export, keyed by the agent's first key (``planner``, ``fast_edit:median#1``...)."""
     turns: list[ScriptedTurn] = []
     for agent in doc.get("agents", []):
         keys = agent.get("agent_keys") or [agent.get("role") or "solo"]
+        previous: list[dict[str, Any]] = []
         for t in agent.get("turns", []):
             calls = []
             for c in t.get("tool_calls", []):
@@ -115,7 +133,9 @@ def turns_from_export(doc: dict[str, Any], source: str) -> list[ScriptedTurn]:
                     raise ConfigError(f"{source}: agent {agent.get('agent_id')} turn {t.get('turn')}: the arguments "
                                       f"of tool call {c.get('name')} were not exported ({args}); cannot replay")
                 calls.append(ScriptedCall(name=c["name"], arguments=args))
-            turns.append(ScriptedTurn(agent=keys[0], content=t.get("content") or "", tool_calls=calls))
+            turns.append(ScriptedTurn(agent=keys[0], content=t.get("content") or "", tool_calls=calls,
+                                      expect=_recorded_outcomes(previous)))
+            previous = t.get("tool_calls", [])
     if not turns:
         raise ConfigError(f"{source}: the exported run has no model turns to replay")
     return turns
@@ -174,13 +194,33 @@ def call_id(turn: int, index: int) -> str:
 class ScriptedProvider(Provider):
     """Replays a trajectory. Labelled ``scripted:`` everywhere it appears: it is not a language model."""
 
-    def __init__(self, turns: list[ScriptedTurn], source: str = "trajectory") -> None:
+    def __init__(self, turns: list[ScriptedTurn], source: str = "trajectory",
+                 fetch: Callable[[str], str] | None = None) -> None:
         self.turns = turns
         self.source = source
         self.name = f"scripted:{source}"
+        self.fetch = fetch
+        """Reads a ``sha256:`` ref from the artifact store: the full text behind a compacted placeholder."""
 
     def _diverged(self, turn: int, what: str) -> ScriptDiverged:
         return ScriptDiverged(f"scripted model ({self.source}) diverged at model turn {turn + 1}: {what}")
+
+    def _full(self, value: Any) -> Any:
+        """``value``, or when compaction replaced it, the text it replaced (as long as the store has it)."""
+        ref = compacted_ref(value) if isinstance(value, str) else None
+        if ref is None or self.fetch is None:
+            return value
+        try:
+            return self.fetch(ref)
+        except BosunError:
+            return value  # not in the store: the placeholder is compared as it is, and differs
+
+    def _same(self, got: ToolCall, want: ScriptedCall) -> bool:
+        """Whether a transcript's call is the recorded one: same name, same arguments, each argument compared as it
+        was before any compaction."""
+        return got.name == want.name and got.arguments.keys() == want.arguments.keys() and all(
+            value == want.arguments[key] or self._full(value) == want.arguments[key]
+            for key, value in got.arguments.items())
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec], *, max_tokens: int = 4096
                        ) -> ModelResponse:
@@ -191,12 +231,14 @@ class ScriptedProvider(Provider):
                                     f"{len(self.turns)} turns")
         # The transcript's earlier turns must be the recorded ones.
         for k, i in enumerate(assistant_idx):
-            got = [(c.name, c.arguments) for c in messages[i].tool_calls]
-            want = [(c.name, c.arguments) for c in self.turns[k].tool_calls]
-            if got != want:
+            calls, recorded = messages[i].tool_calls, self.turns[k].tool_calls
+            if len(calls) != len(recorded) or not all(map(self._same, calls, recorded)):
+                got = [(c.name, c.arguments) for c in calls]
+                want = [(c.name, c.arguments) for c in recorded]
                 raise self._diverged(n, f"the transcript's turn {k + 1} has tool calls {got}, recorded {want}")
         results = messages[assistant_idx[-1] + 1:] if assistant_idx else []
-        results = [m for m in results if m.role == "tool"]
+        # each result as the tool returned it: a compacted one is checked against its full text
+        results = [m.model_copy(update={"content": self._full(m.content)}) for m in results if m.role == "tool"]
         turn = self.turns[n]
         tool_names = {t.name for t in tools}
         for call in turn.tool_calls:

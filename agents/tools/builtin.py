@@ -111,7 +111,7 @@ BUILTIN_TOOLS = [
     Tool("apply_patch", "Edit files with a patch in the '*** Begin Patch' format: add, delete, update and move files; "
          "all operations apply or none.", ApplyPatchArgs, apply_patch, read_only=False, result=ApplyPatchResult,
          key=patch_write_key),
-    Tool("run_command", "Run a shell command in the repository (sandboxed, no network).", RunCommandArgs,
+    Tool("run_command", "Run a bash command in the repository (bash -c, sandboxed, no network).", RunCommandArgs,
          run_command, read_only=False, result=CommandResult),
     Tool("run_tests", "Run the test suite (pytest) and report passed and failed tests with failure messages.",
          RunTestsArgs, run_tests, read_only=False, result=TestRunResult),

@@ -35,7 +35,8 @@ _FIND_RUFF = ("if [ -x .venv/bin/ruff ]; then echo .venv/bin/ruff; "
 
 
 class RunCommandArgs(Args):
-    command: str = Field(description="Shell command, run with /bin/sh -c in the repository root, no network.")
+    command: str = Field(description="Bash command, run with /bin/bash -c (not a login shell) in the repository "
+                                     "root, no network.")
     timeout_s: float = Field(120, gt=0, le=3600, description="Seconds before the whole process tree is killed.")
 
 
@@ -56,8 +57,11 @@ def _format_exec(res) -> str:
 
 
 async def run_command(ctx: ToolContext, a: RunCommandArgs) -> ToolOutput:
+    """The model's command, in bash: models write bash (``[[ ]]``, arrays, ``set -o pipefail``, ``source``), which
+    POSIX sh runs differently or not at all. bosun's own command strings (run_tests' runners, checks, the
+    evaluation harness's scripts) stay POSIX sh."""
     res = await ctx.sandbox.exec(a.command, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
-                                 output_cap=ctx.output_cap, env=TEST_ENV)
+                                 output_cap=ctx.output_cap, env=TEST_ENV, shell="bash")
     state = "timed out" if res.timed_out else f"exit {res.exit_code}"
     result = CommandResult(exit_code=res.exit_code, timed_out=res.timed_out, truncated=res.truncated,
                            duration_s=res.duration_s)

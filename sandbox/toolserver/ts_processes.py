@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
     from typing import Any
 
 EXEC_MARKER_ENV = "BOSUN_EXEC_ID"
+SHELLS = {"sh": "/bin/sh", "bash": "/bin/bash"}
+"""What runs a command string (``exec``'s ``shell``): POSIX sh by default (bosun's own scripts), bash for the
+commands a model writes (``run_command``). Never a login shell: ``-l`` would source /etc/profile, which resets PATH
+(the environment's virtualenv would drop out of it) and, under bwrap without an environment, the host's
+/etc/profile.d."""
 SCAN_INTERVAL_S = 0.02
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
@@ -292,8 +297,12 @@ class _Capture:
 
 
 def op_exec(ws: Workspace, args: dict[str, Any], tracker: ProcessTracker) -> dict[str, Any]:
-    """Run a command (argv list, or a string run by /bin/sh -c) with a timeout and capped output."""
+    """Run a command (argv list, or a string run by ``SHELLS[shell] -c``: /bin/sh by default, /bin/bash with
+    ``shell: bash``) with a timeout and capped output."""
     cmd = _arg(args, "cmd", (list, str))
+    shell = _arg(args, "shell", str, "sh")
+    if shell not in SHELLS:
+        raise invalid(f"argument 'shell' must be one of {', '.join(SHELLS)}, got {shell[:40]!r}")
     cwd_arg = _arg(args, "cwd", str, None)
     env_arg = _arg(args, "env", dict, {})
     timeout_s = float(_arg(args, "timeout_s", (int, float), 60.0))
@@ -301,11 +310,16 @@ def op_exec(ws: Workspace, args: dict[str, Any], tracker: ProcessTracker) -> dic
     if isinstance(cmd, list):
         if not cmd or not all(isinstance(a, str) for a in cmd):
             raise invalid("argument 'cmd' must be a non-empty list of strings or a shell command string")
+        if shell != "sh":
+            raise invalid("argument 'shell' applies to a command string only, and 'cmd' is an argument list")
         argv = list(cmd)
     else:
         if not cmd.strip():
             raise invalid("argument 'cmd' is an empty command")
-        argv = ["/bin/sh", "-c", cmd]
+        argv = [SHELLS[shell], "-c", cmd]
+        if not os.path.isfile(argv[0]):
+            raise ToolError(f"cannot run the command: this sandbox has no {shell} ({argv[0]} is missing from its "
+                            "root file system)")
     if timeout_s <= 0:
         raise invalid("argument 'timeout_s' must be positive")
     if cap < 0:

@@ -69,6 +69,7 @@ async def test_collect_leaves_out_the_files_the_environment_put_there_that_git_d
     """A build whose products git does not ignore (no ``*.so`` in .gitignore): workspaces get them, and the import of
     an agent's work leaves them out, by the record's list, never a tracked file."""
     from activities.models import CollectInput
+    from infra.artifacts import ArtifactStore
     from infra.settings import Settings
     from sandbox.environments.models import EnvRecord, EnvSpec
     from sandbox.environments.store import EnvStore
@@ -88,7 +89,7 @@ async def test_collect_leaves_out_the_files_the_environment_put_there_that_git_d
         test_command="pytest", rootfs=str(tmp_path / "rootfs"), backend_refs={"bwrap": str(tmp_path / "envroot")},
         seed=True, seed_unignored=["build/", "calc/_speedups.so", "calc/stats.py", "weird [x]*.txt "]))
     settings = Settings(data_dir=tmp_path / "data", env_cache=tmp_path / "envs")
-    acts = workspace.WorkspaceActivities(settings, store=None,  # type: ignore[arg-type]  # (unused here)
+    acts = workspace.WorkspaceActivities(settings, store=ArtifactStore(settings.artifacts_dir),
                                          sandboxes=SandboxManager("bwrap", "unused"))
     repo = TaskRepo(settings.workspaces_dir, "wf")
     base = repo.prepare(str(make_example_repo(tmp_path / "src")), "HEAD")

@@ -278,3 +278,63 @@ def test_a_second_run_with_the_same_id_continues_on_the_branch(stack, example_re
     assert result["tests_before"]["green"]  # it started where the first run ended
     assert result["status"] == "succeeded" and result["branch"] == "bosun/it-continue"
     assert "+def mode(values" in result["diff"] and "ordered[middle - 1] + ordered[middle]" in result["diff"]
+
+
+
+def _long_arguments_then_long_outputs() -> list[dict]:
+    """The issue's repro: one run_command whose heredoc is over compaction's argument cap (1,200 characters), a
+    write_file over it too, then four turns whose outputs push the transcript past the scripted profile's window, so
+    that the long calls' turns are old when compaction runs."""
+    body = "\n".join(f"line {i:03d}: the quick brown fox jumps over the lazy dog" for i in range(27))
+    command = f"cat > notes.txt <<'EOF'\n{body}\nEOF"
+    content = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(60))
+    assert len(command) > 1200 and len(content) > 1200
+    turns = [{"content": "Writing the notes.", "tool_calls": [{"name": "run_command", "arguments": {
+                 "command": command}}]},
+             {"content": "Writing the module.", "tool_calls": [{"name": "write_file", "arguments": {
+                 "path": "calc/many.py", "content": content}}]}]
+    turns += [{"content": f"Counting {n}.", "tool_calls": [{"name": "run_command",
+                                                             "arguments": {"command": "seq 1 2500"}}]}
+              for n in range(4)]
+    turns.append({"expect": [{"tool": "run_command", "contains": "\n2500\n"}], "content": "Done."})
+    return turns
+
+
+@pytest.fixture(scope="module")
+def long_arguments_run(stack, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("long-args")
+    traj = tmp / "long.jsonl"
+    traj.write_text("\n".join(json.dumps(t) for t in _long_arguments_then_long_outputs()) + "\n")
+    return run_example(stack, make_example_repo(tmp / "calc"), "it-long-args", trajectory=traj)
+
+
+def test_a_replay_survives_compaction_of_long_arguments(stack, long_arguments_run):
+    """Compaction stores the long old tool-call arguments and leaves placeholders in the transcript; the replay still
+    matches the recording (and a last output compacted to its summary still meets the trajectory's expectation),
+    so the agent's work is kept."""
+    proc = long_arguments_run
+    assert proc.returncode == 1, proc.stderr + proc.stdout  # the example's tests still fail: nothing was fixed
+    result = json.loads(proc.stdout)
+    assert result["agent"]["status"] == "done", result["agent"]
+    assert result["files_changed"] == ["calc/many.py", "notes.txt"]
+    assert "+line 026: the quick brown fox" in result["diff"] and "+def f59(x):" in result["diff"]
+    steps = json.loads(stack.bosun("history", "it-long-args", "--json").stdout)
+    agent = next(c for c in steps["children"] if c["kind"] == "child")
+    comps = [c["result"]["compaction"] for c in agent["children"]
+             if c["name"] == "model_call" and c["result"].get("compaction")]
+    events = [json.loads((stack.data_dir / "artifacts" / c["event_ref"][7:9] / c["event_ref"][7:]).read_text())
+              for c in comps]
+    stored = {s["what"] for e in events for s in e["stored"]}
+    assert {"argument:command", "argument:content", "output"} <= stored
+
+
+def test_an_export_of_a_run_with_long_arguments_replays_to_the_same_diff(stack, long_arguments_run, tmp_path):
+    assert long_arguments_run.returncode == 1, long_arguments_run.stderr
+    out = tmp_path / "run.json"
+    exported = stack.bosun("export", "it-long-args", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    again = run_example(stack, make_example_repo(tmp_path / "calc"), "it-long-args-replay", trajectory=out)
+    assert again.returncode == 1, again.stderr + again.stdout
+    replayed = json.loads(again.stdout)
+    assert replayed["agent"]["status"] == "done", replayed["agent"]
+    assert replayed["diff"] == json.loads(long_arguments_run.stdout)["diff"]

@@ -164,6 +164,31 @@ def test_import_reads_links_and_names_as_data(task):
     assert shown == "/etc/shadow"  # the link's target, never the file it points to
 
 
+def test_import_takes_files_as_git_add_does_with_the_attributes_eol(tmp_path):
+    """A repository whose .gitattributes says ``*.bat text eol=crlf`` (pytest's): the checkout writes CRLF, the
+    import takes the files back as git add does (LF blobs), so an untouched file is no change and an edited one
+    is stored with LF, the attributes' own conversions only."""
+    src = make_example_repo(tmp_path / "src")
+    (src / ".gitattributes").write_text("*.bat text eol=crlf\n")
+    (src / "run.bat").write_text("echo one\necho two\n")
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "bat"], cwd=src, check=True)
+    repo = TaskRepo(tmp_path / "workspaces", "task-crlf")
+    base = repo.prepare(str(src), "HEAD")
+    ws = repo.materialize("a", base)
+    assert (ws / "run.bat").read_bytes() == b"echo one\r\necho two\r\n"  # what a checkout writes
+    assert repo.import_run("a", base, "nothing").commit is None
+    (ws / "calc" / "stats.py").write_text("x = 1\n")
+    imported = repo.import_run("a", base, "one file")
+    assert imported.files == ["calc/stats.py"]
+    (ws / "run.bat").write_bytes(b"echo one\r\necho three\r\n")
+    imported = repo.import_run("a", base, "the bat")
+    assert imported.files == ["calc/stats.py", "run.bat"]
+    shown = subprocess.run(["git", f"--git-dir={repo.git_dir}", "cat-file", "blob", f"{imported.commit}:run.bat"],
+                           capture_output=True, check=True).stdout
+    assert shown == b"echo one\necho three\n"
+
+
 def test_import_is_bounded(task):
     repo, base = task
     ws = repo.materialize("a", base)

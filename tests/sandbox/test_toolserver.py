@@ -250,6 +250,10 @@ async def test_exec_invalid_arguments(bwrap_sandbox: Sandbox) -> None:
         await bwrap_sandbox.request("exec", {"cmd": [], "timeout_s": 1})
     with pytest.raises(InvalidArguments):
         await bwrap_sandbox.request("exec", {"cmd": "true", "timeout_s": -1})
+    with pytest.raises(InvalidArguments, match="'shell' must be one of sh, bash, got 'zsh'"):
+        await bwrap_sandbox.exec("true", shell="zsh", timeout_s=1)
+    with pytest.raises(InvalidArguments, match="'shell' applies to a command string only"):
+        await bwrap_sandbox.exec(["true"], shell="bash", timeout_s=1)
 
 
 # -- pure functions of the tool server (no processes involved) --------------------------------------------------

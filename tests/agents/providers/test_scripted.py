@@ -142,3 +142,101 @@ def test_an_export_replays_in_both_forms():
         parse_trajectory(json.dumps(bad), "run.json")
     with pytest.raises(ConfigError, match="no model turns"):
         parse_trajectory(json.dumps(_export(turns=[])), "run.json")
+
+
+# ---- replays through compaction -----------------------------------------------------------------------------------
+
+HEREDOC = "cat > notes.txt <<'EOF'\n" + "\n".join(
+    f"line {i:03d}: the quick brown fox jumps over the lazy dog" for i in range(27)) + "\nEOF"
+SEQ_OUTPUT = "exit code: 0\nstdout:\n" + "".join(f"{i}\n" for i in range(1, 2501))
+
+
+def _heredoc_run(last_expect: str = "\n2500\n") -> list[dict]:
+    """The issue's repro: a run_command over compaction's argument cap, then four commands with long outputs."""
+    turns = [{"content": "notes", "tool_calls": [{"name": "run_command", "arguments": {"command": HEREDOC}}]}]
+    turns += [{"content": f"count {n}", "tool_calls": [{"name": "run_command", "arguments": {"command": "seq 1 2500"}}]}
+              for n in range(4)]
+    return [*turns, {"expect": [{"tool": "run_command", "contains": last_expect}], "content": "done"}]
+
+
+async def _drive(turns: list[dict], tmp_path, *, fetch: bool = True):
+    """Run the agent loop's pure part (agents/turn.py, as the model-call activity does) against the scripted
+    provider with a real artifact store, each command 'returning' its output above; returns the compaction events,
+    the last call's messages and tools, and the store."""
+    from agents.tools.builtin import default_registry
+    from agents.turn import ToolResultText, first_messages, prepare, settle
+    from infra.artifacts import ArtifactStore
+
+    artifacts = ArtifactStore(tmp_path / "artifacts")
+    outputs = {HEREDOC: "exit code: 0", "seq 1 2500": SEQ_OUTPUT}
+    reg, model = default_registry(), "scripted:t.jsonl"
+    replayed = ScriptedProvider(parse_trajectory("\n".join(json.dumps(t) for t in turns)),
+                                fetch=artifacts.get_text if fetch else None)
+    transcript = first_messages("solo", model, "write the notes", reg)
+    results: list[ToolResultText] = []
+    events = []
+    for _ in turns:
+        req = prepare(transcript, results, [], role_name="solo", model=model, base=reg,
+                      store_put=artifacts.put_text)
+        events.append(req.compaction)
+        out = settle(req, await replayed.complete(req.messages, req.tools), model)
+        transcript = out.transcript
+        results = [ToolResultText(c.id, c.name, outputs[c.arguments["command"]]) for c, _ in out.calls]
+    return events, req, artifacts
+
+
+async def test_a_replay_survives_compaction_of_arguments_and_outputs(tmp_path):
+    events, _, _ = await _drive(_heredoc_run(), tmp_path)
+    stored = [s for e in events if e for s in e.stored]
+    # the heredoc's argument and the last output were both replaced in what the model was given
+    assert any(s.what == "argument:command" and s.chars == len(HEREDOC) for s in stored)
+    assert any(s.what == "output" for s in stored)
+
+
+async def test_a_divergence_is_still_caught_under_compaction(tmp_path):
+    _, last, artifacts = await _drive(_heredoc_run(), tmp_path)
+    assert "[compacted command: " in str(last.messages[2].tool_calls[0].arguments)
+    other = _heredoc_run()
+    other[0]["tool_calls"][0]["arguments"]["command"] = HEREDOC.replace("line 013", "line 0l3")  # one character
+    judge = ScriptedProvider(parse_trajectory("\n".join(json.dumps(t) for t in other)), fetch=artifacts.get_text)
+    with pytest.raises(ScriptDiverged, match=r"turn 1 has tool calls .*\[compacted command: 1,4\d\d chars"):
+        await judge.complete(last.messages, last.tools)
+    # a compacted result is checked against its full text: what that does not contain still diverges
+    with pytest.raises(ScriptDiverged, match="does not contain '\\\\n2501\\\\n'"):
+        await _drive(_heredoc_run(last_expect="\n2501\n"), tmp_path)
+    # without the store a placeholder cannot stand for the recorded text: a divergence, never a silent pass
+    with pytest.raises(ScriptDiverged, match="turn 1 has tool calls"):
+        await _drive(_heredoc_run(), tmp_path, fetch=False)
+
+
+def test_compacted_ref_reads_only_what_compaction_wrote():
+    from agents.context.compaction import compacted_ref
+
+    ref = "sha256:" + "ab" * 32
+    assert compacted_ref(f"[compacted command: 1,486 chars, 28 lines; full text: {ref}]") == ref
+    assert compacted_ref(f"[compacted run_command output: 9 chars (~2 tokens); full text: {ref}]\nsummary") == ref
+    assert compacted_ref(f"[compacted user message: 5,000 chars; full text: {ref}]\nhead\n[...]") == ref
+    assert compacted_ref(f"echo '[compacted command: 3 chars; full text: {ref}]'") is None  # not at the start
+    assert compacted_ref("[compacted command: 3 chars; full text: sha256:abc]") is None  # not a ref
+    assert compacted_ref(f"[compacted x: 1 chars]\nfull text: {ref}]") is None  # not on the first line
+
+
+async def test_an_export_replays_its_recorded_tool_errors():
+    """A real model's run has failed calls (an edit whose text was not there): the replay expects each recorded
+    outcome again, so it replays, and a call whose outcome differs from the recording is a divergence."""
+    ref = "sha256:" + "0" * 64
+    doc = _export(turns=[
+        {"turn": 1, "content": "edit", "tool_calls": [
+            {"name": "read_file", "arguments": {"path": "a.py"}, "is_error": False, "result_ref": ref},
+            {"name": "read_file", "arguments": {"path": "b.py"}, "is_error": True, "result_ref": ref}]},
+        {"turn": 2, "content": "done", "tool_calls": []}])
+    turns = parse_trajectory(json.dumps(doc), "run.json")
+    assert [(e.tool, e.is_error) for e in turns[1].expect] == [("read_file", False), ("read_file", True)]
+    msgs = convo("def f") + [Message(role="tool", content="ToolFailed: no b.py", tool_call_id="call_0_1",
+                                     name="read_file", is_error=True)]
+    msgs[2].tool_calls.append(ToolCall(id="call_0_1", name="read_file", arguments={"path": "b.py"}))
+    done = await ScriptedProvider(turns).complete(msgs, TOOLS)
+    assert done.message.content == "done"
+    msgs[-1] = msgs[-1].model_copy(update={"is_error": False, "content": "1| b"})
+    with pytest.raises(ScriptDiverged, match="returned a success, the trajectory expected is_error=True"):
+        await ScriptedProvider(turns).complete(msgs, TOOLS)
