@@ -154,6 +154,8 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         reasons.append(Reason(field="python", value=python,
                               source=f"{why}" + (f" (from {', '.join(src + sources)})" if src or sources else "")))
 
+    pyconfig.apply_tox(facts, python)  # (lines for some tox environments: those of this interpreter's apply)
+
     # -- the test command ------------------------------------------------------------------------------------
     test, why = testcmd.choose(declared.test_command if declared else None, facts.tox_commands,
                                facts.pytest_config, paths, facts.testpaths)

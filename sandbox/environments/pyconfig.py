@@ -81,6 +81,9 @@ class Facts:
     testpaths: list[str] = field(default_factory=list)
     tox_commands: list[str] = field(default_factory=list)
     tox_extras: list[str] = field(default_factory=list)
+    tox_conditional: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """(key, condition, value, source) of tox ``[testenv]`` lines with a factor condition (``!pypy: -r x.txt``):
+    whether they apply depends on the environment's factors, known once its interpreter is (``apply_tox``)."""
     scm: list[str] = field(default_factory=list)
     compiled: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -331,23 +334,100 @@ def read_tox(text: str, f: Facts, name: str = "tox.ini") -> None:
     if not cfg.has_section("testenv"):
         return
     env = dict(cfg.items("testenv"))
-    for dep in lines(env.get("deps", "")):
-        dep = dep.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
-        if re.match(r"^[\w,.-]+:\s", dep):  # factor-conditional (py37: foo): for some environments only
-            continue
+    for key in ("deps", "extras", "commands"):
+        for line in lines(env.get(key, "")) if key != "extras" else _extras_lines(env.get(key, "")):
+            m = FACTOR_LINE.match(line)
+            if m:
+                f.tox_conditional.append((key, m.group(1), m.group(2).strip(), f"{name} [testenv] {key}"))
+            else:
+                _tox_line(key, line, f, f"{name} [testenv] {key}")
+
+
+FACTOR_LINE = re.compile(r"^([!\w{},.-]+):\s+(.*)$")
+"""A tox line with a factor condition: ``py38,py39: x``, ``py38-django31: x``, ``!pypy: x``, ``py{37,38}: x``."""
+
+
+def _extras_lines(value: str) -> list[str]:
+    """tox's ``extras``: one per line, or comma-separated on a line without a factor condition."""
+    out = []
+    for line in lines(value):
+        out += [line] if FACTOR_LINE.match(line) else [e for e in re.split(r"[\s,]+", line) if e]
+    return out
+
+
+def _tox_line(key: str, value: str, f: Facts, source: str) -> None:
+    """One applying line of tox's ``deps``, ``extras`` or ``commands``."""
+    if key == "extras":
+        if "{" not in value and re.fullmatch(r"[\w.-]+", value):
+            f.tox_extras.append(value)
+    elif key == "commands":
+        f.tox_commands.append(value)
+    else:
+        dep = value.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
         if dep.startswith(("-r", "--requirement")):
             path = dep.split(None, 1)[1] if " " in dep else dep[2:]
-            f.requirement_files.append((path.strip().lstrip("./"), f"{name} [testenv] deps"))
-        elif dep.startswith(("-e", "-c", "--")) or dep in (".", "..") or "{" in dep:
-            continue
+            f.requirement_files.append((path.strip().lstrip("./"), source))
+        elif dep.startswith(("-e", "-c", "--", "!")) or dep in (".", "..") or "{" in dep:
+            return
         else:
-            f.test_requires.append((dep, f"{name} [testenv] deps"))
-    for extra in re.split(r"[\s,]+", env.get("extras", "")):
-        if extra and not re.match(r"^[\w,.-]+:", extra) and "{" not in extra:
-            f.tox_extras.append(extra)
-    for cmd in lines(env.get("commands", "")):
-        if not re.match(r"^[\w,.-]+:\s", cmd):
-            f.tox_commands.append(cmd)
+            f.test_requires.append((dep, source))
+
+
+def _expand_braces(text: str, limit: int = 64) -> list[str]:
+    """tox's generative names: ``py{37,38}-x`` -> ``py37-x``, ``py38-x`` (at most ``limit``)."""
+    m = re.search(r"\{([^{}]*)\}", text)
+    if m is None:
+        return [text]
+    out: list[str] = []
+    for alt in m.group(1).split(","):
+        out += _expand_braces(text[:m.start()] + alt.strip() + text[m.end():], limit)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def factor_condition(condition: str, factors: set[str]) -> bool:
+    """Whether a tox factor condition holds in an environment with ``factors``, as tox reads it: terms separated by
+    ``,`` (any of them), each term factors joined by ``-`` (all of them), a factor negated by a leading ``!``;
+    ``{a,b}`` generates terms."""
+    terms = [t for part in _split_top(condition) for t in _expand_braces(part)]
+    for term in terms:
+        parts = [p for p in term.split("-") if p]
+        if parts and all((p[1:] not in factors) if p.startswith("!") else (p in factors) for p in parts):
+            return True
+    return False
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside braces."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    return [p.strip() for p in [*out, text[start:]] if p.strip()]
+
+
+def tox_factors(python: str) -> set[str]:
+    """The factors of the environment bosun builds, as tox names a CPython environment for ``python`` (``3.9``):
+    ``py39`` (and the ``py3`` and ``py`` of older tox files); never ``pypy``, a platform or a feature factor."""
+    major, _, minor = python.partition(".")
+    return {"py", f"py{major}", f"py{major}{minor}", f"py{major}.{minor}"}
+
+
+def apply_tox(f: Facts, python: str) -> list[tuple[str, str, str]]:
+    """Add the factor-conditional tox lines that apply to a ``python`` environment (as if unconditional); the
+    (key, value, source) of those added."""
+    factors = tox_factors(python)
+    added = []
+    for key, condition, value, source in f.tox_conditional:
+        if factor_condition(condition, factors):
+            why = f"{source} ({condition}: holds for a py{python.replace('.', '')} environment)"
+            _tox_line(key, value, f, why)
+            added.append((key, value, why))
+    return added
 
 
 def plugins_for(options: list[str], ini_keys: list[str]) -> list[tuple[str, str]]:

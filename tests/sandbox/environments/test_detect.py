@@ -91,6 +91,51 @@ commands =
     assert "Werkzeug==0.15" not in spec.requirements  # a factor-conditional dependency
 
 
+PYLINT_2_15_TOX = """
+[tox]
+minversion = 3.0
+envlist = formatting, py37, py38, py39, py310, pypy, benchmark
+
+[testenv:pylint]
+deps =
+    -r {toxinidir}/requirements_test.txt
+
+[testenv]
+setenv =
+    COVERAGE_FILE = {toxinidir}/.coverage.{envname}
+deps =
+    !pypy: -r {toxinidir}/requirements_test.txt
+    pypy: -r {toxinidir}/requirements_test_min.txt
+commands =
+    ; Run tests, ensuring all benchmark tests do not run
+    pytest --benchmark-disable {toxinidir}/tests/ {posargs:}
+"""
+"""pylint 2.15's tox.ini (pylint-dev/pylint at ca80f03a, SWE-bench Verified's pylint-dev__pylint-6903), trimmed."""
+
+
+def test_tox_factor_conditions_are_read_as_tox_reads_them():
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pylint')\n", "tox.ini": PYLINT_2_15_TOX,
+             "requirements_test.txt": "-r requirements_test_min.txt\ncoverage~=6.4\n",
+             "requirements_test_min.txt": "pytest~=7.1\n"}
+    det = spec_of(files, when=D2023)
+    spec = det.spec
+    # "!pypy:" holds for a CPython environment: its file is a requirement file, never a requirement line
+    assert "requirements_test.txt" in spec.requirement_files
+    assert not any(r.startswith("!") or ":" in r.split("@")[0] for r in spec.requirements + spec.guessed)
+    tox_reasons = [r for r in reasons(det, "requirement_files") if "tox.ini" in r]
+    assert tox_reasons == ["tox.ini [testenv] deps (!pypy: holds for a py39 environment)"]  # "pypy:" does not
+
+
+@pytest.mark.parametrize("condition, holds", [
+    ("!pypy", True), ("pypy", False), ("py39", True), ("py38,py39", True), ("py39-django", False),
+    ("!py39", False), ("py{38,39}", True), ("py{37,38}", False), ("py38,!pypy-!lin", True), ("py38,!pypy-lin", False),
+    ("py3", True), ("lowest", False), ("!lowest-py{38,39}", True)])
+def test_factor_conditions(condition: str, holds: bool):
+    from sandbox.environments.pyconfig import factor_condition, tox_factors
+
+    assert factor_condition(condition, tox_factors("3.9")) is holds
+
+
 def test_own_runner_when_pytest_is_not_configured():
     det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "runtests.py": "print(1)\n",
                    "x/tests/test_a.py": "import unittest\n"})
