@@ -13,6 +13,9 @@ interpreter became common (``bump``):
 - a requirement guessed from the tests' imports is unknown to the index: it is dropped; when nothing else can be
   moved and soft requirements (guesses, a Pipfile's dev packages) remain, the attempt goes on without them;
 - a package with no release before the date at all (removed and uploaded again later) is taken as of that upload;
+- a requirement from a version control repository (``git+https://...``) that cannot be fetched (the build reaches
+  package indexes only, or the repository is gone) is taken from the index under its name (``name @ git+...``,
+  ``#egg=name``, else the repository's name), and the log says so;
 - the tests' collection fails inside pytest itself (written for an older pytest): one major version back.
 
 Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
@@ -67,6 +70,11 @@ UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
 NEVER_MOVED = {"pip", "setuptools", "wheel", "pkg-resources"}
 PYTEST_OWN = {"pytest", "pluggy", "py"}
 PYTEST_VERSION = re.compile(r"pytest (?:version )?(\d+)\.(\d+)")
+VCS = re.compile(r"^\s*(?:([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*@\s*)?(?:git|hg|svn|bzr)\+(\S+)")
+"""A requirement from a version control repository: ``name @ git+URL`` or a bare ``git+URL``."""
+VCS_FAILED = re.compile(r"Git operation failed|failed to (?:clone|fetch) into|Git executable not found|"
+                        r"Failed to download and build `[^`]*@ (?:git|hg|svn|bzr)\+", re.I)
+"""The installer could not fetch a version control repository."""
 
 
 class StepRunner(Protocol):
@@ -103,6 +111,8 @@ class Plan:
     collect_rounds: int = 0
     pytest_version: tuple[int, int] | None = None
     """From ``pytest --version``."""
+    from_index: dict[str, str] = field(default_factory=dict)
+    """Requirements from a version control repository that could not be fetched -> the index's name instead."""
 
     def summary(self) -> str:
         parts = []
@@ -113,6 +123,8 @@ class Plan:
             parts.append(f"added: {', '.join(self.added)}")
         if self.dropped:
             parts.append(f"dropped: {', '.join(sorted(self.dropped))}")
+        if self.from_index:
+            parts.append(f"from the index, their repositories out of reach: {', '.join(self.from_index.values())}")
         return f" ({'; '.join(parts)})" if parts else ""
 
 
@@ -256,7 +268,26 @@ def requirements_text(spec: EnvSpec, plan: Plan) -> str:
     reqs = list(spec.requirements) + plan.added
     if plan.attempt.optional:
         reqs += [g for g in spec.guessed if g not in plan.dropped]
+    reqs = [plan.from_index.get(r, r) for r in reqs]
     return "".join(f"{r}\n" for r in dict.fromkeys(reqs) if r.strip() and not r.strip().startswith("-"))
+
+
+def index_name(requirement: str) -> str | None:
+    """The name a requirement from a version control repository has on a package index: ``name @ git+URL`` ->
+    name, ``git+URL#egg=name`` -> name, else the repository's without a ``-python`` suffix
+    (``.../html5lib-python`` -> ``html5lib``); None for a requirement that is not one."""
+    m = VCS.match(requirement)
+    if m is None:
+        return None
+    if m.group(1):
+        return m.group(1)
+    url = m.group(2).split("#", 1)
+    egg = re.search(r"(?:^|&)egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url[1]) if len(url) > 1 else None
+    if egg:
+        return egg.group(1)
+    repo = url[0].split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    repo = re.sub(r"[-_.]python$", "", repo, flags=re.I)
+    return repo if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", repo) else None
 
 
 def collect_command(spec: EnvSpec, sample: list[str] | None = None) -> list[str]:
@@ -292,6 +323,15 @@ def implicated(text: str) -> str | None:
 
 def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
     """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
+    if VCS_FAILED.search(text):
+        vcs = {r: name for r in spec.requirements + spec.guessed + plan.added
+               if r not in plan.from_index and (name := index_name(r))}
+        if vcs:
+            plan.from_index.update(vcs)
+            why = VCS_FAILED.search(text)
+            note(f"cannot fetch from version control ({why.group(0) if why else ''}): "
+                 + "; ".join(f"{name} from the index instead of {r.strip()}" for r, name in vcs.items()))
+            return True
     names = {req_name(m) for m in UNKNOWN_PACKAGE.findall(text)}
     unknown = {r for r in spec.guessed + plan.added if req_name(r) in names} - plan.dropped
     if unknown:

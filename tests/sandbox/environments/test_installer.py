@@ -240,3 +240,38 @@ def test_an_added_module_that_does_not_build_is_dropped_not_the_environment():
     failed = "error: Failed to build `cupy==13.2.0`\n  cause: The build backend returned an error\n"
     assert adjust_install(OLD, plan, failed, notes.append)
     assert plan.added == [] and "cupy" in plan.dropped and "do not build here" in notes[0]
+
+
+GIT_UNREACHABLE = """   Updating https://github.com/html5lib/html5lib-python (HEAD)
+error: Git operation failed
+  cause: failed to clone into: /root/.cache/uv/git-v2/db/653135f311a8bdb8
+  cause: process didn't exit successfully: `/usr/bin/git fetch --force --update-head-ok \
+'https://github.com/html5lib/html5lib-python' '+HEAD:refs/remotes/origin/HEAD'` (exit status: 128)
+         --- stderr
+         fatal: unable to access 'https://github.com/html5lib/html5lib-python/': Could not resolve host: github.com
+"""
+"""uv's words for Sphinx 3.1's tox dependency ``git+https://github.com/html5lib/html5lib-python`` on a host that
+reaches package indexes only."""
+
+
+def test_a_repository_requirement_that_cannot_be_fetched_comes_from_the_index():
+    spec = OLD.model_copy(update={"requirements": ["pytest", "git+https://github.com/html5lib/html5lib-python",
+                                                   "docutils-stubs @ git+https://example.org/stubs.git@v1"]})
+    plan, notes = Plan(attempts_for(spec)[0]), []
+    assert "git+https://github.com/html5lib/html5lib-python\n" in requirements_text(spec, plan)
+    assert adjust_install(spec, plan, GIT_UNREACHABLE, notes.append)
+    text = requirements_text(spec, plan)
+    assert "html5lib\n" in text and "docutils-stubs\n" in text and "git+" not in text
+    assert "html5lib from the index instead of git+https://github.com/html5lib/html5lib-python" in notes[0]
+    assert "from the index, their repositories out of reach: html5lib, docutils-stubs" in plan.summary()
+    assert not adjust_install(spec, plan, GIT_UNREACHABLE, notes.append)  # nothing more to take from the index
+
+
+def test_the_index_name_of_a_repository_requirement():
+    from sandbox.environments.installer import index_name
+
+    assert index_name("git+https://github.com/html5lib/html5lib-python") == "html5lib"
+    assert index_name("html5lib @ git+https://github.com/html5lib/html5lib-python@master") == "html5lib"
+    assert index_name("git+https://github.com/pytest-dev/pytest.git@main#egg=pytest-dev&subdirectory=x") == "pytest-dev"
+    assert index_name("hg+https://hg.example.org/python-dateutil") == "python-dateutil"
+    assert index_name("pytest>=3") is None
