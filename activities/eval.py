@@ -24,10 +24,11 @@ from activities.heartbeat import Progress, heartbeating
 from agents.evaluation.harness import (
     PREDICTION,
     TEST_PATCH,
-    apply_command,
+    apply_script,
     generic_recipe,
     judging_script,
     needs_rebuild,
+    prediction_files,
     reset_files,
     statuses,
 )
@@ -409,8 +410,9 @@ class EvalActivities:
                       base_commit: str, given: tuple[str, str, str, Recipe]) -> Judging:
         """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
         is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
-        overlap; then the recipe's edits and the prediction applied in the sandbox (``git apply`` and its
-        fallbacks: no code of the prediction's runs). Whatever was made is removed again when this fails."""
+        overlap; then the recipe's edits (committed) and the prediction applied in the sandbox (``git apply``
+        and its fallbacks, agents/evaluation/harness.py: no code of the prediction's runs). Whatever was made is
+        removed again when this fails."""
         phases: dict[str, float] = {}
         t0 = time.monotonic()
         if (earlier := self._cleanups.get(key)) is not None:
@@ -432,10 +434,11 @@ class EvalActivities:
             t1 = time.monotonic()
             phases["workspace"] = t1 - t0
             # what git in the sandbox reads (its repository holds only trees): the files the judging script
-            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
-            # lent while the sandbox starts, before anything runs in it
+            # resets, those the prediction names (the apply's retries reset them, --3way merges from them), and
+            # everything when a rebuild runs (a build may read the commit with git: setuptools_scm); lent while
+            # the sandbox starts, before anything runs in it
             lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, base_commit,
-                                                  reset_files(instance.test_patch),
+                                                  reset_files(instance.test_patch) + prediction_files(patch),
                                                   everything=needs_rebuild(recipe, patch)))
             # The sandbox starts while the files are checked out (SandboxManager.get: filling).
             checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit,
@@ -446,10 +449,10 @@ class EvalActivities:
             t2 = time.monotonic()
             phases["ready"] = t2 - t1
             judging = Judging(repo=repo, box=box, running=running, template=template, phases=phases, given=given)
-            if recipe.workspace_edits:
-                await judging.step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
             await box.write(PREDICTION, _text(patch))
-            applied = await judging.step(f"apply the prediction: {apply_command()}", apply_command(), 300)
+            script = apply_script(recipe)
+            applied = await judging.step(f"the recipe's edits, committed, and the prediction applied:\n{script}",
+                                         script, 300)
             judging.applied = applied.exit_code == 0
             phases["apply"] = time.monotonic() - t2
         except BaseException:

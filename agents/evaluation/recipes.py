@@ -77,8 +77,10 @@ class Recipe(BaseModel):
     build_edits: list[str] = []
     """Shell commands run in the source tree before the install (the harness's pre_install edits of build files)."""
     workspace_edits: list[str] = []
-    """Shell commands run in every evaluation workspace before the prediction is applied (the harness's edits of
-    tracked files that stay in its working tree, e.g. ``-rA`` in Sphinx's tox.ini)."""
+    """The harness's edits of tracked files (its ``pre_install`` seds: ``-rA`` in Sphinx's tox.ini, its setup.py
+    bounds, astropy's setuptools pin): its instance image makes them and commits them (``git commit -am``), so a
+    prediction is applied to a clean tree whose HEAD has them; every evaluation workspace gets the same
+    (agents/evaluation/harness.py: ``apply_script``)."""
     eval_env: dict[str, str] = {}
     """Variables the tests run with (Django's locale)."""
     build_isolation: bool = True
@@ -145,13 +147,41 @@ virtualenv is found next to the path a Python is started by, links not followed)
 virtualenv's packages named."""
 
 
+def _sphinx_edits(key: tuple[int, ...]) -> list[str]:
+    """The harness's edits of Sphinx's tracked files for a version: ``-rA`` in tox.ini, and for 3.0-4.4 setup.py's
+    bounds (the same as ``_SPHINX_3``, written as the harness writes them: version by version)."""
+    edits = ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    if not (3, 0) <= key <= (4, 4):
+        return edits
+    edits += ["sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py",
+              "sed -i 's/sphinxcontrib-applehelp/sphinxcontrib-applehelp<=1.0.7/' setup.py",
+              "sed -i 's/sphinxcontrib-devhelp/sphinxcontrib-devhelp<=1.0.5/' setup.py",
+              "sed -i 's/sphinxcontrib-qthelp/sphinxcontrib-qthelp<=1.0.6/' setup.py",
+              "sed -i 's/alabaster>=0.7,<0.8/alabaster>=0.7,<0.7.12/' setup.py",
+              "sed -i \"s/'packaging',/'packaging', 'markupsafe<=2.0.1',/\" setup.py"]
+    if key[:2] in ((4, 2), (4, 3), (4, 4)):
+        return edits + ["sed -i 's/sphinxcontrib-htmlhelp>=2.0.0/sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4/' setup.py",
+                        "sed -i 's/sphinxcontrib-serializinghtml>=1.1.5/sphinxcontrib-serializinghtml>=1.1.5,<=1.1.9/'"
+                        " setup.py"]
+    if key[:2] == (4, 1):
+        return edits + ["grep -q 'sphinxcontrib-htmlhelp>=2.0.0' setup.py && "
+                        "sed -i 's/sphinxcontrib-htmlhelp>=2.0.0/sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4/' setup.py || "
+                        "sed -i 's/sphinxcontrib-htmlhelp/sphinxcontrib-htmlhelp<=2.0.4/' setup.py",
+                        "grep -q 'sphinxcontrib-serializinghtml>=1.1.5' setup.py && "
+                        "sed -i 's/sphinxcontrib-serializinghtml>=1.1.5/sphinxcontrib-serializinghtml>=1.1.5,<=1.1.9/'"
+                        " setup.py || "
+                        "sed -i 's/sphinxcontrib-serializinghtml/sphinxcontrib-serializinghtml<=1.1.9/' setup.py"]
+    return edits + ["sed -i 's/sphinxcontrib-htmlhelp/sphinxcontrib-htmlhelp<=2.0.4/' setup.py",
+                    "sed -i 's/sphinxcontrib-serializinghtml/sphinxcontrib-serializinghtml<=1.1.9/' setup.py"]
+
+
 def _sphinx(v: str) -> Recipe:
     key = _vkey(v)
     reqs = ["tox==4.16.0", "tox-current-env==0.0.11"]
     reqs += _SPHINX_3 if (3, 0) <= key <= (4, 4) else ["Jinja2==3.0.3"]
     return _r("sphinx-doc/sphinx", v, SPHINX, "pytest_v2", "3.9" if key < (8, 0) else "3.10", python="3.9",
               extras=["test"], requirements=reqs, apt=["graphviz"] if key >= (7, 2) else [],
-              workspace_edits=["sed -i 's/pytest/pytest -rA/' tox.ini"], eval_env=SPHINX_SITE)
+              workspace_edits=_sphinx_edits(key), eval_env=SPHINX_SITE)
 
 
 _MPL_PINS = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "ghostscript", "kiwisolver==1.4.5",
@@ -218,7 +248,7 @@ def _astropy(v: str) -> Recipe:
                   requirements=["setuptools==38.2.4", *_ASTROPY_OLD])
     edits = [_ASTROPY_SETUPTOOLS] if key >= (4, 1) else []
     return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9", extras=["test"],
-              requirements=_ASTROPY_MODERN, build_edits=edits, rebuild=rebuild)
+              requirements=_ASTROPY_MODERN, build_edits=edits, workspace_edits=edits, rebuild=rebuild)
 
 
 def _xarray(v: str) -> Recipe:
@@ -254,7 +284,8 @@ def _pytest(v: str) -> Recipe:
     pins = next((p for k, p in reversed(_PYTEST_PINS) if key >= k), _PYTEST_PINS[0][1])
     # the harness's 6.3 edit (setup.cfg's "setuptools>=>=42.0" does not parse), also needed by 6.2's releases
     edits = ["sed -i 's/>=>=/>=/' setup.cfg"] if (6, 2) <= key < (7, 0) else []
-    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split(), build_edits=edits)
+    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split(), build_edits=edits,
+              workspace_edits=edits if key[:2] == (6, 3) else [])
 
 
 def _pylint(v: str) -> Recipe:

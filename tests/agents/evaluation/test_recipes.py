@@ -42,7 +42,18 @@ def test_pins_that_need_wheels_keep_their_minor_version_and_sphinx_keeps_its_set
     sphinx3, sphinx5 = recipe_for("sphinx-doc/sphinx", "3.5"), recipe_for("sphinx-doc/sphinx", "5.0")
     assert "Jinja2<3.0" in sphinx3.requirements and "Jinja2==3.0.3" not in sphinx3.requirements
     assert "Jinja2==3.0.3" in sphinx5.requirements
-    assert sphinx3.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    # the harness's pre_install edits of tracked files, which its image commits (agents/evaluation/harness.py)
+    assert sphinx5.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    assert sphinx3.workspace_edits[:2] == ["sed -i 's/pytest/pytest -rA/' tox.ini",
+                                           "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py"]
+    assert sphinx3.workspace_edits[-1] == ("sed -i 's/sphinxcontrib-serializinghtml/"
+                                           "sphinxcontrib-serializinghtml<=1.1.9/' setup.py")
+    sphinx41 = recipe_for("sphinx-doc/sphinx", "4.1")
+    assert "grep -q 'sphinxcontrib-htmlhelp>=2.0.0' setup.py" in sphinx41.workspace_edits[-2]
+    astropy = recipe_for("astropy/astropy", "4.3")
+    assert astropy.workspace_edits == astropy.build_edits and "setuptools==68.0.0" in astropy.workspace_edits[0]
+    assert recipe_for("pytest-dev/pytest", "6.3").workspace_edits == ["sed -i 's/>=>=/>=/' setup.cfg"]
+    assert recipe_for("pytest-dev/pytest", "6.2").workspace_edits == []
 
 
 ENV_YML = """\
