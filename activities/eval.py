@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,6 +22,7 @@ from temporalio import activity
 
 from activities.agent import sandbox_user
 from activities.heartbeat import Progress, heartbeating
+from agents.evaluation import versions
 from agents.evaluation.harness import (
     PREDICTION,
     TEST_PATCH,
@@ -32,7 +34,7 @@ from agents.evaluation.harness import (
     reset_files,
     statuses,
 )
-from agents.evaluation.recipes import Recipe, declaration, recipe_for
+from agents.evaluation.recipes import RECIPES, Recipe, declaration, recipe_for
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
@@ -41,7 +43,7 @@ from sandbox.base import ExecResult, Sandbox
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
-from sandbox.hostgit import OBJECT_ID
+from sandbox.hostgit import OBJECT_ID, find_git_dir
 from sandbox.hostrepo import SourceStore, TaskRepo
 from sandbox.manager import SandboxManager
 
@@ -85,6 +87,8 @@ class EvalPrepareInput(BaseModel):
     """The instance's version field (picks the recipe's version)."""
     environment_setup_commit: str | None = None
     """Where the harness builds the version's environment (shared by the version's instances)."""
+    created_at: str | None = None
+    """The row's ``created_at``: when it has no version, some repositories' versions are found by it."""
     sandbox_ahead: bool = False
     """Start the sandbox that will judge the instance (or its agents' first one) in the background as soon as
     the environment is known: its start overlaps the rest of the preparation and the checkout."""
@@ -112,6 +116,9 @@ class EvalPrepareResult(BaseModel):
     """The environment is to be built, which ``build=False`` left for later (no env_id, no error)."""
     phases: dict[str, float] = {}
     """Seconds per step: ``fetch`` (the commits), ``environment`` (detected and found or built)."""
+    version_derived: str = ""
+    """A row of a repository the harness knows without a version: the version derived from its repository, how,
+    and the recipe taken (agents/evaluation/versions.py)."""
 
 
 class EvalRunInput(BaseModel):
@@ -122,6 +129,8 @@ class EvalRunInput(BaseModel):
     recipe: Recipe
     base_commit: str
     timeout_s: float = 1800.0
+    version_derived: str = ""
+    """Put in the instance's report (``version_derived``)."""
 
 
 class EvalRunResult(BaseModel):
@@ -251,7 +260,12 @@ class EvalActivities:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
             t1 = time.monotonic()
             envs = Environments(self.settings, progress=progress)
-            recipe = recipe_for(inp.repo, inp.version)
+            version, derived = inp.version, ""
+            if not version and inp.repo in RECIPES:
+                version, derived = self._version_of(inp, repo.objects_git, base)
+            recipe = recipe_for(inp.repo, version)
+            if derived and recipe is not None:
+                derived += f"; judged with the recipe of {recipe.repo} {recipe.version}"
             tree = GitTree(repo.objects_git, setup if recipe and not recipe.rebuild else base, refs=False)
             try:
                 present = set(tree.paths())
@@ -260,7 +274,7 @@ class EvalActivities:
                     declared = (f"the SWE-bench harness's recipe for {recipe.repo} {recipe.version}",
                                 declaration(recipe, present, tree.read))
                 det = envs.detect(tree, inp.repo, declared=declared,
-                                  version=f"{inp.version}.0" if inp.version and inp.version[:1].isdigit() else None)
+                                  version=f"{version}.0" if version and version[:1].isdigit() else None)
                 if not inp.build and envs.cached(envs.key(det)) is None:
                     return EvalPrepareResult(deferred=True, phases=_rounded(fetch=t1 - t0,
                                                                             environment=time.monotonic() - t1))
@@ -271,7 +285,7 @@ class EvalActivities:
             recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
                                               prepared.record.python)
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
-                                     build_s=prepared.seconds, cached=prepared.cached,
+                                     build_s=prepared.seconds, cached=prepared.cached, version_derived=derived,
                                      phases=_rounded(fetch=t1 - t0, environment=time.monotonic() - t1))
         progress = Progress()
         async with heartbeating(details=progress.details):
@@ -281,6 +295,22 @@ class EvalActivities:
         elif inp.sandbox_ahead and result.env_id:
             self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings))
         return result
+
+    @staticmethod
+    def _version_of(inp: EvalPrepareInput, objects: Path, base: str) -> tuple[str | None, str]:
+        """The version of a row without one, derived from its repository as the harness's versioning did: the
+        commit's files, and the source's tags when the source is a repository on this host (read without its
+        config, sandbox/hostgit.py); (None, why) when nothing gave one."""
+        tree, tags = GitTree(objects, base, refs=False), None
+        try:
+            source = Path(inp.source).expanduser()
+            git_dir = find_git_dir(source.resolve()) if source.is_dir() else None
+            tags = GitTree(git_dir, base) if git_dir is not None else None
+            return versions.of_commit(inp.repo, tree, tags, inp.created_at)
+        finally:
+            tree.close()
+            if tags is not None:
+                tags.close()
 
     def _stage(self, inp: EvalPrepareInput, recipe: Recipe, sandbox_key: str) -> None:
         """Set the instance's judging workspace and sandbox up in the background (``_staged``)."""
@@ -327,6 +357,8 @@ class EvalActivities:
             report = instance_report(instance, prediction, applied=applied, statuses=statuses)
             if error:
                 report["error"] = error
+            if inp.version_derived:
+                report["version_derived"] = inp.version_derived
             return EvalRunResult(instance_id=instance.instance_id,
                                  report_ref=self.store.put_json({instance.instance_id: report}),
                                  resolved=report["resolved"], applied=applied,
