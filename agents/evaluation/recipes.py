@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments.declared import Declared
 from sandbox.environments.models import VENV
-from sandbox.environments.pyconfig import req_name
+from sandbox.environments.pyconfig import conda_requirements, req_name
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
 """Packages the recipes do not pin are resolved as of this moment (SWE-bench Verified's release: the harness's
@@ -355,43 +355,6 @@ def recipe_for(repo: str, version: str | None) -> Recipe | None:
     if not version or not _vkey(version):
         return make(default)
     return make(lowest if _vkey(version) < _vkey(lowest) else version)
-
-
-CONDA_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris",
-               "python-graphviz": "graphviz", "pytables": "tables", "pyqt": "PyQt5", "pytorch": "torch"}
-"""conda package names that PyPI spells otherwise."""
-NOT_PYPI = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "nodejs", "ffmpeg", "imagemagick", "graphviz-bin",
-            "pandoc", "git", "make", "cmake", "compilers", "c-compiler", "cxx-compiler", "ghostscript", "tk"}
-_CONDA_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:([=<>!~]=?)\s*([A-Za-z0-9.*+!_-]+))?")
-
-
-def conda_requirements(text: str) -> list[str]:
-    """The packages of a conda ``environment.yml`` (its ``dependencies`` list and the ``pip:`` list in it) as PyPI
-    requirements: conda-only packages left out, names PyPI spells otherwise renamed, ``x=1.2`` read as ``x==1.2``.
-    Read line by line (the file is the repository's text; nothing in it is evaluated)."""
-    out: list[str] = []
-    inside = False
-    for raw in text.splitlines()[:2000]:
-        line = raw.split("#", 1)[0].rstrip()
-        if not line.strip():
-            continue
-        if not line.startswith((" ", "\t", "-")):
-            inside = line.strip() == "dependencies:"
-            continue
-        item = line.strip()
-        if not inside or not item.startswith("- ") or item.endswith(":"):
-            continue
-        m = _CONDA_SPEC.match(item[2:].strip().strip("'\""))
-        if not m or m.group(1).lower() in NOT_PYPI:
-            continue
-        name = CONDA_NAMES.get(m.group(1).lower(), m.group(1))
-        op, version = m.group(2), m.group(3)
-        if op and version and version != "*":
-            op = "==" if op == "=" else op
-            out.append(f"{name}{op}{version.split('=')[0]}")
-        else:
-            out.append(name)
-    return list(dict.fromkeys(out))
 
 
 def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | None]) -> Declared:

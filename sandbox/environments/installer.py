@@ -10,8 +10,9 @@ interpreter became common (``bump``):
 - pytest does not start, or collecting the tests fails, and the innermost frame of the traceback is in an
   installed package (``site-packages/werkzeug/...``);
 - collecting the tests fails on a module nobody installed (``No module named 'x'``): it is added;
-- a requirement guessed from the tests' imports is unknown to the index: it is dropped; when nothing else can be
-  moved and soft requirements (guesses, a Pipfile's dev packages) remain, the attempt goes on without them;
+- a requirement guessed from the tests' imports is unknown to the index: it is dropped; soft requirements (guesses,
+  a Pipfile's dev packages, what CI files install) that a conflict names are dropped (when it names some of them
+  only); when nothing else can be moved and soft requirements remain, the attempt goes on without them;
 - a package with no release before the date at all (removed and uploaded again later) is taken as of that upload;
 - a requirement from a version control repository (``git+https://...``) that cannot be fetched (the build reaches
   package indexes only, or the repository is gone) is taken from the index under its name (``name @ git+...``,
@@ -57,6 +58,7 @@ COLLECT_TIMEOUT_S = 300
 COLLECT_SAMPLE = 30
 """Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
 
+NO_SOLUTION = "No solution found when resolving dependencies"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
 FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
@@ -346,6 +348,13 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         note(f"no release of {', '.join(sorted(reuploaded))} before {str(plan.attempt.date)[:10]} (uploaded again "
              f"later): taken as of that upload")
         return True
+    if NO_SOLUTION in text:  # a conflict: the soft requirements it names go first
+        named = {r for r in set(spec.guessed) - plan.dropped
+                 if re.search(rf"(?<![\w.-]){re.escape(req_name(r))}(?![\w-])", text.lower().replace("_", "-"))}
+        if named and named != set(spec.guessed) - plan.dropped:
+            plan.dropped |= named
+            note(f"dropping soft requirement(s) in a conflict: {', '.join(sorted(named))}")
+            return True
     wanted = {m.lower() for m in WHEELS_REQUIRED.findall(text) + FAILED_BUILD.findall(text)}
     optional = {r for r in spec.guessed + plan.added if req_name(r) in {req_name(w) for w in wanted}} - plan.dropped
     if optional:  # a guess, or a module the tests import that nobody asked for: not worth the environment

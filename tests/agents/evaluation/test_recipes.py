@@ -7,11 +7,11 @@ import pytest
 from agents.evaluation.recipes import (
     RECIPES,
     REFERENCE_DATE,
-    conda_requirements,
     declaration,
     recipe_for,
 )
 from sandbox.environments.detect import detect
+from sandbox.environments.pyconfig import conda_requirements
 from sandbox.environments.repofiles import MemoryFiles
 
 

@@ -303,3 +303,77 @@ def test_setup_commands_make_an_environment_per_revision():
                    "setup.py": "from setuptools import setup\nsetup(name='d')\n"})
     assert det.spec.setup and det.spec.per_revision
     assert "per_revision" in [r.field for r in det.reasons]
+
+
+XARRAY_ENV = """name: xarray-tests
+channels:
+  - conda-forge
+  - nodefaults
+dependencies:
+  - aiobotocore
+  - bottleneck
+  - cdms2
+  - cftime
+  - dask-core
+  - hdf5
+  - pip
+  - pip:
+      - numbagg
+"""
+"""xarray's ci/requirements/environment.yml (pydata/xarray at pydata__xarray-4687's base commit), a part."""
+SYMPY_CI = """jobs:
+  code-quality:
+    steps:
+      - run: python -m pip install --upgrade pip setuptools
+      - run: pip install -r requirements-dev.txt
+      - name: Basic code quality tests
+        run: bin/test quality
+  mypy:
+    steps:
+      - run: pip install mpmath mypy hypothesis python-flint
+"""
+"""sympy's .github/workflows/runtests.yml, a part."""
+NOXFILE = """import nox
+
+
+@nox.session(python=["3.9", "3.10", "3.11"])
+def test(session: nox.Session) -> None:
+    session.install("-r", "dev-requirements.txt")
+    session.install(".[socks]", "trustme==0.9.0")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("pre-commit")
+"""
+"""A noxfile as urllib3's: a test session and a lint session."""
+
+
+def test_what_a_projects_ci_installs_is_tried_softly():
+    setup = "from setuptools import setup\nsetup(name='xarray')\n"
+    det = spec_of({"setup.py": setup, "ci/requirements/environment.yml": XARRAY_ENV,
+                   "ci/requirements/py38-min-all-deps.yml": "dependencies:\n  - numpy=1.18\n",
+                   "doc/environment.yml": "dependencies:\n  - sphinx\n"}, when=D2023)
+    # conda names mapped (dask-core), conda-only packages left out (hdf5, cdms2, pip); the min variant not read
+    assert det.spec.guessed[:5] == ["aiobotocore", "bottleneck", "cftime", "dask", "numbagg"]
+    assert "numpy==1.18" not in det.spec.guessed and "sphinx" not in det.spec.guessed
+    assert "ci/requirements/environment.yml" in det.files  # it shapes the environment
+    assert any("ci/requirements/environment.yml (conda environment) (dropped if it cannot be installed)" in r
+               for r in reasons(det, "guessed"))
+    # without one: the CI's file for the newest Python up to the environment's (2019's xarray: py37.yml)
+    det = spec_of({"setup.py": setup, "ci/requirements/py36.yml": "dependencies:\n  - cftime\n",
+                   "ci/requirements/py37.yml": "dependencies:\n  - bottleneck\n",
+                   "ci/requirements/py37-windows.yml": "dependencies:\n  - pywin32\n"})
+    assert det.spec.guessed[:1] == ["bottleneck"]
+    det = spec_of({"setup.py": setup, ".github/workflows/runtests.yml": SYMPY_CI,
+                   "requirements-dev.txt": "pytest\n", "noxfile.py": NOXFILE, "dev-requirements.txt": "mock\n"})
+    assert {"mpmath", "mypy", "hypothesis", "python-flint", "trustme==0.9.0"} <= set(det.spec.guessed)
+    assert "pre-commit" not in det.spec.guessed  # a lint session's
+    assert "dev-requirements.txt" in det.spec.optional_files
+
+
+def test_a_declared_environment_gets_no_ci_guesses():
+    det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "environment.yml": XARRAY_ENV,
+                   ".bosun/environment.toml": 'python = "3.11"\n'})
+    assert "bottleneck" not in det.spec.guessed

@@ -275,3 +275,21 @@ def test_the_index_name_of_a_repository_requirement():
     assert index_name("git+https://github.com/pytest-dev/pytest.git@main#egg=pytest-dev&subdirectory=x") == "pytest-dev"
     assert index_name("hg+https://hg.example.org/python-dateutil") == "python-dateutil"
     assert index_name("pytest>=3") is None
+
+
+CONFLICT = """error: No solution found when resolving dependencies
+  cause: Because only astropy[test]==4.3.0 is available and astropy[test]==4.3.0 depends on hypothesis==6.46.7, \
+we can conclude that all versions of astropy[test] depend on hypothesis==6.46.7.
+         And because you require hypothesis==6.82.6 and astropy[test], we can conclude that your requirements are \
+unsatisfiable.
+"""
+"""uv's words for a conflict of astropy's test extra with a pin (an astropy build of this bench)."""
+
+
+def test_a_conflict_drops_the_soft_requirements_it_names_first():
+    spec = OLD.model_copy(update={"guessed": ["hypothesis==6.82.6", "bottleneck", "dask"]})
+    plan, notes = Plan(attempts_for(spec)[0]), []
+    assert adjust_install(spec, plan, CONFLICT, notes.append)
+    assert plan.dropped == {"hypothesis==6.82.6"}
+    assert "bottleneck\n" in requirements_text(spec, plan) and "hypothesis" not in requirements_text(spec, plan)
+    assert notes == ["dropping soft requirement(s) in a conflict: hypothesis==6.82.6"]
