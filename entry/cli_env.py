@@ -11,10 +11,11 @@
 "backend_refs", "log", "warnings", "seed_unignored", "attempts"}`` (outdated: cached, built by older rules; warnings:
 what the build made that workspaces will not get; seed_unignored: the build's files .gitignore does not name, which
 workspaces get and diffs leave out; attempts: each install attempt and how it went, with what it moved, added,
-dropped (soft requirements that did not install) or took from the index instead of a repository); progress goes to stderr. Exit codes: 0 ready; 1 the build failed (the
-repository's setup: a one-line reason naming the step and the log, after the log's tail); 2 bad input (no such
-repository or ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this
-host cannot build (no Docker engine, not root for debootstrap).
+dropped (soft requirements that did not install) or took from the index instead of a repository); progress goes
+to stderr. Exit codes: 0 ready; 1 the build failed (the repository's setup: a one-line reason naming the step and
+the log, after the log's tail); 2 bad input (no such repository or ref, an invalid environment file, an unknown
+Python version, an unknown environment id); 3 this host cannot build (no Docker engine, not root for
+debootstrap).
 """
 
 from __future__ import annotations
