@@ -360,7 +360,9 @@ def recipe_for(repo: str, version: str | None) -> Recipe | None:
 def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | None]) -> Declared:
     """The environment a recipe asks for, as a declaration bosun's detection takes (over anything the repository
     declares): its interpreter, packages, the first of its requirement files the tree has, the packages of the
-    first of its conda files as soft requirements, its edits of build files, resolved as of REFERENCE_DATE."""
+    first of its conda files as soft requirements, its edits of build files, resolved as of REFERENCE_DATE; the
+    project installed last, on its own, as the harness installs it after its packages (``pip install -e .[test]``:
+    the project's own pins win, astropy 5.0's ``hypothesis==6.46.7`` over the recipe's 6.82.6)."""
     files = [f for f in recipe.requirement_files if f in present][:1]
     env_file = next((f for f in recipe.env_files if f in present), None)
     soft = conda_requirements(read(env_file) or "") if env_file else []
@@ -369,5 +371,6 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
                     exclude_newer=REFERENCE_DATE, resolve_for_python=older, build_isolation=recipe.build_isolation,
+                    project_last=True,
                     prepare=recipe.build_edits,
                     test_command=recipe.test_cmd)

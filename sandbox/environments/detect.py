@@ -299,6 +299,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
+                   project_last=bool(declared is not None and declared.project_last),
                    prepare=prepare, setup=setup,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))

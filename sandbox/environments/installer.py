@@ -206,7 +206,7 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     ``packaging``, which stays at the older Python's version (``canonicalize_version`` without
     ``strip_trailing_zero``)."""
     attempt = plan.attempt
-    args = _inputs(spec, plan)
+    args = _inputs(spec, plan, project=not spec.project_last)  # (installed last, the project is not constrained)
     editable = args[1] if args[:1] == ["-e"] else None
     project = f"printf '%s\\n' {shlex.quote('-e ' + editable)} > {PROJECT} && " if editable else ""
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
@@ -244,12 +244,13 @@ def _inputs(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
     return [*args, "-r", f"{TOOLS}/requirements.txt"]
 
 
-def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
+def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: bool = True) -> list[str]:
     """The ``uv pip install`` command line (requirements come from a file, never as arguments). ``project=False``:
-    everything but the project (what a build without isolation needs installed first)."""
+    everything but the project (what a build without isolation needs installed first); ``others=False``: the
+    project alone (``project_last``: after the rest, unconstrained by what was resolved for it)."""
     attempt = plan.attempt
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
-    if attempt.resolve_for:
+    if attempt.resolve_for and others:
         cmd += ["-c", CONSTRAINTS]
     if not spec.build_isolation and project:
         cmd += ["--no-build-isolation"]
@@ -263,7 +264,8 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[
             for name in HEAVY:
                 if name != (spec.project_name or "").lower():
                     cmd += ["--only-binary", name]
-    return [*cmd, *_inputs(spec, plan, project=project)]
+    inputs = _inputs(spec, plan, project=project)
+    return [*cmd, *(inputs if others else inputs[:2])]
 
 
 def requirements_text(spec: EnvSpec, plan: Plan) -> str:
@@ -427,11 +429,14 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                     break
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
             rc, text = 0, ""
-            if not spec.build_isolation and spec.install_project:  # what the project's build imports, first
-                rc, text = run.step(f"install the build's requirements ({attempt.label})",
+            last = spec.project_last and spec.install_project
+            if (not spec.build_isolation or last) and spec.install_project:  # the requirements first
+                first = "the requirements" if last else "the build's requirements"
+                rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)
             if rc == 0:
-                rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
+                rc, text = run.step(f"install{' the project' if last else ''} ({attempt.label})",
+                                    install_command(spec, plan, others=not last), env, check=False)
             if rc != 0:
                 if adjust_install(spec, plan, text, run.note):
                     continue

@@ -94,6 +94,10 @@ class EnvSpec(BaseModel):
     build_isolation: bool = True
     """False: the project is built against what the environment has (its build requirements installed first),
     as ``pip install --no-build-isolation`` does."""
+    project_last: bool = False
+    """The requirements installed first, then the project (with its extras) on its own: what the project requires
+    wins over their pins, as successive pip installs give (the SWE-bench harness's ``pip_packages``, then
+    ``pip install -e .[test]``)."""
     resolve_for_python: str | None = None
     """Resolve the versions as if for this (older) interpreter -- the ones its users had -- and install them on the
     environment's own (the first attempt; the next ones resolve for the environment's)."""

@@ -293,3 +293,33 @@ def test_a_conflict_drops_the_soft_requirements_it_names_first():
     assert plan.dropped == {"hypothesis==6.82.6"}
     assert "bottleneck\n" in requirements_text(spec, plan) and "hypothesis" not in requirements_text(spec, plan)
     assert notes == ["dropping soft requirement(s) in a conflict: hypothesis==6.82.6"]
+
+
+def test_a_project_installed_last_gets_its_own_pins_over_the_requirements():
+    """The SWE-bench harness installs its packages, then ``pip install -e .[test]``: astropy 5.0's test extra pins
+    hypothesis==6.46.7 over the recipe's 6.82.6 (one resolution of both is unsatisfiable)."""
+    spec = OLD.model_copy(update={"project_last": True, "requirements": ["hypothesis==6.82.6", "pytest==7.4.0"],
+                                  "resolve_for_python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    first = install_command(spec, plan, project=False)
+    assert "-e" not in first and first[-2:] == ["-r", "/opt/bosun-tools/requirements.txt"] and "-c" in first
+    last = install_command(spec, plan, others=False)
+    assert last[-2:] == ["-e", "/workspace[test]"] and "-c" not in last and "-r" not in last
+    assert PROJECT not in compile_command(spec, plan)[2]  # resolved for the older Python: the requirements only
+
+    class Run:
+        def __init__(self):
+            self.steps = []
+
+        def step(self, name, cmd, env, *, check=True):
+            self.steps.append(name)
+            return 0, "pytest 7.4.0" if "--version" in cmd else ""
+
+        def note(self, text):
+            pass
+
+    run = Run()
+    spec = spec.model_copy(update={"resolve_for_python": None})
+    assert install(run, spec, {}, lambda text: None, lambda: None, lambda text: None, set()) is not None
+    assert run.steps[:2] == ["install the requirements (as of the commit (2019-05-16))",
+                             "install the project (as of the commit (2019-05-16))"]
