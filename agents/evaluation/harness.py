@@ -17,7 +17,8 @@ commands; activities/eval.py runs them in a network-off sandbox of the instance'
 3. ``rebuild`` (compiled projects): the project is built again when the prediction changes what the build
    compiles (the harness re-runs its install after applying a prediction);
 4. ``tests``: the files the test patch modifies are reset to the base commit (``git checkout BASE FILES``), the
-   test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), and the
+   test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), the
+   recipe's service started (a local stand-in for a web service the tests reach: requests' httpbin), and the
    test command runs on the test patch's files -- stdout and stderr one stream, between the harness's markers.
 
 Test selection (``directives``): every ``diff --git a/... b/PATH`` of the test patch, data files left out
@@ -130,8 +131,21 @@ def judging_script(recipe: Recipe, instance: Instance) -> str:
         lines.append(f"git checkout {shlex.quote(instance.base_commit)} -- {' '.join(shlex.quote(f) for f in reset)}")
     if instance.test_patch.strip():
         lines.append(f"git apply -v {TEST_PATCH}")
+    if recipe.service:  # started from /tmp: never the workspace's code
+        lines += [f"(cd /tmp && exec {recipe.service}) >/tmp/bosun-service.log 2>&1 &",
+                  f"python -c {shlex.quote(_WAIT.format(port=recipe.service_port))} || cat /tmp/bosun-service.log"]
     lines += [f"echo '{START}'", runner_command(recipe, instance), f"echo '{END}'"]
     return "\n".join(lines) + "\n"
+
+
+_WAIT = ("import socket, sys, time\n"
+         "for _ in range(100):\n"
+         "    try:\n"
+         "        socket.create_connection(('127.0.0.1', {port}), 0.5).close(); sys.exit(0)\n"
+         "    except OSError:\n"
+         "        time.sleep(0.2)\n"
+         "sys.exit(1)\n")
+"""Wait (at most about 20 s) until the recipe's service answers."""
 
 
 def statuses(recipe: Recipe, log: str) -> dict[str, str]:

@@ -273,3 +273,13 @@ def test_a_prediction_that_does_not_apply_is_refused_after_every_try(tmp_path):
     assert applied.returncode == 1
     assert applied.stdout.count(": exit ") == 4
     assert (repo / "sphinx" / "std.py").read_text() == STD
+
+
+def test_requests_before_2_8_get_a_local_httpbin_for_the_network_its_tests_reach():
+    patch = diff(("test_requests.py", False))
+    old = judging_script(recipe_for("psf/requests", "2.0"), instance("psf/requests", "2.0", patch))
+    start, wait, test = old.index("python -m httpbin.core"), old.index("create_connection"), old.index("pytest -rA")
+    assert start < wait < old.index(START) < test and "HTTPBIN_URL=http://127.0.0.1:8765/ pytest" in old
+    assert "httpbin" in recipe_for("psf/requests", "2.0").requirements
+    new = judging_script(recipe_for("psf/requests", "2.26"), instance("psf/requests", "2.26", patch))
+    assert "httpbin" not in new  # its tests serve httpbin themselves (pytest-httpbin)
