@@ -294,6 +294,20 @@ def index_name(requirement: str) -> str | None:
     return repo if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", repo) else None
 
 
+ROOT_ON_PATH = "_bosun_project_root.pth"
+
+
+def root_on_path(spec: EnvSpec) -> list[str]:
+    """When setuptools made the editable install an import hook (``__editable___*_finder.py``: a project whose
+    packages sit at its root beside other folders), the project's root on sys.path too (a ``.pth``), as
+    ``setup.py develop`` and pip's older editable installs put it: code that maps a file to its module through
+    sys.path finds the project (pylint loads its checkers so, through astroid's ``modpath_from_file``: with the hook
+    alone none loaded, and every test of its configuration failed)."""
+    site = f"{VENV}/lib/python{spec.python}/site-packages"
+    return ["sh", "-c", f"if ls {site}/__editable___*_finder.py >/dev/null 2>&1; then "
+                        f"echo /workspace > {site}/{ROOT_ON_PATH}; echo 'the project root is on sys.path'; fi"]
+
+
 def collect_command(spec: EnvSpec, sample: list[str] | None = None) -> list[str]:
     return ["timeout", str(COLLECT_TIMEOUT_S), *spec.test.argv, "--collect-only", "-qq", "-p", "no:cacheprovider",
             *(sample or spec.test.paths)]
@@ -471,6 +485,8 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 "ok (some tests do not collect)"
             break
         history.append(f"{attempt.label}: {outcome}{plan.summary()}")
+        if outcome.startswith("ok") and spec.install_project:
+            run.step("editable install: the project's root on sys.path", root_on_path(spec), env, check=False)
         if outcome.startswith("ok"):
             return Installed(date=attempt.date, history=history, moved=moved_packages(attempt, plan.bumps))
         run.note(f"attempt {n} of {len(attempts)} did not work: {history[-1]}")

@@ -323,3 +323,25 @@ def test_a_project_installed_last_gets_its_own_pins_over_the_requirements():
     assert install(run, spec, {}, lambda text: None, lambda: None, lambda text: None, set()) is not None
     assert run.steps[:2] == ["install the requirements (as of the commit (2019-05-16))",
                              "install the project (as of the commit (2019-05-16))"]
+
+
+def test_an_import_hook_editable_install_also_gets_the_project_root_on_sys_path(tmp_path):
+    """pylint 2.14 (packages at its root beside tests/): setuptools installs it editable by an import hook, with which
+    astroid cannot map pylint/checkers/*.py to modules and no checker loads; setup.py develop put the root on
+    sys.path, and the published verdicts were made so."""
+    from sandbox.environments.installer import ROOT_ON_PATH, root_on_path
+    from sandbox.environments.models import VENV
+
+    spec = OLD.model_copy(update={"python": "3.9"})
+    site = tmp_path / "site"
+    site.mkdir()
+    script = root_on_path(spec)[2].replace(f"{VENV}/lib/python3.9/site-packages", str(site))
+    subprocess.run(["sh", "-c", script], check=True)
+    assert not (site / ROOT_ON_PATH).exists()  # a plain .pth install: nothing to add
+    (site / "__editable___pylint_2_14_0_dev0_finder.py").write_text("")
+    subprocess.run(["sh", "-c", script], check=True)
+    assert (site / ROOT_ON_PATH).read_text() == "/workspace\n"
+    run = FakeRun([])
+    assert install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: None,
+                   progress=lambda _m: None, local=set()) is not None
+    assert "editable install: the project's root on sys.path" in run.steps
