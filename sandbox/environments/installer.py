@@ -294,6 +294,17 @@ def index_name(requirement: str) -> str | None:
     return repo if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", repo) else None
 
 
+HELD = f"{TOOLS}/installed.txt"
+"""What the requirements installed (``uv pip freeze``), held as constraints while the project goes in last."""
+
+
+def hold_command() -> list[str]:
+    """The installed versions as constraints (``HELD``): pip's only-if-needed, which ``pip install -e .`` after the
+    harness's packages has, where uv would move a package the project names without a bound (Sphinx 3's
+    ``sphinxcontrib-applehelp``: 1.0.7, held by the recipe, went to 2.0.0, which refuses Sphinx 3)."""
+    return ["sh", "-c", f"{UV} pip freeze --python {VENV}/bin/python | grep -v -e '^-e ' -e ' @ ' > {HELD}"]
+
+
 ROOT_ON_PATH = "_bosun_project_root.pth"
 
 
@@ -448,9 +459,16 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 first = "the requirements" if last else "the build's requirements"
                 rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)
-            if rc == 0:
-                rc, text = run.step(f"install{' the project' if last else ''} ({attempt.label})",
-                                    install_command(spec, plan, others=not last), env, check=False)
+            if rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
+                run.step("hold what is installed", hold_command(), env, check=False)
+                rc, text = run.step(f"install the project ({attempt.label})",
+                                    [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)
+                if rc != 0 and NO_SOLUTION in text:
+                    run.note("the project's own requirements conflict with what is installed: they win")
+                    rc, text = run.step(f"install the project, what is installed not held ({attempt.label})",
+                                        install_command(spec, plan, others=False), env, check=False)
+            elif rc == 0:
+                rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
             if rc != 0:
                 if adjust_install(spec, plan, text, run.note):
                     continue

@@ -6,6 +6,7 @@ import subprocess
 
 from sandbox.environments.installer import (
     CONSTRAINTS,
+    HELD,
     PROJECT,
     Plan,
     adjust_install,
@@ -308,21 +309,27 @@ def test_a_project_installed_last_gets_its_own_pins_over_the_requirements():
     assert PROJECT not in compile_command(spec, plan)[2]  # resolved for the older Python: the requirements only
 
     class Run:
-        def __init__(self):
-            self.steps = []
+        def __init__(self, conflict: bool):
+            self.steps, self.conflict = [], conflict
 
         def step(self, name, cmd, env, *, check=True):
             self.steps.append(name)
+            if self.conflict and HELD in cmd and "-c" in cmd:  # what is installed holds hypothesis at 6.82.6
+                return 1, CONFLICT
             return 0, "pytest 7.4.0" if "--version" in cmd else ""
 
         def note(self, text):
             pass
 
-    run = Run()
     spec = spec.model_copy(update={"resolve_for_python": None})
-    assert install(run, spec, {}, lambda text: None, lambda: None, lambda text: None, set()) is not None
-    assert run.steps[:2] == ["install the requirements (as of the commit (2019-05-16))",
-                             "install the project (as of the commit (2019-05-16))"]
+    for conflict in (False, True):
+        run = Run(conflict)
+        assert install(run, spec, {}, lambda text: None, lambda: None, lambda text: None, set()) is not None
+        steps = ["install the requirements (as of the commit (2019-05-16))", "hold what is installed",
+                 "install the project (as of the commit (2019-05-16))"]
+        if conflict:  # the project's own pin wins: installed again without holding what is there
+            steps.append("install the project, what is installed not held (as of the commit (2019-05-16))")
+        assert run.steps[:len(steps) + 1] == [*steps, "check: pytest starts"]
 
 
 def test_an_import_hook_editable_install_also_gets_the_project_root_on_sys_path(tmp_path):
