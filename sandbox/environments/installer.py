@@ -17,7 +17,10 @@ interpreter became common (``bump``):
 - a requirement from a version control repository (``git+https://...``) that cannot be fetched (the build reaches
   package indexes only, or the repository is gone) is taken from the index under its name (``name @ git+...``,
   ``#egg=name``, else the repository's name), and the log says so;
-- the tests' collection fails inside pytest itself (written for an older pytest): one major version back.
+- the tests' collection fails inside pytest itself (written for an older pytest): one major version back;
+- pytest stops with an internal error in its own code before collecting (exit 3: a pytest of the commit's day
+  that predates the interpreter, pytest 2.x on Python 3.9): pytest, pluggy and py move to the later date, and the
+  log says why.
 
 Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
 project (with its test extras) and the test runner. The first whose install succeeds and whose pytest starts wins.
@@ -404,6 +407,13 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         plan.added += new
         note(f"the tests import what nobody installed: adding {', '.join(new)}")
         return True
+    if "INTERNALERROR>" in text and implicated(re.sub(r"(?m)^INTERNALERROR> ?", "", text)) in PYTEST_OWN:
+        # pytest stops in its own code before collecting anything (exit 3): a pytest of the commit's day that
+        # predates the interpreter (pytest 2.x's assertion machinery on Python 3.9): pytest moves forward
+        found = plan.pytest_version
+        note(f"pytest {'.'.join(map(str, found)) if found else ''} stops with an internal error before collecting "
+             f"anything (exit 3: it predates Python {spec.python})")
+        return _bump(spec, plan, PYTEST_OWN, note, "cannot run on this interpreter")
     culprit = implicated(text)
     if culprit is None:
         return False

@@ -352,3 +352,27 @@ def test_an_import_hook_editable_install_also_gets_the_project_root_on_sys_path(
     assert install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: None,
                    progress=lambda _m: None, local=set()) is not None
     assert "editable install: the project's root on sys.path" in run.steps
+
+
+PYTEST_2_ON_39 = """INTERNALERROR> Traceback (most recent call last):
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/main.py", line 77, in wrap_session
+INTERNALERROR>     config.pluginmanager.do_configure(config)
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/core.py", line 268, in do_configure
+INTERNALERROR>     config.hook.pytest_configure(config=self._config)
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/assertion/__init__.py", line 108, in \
+warn_about_missing_assertion
+INTERNALERROR>     assert False
+INTERNALERROR> AssertionError
+"""
+"""pytest of requests 1.1's day (2013) on Python 3.9, collecting its tests (detected environment of
+psf__requests-1142): exit 3 before anything is collected."""
+
+
+def test_a_pytest_that_predates_the_interpreter_moves_forward_and_says_why():
+    plan, notes = Plan(attempts_for(OLD)[0]), []
+    plan.pytest_version = (2, 3)
+    assert adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)
+    assert set(plan.bumps) == {"pytest", "pluggy", "py"} and plan.bumps["pytest"] == "2021-01-03T00:00:00Z"
+    assert "pytest 2.3 stops with an internal error before collecting anything (exit 3: it predates Python 3.9)" \
+        in notes[0]
+    assert "pytest<2" not in plan.added  # not one major back: that is for tests written for an older pytest
