@@ -301,11 +301,14 @@ HELD = f"{TOOLS}/installed.txt"
 """What the requirements installed (``uv pip freeze``), held as constraints while the project goes in last."""
 
 
-def hold_command() -> list[str]:
+def hold_command(spec: EnvSpec) -> list[str]:
     """The installed versions as constraints (``HELD``): pip's only-if-needed, which ``pip install -e .`` after the
     harness's packages has, where uv would move a package the project names without a bound (Sphinx 3's
-    ``sphinxcontrib-applehelp``: 1.0.7, held by the recipe, went to 2.0.0, which refuses Sphinx 3)."""
-    return ["sh", "-c", f"{UV} pip freeze --python {VENV}/bin/python | grep -v -e '^-e ' -e ' @ ' > {HELD}"]
+    ``sphinxcontrib-applehelp``: 1.0.7, held by the recipe, went to 2.0.0, which refuses Sphinx 3). The project
+    itself is not held (a release of it the requirements pulled in is replaced by the editable one)."""
+    own = re.sub(r"[-_.]+", "[-_.]", re.escape(spec.project_name or "").replace("\\", ""))
+    mine = f" -e '^{own}=='" if own else ""
+    return ["sh", "-c", f"{UV} pip freeze --python {VENV}/bin/python | grep -v -i -e '^-e ' -e ' @ '{mine} > {HELD}"]
 
 
 ROOT_ON_PATH = "_bosun_project_root.pth"
@@ -470,7 +473,7 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)
             if rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
-                run.step("hold what is installed", hold_command(), env, check=False)
+                run.step("hold what is installed", hold_command(spec), env, check=False)
                 rc, text = run.step(f"install the project ({attempt.label})",
                                     [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)
                 if rc != 0 and NO_SOLUTION in text:

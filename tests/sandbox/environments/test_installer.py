@@ -376,3 +376,14 @@ def test_a_pytest_that_predates_the_interpreter_moves_forward_and_says_why():
     assert "pytest 2.3 stops with an internal error before collecting anything (exit 3: it predates Python 3.9)" \
         in notes[0]
     assert "pytest<2" not in plan.added  # not one major back: that is for tests written for an older pytest
+
+
+def test_what_is_held_leaves_the_project_out():
+    """Sphinx 3.0's requirements pulled a Sphinx 5.1.1 release in: held, it refused the editable Sphinx."""
+    from sandbox.environments.installer import hold_command
+
+    script = hold_command(OLD.model_copy(update={"project_name": "Sphinx"}))[2]
+    freeze = "sphinx==5.1.1\nsphinxcontrib-applehelp==1.0.7\n-e file:///workspace\nhtml5lib @ git+https://x/y\n"
+    held = subprocess.run(["sh", "-c", script.split("| ", 1)[1].split(" > ")[0]], input=freeze, text=True,
+                          capture_output=True).stdout
+    assert held == "sphinxcontrib-applehelp==1.0.7\n"
