@@ -410,7 +410,8 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         plan.added += new
         note(f"the tests import what nobody installed: adding {', '.join(new)}")
         return True
-    if "INTERNALERROR>" in text and implicated(re.sub(r"(?m)^INTERNALERROR> ?", "", text)) in PYTEST_OWN:
+    if "INTERNALERROR>" in text and implicated(re.sub(r"(?m)^INTERNALERROR> ?", "", text)) in PYTEST_OWN or (
+            collecting and "no such option: --collect-only" in text):  # (pytest 2.3's day: --collectonly)
         # pytest stops in its own code before collecting anything (exit 3): a pytest of the commit's day that
         # predates the interpreter (pytest 2.x's assertion machinery on Python 3.9): pytest moves forward
         found = plan.pytest_version

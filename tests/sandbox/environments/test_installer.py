@@ -387,3 +387,13 @@ def test_what_is_held_leaves_the_project_out():
     held = subprocess.run(["sh", "-c", script.split("| ", 1)[1].split(" > ")[0]], input=freeze, text=True,
                           capture_output=True).stdout
     assert held == "sphinxcontrib-applehelp==1.0.7\n"
+
+
+def test_a_pytest_too_old_to_collect_as_asked_moves_forward_too():
+    """requests 1.1's day (2013): its pytest has no --collect-only and stops with exit 3 on Python 3.9."""
+    plan, notes = Plan(attempts_for(OLD)[0]), []
+    plan.pytest_version = (2, 3)
+    text = "Usage: pytest.py [options] [file_or_dir] [file_or_dir] [...]\n\npytest.py: error: no such option: " \
+           "--collect-only\n"
+    assert adjust_runtime(OLD, plan, text, notes.append, set(), collecting=True)
+    assert set(plan.bumps) == {"pytest", "pluggy", "py"}
