@@ -38,8 +38,11 @@ from agents.evaluation.testlogs import parse
 
 APPLY = ("git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
          "patch --batch --fuzz=5 -p1 -i")
-RESET = "git reset -q --hard HEAD && git clean -fdq"
-"""Before each retry: the tree as before the first attempt (its HEAD: the base commit and the recipe's edits)."""
+RESET = "git update-index -q --refresh >/dev/null; git reset -q --hard HEAD && git clean -fdq"
+"""Before each retry: the tree as before the first attempt (its HEAD: the base commit and the recipe's edits). The
+index is refreshed first: the host checked the files out and gave them to the sandbox's user, so their stat data
+no longer matches and ``reset --hard`` would rewrite every file from blobs the sandbox's git does not have (only the
+prediction's files are lent): it failed with ``unable to read sha1 file`` and left the tree half reset."""
 EDITS_COMMIT = "git -c user.name=SWE-bench -c user.email=setup@swebench.config commit -q --allow-empty -am SWE-bench"
 PREDICTION = ".git/bosun-prediction.patch"
 TEST_PATCH = ".git/bosun-test.patch"

@@ -283,3 +283,29 @@ def test_requests_before_2_8_get_a_local_httpbin_for_the_network_its_tests_reach
     assert "httpbin" in recipe_for("psf/requests", "2.0").requirements
     new = judging_script(recipe_for("psf/requests", "2.26"), instance("psf/requests", "2.26", patch))
     assert "httpbin" not in new  # its tests serve httpbin themselves (pytest-httpbin)
+
+
+def test_a_retry_resets_the_tree_with_only_the_predictions_blobs_at_hand(tmp_path):
+    """The sandbox's git has the trees and the blobs of the files the prediction names, nothing else, and the host
+    chowned the checked-out files (their stat data is stale in the index): the reset before a retry must not
+    need the other files' blobs (mwaskom__seaborn-3069's model patch: a binary file git refuses, then patch)."""
+    repo, base = sphinx_like(tmp_path)
+    (repo / "README.md").write_text("untouched\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "readme")
+    prediction = harness_image_diff(repo, git(repo, "rev-parse", "HEAD").strip(), recipe_for("psf/requests", "2.26"),
+                                    lambda r: (r / "sphinx" / "std.py").write_text(FIXED))
+    prediction += ("diff --git a/test.png b/test.png\nnew file mode 100644\nindex 0000000..672041e\n"
+                   "Binary files /dev/null and b/test.png differ\n")
+    lent = {git(repo, "rev-parse", "HEAD:sphinx/std.py").strip()}
+    for line in git(repo, "rev-list", "--objects", "--all").splitlines():
+        oid = line.split()[0]
+        if git(repo, "cat-file", "-t", oid).strip() == "blob" and oid not in lent:
+            (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    for path in repo.rglob("*"):
+        if ".git" not in path.parts:
+            path.chmod(path.stat().st_mode)  # (ctime moves: the index's stat data is stale)
+    applied = run_apply(repo, prediction, apply_script(recipe_for("psf/requests", "2.26")))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "unable to read" not in applied.stderr
+    assert (repo / "sphinx" / "std.py").read_text() == FIXED and (repo / "README.md").read_text() == "untouched\n"
