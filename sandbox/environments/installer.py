@@ -415,8 +415,9 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         # pytest stops in its own code before collecting anything (exit 3): a pytest of the commit's day that
         # predates the interpreter (pytest 2.x's assertion machinery on Python 3.9): pytest moves forward
         found = plan.pytest_version
-        note(f"pytest {'.'.join(map(str, found)) if found else ''} stops with an internal error before collecting "
-             f"anything (exit 3: it predates Python {spec.python})")
+        which = f"pytest {'.'.join(map(str, found))}" if found else "the commit's pytest"
+        note(f"{which} stops with an internal error before collecting anything, or does not know --collect-only "
+             f"(exit 3 or 2: it predates Python {spec.python})")
         return _bump(spec, plan, PYTEST_OWN, note, "cannot run on this interpreter")
     culprit = implicated(text)
     if culprit is None:

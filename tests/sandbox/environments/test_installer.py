@@ -373,8 +373,8 @@ def test_a_pytest_that_predates_the_interpreter_moves_forward_and_says_why():
     plan.pytest_version = (2, 3)
     assert adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)
     assert set(plan.bumps) == {"pytest", "pluggy", "py"} and plan.bumps["pytest"] == "2021-01-03T00:00:00Z"
-    assert "pytest 2.3 stops with an internal error before collecting anything (exit 3: it predates Python 3.9)" \
-        in notes[0]
+    assert "pytest 2.3 stops with an internal error before collecting anything, or does not know --collect-only " \
+           "(exit 3 or 2: it predates Python 3.9)" in notes[0]
     assert "pytest<2" not in plan.added  # not one major back: that is for tests written for an older pytest
 
 
