@@ -138,13 +138,6 @@ def _sympy(v: str) -> Recipe:
               requirements=["mpmath==1.3.0", "flake8", "flake8-comprehensions"])
 
 
-_SPHINX_3 = ["Jinja2<3.0", "sphinxcontrib-applehelp<=1.0.7", "sphinxcontrib-devhelp<=1.0.5",
-             "sphinxcontrib-qthelp<=1.0.6", "alabaster>=0.7,<0.7.12", "markupsafe<=2.0.1",
-             "sphinxcontrib-htmlhelp<=2.0.4", "sphinxcontrib-serializinghtml<=1.1.9"]
-"""Sphinx 3.0-4.4: the harness edits setup.py to these bounds before installing (its later ``Jinja2==3.0.3`` pin
-is then undone by the install, which needs ``Jinja2<3.0``)."""
-
-
 SPHINX_SITE = {"PYTHONPATH": f"{VENV}/lib/python3.9/site-packages"}
 """tox-current-env runs the tests with a link to the current interpreter (``.tox/py39/bin/python``); in the
 harness's conda environment that is the environment's Python, in bosun's virtualenv it is the base Python (a
@@ -154,7 +147,7 @@ virtualenv's packages named."""
 
 def _sphinx_edits(key: tuple[int, ...]) -> list[str]:
     """The harness's edits of Sphinx's tracked files for a version: ``-rA`` in tox.ini, and for 3.0-4.4 setup.py's
-    bounds (the same as ``_SPHINX_3``, written as the harness writes them: version by version)."""
+    bounds (Jinja2<3.0, the sphinxcontrib packages, alabaster, markupsafe), version by version as it writes them."""
     edits = ["sed -i 's/pytest/pytest -rA/' tox.ini"]
     if not (3, 0) <= key <= (4, 4):
         return edits
@@ -182,11 +175,15 @@ def _sphinx_edits(key: tuple[int, ...]) -> list[str]:
 
 def _sphinx(v: str) -> Recipe:
     key = _vkey(v)
-    reqs = ["tox==4.16.0", "tox-current-env==0.0.11"]
-    reqs += _SPHINX_3 if (3, 0) <= key <= (4, 4) else ["Jinja2==3.0.3"]
+    edits = _sphinx_edits(key)
+    # 3.0-4.4: the setup.py bounds are the harness's edits of setup.py before its install, made in the build's
+    # source too: installed last (project_last), the project resolves them itself -- sphinxcontrib-applehelp 1.0.7
+    # requires Sphinx>=5, so <=1.0.7 gives 1.0.4 with Sphinx 3, as in the harness; installed first on their own
+    # they would pull Sphinx 5 and applehelp 1.0.7
     return _r("sphinx-doc/sphinx", v, SPHINX, "pytest_v2", "3.9" if key < (8, 0) else "3.10", python="3.9",
-              extras=["test"], requirements=reqs, apt=["graphviz"] if key >= (7, 2) else [],
-              workspace_edits=_sphinx_edits(key), eval_env=SPHINX_SITE)
+              extras=["test"], requirements=["tox==4.16.0", "tox-current-env==0.0.11", "Jinja2==3.0.3"],
+              apt=["graphviz"] if key >= (7, 2) else [], build_edits=edits[1:], workspace_edits=edits,
+              eval_env=SPHINX_SITE)
 
 
 _MPL_PINS = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "ghostscript", "kiwisolver==1.4.5",
