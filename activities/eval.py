@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,17 +22,19 @@ from temporalio import activity
 
 from activities.agent import sandbox_user
 from activities.heartbeat import Progress, heartbeating
+from agents.evaluation import versions
 from agents.evaluation.harness import (
     PREDICTION,
     TEST_PATCH,
-    apply_command,
+    apply_script,
     generic_recipe,
     judging_script,
     needs_rebuild,
+    prediction_files,
     reset_files,
     statuses,
 )
-from agents.evaluation.recipes import Recipe, declaration, recipe_for
+from agents.evaluation.recipes import RECIPES, Recipe, declaration, recipe_for
 from agents.evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
@@ -40,7 +43,7 @@ from sandbox.base import ExecResult, Sandbox
 from sandbox.environments.builder import BuildFailed
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments
-from sandbox.hostgit import OBJECT_ID
+from sandbox.hostgit import OBJECT_ID, find_git_dir
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.sources import SourceStore
@@ -85,6 +88,8 @@ class EvalPrepareInput(BaseModel):
     """The instance's version field (picks the recipe's version)."""
     environment_setup_commit: str | None = None
     """Where the harness builds the version's environment (shared by the version's instances)."""
+    created_at: str | None = None
+    """The row's ``created_at``: when it has no version, some repositories' versions are found by it."""
     sandbox_ahead: bool = False
     """Start the sandbox that will judge the instance (or its agents' first one) in the background as soon as
     the environment is known: its start overlaps the rest of the preparation and the checkout."""
@@ -112,6 +117,9 @@ class EvalPrepareResult(BaseModel):
     """The environment is to be built, which ``build=False`` left for later (no env_id, no error)."""
     phases: dict[str, float] = {}
     """Seconds per step: ``fetch`` (the commits), ``environment`` (detected and found or built)."""
+    version_derived: str = ""
+    """A row of a repository the harness knows without a version: the version derived from its repository, how,
+    and the recipe taken (agents/evaluation/versions.py)."""
 
 
 class EvalRunInput(BaseModel):
@@ -122,6 +130,8 @@ class EvalRunInput(BaseModel):
     recipe: Recipe
     base_commit: str
     timeout_s: float = 1800.0
+    version_derived: str = ""
+    """Put in the instance's report (``version_derived``)."""
 
 
 class EvalRunResult(BaseModel):
@@ -214,7 +224,7 @@ class EvalActivities:
     @activity.defn
     async def eval_fetch(self, inp: EvalFetchInput) -> EvalFetchResult:
         """The commits of an evaluation's instances from one source, into this worker's store in one fetch
-        (sandbox/hostrepo.py: SourceStore); heartbeats. Never fails the evaluation: what goes wrong is reported
+        (sandbox/sources.py: SourceStore); heartbeats. Never fails the evaluation: what goes wrong is reported
         again, per instance, by eval_prepare."""
         def work() -> EvalFetchResult:
             t0 = time.monotonic()
@@ -251,7 +261,12 @@ class EvalActivities:
                 return EvalPrepareResult(error=f"repository {inp.source} at {inp.base_commit[:12]}: {e}")
             t1 = time.monotonic()
             envs = Environments(self.settings, progress=progress)
-            recipe = recipe_for(inp.repo, inp.version)
+            version, derived = inp.version, ""
+            if not version and inp.repo in RECIPES:
+                version, derived = self._version_of(inp, repo.objects_git, base)
+            recipe = recipe_for(inp.repo, version)
+            if derived and recipe is not None:
+                derived += f"; judged with the recipe of {recipe.repo} {recipe.version}"
             tree = GitTree(repo.objects_git, setup if recipe and not recipe.rebuild else base, refs=False)
             try:
                 present = set(tree.paths())
@@ -260,7 +275,7 @@ class EvalActivities:
                     declared = (f"the SWE-bench harness's recipe for {recipe.repo} {recipe.version}",
                                 declaration(recipe, present, tree.read))
                 det = envs.detect(tree, inp.repo, declared=declared,
-                                  version=f"{inp.version}.0" if inp.version and inp.version[:1].isdigit() else None)
+                                  version=f"{version}.0" if version and version[:1].isdigit() else None)
                 prepared = envs.ensure(det, tree) if inp.build else envs.find(det)
                 if prepared is None:  # not built yet: its build waits for a judging slot
                     return EvalPrepareResult(deferred=True, phases=_rounded(fetch=t1 - t0,
@@ -271,7 +286,7 @@ class EvalActivities:
             recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
                                               prepared.record.python)
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
-                                     build_s=prepared.seconds, cached=prepared.cached,
+                                     build_s=prepared.seconds, cached=prepared.cached, version_derived=derived,
                                      phases=_rounded(fetch=t1 - t0, environment=time.monotonic() - t1))
         progress = Progress()
         async with heartbeating(details=progress.details):
@@ -281,6 +296,22 @@ class EvalActivities:
         elif inp.sandbox_ahead and result.env_id:
             self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings))
         return result
+
+    @staticmethod
+    def _version_of(inp: EvalPrepareInput, objects: Path, base: str) -> tuple[str | None, str]:
+        """The version of a row without one, derived from its repository as the harness's versioning did: the
+        commit's files, and the source's tags when the source is a repository on this host (read without its
+        config, sandbox/hostgit.py); (None, why) when nothing gave one."""
+        tree, tags = GitTree(objects, base, refs=False), None
+        try:
+            source = Path(inp.source).expanduser()
+            git_dir = find_git_dir(source.resolve()) if source.is_dir() else None
+            tags = GitTree(git_dir, base) if git_dir is not None else None
+            return versions.of_commit(inp.repo, tree, tags, inp.created_at)
+        finally:
+            tree.close()
+            if tags is not None:
+                tags.close()
 
     def _stage(self, inp: EvalPrepareInput, recipe: Recipe, sandbox_key: str) -> None:
         """Set the instance's judging workspace and sandbox up in the background (``_staged``)."""
@@ -327,6 +358,8 @@ class EvalActivities:
             report = instance_report(instance, prediction, applied=applied, statuses=statuses)
             if error:
                 report["error"] = error
+            if inp.version_derived:
+                report["version_derived"] = inp.version_derived
             return EvalRunResult(instance_id=instance.instance_id,
                                  report_ref=self.store.put_json({instance.instance_id: report}),
                                  resolved=report["resolved"], applied=applied,
@@ -410,8 +443,9 @@ class EvalActivities:
                       base_commit: str, given: tuple[str, str, str, Recipe]) -> Judging:
         """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
         is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
-        overlap; then the recipe's edits and the prediction applied in the sandbox (``git apply`` and its
-        fallbacks: no code of the prediction's runs). Whatever was made is removed again when this fails."""
+        overlap; then the recipe's edits (committed) and the prediction applied in the sandbox (``git apply``
+        and its fallbacks, agents/evaluation/harness.py: no code of the prediction's runs). Whatever was made is
+        removed again when this fails."""
         phases: dict[str, float] = {}
         t0 = time.monotonic()
         if (earlier := self._cleanups.get(key)) is not None:
@@ -433,10 +467,11 @@ class EvalActivities:
             t1 = time.monotonic()
             phases["workspace"] = t1 - t0
             # what git in the sandbox reads (its repository holds only trees): the files the judging script
-            # resets, and everything when a rebuild runs (a build may read the commit with git: setuptools_scm);
-            # lent while the sandbox starts, before anything runs in it
+            # resets, those the prediction names (the apply's retries reset them, --3way merges from them), and
+            # everything when a rebuild runs (a build may read the commit with git: setuptools_scm); lent while
+            # the sandbox starts, before anything runs in it
             lending = asyncio.ensure_future(timed(phases, "expose", repo.expose, base_commit,
-                                                  reset_files(instance.test_patch),
+                                                  reset_files(instance.test_patch) + prediction_files(patch),
                                                   everything=needs_rebuild(recipe, patch)))
             # The sandbox starts while the files are checked out (SandboxManager.get: filling).
             checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit,
@@ -447,10 +482,10 @@ class EvalActivities:
             t2 = time.monotonic()
             phases["ready"] = t2 - t1
             judging = Judging(repo=repo, box=box, running=running, template=template, phases=phases, given=given)
-            if recipe.workspace_edits:
-                await judging.step("the recipe's edits", "\n".join(recipe.workspace_edits), 120)
             await box.write(PREDICTION, _text(patch))
-            applied = await judging.step(f"apply the prediction: {apply_command()}", apply_command(), 300)
+            script = apply_script(recipe)
+            applied = await judging.step(f"the recipe's edits, committed, and the prediction applied:\n{script}",
+                                         script, 300)
             judging.applied = applied.exit_code == 0
             phases["apply"] = time.monotonic() - t2
         except BaseException:

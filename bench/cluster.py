@@ -102,12 +102,16 @@ async def batch(cluster: Cluster, repo: Path, trajectory: Path, tasks: int, tag:
     env = cluster.host_env(1)
     client = await Client.connect(env["BOSUN_TEMPORAL_ADDRESS"], data_converter=pydantic_data_converter)
     ids = [f"bench-{tag}-{i}-{os.getpid()}" for i in range(tasks)]
-    t0 = time.time()
-    for wf_id in ids:
-        started = bosun(env, "run", "--repo", str(repo), "--model", f"scripted:{trajectory}", "--mode", "solo",
-                        "--id", wf_id, "wait for it")
-        if started.returncode != 0:
-            raise SystemExit(json.dumps({"error": f"bosun run failed: {started.stderr[-500:]}"}))
+    t0 = time.time()  # every task started at once, as a team's events would (not one CLI start after another)
+    runs = [await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "bosun"), "run", "--repo", str(repo), "--model", f"scripted:{trajectory}",
+        "--mode", "solo", "--id", wf_id, "wait for it", env={**os.environ, **env},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL)
+        for wf_id in ids]
+    for proc in runs:
+        _, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise SystemExit(json.dumps({"error": f"bosun run failed: {err.decode()[-500:]}"}))
     extra = await during() if during else {}
     results = await asyncio.gather(*[client.get_workflow_handle(i).result() for i in ids])
     wall = time.time() - t0

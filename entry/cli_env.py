@@ -8,12 +8,14 @@
     bosun env bases [--build VERSION_OR_SUITE...] [--json]   the base root filesystems (build them ahead)
 
 ``build --json`` prints exactly one object ``{"env_id", "python", "cached", "outdated", "build_s", "test_command",
-"backend_refs", "log", "warnings", "seed_unignored"}`` (outdated: cached, built by older rules; warnings: what the
-build made that workspaces will not get; seed_unignored: the build's files .gitignore does not name, which
-workspaces get and diffs leave out); progress goes to stderr. Exit codes: 0 ready; 1 the build failed (the
-repository's setup: a one-line reason naming the step and the log, after the log's tail); 2 bad input (no such
-repository or ref, an invalid environment file, an unknown Python version, an unknown environment id); 3 this
-host cannot build (no Docker engine, not root for debootstrap).
+"backend_refs", "log", "warnings", "seed_unignored", "attempts"}`` (outdated: cached, built by older rules; warnings:
+what the build made that workspaces will not get; seed_unignored: the build's files .gitignore does not name, which
+workspaces get and diffs leave out; attempts: each install attempt and how it went, with what it moved, added,
+dropped (soft requirements that did not install) or took from the index instead of a repository); progress goes
+to stderr. Exit codes: 0 ready; 1 the build failed (the repository's setup: a one-line reason naming the step and
+the log, after the log's tail); 2 bad input (no such repository or ref, an invalid environment file, an unknown
+Python version, an unknown environment id); 3 this host cannot build (no Docker engine, not root for
+debootstrap).
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached, "outdated": record.outdated,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
            "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings,
-           "seed_unignored": record.seed_unignored}
+           "seed_unignored": record.seed_unignored, "attempts": record.attempts}
     if args.json:
         print(json.dumps(out))
     else:
@@ -132,6 +134,8 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
         print(f"{record.env_id}: python {record.python}, {state}\n  test command: {record.test_command}\n"
               f"  docker: {record.backend_refs.get('docker')}\n  bwrap: {record.backend_refs.get('bwrap')}\n"
               f"  log: {out['log']}")
+        if record.attempts:
+            print(f"  install: {record.attempts[-1]}")
         if record.seed_unignored:
             shown = record.seed_unignored[:5] + (["..."] if len(record.seed_unignored) > 5 else [])
             print(f"  left out of diffs: {len(record.seed_unignored)} path(s) the build made that .gitignore does "

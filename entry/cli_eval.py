@@ -42,6 +42,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from agents.evaluation.compare import compare, paired_mean
+from agents.evaluation.recipes import RECIPES
 from agents.evaluation.swebench import (
     INSTANCE_ID,
     Instance,
@@ -321,7 +322,8 @@ def _items(instances: list[Instance], repos: dict[str, str], store: ArtifactStor
     limit."""
     return [EvalItem(instance_id=inst.instance_id, repo=inst.repo, base_commit=inst.base_commit,
                      version=inst.version, environment_setup_commit=inst.environment_setup_commit,
-                     source=repos[inst.repo], instance_ref=store.put_json(inst.model_dump()),
+                     created_at=inst.created_at, source=repos[inst.repo],
+                     instance_ref=store.put_json(inst.model_dump()),
                      prediction_ref=store.put_json(predictions[inst.instance_id].model_dump())
                      if predictions is not None else None,
                      task=inst.problem_statement if predictions is None else "")
@@ -403,6 +405,10 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
         print(f"{len(instances) - len(given)} of the {len(instances)} instances selected have no prediction: not run "
               "(incomplete_ids)", file=sys.stderr)
     judged = [i for i in given if predictions[i.instance_id].model_patch]
+    versionless = sum(1 for i in judged if not i.version and i.repo in RECIPES)
+    if versionless:
+        print(f"{versionless} of the instances have no version: each is derived from its repository as the "
+              "harness's versioning did, and its report says which (version_derived)", file=sys.stderr)
     repos = _repos(args.repo)
     _sources(judged, repos)
     _output_file(args.report, "--report")

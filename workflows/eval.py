@@ -51,6 +51,7 @@ class EvalItem(BaseModel):
     base_commit: str
     version: str | None = None
     environment_setup_commit: str | None = None
+    created_at: str | None = None
     source: str
     """Where the repository comes from (a path, a mirror or a URL)."""
     instance_ref: str
@@ -239,7 +240,8 @@ class EvalInstanceWorkflow:
                 EvalActivities.eval_prepare,
                 EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
                                  version=item.version, environment_setup_commit=item.environment_setup_commit,
-                                 sandbox_ahead=not item.empty_prediction, build=build,
+                                 created_at=item.created_at, sandbox_ahead=not item.empty_prediction,
+                                 build=build,
                                  instance_ref=item.instance_ref if stage else "",
                                  prediction_ref=(item.prediction_ref or "") if stage else ""),
                 summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
@@ -266,7 +268,7 @@ class EvalInstanceWorkflow:
             EvalActivities.eval_instance,
             EvalRunInput(key=key, instance_ref=item.instance_ref, prediction_ref=prediction_ref or "",
                          env_id=prep.env_id, recipe=prep.recipe, base_commit=item.base_commit,
-                         timeout_s=inp.timeout_s),
+                         timeout_s=inp.timeout_s, version_derived=prep.version_derived),
             summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
         out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, \
             run.log_ref

@@ -1,15 +1,24 @@
 """How an instance is judged, step by step, the way the SWE-bench reference harness judges it (pure: the shell
 commands; activities/eval.py runs them in a network-off sandbox of the instance's environment).
 
-1. ``edits``: the recipe's edits of tracked files (Sphinx's ``-rA`` in tox.ini), left in the working tree as the
-   harness leaves them;
-2. ``apply``: the prediction, with ``git apply --verbose``, then ``git apply --verbose --reject``, then
-   ``patch --batch --fuzz=5 -p1 -i`` (what one attempt left behind stays for the next, as in the harness);
-   when all three fail the prediction does not apply and nothing is tested;
+1. ``edits``: the recipe's edits of tracked files (Sphinx's ``-rA`` in tox.ini and setup.py bounds, astropy's
+   setuptools pin), committed as the harness's instance image commits them (``git commit -am``): the prediction
+   meets a clean tree whose HEAD has them;
+2. ``apply`` (``apply_script``): the prediction, with ``git apply --verbose``, ``git apply --verbose --3way``,
+   ``git apply --verbose --reject``, ``patch --batch --fuzz=5 -p1 -i``, the tree reset to HEAD before each retry
+   (``git reset --hard``, ``git clean -fd``); the first that exits 0 applied it; when all four fail the
+   prediction does not apply and nothing is tested. This is the behaviour the published SWE-bench Verified
+   verdicts of 2025 (sb-cli) show: a model that ran in the harness's older images, whose edits were uncommitted,
+   made diffs holding the edits (``-rA``, the setup.py bounds); ``--3way`` applies those as the same change on
+   both sides, where ``git apply`` refuses them and ``patch --batch`` takes them for reversed (after a partial
+   ``--reject``, it reverses the fix too); the reset lets ``patch`` apply a diff with a binary file git refuses.
+   Of the 138 predictions of the 9 repositories of bench/swebench_verified.py the published run resolved, this
+   keeps every fix; the harness 4.x's commands on an uncommitted tree (no ``--3way``, no reset) keep 111;
 3. ``rebuild`` (compiled projects): the project is built again when the prediction changes what the build
    compiles (the harness re-runs its install after applying a prediction);
 4. ``tests``: the files the test patch modifies are reset to the base commit (``git checkout BASE FILES``), the
-   test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), and the
+   test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), the
+   recipe's service started (a local stand-in for a web service the tests reach: requests' httpbin), and the
    test command runs on the test patch's files -- stdout and stderr one stream, between the harness's markers.
 
 Test selection (``directives``): every ``diff --git a/... b/PATH`` of the test patch, data files left out
@@ -27,7 +36,14 @@ from agents.evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
 from agents.evaluation.swebench import Instance, patched_files
 from agents.evaluation.testlogs import parse
 
-APPLY = ("git apply --verbose", "git apply --verbose --reject", "patch --batch --fuzz=5 -p1 -i")
+APPLY = ("git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
+         "patch --batch --fuzz=5 -p1 -i")
+RESET = "git update-index -q --refresh >/dev/null; git reset -q --hard HEAD && git clean -fdq"
+"""Before each retry: the tree as before the first attempt (its HEAD: the base commit and the recipe's edits). The
+index is refreshed first: the host checked the files out and gave them to the sandbox's user, so their stat data
+no longer matches and ``reset --hard`` would rewrite every file from blobs the sandbox's git does not have (only the
+prediction's files are lent): it failed with ``unable to read sha1 file`` and left the tree half reset."""
+EDITS_COMMIT = "git -c user.name=SWE-bench -c user.email=setup@swebench.config commit -q --allow-empty -am SWE-bench"
 PREDICTION = ".git/bosun-prediction.patch"
 TEST_PATCH = ".git/bosun-test.patch"
 """Where the patches are written in the workspace (its scratch .git: never part of the tree)."""
@@ -73,8 +89,27 @@ def reset_files(test_patch: str) -> list[str]:
     return _RESET.findall(test_patch)
 
 
-def apply_command() -> str:
-    return " || ".join(f"{cmd} {PREDICTION}" for cmd in APPLY)
+def prediction_files(prediction: str) -> list[str]:
+    """The files a prediction names (both sides of each ``diff --git a/OLD b/NEW`` and of its ``---``/``+++``
+    lines), once each: the retries' reset and ``--3way`` read their base versions from git."""
+    names = re.findall(r"^diff --git a/(\S+) b/(\S+)$", prediction, re.M)
+    names += [(m,) for m in re.findall(r"^(?:---|\+\+\+) [ab]/(\S+)$", prediction, re.M)]
+    return list(dict.fromkeys(p for pair in names for p in pair))
+
+
+def apply_script(recipe: Recipe) -> str:
+    """The shell script of steps 1 and 2: the recipe's edits committed, then the prediction's apply commands, each
+    after a reset, until one exits 0 (the script's exit status: 0 applied, 1 not); each attempt's exit status is
+    logged."""
+    lines = []
+    if recipe.workspace_edits:
+        lines += [*recipe.workspace_edits, EDITS_COMMIT]
+    for n, cmd in enumerate(APPLY):
+        if n:
+            lines.append(RESET)
+        lines.append(f"{cmd} {PREDICTION} && exit 0")
+        lines.append(f"echo \"[{cmd}: exit $?]\"")
+    return "\n".join([*lines, "exit 1"]) + "\n"
 
 
 def needs_rebuild(recipe: Recipe, prediction: str) -> bool:
@@ -99,8 +134,21 @@ def judging_script(recipe: Recipe, instance: Instance) -> str:
         lines.append(f"git checkout {shlex.quote(instance.base_commit)} -- {' '.join(shlex.quote(f) for f in reset)}")
     if instance.test_patch.strip():
         lines.append(f"git apply -v {TEST_PATCH}")
+    if recipe.service:  # started from /tmp: never the workspace's code
+        lines += [f"(cd /tmp && exec {recipe.service}) >/tmp/bosun-service.log 2>&1 &",
+                  f"python -c {shlex.quote(_WAIT.format(port=recipe.service_port))} || cat /tmp/bosun-service.log"]
     lines += [f"echo '{START}'", runner_command(recipe, instance), f"echo '{END}'"]
     return "\n".join(lines) + "\n"
+
+
+_WAIT = ("import socket, sys, time\n"
+         "for _ in range(100):\n"
+         "    try:\n"
+         "        socket.create_connection(('127.0.0.1', {port}), 0.5).close(); sys.exit(0)\n"
+         "    except OSError:\n"
+         "        time.sleep(0.2)\n"
+         "sys.exit(1)\n")
+"""Wait (at most about 20 s) until the recipe's service answers."""
 
 
 def statuses(recipe: Recipe, log: str) -> dict[str, str]:

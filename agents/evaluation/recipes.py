@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments.declared import Declared
 from sandbox.environments.models import VENV
-from sandbox.environments.pyconfig import req_name
+from sandbox.environments.pyconfig import conda_requirements, req_name
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
 """Packages the recipes do not pin are resolved as of this moment (SWE-bench Verified's release: the harness's
@@ -77,8 +77,10 @@ class Recipe(BaseModel):
     build_edits: list[str] = []
     """Shell commands run in the source tree before the install (the harness's pre_install edits of build files)."""
     workspace_edits: list[str] = []
-    """Shell commands run in every evaluation workspace before the prediction is applied (the harness's edits of
-    tracked files that stay in its working tree, e.g. ``-rA`` in Sphinx's tox.ini)."""
+    """The harness's edits of tracked files (its ``pre_install`` seds: ``-rA`` in Sphinx's tox.ini, its setup.py
+    bounds, astropy's setuptools pin): its instance image makes them and commits them (``git commit -am``), so a
+    prediction is applied to a clean tree whose HEAD has them; every evaluation workspace gets the same
+    (agents/evaluation/harness.py: ``apply_script``)."""
     eval_env: dict[str, str] = {}
     """Variables the tests run with (Django's locale)."""
     build_isolation: bool = True
@@ -86,6 +88,11 @@ class Recipe(BaseModel):
     rebuild: str = ""
     """Compiled projects: the command that rebuilds the project in the workspace when a prediction changes what
     the build compiles (the harness re-runs its install after applying a prediction)."""
+    service: str = ""
+    service_port: int = 0
+    """A command started in the background before the tests, answering on ``service_port`` of the sandbox: a local
+    stand-in for a web service the tests reach (the harness's containers have the network, bosun's sandboxes do
+    not): requests before 2.8 calls httpbin.org unless ``HTTPBIN_URL`` says otherwise."""
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -131,13 +138,6 @@ def _sympy(v: str) -> Recipe:
               requirements=["mpmath==1.3.0", "flake8", "flake8-comprehensions"])
 
 
-_SPHINX_3 = ["Jinja2<3.0", "sphinxcontrib-applehelp<=1.0.7", "sphinxcontrib-devhelp<=1.0.5",
-             "sphinxcontrib-qthelp<=1.0.6", "alabaster>=0.7,<0.7.12", "markupsafe<=2.0.1",
-             "sphinxcontrib-htmlhelp<=2.0.4", "sphinxcontrib-serializinghtml<=1.1.9"]
-"""Sphinx 3.0-4.4: the harness edits setup.py to these bounds before installing (its later ``Jinja2==3.0.3`` pin
-is then undone by the install, which needs ``Jinja2<3.0``)."""
-
-
 SPHINX_SITE = {"PYTHONPATH": f"{VENV}/lib/python3.9/site-packages"}
 """tox-current-env runs the tests with a link to the current interpreter (``.tox/py39/bin/python``); in the
 harness's conda environment that is the environment's Python, in bosun's virtualenv it is the base Python (a
@@ -145,13 +145,45 @@ virtualenv is found next to the path a Python is started by, links not followed)
 virtualenv's packages named."""
 
 
+def _sphinx_edits(key: tuple[int, ...]) -> list[str]:
+    """The harness's edits of Sphinx's tracked files for a version: ``-rA`` in tox.ini, and for 3.0-4.4 setup.py's
+    bounds (Jinja2<3.0, the sphinxcontrib packages, alabaster, markupsafe), version by version as it writes them."""
+    edits = ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    if not (3, 0) <= key <= (4, 4):
+        return edits
+    edits += ["sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py",
+              "sed -i 's/sphinxcontrib-applehelp/sphinxcontrib-applehelp<=1.0.7/' setup.py",
+              "sed -i 's/sphinxcontrib-devhelp/sphinxcontrib-devhelp<=1.0.5/' setup.py",
+              "sed -i 's/sphinxcontrib-qthelp/sphinxcontrib-qthelp<=1.0.6/' setup.py",
+              "sed -i 's/alabaster>=0.7,<0.8/alabaster>=0.7,<0.7.12/' setup.py",
+              "sed -i \"s/'packaging',/'packaging', 'markupsafe<=2.0.1',/\" setup.py"]
+    if key[:2] in ((4, 2), (4, 3), (4, 4)):
+        return edits + ["sed -i 's/sphinxcontrib-htmlhelp>=2.0.0/sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4/' setup.py",
+                        "sed -i 's/sphinxcontrib-serializinghtml>=1.1.5/sphinxcontrib-serializinghtml>=1.1.5,<=1.1.9/'"
+                        " setup.py"]
+    if key[:2] == (4, 1):
+        return edits + ["grep -q 'sphinxcontrib-htmlhelp>=2.0.0' setup.py && "
+                        "sed -i 's/sphinxcontrib-htmlhelp>=2.0.0/sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4/' setup.py || "
+                        "sed -i 's/sphinxcontrib-htmlhelp/sphinxcontrib-htmlhelp<=2.0.4/' setup.py",
+                        "grep -q 'sphinxcontrib-serializinghtml>=1.1.5' setup.py && "
+                        "sed -i 's/sphinxcontrib-serializinghtml>=1.1.5/sphinxcontrib-serializinghtml>=1.1.5,<=1.1.9/'"
+                        " setup.py || "
+                        "sed -i 's/sphinxcontrib-serializinghtml/sphinxcontrib-serializinghtml<=1.1.9/' setup.py"]
+    return edits + ["sed -i 's/sphinxcontrib-htmlhelp/sphinxcontrib-htmlhelp<=2.0.4/' setup.py",
+                    "sed -i 's/sphinxcontrib-serializinghtml/sphinxcontrib-serializinghtml<=1.1.9/' setup.py"]
+
+
 def _sphinx(v: str) -> Recipe:
     key = _vkey(v)
-    reqs = ["tox==4.16.0", "tox-current-env==0.0.11"]
-    reqs += _SPHINX_3 if (3, 0) <= key <= (4, 4) else ["Jinja2==3.0.3"]
+    edits = _sphinx_edits(key)
+    # 3.0-4.4: the setup.py bounds are the harness's edits of setup.py before its install, made in the build's
+    # source too: installed last (project_last), the project resolves them itself -- sphinxcontrib-applehelp 1.0.7
+    # requires Sphinx>=5, so <=1.0.7 gives 1.0.4 with Sphinx 3, as in the harness; installed first on their own
+    # they would pull Sphinx 5 and applehelp 1.0.7
     return _r("sphinx-doc/sphinx", v, SPHINX, "pytest_v2", "3.9" if key < (8, 0) else "3.10", python="3.9",
-              extras=["test"], requirements=reqs, apt=["graphviz"] if key >= (7, 2) else [],
-              workspace_edits=["sed -i 's/pytest/pytest -rA/' tox.ini"], eval_env=SPHINX_SITE)
+              extras=["test"], requirements=["tox==4.16.0", "tox-current-env==0.0.11", "Jinja2==3.0.3"],
+              apt=["graphviz"] if key >= (7, 2) else [], build_edits=edits[1:], workspace_edits=edits,
+              eval_env=SPHINX_SITE)
 
 
 _MPL_PINS = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "ghostscript", "kiwisolver==1.4.5",
@@ -218,7 +250,7 @@ def _astropy(v: str) -> Recipe:
                   requirements=["setuptools==38.2.4", *_ASTROPY_OLD])
     edits = [_ASTROPY_SETUPTOOLS] if key >= (4, 1) else []
     return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9", extras=["test"],
-              requirements=_ASTROPY_MODERN, build_edits=edits, rebuild=rebuild)
+              requirements=_ASTROPY_MODERN, build_edits=edits, workspace_edits=edits, rebuild=rebuild)
 
 
 def _xarray(v: str) -> Recipe:
@@ -254,7 +286,8 @@ def _pytest(v: str) -> Recipe:
     pins = next((p for k, p in reversed(_PYTEST_PINS) if key >= k), _PYTEST_PINS[0][1])
     # the harness's 6.3 edit (setup.cfg's "setuptools>=>=42.0" does not parse), also needed by 6.2's releases
     edits = ["sed -i 's/>=>=/>=/' setup.cfg"] if (6, 2) <= key < (7, 0) else []
-    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split(), build_edits=edits)
+    return _r("pytest-dev/pytest", v, PYTEST, "pytest", "3.9", requirements=pins.split(), build_edits=edits,
+              workspace_edits=edits if key[:2] == (6, 3) else [])
 
 
 def _pylint(v: str) -> Recipe:
@@ -268,8 +301,15 @@ def _pylint(v: str) -> Recipe:
               **extra)
 
 
+HTTPBIN_PORT = 8765
+
+
 def _requests(v: str) -> Recipe:
-    return _r("psf/requests", v, PYTEST, "pytest_options", "3.9", requirements=["pytest"])
+    if _vkey(v) >= (2, 8):  # its tests serve httpbin themselves (pytest-httpbin)
+        return _r("psf/requests", v, PYTEST, "pytest_options", "3.9", requirements=["pytest"])
+    return _r("psf/requests", v, PYTEST, "pytest_options", "3.9", requirements=["pytest", "httpbin"],
+              service=f"python -m httpbin.core --port {HTTPBIN_PORT}", service_port=HTTPBIN_PORT,
+              eval_env={"HTTPBIN_URL": f"http://127.0.0.1:{HTTPBIN_PORT}/"})
 
 
 _SEABORN = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "importlib-resources==6.0.1",
@@ -326,47 +366,12 @@ def recipe_for(repo: str, version: str | None) -> Recipe | None:
     return make(lowest if _vkey(version) < _vkey(lowest) else version)
 
 
-CONDA_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris",
-               "python-graphviz": "graphviz", "pytables": "tables", "pyqt": "PyQt5", "pytorch": "torch"}
-"""conda package names that PyPI spells otherwise."""
-NOT_PYPI = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "nodejs", "ffmpeg", "imagemagick", "graphviz-bin",
-            "pandoc", "git", "make", "cmake", "compilers", "c-compiler", "cxx-compiler", "ghostscript", "tk"}
-_CONDA_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:([=<>!~]=?)\s*([A-Za-z0-9.*+!_-]+))?")
-
-
-def conda_requirements(text: str) -> list[str]:
-    """The packages of a conda ``environment.yml`` (its ``dependencies`` list and the ``pip:`` list in it) as PyPI
-    requirements: conda-only packages left out, names PyPI spells otherwise renamed, ``x=1.2`` read as ``x==1.2``.
-    Read line by line (the file is the repository's text; nothing in it is evaluated)."""
-    out: list[str] = []
-    inside = False
-    for raw in text.splitlines()[:2000]:
-        line = raw.split("#", 1)[0].rstrip()
-        if not line.strip():
-            continue
-        if not line.startswith((" ", "\t", "-")):
-            inside = line.strip() == "dependencies:"
-            continue
-        item = line.strip()
-        if not inside or not item.startswith("- ") or item.endswith(":"):
-            continue
-        m = _CONDA_SPEC.match(item[2:].strip().strip("'\""))
-        if not m or m.group(1).lower() in NOT_PYPI:
-            continue
-        name = CONDA_NAMES.get(m.group(1).lower(), m.group(1))
-        op, version = m.group(2), m.group(3)
-        if op and version and version != "*":
-            op = "==" if op == "=" else op
-            out.append(f"{name}{op}{version.split('=')[0]}")
-        else:
-            out.append(name)
-    return list(dict.fromkeys(out))
-
-
 def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | None]) -> Declared:
     """The environment a recipe asks for, as a declaration bosun's detection takes (over anything the repository
     declares): its interpreter, packages, the first of its requirement files the tree has, the packages of the
-    first of its conda files as soft requirements, its edits of build files, resolved as of REFERENCE_DATE."""
+    first of its conda files as soft requirements, its edits of build files, resolved as of REFERENCE_DATE; the
+    project installed last, on its own, as the harness installs it after its packages (``pip install -e .[test]``:
+    the project's own pins win, astropy 5.0's ``hypothesis==6.46.7`` over the recipe's 6.82.6)."""
     files = [f for f in recipe.requirement_files if f in present][:1]
     env_file = next((f for f in recipe.env_files if f in present), None)
     soft = conda_requirements(read(env_file) or "") if env_file else []
@@ -375,5 +380,6 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
                     exclude_newer=REFERENCE_DATE, resolve_for_python=older, build_isolation=recipe.build_isolation,
+                    project_last=True,
                     prepare=recipe.build_edits,
                     test_command=recipe.test_cmd)

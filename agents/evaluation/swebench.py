@@ -2,9 +2,9 @@
 
 An instance row has ``instance_id, repo, base_commit, patch, test_patch, FAIL_TO_PASS, PASS_TO_PASS`` (the list
 fields may be JSON strings, as in the published data) and optionally ``version``, ``environment_setup_commit``,
-``problem_statement``. A prediction row is ``{instance_id, model_name_or_path, model_patch}``. Both files are
-JSONL or a JSON list; predictions may also be a JSON object keyed by instance id (SWE-agent's ``preds.json``), as
-the harness reads them.
+``problem_statement``, ``created_at``. A prediction row is ``{instance_id, model_name_or_path, model_patch}``.
+Both files are JSONL or a JSON list; predictions may also be a JSON object keyed by instance id (SWE-agent's
+``preds.json``), as the harness reads them.
 
 The report of an instance matches the SWE-bench harness's ``report.json`` entry::
 
@@ -53,6 +53,9 @@ class Instance(BaseModel):
     version: str | None = None
     environment_setup_commit: str | None = None
     problem_statement: str = ""
+    created_at: str | None = None
+    """When the fix's pull request was made (SWE-bench's field): for a row without ``version``, the moment some
+    repositories' versions are found by (agents/evaluation/versions.py)."""
 
     model_config = {"extra": "ignore"}
 

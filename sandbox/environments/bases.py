@@ -2,7 +2,7 @@
 debootstrap, kept as a directory (bwrap binds its top-level directories read-only) and imported into docker as
 ``bosun-base:<name>`` (environment images are layered on it). Built once, when first needed, and cached.
 
-Variants: ``slim`` (python3, venv, git, ripgrep, procps, CA certificates, tzdata) and ``build`` (slim + a C
+Variants: ``slim`` (python3, venv, git, patch, ripgrep, procps, CA certificates, tzdata) and ``build`` (slim + a C
 toolchain and the Python headers, for projects that compile code); a declared list of extra Debian packages makes
 a variant of its own. The name is ``<suite>-<variant>-<hash>``, the hash covering the recipe, so a changed recipe
 builds a new base and never reuses an old one.
@@ -31,7 +31,9 @@ from sandbox.environments.store import dir_size_mb, file_lock, strip_setid
 
 RECIPE = "2"
 """Bump when the steps below change: every base is rebuilt under a new name."""
-SLIM = ["python3", "python3-venv", "git", "ripgrep", "procps", "ca-certificates", "tzdata", "libexpat1"]
+SLIM = ["python3", "python3-venv", "git", "patch", "ripgrep", "procps", "ca-certificates", "tzdata", "libexpat1"]
+"""``patch``: judging applies a prediction git does not take with ``patch --batch --fuzz=5``, as the SWE-bench
+harness does (agents/evaluation/harness.py)."""
 BUILD = ["build-essential", "python3-dev", "pkg-config"]
 SUITE_EXTRA = {"bullseye": ["python3-distutils", "python3-lib2to3"], "bookworm": ["python3-distutils"]}
 """Per suite: the standard library's parts Debian ships apart (old projects import distutils)."""

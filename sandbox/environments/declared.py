@@ -13,6 +13,8 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     exclude_newer = "2019-12-01"     # resolve as of this date; false: the newest versions
     resolve_for_python = "3.6"       # resolve versions as if for this older Python, install them on ours
     build_isolation = false          # build the project against the installed packages (numpy, cython)
+    project_last = true              # install the requirements first, then the project on its own: what it
+                                     # requires wins over their pins (as pip installs run one after the other)
     prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]    # run in the source before the install, with network
     setup = ["python setup.py build_ext --inplace"]   # run after the install, with network
     test_command = "python -m pytest tests"
@@ -63,6 +65,7 @@ class Declared(BaseModel):
     exclude_newer: str | bool | None = None
     resolve_for_python: str | None = None
     build_isolation: bool = True
+    project_last: bool = False
     prepare: list[str] = []
     setup: list[str] = []
     test_command: str | None = None

@@ -58,6 +58,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     present = set(paths)
     wanted = [p for p in CONFIG_FILES if p in present]
     wanted += [p for p in paths if pyconfig.CI_FILES.match(p)][:20]
+    wanted += [p for p in paths if pyconfig.CONDA_FILE.match(p) or pyconfig.CI_CONDA_FILE.match(p)][:30]
     test_files, dev_files = pyconfig.requirement_files(paths)
     wanted += test_files + dev_files
     texts = files.read_many(wanted)
@@ -154,6 +155,11 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         reasons.append(Reason(field="python", value=python,
                               source=f"{why}" + (f" (from {', '.join(src + sources)})" if src or sources else "")))
 
+    pyconfig.apply_tox(facts, python)  # (lines for some tox environments: those of this interpreter's apply)
+    if origin == "detected":  # what the project's CI installs besides its package's metadata: tried, not required
+        for path in _ci_installs(paths, texts, python, facts, files):
+            shaping[path] = _sha(texts[path])
+
     # -- the test command ------------------------------------------------------------------------------------
     test, why = testcmd.choose(declared.test_command if declared else None, facts.tox_commands,
                                facts.pytest_config, paths, facts.testpaths)
@@ -207,8 +213,15 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         if test.kind == "pytest":
             requirements.append("pytest")
         for req, source in facts.soft_requires:
-            guessed.append(req)
-            reasons.append(Reason(field="guessed", value=req, source=f"{source} (dropped if it cannot be installed)"))
+            if req not in guessed:
+                guessed.append(req)
+                reasons.append(Reason(field="guessed", value=req,
+                                      source=f"{source} (dropped if it cannot be installed)"))
+        for path, source in facts.soft_files:
+            if path not in req_files and path not in optional_files:
+                optional_files.append(path)
+                reasons.append(Reason(field="requirement_files", value=path,
+                                      source=f"{source} (dropped if the install fails with it)"))
         provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
         declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
         own = {pyconfig.req_name(n) for n in _project_names(texts)}
@@ -286,12 +299,38 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
+                   project_last=bool(declared is not None and declared.project_last),
                    prepare=prepare, setup=setup,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
                      notes=notes)
+
+
+def _ci_installs(paths: list[str], texts: dict[str, str], python: str, facts: pyconfig.Facts,
+                 files: RepoFiles) -> list[str]:
+    """The test dependencies a project declares outside its package's metadata: its conda environment file
+    (``environment.yml``, or the CI's for this Python version), what its CI's test jobs and nox's test sessions
+    install with pip. Soft: installed when they resolve, dropped (and listed) when not. Returns the files that
+    gave some (they shape the environment: its cache key)."""
+    present, used = set(paths), []
+    env_file = pyconfig.environment_file(paths, python)
+    if env_file and env_file in texts:
+        found = pyconfig.conda_requirements(texts[env_file])
+        facts.soft_requires += [(r, f"{env_file} (conda environment)") for r in found]
+        used += [env_file] if found else []
+    for path in paths:
+        if pyconfig.CI_FILES.match(path) and path in texts:
+            before = len(facts.soft_requires) + len(facts.soft_files)
+            if path == "noxfile.py":
+                pyconfig.read_noxfile(texts[path], facts, present)
+            else:
+                pyconfig.read_ci_installs(texts[path], facts, path, present)
+            used += [path] if len(facts.soft_requires) + len(facts.soft_files) > before else []
+    named = [p for p, _ in facts.soft_files if p not in texts]
+    texts.update(files.read_many(named))
+    return used + [p for p in dict.fromkeys(p for p, _ in facts.soft_files) if p in texts]
 
 
 def _pkg_info_version(text: str) -> str | None:

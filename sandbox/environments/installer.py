@@ -10,10 +10,17 @@ interpreter became common (``bump``):
 - pytest does not start, or collecting the tests fails, and the innermost frame of the traceback is in an
   installed package (``site-packages/werkzeug/...``);
 - collecting the tests fails on a module nobody installed (``No module named 'x'``): it is added;
-- a requirement guessed from the tests' imports is unknown to the index: it is dropped; when nothing else can be
-  moved and soft requirements (guesses, a Pipfile's dev packages) remain, the attempt goes on without them;
+- a requirement guessed from the tests' imports is unknown to the index: it is dropped; soft requirements (guesses,
+  a Pipfile's dev packages, what CI files install) that a conflict names are dropped (when it names some of them
+  only); when nothing else can be moved and soft requirements remain, the attempt goes on without them;
 - a package with no release before the date at all (removed and uploaded again later) is taken as of that upload;
-- the tests' collection fails inside pytest itself (written for an older pytest): one major version back.
+- a requirement from a version control repository (``git+https://...``) that cannot be fetched (the build reaches
+  package indexes only, or the repository is gone) is taken from the index under its name (``name @ git+...``,
+  ``#egg=name``, else the repository's name), and the log says so;
+- the tests' collection fails inside pytest itself (written for an older pytest): one major version back;
+- pytest stops with an internal error in its own code before collecting (exit 3: a pytest of the commit's day
+  that predates the interpreter, pytest 2.x on Python 3.9): pytest, pluggy and py move to the later date, and the
+  log says why.
 
 Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
 project (with its test extras) and the test runner. The first whose install succeeds and whose pytest starts wins.
@@ -54,6 +61,7 @@ COLLECT_TIMEOUT_S = 300
 COLLECT_SAMPLE = 30
 """Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
 
+NO_SOLUTION = "No solution found when resolving dependencies"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
 FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
@@ -67,6 +75,11 @@ UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
 NEVER_MOVED = {"pip", "setuptools", "wheel", "pkg-resources"}
 PYTEST_OWN = {"pytest", "pluggy", "py"}
 PYTEST_VERSION = re.compile(r"pytest (?:version )?(\d+)\.(\d+)")
+VCS = re.compile(r"^\s*(?:([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*@\s*)?(?:git|hg|svn|bzr)\+(\S+)")
+"""A requirement from a version control repository: ``name @ git+URL`` or a bare ``git+URL``."""
+VCS_FAILED = re.compile(r"Git operation failed|failed to (?:clone|fetch) into|Git executable not found|"
+                        r"Failed to download and build `[^`]*@ (?:git|hg|svn|bzr)\+", re.I)
+"""The installer could not fetch a version control repository."""
 
 
 class StepRunner(Protocol):
@@ -103,6 +116,8 @@ class Plan:
     collect_rounds: int = 0
     pytest_version: tuple[int, int] | None = None
     """From ``pytest --version``."""
+    from_index: dict[str, str] = field(default_factory=dict)
+    """Requirements from a version control repository that could not be fetched -> the index's name instead."""
 
     def summary(self) -> str:
         parts = []
@@ -113,6 +128,8 @@ class Plan:
             parts.append(f"added: {', '.join(self.added)}")
         if self.dropped:
             parts.append(f"dropped: {', '.join(sorted(self.dropped))}")
+        if self.from_index:
+            parts.append(f"from the index, their repositories out of reach: {', '.join(self.from_index.values())}")
         return f" ({'; '.join(parts)})" if parts else ""
 
 
@@ -192,7 +209,7 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     ``packaging``, which stays at the older Python's version (``canonicalize_version`` without
     ``strip_trailing_zero``)."""
     attempt = plan.attempt
-    args = _inputs(spec, plan)
+    args = _inputs(spec, plan, project=not spec.project_last)  # (installed last, the project is not constrained)
     editable = args[1] if args[:1] == ["-e"] else None
     project = f"printf '%s\\n' {shlex.quote('-e ' + editable)} > {PROJECT} && " if editable else ""
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
@@ -230,12 +247,13 @@ def _inputs(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
     return [*args, "-r", f"{TOOLS}/requirements.txt"]
 
 
-def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
+def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: bool = True) -> list[str]:
     """The ``uv pip install`` command line (requirements come from a file, never as arguments). ``project=False``:
-    everything but the project (what a build without isolation needs installed first)."""
+    everything but the project (what a build without isolation needs installed first); ``others=False``: the
+    project alone (``project_last``: after the rest, unconstrained by what was resolved for it)."""
     attempt = plan.attempt
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
-    if attempt.resolve_for:
+    if attempt.resolve_for and others:
         cmd += ["-c", CONSTRAINTS]
     if not spec.build_isolation and project:
         cmd += ["--no-build-isolation"]
@@ -249,14 +267,62 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[
             for name in HEAVY:
                 if name != (spec.project_name or "").lower():
                     cmd += ["--only-binary", name]
-    return [*cmd, *_inputs(spec, plan, project=project)]
+    inputs = _inputs(spec, plan, project=project)
+    return [*cmd, *(inputs if others else inputs[:2])]
 
 
 def requirements_text(spec: EnvSpec, plan: Plan) -> str:
     reqs = list(spec.requirements) + plan.added
     if plan.attempt.optional:
         reqs += [g for g in spec.guessed if g not in plan.dropped]
+    reqs = [plan.from_index.get(r, r) for r in reqs]
     return "".join(f"{r}\n" for r in dict.fromkeys(reqs) if r.strip() and not r.strip().startswith("-"))
+
+
+def index_name(requirement: str) -> str | None:
+    """The name a requirement from a version control repository has on a package index: ``name @ git+URL`` ->
+    name, ``git+URL#egg=name`` -> name, else the repository's without a ``-python`` suffix
+    (``.../html5lib-python`` -> ``html5lib``); None for a requirement that is not one."""
+    m = VCS.match(requirement)
+    if m is None:
+        return None
+    if m.group(1):
+        return m.group(1)
+    url = m.group(2).split("#", 1)
+    egg = re.search(r"(?:^|&)egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url[1]) if len(url) > 1 else None
+    if egg:
+        return egg.group(1)
+    repo = url[0].split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    repo = re.sub(r"[-_.]python$", "", repo, flags=re.I)
+    return repo if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", repo) else None
+
+
+HELD = f"{TOOLS}/installed.txt"
+"""What the requirements installed (``uv pip freeze``), held as constraints while the project goes in last."""
+
+
+def hold_command(spec: EnvSpec) -> list[str]:
+    """The installed versions as constraints (``HELD``): pip's only-if-needed, which ``pip install -e .`` after the
+    harness's packages has, where uv would move a package the project names without a bound (Sphinx 3's
+    ``sphinxcontrib-applehelp``: 1.0.7, held by the recipe, went to 2.0.0, which refuses Sphinx 3). The project
+    itself is not held (a release of it the requirements pulled in is replaced by the editable one)."""
+    own = re.sub(r"[-_.]+", "[-_.]", re.escape(spec.project_name or "").replace("\\", ""))
+    mine = f" -e '^{own}=='" if own else ""
+    return ["sh", "-c", f"{UV} pip freeze --python {VENV}/bin/python | grep -v -i -e '^-e ' -e ' @ '{mine} > {HELD}"]
+
+
+ROOT_ON_PATH = "_bosun_project_root.pth"
+
+
+def root_on_path(spec: EnvSpec) -> list[str]:
+    """When setuptools made the editable install an import hook (``__editable___*_finder.py``: a project whose
+    packages sit at its root beside other folders), the project's root on sys.path too (a ``.pth``), as
+    ``setup.py develop`` and pip's older editable installs put it: code that maps a file to its module through
+    sys.path finds the project (pylint loads its checkers so, through astroid's ``modpath_from_file``: with the hook
+    alone none loaded, and every test of its configuration failed)."""
+    site = f"{VENV}/lib/python{spec.python}/site-packages"
+    return ["sh", "-c", f"if ls {site}/__editable___*_finder.py >/dev/null 2>&1; then "
+                        f"echo /workspace > {site}/{ROOT_ON_PATH}; echo 'the project root is on sys.path'; fi"]
 
 
 def collect_command(spec: EnvSpec, sample: list[str] | None = None) -> list[str]:
@@ -292,6 +358,15 @@ def implicated(text: str) -> str | None:
 
 def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
     """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
+    if VCS_FAILED.search(text):
+        vcs = {r: name for r in spec.requirements + spec.guessed + plan.added
+               if r not in plan.from_index and (name := index_name(r))}
+        if vcs:
+            plan.from_index.update(vcs)
+            why = VCS_FAILED.search(text)
+            note(f"cannot fetch from version control ({why.group(0) if why else ''}): "
+                 + "; ".join(f"{name} from the index instead of {r.strip()}" for r, name in vcs.items()))
+            return True
     names = {req_name(m) for m in UNKNOWN_PACKAGE.findall(text)}
     unknown = {r for r in spec.guessed + plan.added if req_name(r) in names} - plan.dropped
     if unknown:
@@ -306,6 +381,13 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         note(f"no release of {', '.join(sorted(reuploaded))} before {str(plan.attempt.date)[:10]} (uploaded again "
              f"later): taken as of that upload")
         return True
+    if NO_SOLUTION in text:  # a conflict: the soft requirements it names go first
+        named = {r for r in set(spec.guessed) - plan.dropped
+                 if re.search(rf"(?<![\w.-]){re.escape(req_name(r))}(?![\w-])", text.lower().replace("_", "-"))}
+        if named and named != set(spec.guessed) - plan.dropped:
+            plan.dropped |= named
+            note(f"dropping soft requirement(s) in a conflict: {', '.join(sorted(named))}")
+            return True
     wanted = {m.lower() for m in WHEELS_REQUIRED.findall(text) + FAILED_BUILD.findall(text)}
     optional = {r for r in spec.guessed + plan.added if req_name(r) in {req_name(w) for w in wanted}} - plan.dropped
     if optional:  # a guess, or a module the tests import that nobody asked for: not worth the environment
@@ -328,6 +410,15 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         plan.added += new
         note(f"the tests import what nobody installed: adding {', '.join(new)}")
         return True
+    if "INTERNALERROR>" in text and implicated(re.sub(r"(?m)^INTERNALERROR> ?", "", text)) in PYTEST_OWN or (
+            collecting and "no such option: --collect-only" in text):  # (pytest 2.3's day: --collectonly)
+        # pytest stops in its own code before collecting anything (exit 3): a pytest of the commit's day that
+        # predates the interpreter (pytest 2.x's assertion machinery on Python 3.9): pytest moves forward
+        found = plan.pytest_version
+        which = f"pytest {'.'.join(map(str, found))}" if found else "the commit's pytest"
+        note(f"{which} stops with an internal error before collecting anything, or does not know --collect-only "
+             f"(exit 3 or 2: it predates Python {spec.python})")
+        return _bump(spec, plan, PYTEST_OWN, note, "cannot run on this interpreter")
     culprit = implicated(text)
     if culprit is None:
         return False
@@ -378,10 +469,20 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                     break
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
             rc, text = 0, ""
-            if not spec.build_isolation and spec.install_project:  # what the project's build imports, first
-                rc, text = run.step(f"install the build's requirements ({attempt.label})",
+            last = spec.project_last and spec.install_project
+            if (not spec.build_isolation or last) and spec.install_project:  # the requirements first
+                first = "the requirements" if last else "the build's requirements"
+                rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)
-            if rc == 0:
+            if rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
+                run.step("hold what is installed", hold_command(spec), env, check=False)
+                rc, text = run.step(f"install the project ({attempt.label})",
+                                    [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)
+                if rc != 0 and NO_SOLUTION in text:
+                    run.note("the project's own requirements conflict with what is installed: they win")
+                    rc, text = run.step(f"install the project, what is installed not held ({attempt.label})",
+                                        install_command(spec, plan, others=False), env, check=False)
+            elif rc == 0:
                 rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
             if rc != 0:
                 if adjust_install(spec, plan, text, run.note):
@@ -417,6 +518,8 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 "ok (some tests do not collect)"
             break
         history.append(f"{attempt.label}: {outcome}{plan.summary()}")
+        if outcome.startswith("ok") and spec.install_project:
+            run.step("editable install: the project's root on sys.path", root_on_path(spec), env, check=False)
         if outcome.startswith("ok"):
             return Installed(date=attempt.date, history=history, moved=moved_packages(attempt, plan.bumps))
         run.note(f"attempt {n} of {len(attempts)} did not work: {history[-1]}")

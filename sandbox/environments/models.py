@@ -23,11 +23,13 @@ as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leav
 (``EnvRecord.seed_unignored``)."""
 SEED_UNIGNORED_MAX = 4 << 20
 """Bytes of the seed's list of files git does not ignore read back from a build (5,000 entries fit many times)."""
-BUILD_RULES = 1
+BUILD_RULES = 3
 """The version of the build's rules that change what an environment holds without changing its cache key (the
 installer's choices, what the seed keeps). Each record keeps the version it was built by; ``bosun env list`` marks
 an older one ``outdated`` and ``bosun env prune --outdated`` removes it (its next use builds it again). 0: built
-before versions were kept. 1: the seed keeps the build's files that git does not ignore (``seed_unignored``)."""
+before versions were kept. 1: the seed keeps the build's files that git does not ignore (``seed_unignored``). 2: an
+editable install by import hook also puts the project's root on sys.path (installer.ROOT_ON_PATH). 3: a project
+installed last keeps what the requirements installed unless it needs otherwise (installer.HELD)."""
 SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""
@@ -94,6 +96,10 @@ class EnvSpec(BaseModel):
     build_isolation: bool = True
     """False: the project is built against what the environment has (its build requirements installed first),
     as ``pip install --no-build-isolation`` does."""
+    project_last: bool = False
+    """The requirements installed first, then the project (with its extras) on its own: what the project requires
+    wins over their pins, as successive pip installs give (the SWE-bench harness's ``pip_packages``, then
+    ``pip install -e .[test]``)."""
     resolve_for_python: str | None = None
     """Resolve the versions as if for this (older) interpreter -- the ones its users had -- and install them on the
     environment's own (the first attempt; the next ones resolve for the environment's)."""

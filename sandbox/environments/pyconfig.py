@@ -73,6 +73,8 @@ class Facts:
     soft_requires: list[tuple[str, str]] = field(default_factory=list)
     """(requirement, source) tried and dropped when they cannot be installed (a Pipfile's dev packages)."""
     requirement_files: list[tuple[str, str]] = field(default_factory=list)
+    soft_files: list[tuple[str, str]] = field(default_factory=list)
+    """(requirement file, source) tried and dropped when the install fails with them (CI's, nox's)."""
     pytest_config: list[str] = field(default_factory=list)
     """Files configuring pytest."""
     pytest_options: list[str] = field(default_factory=list)
@@ -81,6 +83,9 @@ class Facts:
     testpaths: list[str] = field(default_factory=list)
     tox_commands: list[str] = field(default_factory=list)
     tox_extras: list[str] = field(default_factory=list)
+    tox_conditional: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """(key, condition, value, source) of tox ``[testenv]`` lines with a factor condition (``!pypy: -r x.txt``):
+    whether they apply depends on the environment's factors, known once its interpreter is (``apply_tox``)."""
     scm: list[str] = field(default_factory=list)
     compiled: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -331,23 +336,100 @@ def read_tox(text: str, f: Facts, name: str = "tox.ini") -> None:
     if not cfg.has_section("testenv"):
         return
     env = dict(cfg.items("testenv"))
-    for dep in lines(env.get("deps", "")):
-        dep = dep.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
-        if re.match(r"^[\w,.-]+:\s", dep):  # factor-conditional (py37: foo): for some environments only
-            continue
+    for key in ("deps", "extras", "commands"):
+        for line in lines(env.get(key, "")) if key != "extras" else _extras_lines(env.get(key, "")):
+            m = FACTOR_LINE.match(line)
+            if m:
+                f.tox_conditional.append((key, m.group(1), m.group(2).strip(), f"{name} [testenv] {key}"))
+            else:
+                _tox_line(key, line, f, f"{name} [testenv] {key}")
+
+
+FACTOR_LINE = re.compile(r"^([!\w{},.-]+):\s+(.*)$")
+"""A tox line with a factor condition: ``py38,py39: x``, ``py38-django31: x``, ``!pypy: x``, ``py{37,38}: x``."""
+
+
+def _extras_lines(value: str) -> list[str]:
+    """tox's ``extras``: one per line, or comma-separated on a line without a factor condition."""
+    out = []
+    for line in lines(value):
+        out += [line] if FACTOR_LINE.match(line) else [e for e in re.split(r"[\s,]+", line) if e]
+    return out
+
+
+def _tox_line(key: str, value: str, f: Facts, source: str) -> None:
+    """One applying line of tox's ``deps``, ``extras`` or ``commands``."""
+    if key == "extras":
+        if "{" not in value and re.fullmatch(r"[\w.-]+", value):
+            f.tox_extras.append(value)
+    elif key == "commands":
+        f.tox_commands.append(value)
+    else:
+        dep = value.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
         if dep.startswith(("-r", "--requirement")):
             path = dep.split(None, 1)[1] if " " in dep else dep[2:]
-            f.requirement_files.append((path.strip().lstrip("./"), f"{name} [testenv] deps"))
-        elif dep.startswith(("-e", "-c", "--")) or dep in (".", "..") or "{" in dep:
-            continue
+            f.requirement_files.append((path.strip().lstrip("./"), source))
+        elif dep.startswith(("-e", "-c", "--", "!")) or dep in (".", "..") or "{" in dep:
+            return
         else:
-            f.test_requires.append((dep, f"{name} [testenv] deps"))
-    for extra in re.split(r"[\s,]+", env.get("extras", "")):
-        if extra and not re.match(r"^[\w,.-]+:", extra) and "{" not in extra:
-            f.tox_extras.append(extra)
-    for cmd in lines(env.get("commands", "")):
-        if not re.match(r"^[\w,.-]+:\s", cmd):
-            f.tox_commands.append(cmd)
+            f.test_requires.append((dep, source))
+
+
+def _expand_braces(text: str, limit: int = 64) -> list[str]:
+    """tox's generative names: ``py{37,38}-x`` -> ``py37-x``, ``py38-x`` (at most ``limit``)."""
+    m = re.search(r"\{([^{}]*)\}", text)
+    if m is None:
+        return [text]
+    out: list[str] = []
+    for alt in m.group(1).split(","):
+        out += _expand_braces(text[:m.start()] + alt.strip() + text[m.end():], limit)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def factor_condition(condition: str, factors: set[str]) -> bool:
+    """Whether a tox factor condition holds in an environment with ``factors``, as tox reads it: terms separated by
+    ``,`` (any of them), each term factors joined by ``-`` (all of them), a factor negated by a leading ``!``;
+    ``{a,b}`` generates terms."""
+    terms = [t for part in _split_top(condition) for t in _expand_braces(part)]
+    for term in terms:
+        parts = [p for p in term.split("-") if p]
+        if parts and all((p[1:] not in factors) if p.startswith("!") else (p in factors) for p in parts):
+            return True
+    return False
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside braces."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    return [p.strip() for p in [*out, text[start:]] if p.strip()]
+
+
+def tox_factors(python: str) -> set[str]:
+    """The factors of the environment bosun builds, as tox names a CPython environment for ``python`` (``3.9``):
+    ``py39`` (and the ``py3`` and ``py`` of older tox files); never ``pypy``, a platform or a feature factor."""
+    major, _, minor = python.partition(".")
+    return {"py", f"py{major}", f"py{major}{minor}", f"py{major}.{minor}"}
+
+
+def apply_tox(f: Facts, python: str) -> list[tuple[str, str, str]]:
+    """Add the factor-conditional tox lines that apply to a ``python`` environment (as if unconditional); the
+    (key, value, source) of those added."""
+    factors = tox_factors(python)
+    added = []
+    for key, condition, value, source in f.tox_conditional:
+        if factor_condition(condition, factors):
+            why = f"{source} ({condition}: holds for a py{python.replace('.', '')} environment)"
+            _tox_line(key, value, f, why)
+            added.append((key, value, why))
+    return added
 
 
 def plugins_for(options: list[str], ini_keys: list[str]) -> list[tuple[str, str]]:
@@ -432,3 +514,113 @@ def dependency_group(groups: dict[str, list[Any]], name: str, seen: set[str] | N
         elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
             out += dependency_group(groups, item["include-group"], seen)
     return out
+
+
+CONDA_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris",
+               "python-graphviz": "graphviz", "pytables": "tables", "pyqt": "PyQt5", "pytorch": "torch"}
+"""conda package names that PyPI spells otherwise."""
+NOT_PYPI = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "nodejs", "ffmpeg", "imagemagick", "graphviz-bin",
+            "pandoc", "git", "make", "cmake", "compilers", "c-compiler", "cxx-compiler", "ghostscript", "tk"}
+_CONDA_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:([=<>!~]=?)\s*([A-Za-z0-9.*+!_-]+))?")
+
+
+def conda_requirements(text: str) -> list[str]:
+    """The packages of a conda ``environment.yml`` (its ``dependencies`` list and the ``pip:`` list in it) as PyPI
+    requirements: conda-only packages left out, names PyPI spells otherwise renamed, ``x=1.2`` read as ``x==1.2``.
+    Read line by line (the file is the repository's text; nothing in it is evaluated)."""
+    out: list[str] = []
+    inside = False
+    for raw in text.splitlines()[:2000]:
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if not line.startswith((" ", "\t", "-")):
+            inside = line.strip() == "dependencies:"
+            continue
+        item = line.strip()
+        if not inside or not item.startswith("- ") or item.endswith(":"):
+            continue
+        m = _CONDA_SPEC.match(item[2:].strip().strip("'\""))
+        if not m or m.group(1).lower() in NOT_PYPI:
+            continue
+        name = CONDA_NAMES.get(m.group(1).lower(), m.group(1))
+        op, version = m.group(2), m.group(3)
+        if op and version and version != "*":
+            op = "==" if op == "=" else op
+            out.append(f"{name}{op}{version.split('=')[0]}")
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+CONDA_FILE = re.compile(r"^(?:(?:ci|\.ci|ci/requirements|requirements|\.binder|binder)/)?environment\.ya?ml$")
+CI_CONDA_FILE = re.compile(r"^(?:ci|\.ci|\.github)/(?:[\w.-]+/){0,2}py(3)(\d{1,2})(?:[-_.][\w.-]*)?\.ya?ml$")
+"""conda environment files of a project's CI: ``environment.yml`` (at the top, in ci/, ci/requirements/,
+requirements/, binder/), else one per Python version (``ci/requirements/py37.yml``)."""
+_NOT_THE_SUITE = re.compile(r"min|bare|windows|win|mac|osx|doc|upstream|nightly|benchmark|lint|flaky", re.I)
+"""Variants of a CI environment that are not the test suite's usual one."""
+
+
+def environment_file(paths: list[str], python: str) -> str | None:
+    """The conda environment file the project's tests run in (``CONDA_FILE``: the first of top, ci/,
+    ci/requirements/, requirements/, binder/), else the CI's file for the newest Python version at most
+    ``python`` (or the oldest above it) that is not a minimal, platform or docs variant."""
+    present = set(paths)
+    for where in ("", "ci/", "ci/requirements/", "requirements/", ".ci/", "binder/", ".binder/"):
+        for ext in ("yml", "yaml"):
+            if f"{where}environment.{ext}" in present:
+                return f"{where}environment.{ext}"
+    want = tuple(int(p) for p in python.split(".")[:2])
+    found = []
+    for path in paths:
+        m = CI_CONDA_FILE.match(path)
+        if m and not _NOT_THE_SUITE.search(path.rsplit("/", 1)[-1]):
+            found.append(((int(m.group(1)), int(m.group(2))), path))
+    below = sorted((v, p) for v, p in found if v <= want)
+    above = sorted((v, p) for v, p in found if v > want)
+    return below[-1][1] if below else above[0][1] if above else None
+
+
+_INSTALL = re.compile(r"\bpip3?\s+install\s+([^\n;&|#]*)")
+_NOX_INSTALL = re.compile(r"session\.install\(([^)]{0,2000})\)")
+_NOX_SESSION = re.compile(r"^def\s+(\w+)\s*\(", re.M)
+
+
+def _install_args(args: list[str], f: Facts, source: str, present: set[str]) -> None:
+    """Requirements and requirement files of one ``pip install``'s arguments (options, paths, URLs and
+    variables left out): soft requirements, and files tried with them."""
+    skip = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in ("-r", "--requirement"):
+            if i + 1 < len(args) and args[i + 1].lstrip("./") in present:
+                f.soft_files.append((args[i + 1].lstrip("./"), source))
+            skip = True
+        elif arg in ("-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url", "-f",
+                     "--find-links"):
+            skip = True
+        elif re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[\w,.-]+\])?(?:[<>=!~]=?[\w.*+!,<>=~-]+)?", arg):
+            f.soft_requires.append((arg, source))
+
+
+def read_ci_installs(text: str, f: Facts, name: str, present: set[str]) -> None:
+    """The packages a CI file that runs tests installs with pip (its ``pip install`` lines)."""
+    if not re.search(r"\b(?:py\.?test|tox|nox|runtests|bin/test|unittest)\b", text):
+        return
+    for m in _INSTALL.finditer(text[:500_000]):
+        _install_args(shlex_split(m.group(1))[:100], f, f"{name} (pip install)", present)
+
+
+def read_noxfile(text: str, f: Facts, present: set[str]) -> None:
+    """The packages noxfile.py's test sessions install (``session.install("pytest", "-r", "x.txt")``: literal
+    strings only; nothing of it runs)."""
+    starts = [(m.start(), m.group(1)) for m in _NOX_SESSION.finditer(text[:500_000])]
+    for n, (start, session) in enumerate(starts):
+        if "test" not in session.lower():
+            continue
+        body = text[start:starts[n + 1][0] if n + 1 < len(starts) else len(text)]
+        for m in _NOX_INSTALL.finditer(body):
+            args = re.findall(r"""["']([^"'\n]+)["']""", m.group(1))
+            _install_args(args, f, f"noxfile.py session {session}", present)

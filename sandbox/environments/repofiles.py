@@ -29,6 +29,9 @@ MAX_SOURCE = 4 << 30
 """Bytes of the source tar a build copies in (a bigger tree is refused)."""
 MAX_BATCH = 4000
 """Files read in one batch (test imports)."""
+MAX_TAGS = 20_000
+"""Tags :meth:`GitTree.release_tags` reads (the newest first is not promised: a repository with more is read in
+part)."""
 
 
 class RepoFiles(Protocol):
@@ -176,6 +179,18 @@ class GitTree:
         tag = proc.stdout.decode("utf-8", "replace").strip()
         m = re.fullmatch(r"[vV]?(\d+(?:\.\d+){0,3}(?:[.-]?(?:a|b|rc|post|dev)\d*)?)", tag)
         return m.group(1) if proc.returncode == 0 and m else None
+
+    def release_tags(self, limit: int = MAX_TAGS) -> list[tuple[str, str]]:
+        """The repository's tags and their dates (``YYYY-MM-DD``: an annotated tag's, else its commit's), at most
+        ``limit`` (names and dates are the repository's data: only plain version-like names are kept)."""
+        proc = self.scratch.git("for-each-ref", f"--count={limit}",
+                                "--format=%(refname:short)%09%(creatordate:short)", "refs/tags", check=False)
+        tags = []
+        for line in proc.stdout.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []:
+            name, _, date = line.partition("\t")
+            if re.fullmatch(r"[A-Za-z0-9._+-]{1,100}", name) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+                tags.append((name, date))
+        return tags
 
     def archive(self, dest: Path, max_bytes: int = MAX_SOURCE) -> Path:
         """The tree as a tar (git archive, with no filter or config of the repository) written to ``dest``: the

@@ -17,7 +17,7 @@ MIRROR="${BOSUN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 WORKDIR="${BOSUN_IMAGE_WORKDIR:-/var/tmp}"
 DOCKER="${DOCKER:-docker}"
 SUITE=bookworm
-PACKAGES=python3,python3-pytest,git,ripgrep,ca-certificates,procps
+PACKAGES=python3,python3-pytest,git,patch,ripgrep,ca-certificates,procps
 SANDBOX_UID=1000
 SANDBOX_GID=1000
 

@@ -18,7 +18,7 @@ from tests.sandbox.conftest import chown_tree
 from tests.sandbox.envfixtures import TINY, make_repo
 
 BUILD_KEYS = {"env_id", "python", "cached", "outdated", "build_s", "test_command", "backend_refs", "log",
-              "warnings", "seed_unignored"}
+              "warnings", "seed_unignored", "attempts"}
 
 
 def test_show_explains_without_building(tmp_path: Path):
@@ -50,6 +50,7 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     assert again["cached"] is True and again["env_id"] == built["env_id"] and again["build_s"] < 1.0
     text = bosun("env", "build", "--repo", str(repo)).stdout
     assert "left out of diffs: 1 path(s) the build made that .gitignore does not name: tinypkg.egg-info/" in text
+    assert built["attempts"][-1].startswith("as of ") and f"  install: {built['attempts'][-1]}" in text
     ws = tmp_path / "ws"
     subprocess.run(["git", "clone", "-q", str(repo), str(ws)], check=True)
     chown_tree(ws, 1000, 1000)

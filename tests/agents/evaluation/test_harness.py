@@ -14,7 +14,7 @@ from agents.evaluation.harness import (
     PREDICTION,
     START,
     TEST_PATCH,
-    apply_command,
+    apply_script,
     directives,
     generic_recipe,
     judging_script,
@@ -84,8 +84,14 @@ def test_hostile_paths_are_quoted_for_the_shell():
 
 
 def test_prediction_applies_as_the_harness_tries_and_rebuilds_only_compiled_changes():
-    assert apply_command() == (f"git apply --verbose {PREDICTION} || git apply --verbose --reject {PREDICTION} || "
-                               f"patch --batch --fuzz=5 -p1 -i {PREDICTION}")
+    script = apply_script(recipe_for("psf/requests", "2.26"))
+    tries = [line for line in script.splitlines() if line.endswith("&& exit 0")]
+    assert tries == [f"{cmd} {PREDICTION} && exit 0" for cmd in (
+        "git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
+        "patch --batch --fuzz=5 -p1 -i")]
+    assert "commit" not in script  # no edits: nothing committed
+    sphinx = apply_script(recipe_for("sphinx-doc/sphinx", "4.1"))
+    assert sphinx.index("tox.ini") < sphinx.index("commit -q --allow-empty -am") < sphinx.index("git apply")
     sklearn = recipe_for("scikit-learn/scikit-learn", "0.22")
     assert needs_rebuild(sklearn, diff(("sklearn/tree/_tree.pyx", False)))
     assert not needs_rebuild(sklearn, diff(("sklearn/tree/tree.py", False)))
@@ -135,7 +141,7 @@ def test_the_steps_run_for_real(tmp_path):
     recipe = recipe.model_copy(update={"test_cmd": f"{sys.executable} -m pytest -rA -p no:cacheprovider"})
     (repo / PREDICTION).write_text(prediction)
     (repo / TEST_PATCH).write_text(test_patch)
-    applied = subprocess.run(["sh", "-c", apply_command()], cwd=repo, capture_output=True, text=True)
+    applied = subprocess.run(["sh", "-c", apply_script(recipe)], cwd=repo, capture_output=True, text=True)
     assert applied.returncode == 0, applied.stderr
     run = subprocess.run(["sh", "-c", judging_script(recipe, inst)], cwd=repo, capture_output=True, text=True)
     found = statuses(recipe, run.stdout + run.stderr)
@@ -143,3 +149,163 @@ def test_the_steps_run_for_real(tmp_path):
     assert report["resolved"], json.dumps(found) + run.stdout[-2000:]
     assert found == {"tests/test_calc.py::test_zero": "PASSED", "tests/test_calc.py::test_add": "PASSED",
                      "tests/test_more.py::test_more": "PASSED"}
+
+
+SPHINX_SETUP = """import sys
+
+from setuptools import find_packages, setup
+
+install_requires = [
+    'sphinxcontrib-applehelp',
+    'sphinxcontrib-devhelp',
+    'sphinxcontrib-jsmath',
+    'sphinxcontrib-htmlhelp',
+    'sphinxcontrib-serializinghtml',
+    'sphinxcontrib-qthelp',
+    'Jinja2>=2.3',
+    'Pygments>=2.0',
+    'docutils>=0.12',
+    'snowballstemmer>=1.1',
+    'babel>=1.3',
+    'alabaster>=0.7,<0.8',
+    'imagesize',
+    'requests>=2.5.0',
+    'setuptools',
+    'packaging',
+]
+"""
+SPHINX_TOX = """[testenv]
+usedevelop = True
+extras =
+    test
+setenv =
+    PYTHONWARNINGS = all,ignore::ImportWarning:importlib._bootstrap_external
+commands=
+    pytest --durations 25 {posargs}
+
+[testenv:flake8]
+basepython = python3
+"""
+"""Sphinx 3.1's setup.py and tox.ini (sphinx-doc/sphinx at 9bb204dc, sphinx-doc__sphinx-7440), trimmed."""
+STD = "".join(f"line {i}\n" for i in range(40)) + "def note(term):\n    return term.lower()\n" + \
+    "".join(f"line {i}\n" for i in range(40, 80))
+FIXED = STD.replace("return term.lower()", "return term")
+
+
+def sphinx_like(tmp_path: Path) -> tuple[Path, str]:
+    repo = tmp_path / "sphinx"
+    (repo / "sphinx").mkdir(parents=True)
+    (repo / "setup.py").write_text(SPHINX_SETUP)
+    (repo / "tox.ini").write_text(SPHINX_TOX)
+    (repo / "sphinx" / "std.py").write_text(STD)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo, git(repo, "rev-parse", "HEAD").strip()
+
+
+def harness_image_diff(repo: Path, base: str, recipe, change) -> str:
+    """What a model's ``git diff`` gave in the harness's older images: the recipe's edits uncommitted there."""
+    for edit in recipe.workspace_edits:
+        subprocess.run(["sh", "-c", edit], cwd=repo, check=True)
+    change(repo)
+    made = git(repo, "diff")
+    git(repo, "reset", "-q", "--hard", base)
+    return made
+
+
+def run_apply(repo: Path, prediction: str, script: str) -> subprocess.CompletedProcess:
+    (repo / PREDICTION).write_text(prediction)
+    return subprocess.run(["sh", "-c", script], cwd=repo, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1"})
+
+
+OLD_APPLY = (f"sed -i 's/pytest/pytest -rA/' tox.ini\ngit apply --verbose {PREDICTION} || git apply --verbose "
+             f"--reject {PREDICTION} || patch --batch --fuzz=5 -p1 -i {PREDICTION}\n")
+"""How bosun applied before: the edit uncommitted, no --3way, no reset between the tries."""
+
+
+def test_a_diff_holding_the_harness_images_edits_applies_with_them_and_the_fix(tmp_path):
+    """A model that ran in the harness's older images (the recipe's edits uncommitted there) made a diff holding
+    the edits (setup.py's bounds, tox.ini's -rA) beside its fix (sphinx-doc__sphinx-7440's model patch, the
+    published run resolved it). The harness applies it to a tree whose HEAD has the edits: ``git apply`` refuses
+    the edits' hunks, ``--3way`` sees the same change on both sides."""
+    recipe = recipe_for("sphinx-doc/sphinx", "3.1")
+    repo, base = sphinx_like(tmp_path)
+    prediction = harness_image_diff(repo, base, recipe, lambda r: (r / "sphinx" / "std.py").write_text(FIXED))
+    assert "+    pytest -rA --durations" in prediction and "Jinja2<3.0" in prediction
+    applied = run_apply(repo, prediction, apply_script(recipe))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "[git apply --verbose: exit 1]" in applied.stdout  # the first try refused it; --3way took it
+    assert (repo / "sphinx" / "std.py").read_text() == FIXED
+    assert "pytest -rA --durations" in (repo / "tox.ini").read_text()
+    assert "'Jinja2<3.0'," in (repo / "setup.py").read_text()
+    # bosun before: the edits uncommitted, then --reject applied the fix and patch --batch took every hunk for
+    # reversed: "applied", without the fix and without -rA (no test would be reported as passing)
+    git(repo, "reset", "-q", "--hard", base)
+    git(repo, "clean", "-qfdx")
+    old = run_apply(repo, prediction, OLD_APPLY)
+    assert old.returncode == 0 and (repo / "sphinx" / "std.py").read_text() == STD
+    assert "pytest -rA" not in (repo / "tox.ini").read_text()
+
+
+def test_a_diff_with_a_binary_file_git_refuses_is_applied_by_patch_from_a_clean_tree(tmp_path):
+    """astropy__astropy-13236's model patch: its fix, an edit the harness's HEAD has, and a stray binary file
+    (``Binary files /dev/null and b/test.fits differ``) that every git try refuses; after the reset, ``patch``
+    applies the fix (the published run resolved it)."""
+    recipe = recipe_for("sphinx-doc/sphinx", "3.1")
+    repo, base = sphinx_like(tmp_path)
+    prediction = harness_image_diff(repo, base, recipe, lambda r: (r / "sphinx" / "std.py").write_text(FIXED))
+    prediction += ("diff --git a/test.fits b/test.fits\nnew file mode 100644\nindex 0000000..672041e\n"
+                   "Binary files /dev/null and b/test.fits differ\n")
+    applied = run_apply(repo, prediction, apply_script(recipe))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "[git apply --verbose --reject: exit 1]" in applied.stdout
+    assert (repo / "sphinx" / "std.py").read_text() == FIXED
+    assert not list(repo.rglob("*.rej"))  # the --reject try's leftovers went with the reset
+
+
+def test_a_prediction_that_does_not_apply_is_refused_after_every_try(tmp_path):
+    repo, base = sphinx_like(tmp_path)
+    prediction = ("diff --git a/sphinx/std.py b/sphinx/std.py\n--- a/sphinx/std.py\n+++ b/sphinx/std.py\n"
+                  "@@ -1,3 +1,3 @@\n-nothing like this\n-at all\n+x\n context\n")
+    applied = run_apply(repo, prediction, apply_script(recipe_for("sphinx-doc/sphinx", "5.0")))
+    assert applied.returncode == 1
+    assert applied.stdout.count(": exit ") == 4
+    assert (repo / "sphinx" / "std.py").read_text() == STD
+
+
+def test_requests_before_2_8_get_a_local_httpbin_for_the_network_its_tests_reach():
+    patch = diff(("test_requests.py", False))
+    old = judging_script(recipe_for("psf/requests", "2.0"), instance("psf/requests", "2.0", patch))
+    start, wait, test = old.index("python -m httpbin.core"), old.index("create_connection"), old.index("pytest -rA")
+    assert start < wait < old.index(START) < test and "HTTPBIN_URL=http://127.0.0.1:8765/ pytest" in old
+    assert "httpbin" in recipe_for("psf/requests", "2.0").requirements
+    new = judging_script(recipe_for("psf/requests", "2.26"), instance("psf/requests", "2.26", patch))
+    assert "httpbin" not in new  # its tests serve httpbin themselves (pytest-httpbin)
+
+
+def test_a_retry_resets_the_tree_with_only_the_predictions_blobs_at_hand(tmp_path):
+    """The sandbox's git has the trees and the blobs of the files the prediction names, nothing else, and the host
+    chowned the checked-out files (their stat data is stale in the index): the reset before a retry must not
+    need the other files' blobs (mwaskom__seaborn-3069's model patch: a binary file git refuses, then patch)."""
+    repo, base = sphinx_like(tmp_path)
+    (repo / "README.md").write_text("untouched\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "readme")
+    prediction = harness_image_diff(repo, git(repo, "rev-parse", "HEAD").strip(), recipe_for("psf/requests", "2.26"),
+                                    lambda r: (r / "sphinx" / "std.py").write_text(FIXED))
+    prediction += ("diff --git a/test.png b/test.png\nnew file mode 100644\nindex 0000000..672041e\n"
+                   "Binary files /dev/null and b/test.png differ\n")
+    lent = {git(repo, "rev-parse", "HEAD:sphinx/std.py").strip()}
+    for line in git(repo, "rev-list", "--objects", "--all").splitlines():
+        oid = line.split()[0]
+        if git(repo, "cat-file", "-t", oid).strip() == "blob" and oid not in lent:
+            (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    for path in repo.rglob("*"):
+        if ".git" not in path.parts:
+            path.chmod(path.stat().st_mode)  # (ctime moves: the index's stat data is stale)
+    applied = run_apply(repo, prediction, apply_script(recipe_for("psf/requests", "2.26")))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "unable to read" not in applied.stderr
+    assert (repo / "sphinx" / "std.py").read_text() == FIXED and (repo / "README.md").read_text() == "untouched\n"

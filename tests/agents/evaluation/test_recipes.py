@@ -7,11 +7,11 @@ import pytest
 from agents.evaluation.recipes import (
     RECIPES,
     REFERENCE_DATE,
-    conda_requirements,
     declaration,
     recipe_for,
 )
 from sandbox.environments.detect import detect
+from sandbox.environments.pyconfig import conda_requirements
 from sandbox.environments.repofiles import MemoryFiles
 
 
@@ -40,9 +40,23 @@ def test_pins_that_need_wheels_keep_their_minor_version_and_sphinx_keeps_its_set
     sklearn = recipe_for("scikit-learn/scikit-learn", "0.22")
     assert "numpy~=1.19.2" in sklearn.requirements and "scipy~=1.5.2" in sklearn.requirements
     sphinx3, sphinx5 = recipe_for("sphinx-doc/sphinx", "3.5"), recipe_for("sphinx-doc/sphinx", "5.0")
-    assert "Jinja2<3.0" in sphinx3.requirements and "Jinja2==3.0.3" not in sphinx3.requirements
-    assert "Jinja2==3.0.3" in sphinx5.requirements
-    assert sphinx3.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    # 3.0-4.4: setup.py's bounds by the harness's own edits, in the build's source too (not as requirements:
+    # installed first they pulled Sphinx 5 in with sphinxcontrib-applehelp 1.0.7)
+    assert "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py" in sphinx3.build_edits
+    assert not any("tox.ini" in e for e in sphinx3.build_edits) and sphinx5.build_edits == []
+    assert "Jinja2==3.0.3" in sphinx5.requirements and "Jinja2==3.0.3" in sphinx3.requirements
+    # the harness's pre_install edits of tracked files, which its image commits (agents/evaluation/harness.py)
+    assert sphinx5.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    assert sphinx3.workspace_edits[:2] == ["sed -i 's/pytest/pytest -rA/' tox.ini",
+                                           "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py"]
+    assert sphinx3.workspace_edits[-1] == ("sed -i 's/sphinxcontrib-serializinghtml/"
+                                           "sphinxcontrib-serializinghtml<=1.1.9/' setup.py")
+    sphinx41 = recipe_for("sphinx-doc/sphinx", "4.1")
+    assert "grep -q 'sphinxcontrib-htmlhelp>=2.0.0' setup.py" in sphinx41.workspace_edits[-2]
+    astropy = recipe_for("astropy/astropy", "4.3")
+    assert astropy.workspace_edits == astropy.build_edits and "setuptools==68.0.0" in astropy.workspace_edits[0]
+    assert recipe_for("pytest-dev/pytest", "6.3").workspace_edits == ["sed -i 's/>=>=/>=/' setup.cfg"]
+    assert recipe_for("pytest-dev/pytest", "6.2").workspace_edits == []
 
 
 ENV_YML = """\

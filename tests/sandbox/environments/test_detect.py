@@ -91,6 +91,51 @@ commands =
     assert "Werkzeug==0.15" not in spec.requirements  # a factor-conditional dependency
 
 
+PYLINT_2_15_TOX = """
+[tox]
+minversion = 3.0
+envlist = formatting, py37, py38, py39, py310, pypy, benchmark
+
+[testenv:pylint]
+deps =
+    -r {toxinidir}/requirements_test.txt
+
+[testenv]
+setenv =
+    COVERAGE_FILE = {toxinidir}/.coverage.{envname}
+deps =
+    !pypy: -r {toxinidir}/requirements_test.txt
+    pypy: -r {toxinidir}/requirements_test_min.txt
+commands =
+    ; Run tests, ensuring all benchmark tests do not run
+    pytest --benchmark-disable {toxinidir}/tests/ {posargs:}
+"""
+"""pylint 2.15's tox.ini (pylint-dev/pylint at ca80f03a, SWE-bench Verified's pylint-dev__pylint-6903), trimmed."""
+
+
+def test_tox_factor_conditions_are_read_as_tox_reads_them():
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pylint')\n", "tox.ini": PYLINT_2_15_TOX,
+             "requirements_test.txt": "-r requirements_test_min.txt\ncoverage~=6.4\n",
+             "requirements_test_min.txt": "pytest~=7.1\n"}
+    det = spec_of(files, when=D2023)
+    spec = det.spec
+    # "!pypy:" holds for a CPython environment: its file is a requirement file, never a requirement line
+    assert "requirements_test.txt" in spec.requirement_files
+    assert not any(r.startswith("!") or ":" in r.split("@")[0] for r in spec.requirements + spec.guessed)
+    tox_reasons = [r for r in reasons(det, "requirement_files") if "tox.ini" in r]
+    assert tox_reasons == ["tox.ini [testenv] deps (!pypy: holds for a py39 environment)"]  # "pypy:" does not
+
+
+@pytest.mark.parametrize("condition, holds", [
+    ("!pypy", True), ("pypy", False), ("py39", True), ("py38,py39", True), ("py39-django", False),
+    ("!py39", False), ("py{38,39}", True), ("py{37,38}", False), ("py38,!pypy-!lin", True), ("py38,!pypy-lin", False),
+    ("py3", True), ("lowest", False), ("!lowest-py{38,39}", True)])
+def test_factor_conditions(condition: str, holds: bool):
+    from sandbox.environments.pyconfig import factor_condition, tox_factors
+
+    assert factor_condition(condition, tox_factors("3.9")) is holds
+
+
 def test_own_runner_when_pytest_is_not_configured():
     det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "runtests.py": "print(1)\n",
                    "x/tests/test_a.py": "import unittest\n"})
@@ -258,3 +303,77 @@ def test_setup_commands_make_an_environment_per_revision():
                    "setup.py": "from setuptools import setup\nsetup(name='d')\n"})
     assert det.spec.setup and det.spec.per_revision
     assert "per_revision" in [r.field for r in det.reasons]
+
+
+XARRAY_ENV = """name: xarray-tests
+channels:
+  - conda-forge
+  - nodefaults
+dependencies:
+  - aiobotocore
+  - bottleneck
+  - cdms2
+  - cftime
+  - dask-core
+  - hdf5
+  - pip
+  - pip:
+      - numbagg
+"""
+"""xarray's ci/requirements/environment.yml (pydata/xarray at pydata__xarray-4687's base commit), a part."""
+SYMPY_CI = """jobs:
+  code-quality:
+    steps:
+      - run: python -m pip install --upgrade pip setuptools
+      - run: pip install -r requirements-dev.txt
+      - name: Basic code quality tests
+        run: bin/test quality
+  mypy:
+    steps:
+      - run: pip install mpmath mypy hypothesis python-flint
+"""
+"""sympy's .github/workflows/runtests.yml, a part."""
+NOXFILE = """import nox
+
+
+@nox.session(python=["3.9", "3.10", "3.11"])
+def test(session: nox.Session) -> None:
+    session.install("-r", "dev-requirements.txt")
+    session.install(".[socks]", "trustme==0.9.0")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("pre-commit")
+"""
+"""A noxfile as urllib3's: a test session and a lint session."""
+
+
+def test_what_a_projects_ci_installs_is_tried_softly():
+    setup = "from setuptools import setup\nsetup(name='xarray')\n"
+    det = spec_of({"setup.py": setup, "ci/requirements/environment.yml": XARRAY_ENV,
+                   "ci/requirements/py38-min-all-deps.yml": "dependencies:\n  - numpy=1.18\n",
+                   "doc/environment.yml": "dependencies:\n  - sphinx\n"}, when=D2023)
+    # conda names mapped (dask-core), conda-only packages left out (hdf5, cdms2, pip); the min variant not read
+    assert det.spec.guessed[:5] == ["aiobotocore", "bottleneck", "cftime", "dask", "numbagg"]
+    assert "numpy==1.18" not in det.spec.guessed and "sphinx" not in det.spec.guessed
+    assert "ci/requirements/environment.yml" in det.files  # it shapes the environment
+    assert any("ci/requirements/environment.yml (conda environment) (dropped if it cannot be installed)" in r
+               for r in reasons(det, "guessed"))
+    # without one: the CI's file for the newest Python up to the environment's (2019's xarray: py37.yml)
+    det = spec_of({"setup.py": setup, "ci/requirements/py36.yml": "dependencies:\n  - cftime\n",
+                   "ci/requirements/py37.yml": "dependencies:\n  - bottleneck\n",
+                   "ci/requirements/py37-windows.yml": "dependencies:\n  - pywin32\n"})
+    assert det.spec.guessed[:1] == ["bottleneck"]
+    det = spec_of({"setup.py": setup, ".github/workflows/runtests.yml": SYMPY_CI,
+                   "requirements-dev.txt": "pytest\n", "noxfile.py": NOXFILE, "dev-requirements.txt": "mock\n"})
+    assert {"mpmath", "mypy", "hypothesis", "python-flint", "trustme==0.9.0"} <= set(det.spec.guessed)
+    assert "pre-commit" not in det.spec.guessed  # a lint session's
+    assert "dev-requirements.txt" in det.spec.optional_files
+
+
+def test_a_declared_environment_gets_no_ci_guesses():
+    det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "environment.yml": XARRAY_ENV,
+                   ".bosun/environment.toml": 'python = "3.11"\n'})
+    assert "bottleneck" not in det.spec.guessed

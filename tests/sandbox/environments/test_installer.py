@@ -6,6 +6,7 @@ import subprocess
 
 from sandbox.environments.installer import (
     CONSTRAINTS,
+    HELD,
     PROJECT,
     Plan,
     adjust_install,
@@ -240,3 +241,159 @@ def test_an_added_module_that_does_not_build_is_dropped_not_the_environment():
     failed = "error: Failed to build `cupy==13.2.0`\n  cause: The build backend returned an error\n"
     assert adjust_install(OLD, plan, failed, notes.append)
     assert plan.added == [] and "cupy" in plan.dropped and "do not build here" in notes[0]
+
+
+GIT_UNREACHABLE = """   Updating https://github.com/html5lib/html5lib-python (HEAD)
+error: Git operation failed
+  cause: failed to clone into: /root/.cache/uv/git-v2/db/653135f311a8bdb8
+  cause: process didn't exit successfully: `/usr/bin/git fetch --force --update-head-ok \
+'https://github.com/html5lib/html5lib-python' '+HEAD:refs/remotes/origin/HEAD'` (exit status: 128)
+         --- stderr
+         fatal: unable to access 'https://github.com/html5lib/html5lib-python/': Could not resolve host: github.com
+"""
+"""uv's words for Sphinx 3.1's tox dependency ``git+https://github.com/html5lib/html5lib-python`` on a host that
+reaches package indexes only."""
+
+
+def test_a_repository_requirement_that_cannot_be_fetched_comes_from_the_index():
+    spec = OLD.model_copy(update={"requirements": ["pytest", "git+https://github.com/html5lib/html5lib-python",
+                                                   "docutils-stubs @ git+https://example.org/stubs.git@v1"]})
+    plan, notes = Plan(attempts_for(spec)[0]), []
+    assert "git+https://github.com/html5lib/html5lib-python\n" in requirements_text(spec, plan)
+    assert adjust_install(spec, plan, GIT_UNREACHABLE, notes.append)
+    text = requirements_text(spec, plan)
+    assert "html5lib\n" in text and "docutils-stubs\n" in text and "git+" not in text
+    assert "html5lib from the index instead of git+https://github.com/html5lib/html5lib-python" in notes[0]
+    assert "from the index, their repositories out of reach: html5lib, docutils-stubs" in plan.summary()
+    assert not adjust_install(spec, plan, GIT_UNREACHABLE, notes.append)  # nothing more to take from the index
+
+
+def test_the_index_name_of_a_repository_requirement():
+    from sandbox.environments.installer import index_name
+
+    assert index_name("git+https://github.com/html5lib/html5lib-python") == "html5lib"
+    assert index_name("html5lib @ git+https://github.com/html5lib/html5lib-python@master") == "html5lib"
+    assert index_name("git+https://github.com/pytest-dev/pytest.git@main#egg=pytest-dev&subdirectory=x") == "pytest-dev"
+    assert index_name("hg+https://hg.example.org/python-dateutil") == "python-dateutil"
+    assert index_name("pytest>=3") is None
+
+
+CONFLICT = """error: No solution found when resolving dependencies
+  cause: Because only astropy[test]==4.3.0 is available and astropy[test]==4.3.0 depends on hypothesis==6.46.7, \
+we can conclude that all versions of astropy[test] depend on hypothesis==6.46.7.
+         And because you require hypothesis==6.82.6 and astropy[test], we can conclude that your requirements are \
+unsatisfiable.
+"""
+"""uv's words for a conflict of astropy's test extra with a pin (an astropy build of this bench)."""
+
+
+def test_a_conflict_drops_the_soft_requirements_it_names_first():
+    spec = OLD.model_copy(update={"guessed": ["hypothesis==6.82.6", "bottleneck", "dask"]})
+    plan, notes = Plan(attempts_for(spec)[0]), []
+    assert adjust_install(spec, plan, CONFLICT, notes.append)
+    assert plan.dropped == {"hypothesis==6.82.6"}
+    assert "bottleneck\n" in requirements_text(spec, plan) and "hypothesis" not in requirements_text(spec, plan)
+    assert notes == ["dropping soft requirement(s) in a conflict: hypothesis==6.82.6"]
+
+
+def test_a_project_installed_last_gets_its_own_pins_over_the_requirements():
+    """The SWE-bench harness installs its packages, then ``pip install -e .[test]``: astropy 5.0's test extra pins
+    hypothesis==6.46.7 over the recipe's 6.82.6 (one resolution of both is unsatisfiable)."""
+    spec = OLD.model_copy(update={"project_last": True, "requirements": ["hypothesis==6.82.6", "pytest==7.4.0"],
+                                  "resolve_for_python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    first = install_command(spec, plan, project=False)
+    assert "-e" not in first and first[-2:] == ["-r", "/opt/bosun-tools/requirements.txt"] and "-c" in first
+    last = install_command(spec, plan, others=False)
+    assert last[-2:] == ["-e", "/workspace[test]"] and "-c" not in last and "-r" not in last
+    assert PROJECT not in compile_command(spec, plan)[2]  # resolved for the older Python: the requirements only
+
+    class Run:
+        def __init__(self, conflict: bool):
+            self.steps, self.conflict = [], conflict
+
+        def step(self, name, cmd, env, *, check=True):
+            self.steps.append(name)
+            if self.conflict and HELD in cmd and "-c" in cmd:  # what is installed holds hypothesis at 6.82.6
+                return 1, CONFLICT
+            return 0, "pytest 7.4.0" if "--version" in cmd else ""
+
+        def note(self, text):
+            pass
+
+    spec = spec.model_copy(update={"resolve_for_python": None})
+    for conflict in (False, True):
+        run = Run(conflict)
+        assert install(run, spec, {}, lambda text: None, lambda: None, lambda text: None, set()) is not None
+        steps = ["install the requirements (as of the commit (2019-05-16))", "hold what is installed",
+                 "install the project (as of the commit (2019-05-16))"]
+        if conflict:  # the project's own pin wins: installed again without holding what is there
+            steps.append("install the project, what is installed not held (as of the commit (2019-05-16))")
+        assert run.steps[:len(steps) + 1] == [*steps, "check: pytest starts"]
+
+
+def test_an_import_hook_editable_install_also_gets_the_project_root_on_sys_path(tmp_path):
+    """pylint 2.14 (packages at its root beside tests/): setuptools installs it editable by an import hook, with which
+    astroid cannot map pylint/checkers/*.py to modules and no checker loads; setup.py develop put the root on
+    sys.path, and the published verdicts were made so."""
+    from sandbox.environments.installer import ROOT_ON_PATH, root_on_path
+    from sandbox.environments.models import VENV
+
+    spec = OLD.model_copy(update={"python": "3.9"})
+    site = tmp_path / "site"
+    site.mkdir()
+    script = root_on_path(spec)[2].replace(f"{VENV}/lib/python3.9/site-packages", str(site))
+    subprocess.run(["sh", "-c", script], check=True)
+    assert not (site / ROOT_ON_PATH).exists()  # a plain .pth install: nothing to add
+    (site / "__editable___pylint_2_14_0_dev0_finder.py").write_text("")
+    subprocess.run(["sh", "-c", script], check=True)
+    assert (site / ROOT_ON_PATH).read_text() == "/workspace\n"
+    run = FakeRun([])
+    assert install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: None,
+                   progress=lambda _m: None, local=set()) is not None
+    assert "editable install: the project's root on sys.path" in run.steps
+
+
+PYTEST_2_ON_39 = """INTERNALERROR> Traceback (most recent call last):
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/main.py", line 77, in wrap_session
+INTERNALERROR>     config.pluginmanager.do_configure(config)
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/core.py", line 268, in do_configure
+INTERNALERROR>     config.hook.pytest_configure(config=self._config)
+INTERNALERROR>   File "/opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/assertion/__init__.py", line 108, in \
+warn_about_missing_assertion
+INTERNALERROR>     assert False
+INTERNALERROR> AssertionError
+"""
+"""pytest of requests 1.1's day (2013) on Python 3.9, collecting its tests (detected environment of
+psf__requests-1142): exit 3 before anything is collected."""
+
+
+def test_a_pytest_that_predates_the_interpreter_moves_forward_and_says_why():
+    plan, notes = Plan(attempts_for(OLD)[0]), []
+    plan.pytest_version = (2, 3)
+    assert adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)
+    assert set(plan.bumps) == {"pytest", "pluggy", "py"} and plan.bumps["pytest"] == "2021-01-03T00:00:00Z"
+    assert "pytest 2.3 stops with an internal error before collecting anything, or does not know --collect-only " \
+           "(exit 3 or 2: it predates Python 3.9)" in notes[0]
+    assert "pytest<2" not in plan.added  # not one major back: that is for tests written for an older pytest
+
+
+def test_what_is_held_leaves_the_project_out():
+    """Sphinx 3.0's requirements pulled a Sphinx 5.1.1 release in: held, it refused the editable Sphinx."""
+    from sandbox.environments.installer import hold_command
+
+    script = hold_command(OLD.model_copy(update={"project_name": "Sphinx"}))[2]
+    freeze = "sphinx==5.1.1\nsphinxcontrib-applehelp==1.0.7\n-e file:///workspace\nhtml5lib @ git+https://x/y\n"
+    held = subprocess.run(["sh", "-c", script.split("| ", 1)[1].split(" > ")[0]], input=freeze, text=True,
+                          capture_output=True).stdout
+    assert held == "sphinxcontrib-applehelp==1.0.7\n"
+
+
+def test_a_pytest_too_old_to_collect_as_asked_moves_forward_too():
+    """requests 1.1's day (2013): its pytest has no --collect-only and stops with exit 3 on Python 3.9."""
+    plan, notes = Plan(attempts_for(OLD)[0]), []
+    plan.pytest_version = (2, 3)
+    text = "Usage: pytest.py [options] [file_or_dir] [file_or_dir] [...]\n\npytest.py: error: no such option: " \
+           "--collect-only\n"
+    assert adjust_runtime(OLD, plan, text, notes.append, set(), collecting=True)
+    assert set(plan.bumps) == {"pytest", "pluggy", "py"}
