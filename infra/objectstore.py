@@ -35,8 +35,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import nats.errors
 from nats.js.api import ObjectInfo, ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
-from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectDeletedError, ObjectNotFoundError
+from nats.js.errors import (
+    BucketNotFoundError,
+    NoStreamResponseError,
+    NotFoundError,
+    ObjectDeletedError,
+    ObjectNotFoundError,
+)
 
 from infra.artifacts import ArtifactMissing, ArtifactStore, check_ref
 from infra.errors import ConfigError, UnexpectedEnvironment
@@ -207,6 +214,9 @@ class NatsArtifactStore(ArtifactStore):
         return None if info.deleted else info
 
     async def _upload(self, digest: str, path: Path) -> None:
+        await _retrying(lambda: self._put(digest, path))
+
+    async def _put(self, digest: str, path: Path) -> None:
         """Put the object (its name is its content's hash, so a copy another process put already is the same
         content: putting it again costs a chunk the stream keeps until the bucket's limits drop it, and is cheaper
         than asking first). The chunk goes first: a meta never names a chunk the stream lacks."""
@@ -228,6 +238,9 @@ class NatsArtifactStore(ArtifactStore):
                          headers={"Nats-Rollup": "sub"})
 
     async def _download(self, digest: str, tmp: Path) -> bool:
+        return await _retrying(lambda: self._fetch(digest, tmp))
+
+    async def _fetch(self, digest: str, tmp: Path) -> bool:
         info = await self._info(digest)
         if info is None:
             return False
@@ -354,6 +367,25 @@ class NatsArtifactStore(ArtifactStore):
 
     def close(self) -> None:
         self.bridge.close()
+
+
+TRANSIENT = (NoStreamResponseError, nats.errors.TimeoutError, nats.errors.NoRespondersError, TimeoutError)
+"""What a stream says while a leader is elected or under load: the operation is tried again."""
+
+
+async def _retrying(op, tries: int = 6, first_delay: float = 0.25):
+    """``op()`` (an idempotent store operation: its name is its content's hash) tried again on a transient
+    failure, for up to about 8 s in all: a bucket another host just made, or one whose leader moves, answers
+    nothing for a few seconds."""
+    delay = first_delay
+    for attempt in range(tries):
+        try:
+            return await op()
+        except TRANSIENT:
+            if attempt == tries - 1:
+                raise
+            await asyncio.sleep(delay)
+            delay *= 2
 
 
 def _sha256_of(path: Path) -> str:
