@@ -59,6 +59,8 @@ class Applied:
     message: str
     notes: list[str] = field(default_factory=list)
     splices: list[tuple[int, int, str]] | None = None
+    span: tuple[int, int] | None = None
+    """Lines of ``doc`` (end exclusive) where the new text already is, for an edit already applied."""
 
 
 def find_all(text: str, needle: str) -> list[int]:
@@ -372,6 +374,7 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
             level,
             f"{what} matched {span} at level '{level}', and the file already reads as the new text there; "
             "nothing changed.",
+            span=(match.start, match.end),
         )
     how = f"level '{level}'"
     if match.imap is not None and match.imap.description:
@@ -385,6 +388,39 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
     return applied
 
 
+def pinned(fl: FileLines, found: list[BlockMatch], after: int | None) -> BlockMatch | None:
+    """Of several matches of a block, the only one that starts right below line ``after`` (exclusive end of the
+    previous block's match), with nothing but blank lines between; None when there is no such single match."""
+    if after is None:
+        return None
+    near = [m for m in found if m.start >= after and all(not t.strip() for t in fl.lines[after : m.start])]
+    return near[0] if len(near) == 1 else None
+
+
+def _pinned_new(fl: FileLines, new_lines: list[str], after: int | None, old_lines: list[str]) -> BlockMatch | None:
+    """The new text as it is, right below line ``after`` (a SEARCH block sent again after the one before it)."""
+    if after is None or not any(line.strip() for line in new_lines) or _contains(old_lines, new_lines):
+        return None
+    return pinned(fl, find_block(fl, new_lines, EXACT_LINES), after)
+
+
+def _contains(lines: list[str], part: list[str]) -> bool:
+    """Whether ``part`` is a run of consecutive lines of ``lines``."""
+    k = len(part)
+    return any(lines[i : i + k] == part for i in range(len(lines) - k + 1))
+
+
+def end_line(result: Applied) -> int | None:
+    """The line of ``result.doc`` right after the text the edit wrote (None when it wrote nothing)."""
+    if not result.splices:
+        return result.span[1] if result.span is not None else None
+    s, e, new = max(result.splices)
+    shift = sum(len(n) - (e2 - s2) for s2, e2, n in result.splices if s2 < s)
+    offset = s + shift + len(new)
+    line = result.doc.text.count("\n", 0, offset)
+    return line if new == "" or new.endswith("\n") else line + 1
+
+
 def replace_text(
     doc: Document,
     old: str,
@@ -393,11 +429,16 @@ def replace_text(
     substring: bool,
     replace_all: bool = False,
     what: str = "old_str",
+    after: int | None = None,
+    resent: bool = False,
 ) -> Applied:
     """Run the cascade for one (already normalised) old/new pair on ``doc``.
 
     ``substring`` selects str_replace semantics for the exact level (old may be part of a line);
-    otherwise the exact level compares whole lines (SEARCH/REPLACE blocks).
+    otherwise the exact level compares whole lines (SEARCH/REPLACE blocks). ``after``: where the
+    previous SEARCH block's replacement ends; of several matches, one starting right there is taken
+    (``pinned``). ``resent``: that block was already applied; then this one is too when its new text is right
+    there, even if its old text matches elsewhere (the same blocks sent again).
     """
     attempts: list[tuple[str, str]] = []
     fl = FileLines(doc.lines, doc.text)
@@ -439,8 +480,24 @@ def replace_text(
     new_lines = split_lines(new)
     levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
     found = line_candidates(fl, old_lines, levels, attempts)
+    if found and pinned(fl, found, after) is None and (len(found) > 1 or resent):
+        done = _pinned_new(fl, new_lines, after, old_lines)
+        if done is not None:
+            return Applied(
+                doc,
+                "already_applied",
+                "exact",
+                f"{what}: its new text is already right below the previous block's text "
+                f"({spans_text([(done.start, done.end)])}); the edit looks already applied, nothing changed.",
+                span=(done.start, done.end),
+            )
     if len(found) > 1:
-        raise _ambiguous(what, found[0].level.name, [(m.start, m.end) for m in found], attempts)
+        one = pinned(fl, found, after)
+        if one is None:
+            raise _ambiguous(what, found[0].level.name, [(m.start, m.end) for m in found], attempts)
+        applied = apply_at(doc, fl, one, old_lines, new_lines, what)
+        applied.message += f" Of {len(found)} matches, this is the one right below the previous block's text."
+        return applied
     if found:
         return apply_at(doc, fl, found[0], old_lines, new_lines, what)
 
@@ -512,6 +569,7 @@ def _not_found(
                 level,
                 f"{what} was not found, but the new text is already present at {spans_text(spans)} "
                 f"(level '{level}'); the edit looks already applied, nothing changed.",
+                span=spans[0] if len(spans) == 1 else None,
             )
     extra = " (replace_all only uses exact matching)" if replace_all else ""
     raise EditRefused(

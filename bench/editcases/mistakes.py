@@ -35,6 +35,7 @@ from bench.editcases.render import (
     new_of,
     old_of,
     ordered_targets,
+    pinned_targets,
     render,
     render_search_replace,
     render_str_replace,
@@ -303,7 +304,10 @@ def multi_hunk_window_cases(bl: Builder, fc: FileChange, base: str, raw: list[Ch
         return  # the hunks could be placed in order in more than one way
     everywhere_unique = all(count_substring(a_text, text_of(old_of(h.script))) == 1 for h in hunks)
     category = "multi_hunk" if everywhere_unique else "multi_hunk_window"
-    _emit(bl, fc, f"{base}:win:{category}", category, a_text, b_text, hunks, ["search_replace", "udiff", "apply_patch"])
+    # diff hunks come in file order; SEARCH/REPLACE blocks do not: a repeated block must be pinned by the one before
+    if pinned_targets(a, [old_of(h.script) for h in hunks]) == [first_content_line(h) for h in hunks]:
+        _emit(bl, fc, f"{base}:win:{category}", category, a_text, b_text, hunks, ["search_replace"])
+    _emit(bl, fc, f"{base}:win:{category}", category, a_text, b_text, hunks, ["udiff", "apply_patch"])
     _emit(bl, fc, f"{base}:win:{category}_no_numbers", category, a_text, b_text, hunks, ["udiff"], no_numbers=True)
     _span_case(bl, fc, base, hunks, a_text, b_text)
     _perturbed_multi_hunk(bl, fc, base, hunks, a_text, b_text)
@@ -370,6 +374,8 @@ def _perturbed_multi_hunk(bl: Builder, fc: FileChange, base: str, hunks: list[Ch
     if ordered_targets(fc.a, blocks, blank_runs=True) != [first_content_line(h) for h in hunks]:
         return
     fmts = bl.formats(base + "multi-perturb", ("search_replace", "udiff", "apply_patch"), k=2)
+    if pinned_targets(fc.a, blocks, blank_runs=True) != [first_content_line(h) for h in hunks]:
+        fmts = [f for f in fmts if f != "search_replace"]  # a repeated block that no block pins down
     _emit(bl, fc, f"{base}:win:multi_hunk_perturbed[{kind}]", "multi_hunk_perturbed", a_text, b_text, out, fmts,
           no_numbers=True)
 

@@ -25,7 +25,7 @@ from bench.editcases.corpus import (
 )
 from bench.editcases.eval import Case, evaluate, load_cases, parse_cases
 from bench.editcases.mistakes import ELISION_MARKERS, looks_like_stub, window_hunks
-from bench.editcases.render import ordered_targets, skeleton_spans
+from bench.editcases.render import ordered_targets, pinned_targets, skeleton_spans
 
 OLD_A = '''"""A module with enough structure for every variant."""
 
@@ -256,9 +256,11 @@ def test_multi_hunk_cases_from_hunks_unique_only_between_their_neighbours():
     raw = generate([("make-1..2", {"make_mode.py": MAKE_OLD}, {"make_mode.py": MAKE_NEW})])
     multi = [c for c in raw if c["hunks"] > 1]
     categories = Counter(c["category"] for c in multi)
-    assert categories["multi_hunk_window"] >= 4 and categories["anchor_passed"] == 1
-    window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "search_replace")
+    assert categories["multi_hunk_window"] >= 3 and categories["anchor_passed"] == 1
+    window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "udiff")
     assert window["expected"] == MAKE_NEW and window["hunks"] == 5
+    # as SEARCH/REPLACE blocks, the two copies are pinned by no block right above them (issue 38): no must-apply case
+    assert not [c for c in multi if c["format"] == "search_replace" and c["expected"] is not None]
     passed = next(c for c in multi if c["category"] == "anchor_passed")
     assert passed["edit"].count("@@     def build_info(self):") == 2  # the second chunk's scope was passed
     cases = as_cases(raw)
@@ -278,6 +280,18 @@ def test_window_hunks_and_ordered_targets():
     assert firsts is not None and len(firsts) == len(hunks)
     assert ordered_targets(a, [blocks[1], blocks[2]]) is not None  # the order tells the two copies apart
     assert ordered_targets(a, [blocks[1]]) is None  # alone, the copy is ambiguous
+
+
+def test_pinned_targets_take_a_repeated_block_only_right_below_the_one_before():
+    a, b = MAKE_OLD.split("\n")[:-1], MAKE_NEW.split("\n")[:-1]
+    raw = changes(a, b)
+    same = next(h for h in raw if any("default_make" in t for _, t in h.script))
+    block = [t for k, t in same.script if k != "+"]
+    first = next(i for i, t in enumerate(a) if t.strip() == "def build_latexpdf(self):")
+    above = a[first - 1 : block_starts(a, block)[0]]  # from the blank line before the method up to the block
+    assert pinned_targets(a, [above, block]) == [first, block_starts(a, block)[0]]
+    assert pinned_targets(a, [block]) is None  # nothing pins it down
+    assert pinned_targets(a, [a[1:3], block]) is None  # the block above ends lines before it
 
 
 def test_blank_run_premises():
