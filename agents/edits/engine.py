@@ -34,12 +34,13 @@ from .matching import (
     already_there,
     build_from_script,
     build_replacement,
+    depth_problem,
     find_block,
     has_foldable,
     line_script,
-    moved_like_the_file,
     plan_restyle,
     trimmed,
+    unclear_shift,
 )
 from .model import EditOutcome, EditRefused
 from .snippet import elision_markers, prepare, split_elisions, split_lines
@@ -165,17 +166,8 @@ def _apply_block(
     block = fl.lines[match.start : match.end]
     where = spans_text([(match.start, match.end)])
     check_elisions(core_old, core_new, fl.lines, what)
-    if match.imap is not None and moved_like_the_file(core_old, core_new, match.imap):
-        raise EditRefused(
-            f"The old text matched {where} at level '{match.level.name}' with another indentation "
-            f"({match.imap.description}), but the lines the new text keeps are already at the file's indentation, "
-            "not at the old text's: no single offset turns the snippet into the file, so the new lines' indentation "
-            "is unclear. Nothing was changed; copy the old text with the file's exact indentation (and write the "
-            "new text in the same way).",
-            "indent_conflict",
-            level=match.level.name,
-            lines=[match.start + 1],
-        )
+    if match.imap is not None:
+        check_shift(core_old, core_new, match, what)
     restyle = plan_restyle(fl, core_old, core_new) if match.imap is None else None
     try:
         if match.rows is not None:
@@ -200,7 +192,56 @@ def _apply_block(
             level=match.level.name,
             lines=[exc.row + 1] if exc.row >= 0 else [],
         ) from None
+    if match.imap is not None:
+        check_depth(fl.lines, match, repl, what)
     return doc.block_splice(match.start, match.end, repl), repl, restyle
+
+
+def check_shift(old: list[str], new: list[str], match: BlockMatch, what: str) -> None:
+    """Refuse (``indent_conflict``) a shifted match where re-indenting the new text would be a guess
+    (``unclear_shift``)."""
+    assert match.imap is not None
+    why = unclear_shift(old, new, match.imap)
+    if why is None:
+        return
+    where = spans_text([(match.start, match.end)])
+    if why == "file":
+        detail = (
+            "but the new text's first or last line (or the lines it keeps) is already at the file's indentation, "
+            "not at the old text's: no single offset turns the snippet into the file"
+        )
+    else:
+        detail = (
+            "and the new text moves both its first and its last line to another indentation than the old text's: "
+            "whether it is written at the old text's indentation or at the file's is unclear"
+        )
+    raise EditRefused(
+        f"{what} matched {where} at level '{match.level.name}' only with another indentation "
+        f"({match.imap.description}), {detail}. Nothing was changed; copy the old text with the file's exact "
+        "indentation (and write the new text at that indentation).",
+        "indent_conflict",
+        level=match.level.name,
+        lines=[match.start + 1],
+    )
+
+
+def check_depth(lines: list[str], match: BlockMatch, repl: list[str], what: str) -> None:
+    """Refuse (``indent_conflict``) a re-indented replacement that would sit at the wrong depth (``depth_problem``)."""
+    assert match.imap is not None
+    if match.imap.prefix == "" or match.imap.delta == 0:
+        return
+    problem = depth_problem(lines, match.start, match.end, repl, match.imap.tab)
+    if problem is None:
+        return
+    raise EditRefused(
+        f"{what} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' only with another "
+        f"indentation ({match.imap.description}); re-indented by that offset, the new text does not fit there: "
+        f"{problem}. Nothing was changed; copy the old text with the file's exact indentation (and write the new "
+        "text at that indentation).",
+        "indent_conflict",
+        level=match.level.name,
+        lines=[match.start + 1],
+    )
 
 
 def _around_blank_lines(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from .blanks import BlankPlacement, realign
 from .document import Document
 from .elision import elision_message, marker_kind, one_sided_elisions
-from .engine import Applied
+from .engine import Applied, check_depth, check_shift
 from .hints import closest_hint, spans_text
 from .matching import (
     ALL_LINE_LEVELS,
@@ -327,6 +327,9 @@ def _new_lines(fl: FileLines, hunk: Hunk, match: BlockMatch, what: str) -> tuple
     block = fl.lines[match.start : match.end]
     restyle = None
     note = ""
+    if match.imap is not None:
+        check_shift([t for k, t in script if k != "+"], [t for k, t in script if k != "-"], match,
+                    f"{what}, {hunk.label}")
     if match.imap is None:
         restyle = plan_restyle(fl, [t for k, t in script if k != "+"], [t for k, t in script if k != "-"])
         if restyle is not None:
@@ -335,7 +338,10 @@ def _new_lines(fl: FileLines, hunk: Hunk, match: BlockMatch, what: str) -> tuple
         if match.rows is not None:
             script = realign(script, match.rows, fl.lines)
             note += "; blank lines kept as the file has them"
-        return build_from_script(block, script, match, restyle), note
+        lines = build_from_script(block, script, match, restyle)
+        if match.imap is not None:
+            check_depth(fl.lines, match, lines, f"{what}, {hunk.label}")
+        return lines, note
     except IndentConflict as exc:
         raise EditRefused(
             f"{what}, {hunk.label} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "

@@ -6,9 +6,11 @@ The fixtures are trimmed excerpts of flask 2.3.3 ``config.py``, ``views.py`` and
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
-from agents.edits import EditRefused, apply_search_replace
+from agents.edits import EditRefused, apply_search_replace, apply_str_replace
 
 
 def refused(fn, *args) -> EditRefused:
@@ -82,3 +84,72 @@ def test_repeated_block_right_below_the_previous_block_is_placed_there():
     # the same two blocks sent again: the first is there, and the second's new text right below it
     again = apply_search_replace(out.text, blocks(converter, RETURN_RV))
     assert again.status == "already_applied" and again.text == out.text
+
+
+# ---------------------------------------------------------------- (2) re-indentation at the indent_offset level
+
+ENV_TEST = '''\
+class TestRequests:
+    @pytest.mark.parametrize(
+        "env, expected",
+        (
+            ({}, True),
+            ({"REQUESTS_CA_BUNDLE": "", "CURL_CA_BUNDLE": "/curl/path"}, "/curl/path"),
+        ),
+    )
+    def test_env_cert_bundles(self, httpbin, mocker, env, expected):
+        s = requests.Session()
+        mocker.patch("os.environ", env)
+        settings = s.merge_environment_settings(
+            url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None
+        )
+        assert settings["verify"] == expected
+
+    def test_http_with_certificate(self, httpbin):
+        r = requests.get(httpbin(), cert=".")
+        assert r.status_code == 200
+'''
+OLD_BODY = '''\
+    def test_env_cert_bundles(self, httpbin, mocker, env, expected):
+        s = requests.Session()
+        mocker.patch("os.environ", env)
+        settings = s.merge_environment_settings(
+            url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None
+        )
+'''
+NEW_BODY = '''\
+    def test_env_cert_bundles(self, httpbin, env, expected):
+        s = requests.Session()
+        with mock.patch("os.environ", env):
+            settings = s.merge_environment_settings(
+                url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None
+            )
+'''
+ENV_AFTER = ENV_TEST.replace(OLD_BODY, NEW_BODY)
+
+
+def test_old_text_4_columns_short_with_the_new_text_at_the_file_indentation_is_refused():
+    # the changed lines only (no unchanged line around them), the old text dedented by 4, the new text as in the file
+    err = refused(apply_str_replace, ENV_TEST, textwrap.dedent(OLD_BODY), NEW_BODY)
+    assert err.reason == "indent_conflict" and err.level == "indent_offset" and err.lines == [9]
+    assert "copy the old text with the file's exact indentation" in err.message
+
+
+def test_shifted_snippet_that_re_indents_applies_when_its_unchanged_edges_show_the_indentation():
+    # the same change with the unchanged line above and below, the whole snippet dedented by 4
+    old = "    )\n" + OLD_BODY + '        assert settings["verify"] == expected\n'
+    new = "    )\n" + NEW_BODY + '        assert settings["verify"] == expected\n'
+    out = apply_str_replace(ENV_TEST, textwrap.dedent(old), textwrap.dedent(new))
+    assert out.text == ENV_AFTER and out.level == "indent_offset"
+
+
+def test_re_indented_result_that_does_not_fit_the_block_structure_is_refused():
+    # undoing the change: the old text dedented by 4, the new text (without the 'with') at the file's indentation;
+    # its last line keeps the old text's indentation, but re-indented its first line would sit under a line that
+    # opens no block
+    old = ('        with mock.patch("os.environ", env):\n            settings = s.merge_environment_settings(\n'
+           '                url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None\n            )\n')
+    new = ('        settings = s.merge_environment_settings(\n'
+           '            url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None\n        )\n')
+    err = refused(apply_str_replace, ENV_AFTER, textwrap.indent(textwrap.dedent(old), "    "), new)
+    assert err.reason == "indent_conflict" and "opens no block" in err.message
