@@ -483,6 +483,7 @@ def replace_text(
     """
     attempts: list[tuple[str, str]] = []
     fl = FileLines(doc.lines, doc.text)
+    deferred: list[tuple[int, int]] = []  # an exact substring match the line levels cannot see
 
     # ---- exact ----
     if substring:
@@ -503,6 +504,7 @@ def replace_text(
             )
         if len(starts) == 1 and _inside_indentation(doc.text, starts[0], old, new):
             attempts[-1] = ("exact", "1 inside a deeper indentation, left to the line levels")
+            deferred = _offset_spans(doc, starts, len(old))
         elif len(starts) == 1:
             check_elisions(split_lines(old), split_lines(new), doc.lines, what)
             return _exact_substring(doc, fl, starts[0], old, new)
@@ -540,6 +542,13 @@ def replace_text(
         applied.message += f" Of {len(found)} matches, this is the one right below the previous block's text."
         return applied
     if found:
+        if substring:
+            others = _substring_elsewhere(fl, found[0], old, deferred)
+            if others:
+                spans = sorted([(found[0].start, found[0].end), *others])
+                raise _ambiguous(what, found[0].level.name, spans, attempts, extra=(
+                    f" (the match at level '{found[0].level.name}' and {len(others)} place(s) where the old text "
+                    "is part of a line, inside a deeper indentation or once trailing whitespace is ignored)"))
         return apply_at(doc, fl, found[0], old_lines, new_lines, what)
 
     # ---- elision ----
@@ -558,6 +567,24 @@ def replace_text(
         return applied
     attempts.append(("elision", "n/a"))
     return _not_found(doc, fl, old, new, what, attempts, substring)
+
+
+def _substring_elsewhere(
+    fl: FileLines, match: BlockMatch, old: str, deferred: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Places other than ``match`` where a str_replace old text also matches as a substring: the exact match left
+    to the line levels (inside a deeper indentation), and, for a ``trailing_ws`` match, the old text found with
+    trailing whitespace ignored but not as whole lines (its first line the end of a longer line)."""
+    spans = list(deferred)
+    if match.level.name == "trailing_ws":
+        needle = "\n".join(line.rstrip() for line in old.split("\n"))
+        text = fl.rstripped_text
+        pos = text.find(needle)
+        while pos != -1:
+            line = text.count("\n", 0, pos)
+            spans.append((line, line + max(1, needle.count("\n", 0, len(needle.rstrip("\n"))) + 1)))
+            pos = text.find(needle, pos + 1)
+    return [(s, e) for s, e in dict.fromkeys(spans) if not (s < match.end and match.start < e)]
 
 
 def _already_applied_blank(doc: Document, match: BlockMatch, what: str) -> Applied:

@@ -134,6 +134,7 @@ class FileLines:
         self.lines = lines
         self.text = "\n".join(lines) if text is None else text
         self._folded: str | None = None
+        self._rstripped: str | None = None
         self._offsets: list[int] | None = None
         self._tabs: bool | None = None
         self._style: str | None = None
@@ -145,6 +146,13 @@ class FileLines:
         if self._folded is None:
             self._folded = fold(self.text)
         return self._folded
+
+    @property
+    def rstripped_text(self) -> str:
+        """``text`` with trailing whitespace removed from every line (same line structure)."""
+        if self._rstripped is None:
+            self._rstripped = "\n".join(line.rstrip() for line in self.text.split("\n"))
+        return self._rstripped
 
     @property
     def uses_tabs(self) -> bool:

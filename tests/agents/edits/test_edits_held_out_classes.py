@@ -153,3 +153,27 @@ def test_re_indented_result_that_does_not_fit_the_block_structure_is_refused():
            '            url=httpbin("get"), proxies={}, stream=False, verify=True, cert=None\n        )\n')
     err = refused(apply_str_replace, ENV_AFTER, textwrap.indent(textwrap.dedent(old), "    "), new)
     assert err.reason == "indent_conflict" and "opens no block" in err.message
+
+
+# ---------------------------------------------------------------- (3) trailing whitespace, one-sided elision
+
+def test_one_line_old_text_also_inside_a_deeper_line_is_ambiguous_at_the_trailing_ws_level():
+    # "    return self" is a whole line of the second method (with trailing whitespace in the file) and part of
+    # "        return self" in __get__: applying at the whole line only would be a guess
+    text = CONFIG.replace("class Config(dict):\n", "class Config(dict):\n    def copy(self):\n    return self  \n\n")
+    err = refused(apply_str_replace, text, "    return self\n", "    return self.copy()\n    # copied\n")
+    assert err.reason == "ambiguous" and err.lines == [6, 15]
+    err = refused(apply_str_replace, CONFIG.replace("class Config(dict):\n",
+                                                    "class Config(dict):\n    def copy(self):\n    return self\n\n"),
+                  "    return self  \n", "    return self.copy()\n")
+    assert err.reason == "ambiguous" and err.lines == [6, 15]
+
+
+@pytest.mark.parametrize("marker", ["# ... other fields ...", "# ... rest of __get__ ...", "# unchanged",
+                                    "pass  # ... existing code ...", "# (omitted)", "# [snip]"])
+def test_new_text_eliding_code_with_other_marker_styles_is_refused(marker):
+    old = ("        rv = obj.config[self.__name__]\n        if self.get_converter is not None:\n"
+           "            rv = self.get_converter(rv)\n        return rv\n")
+    new = f"        rv = obj.config.get(self.__name__)\n        {marker}\n        return rv\n"
+    err = refused(apply_str_replace, CONFIG, old, new)
+    assert err.reason == "elision_mismatch"
