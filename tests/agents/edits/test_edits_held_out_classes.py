@@ -177,3 +177,40 @@ def test_new_text_eliding_code_with_other_marker_styles_is_refused(marker):
     new = f"        rv = obj.config.get(self.__name__)\n        {marker}\n        return rv\n"
     err = refused(apply_str_replace, CONFIG, old, new)
     assert err.reason == "elision_mismatch"
+
+
+# ---------------------------------------------------------------- (4) blank lines left out of both texts
+
+VIEWS = '''\
+from __future__ import annotations
+
+import typing as t
+
+from . import typing as ft
+from .globals import current_app
+from .globals import request
+
+
+http_method_funcs = frozenset(
+    ["get", "post", "head", "options", "delete", "put", "trace", "patch"]
+)
+'''
+
+
+def test_missing_blank_line_next_to_inserted_lines_is_refused():
+    # flask views.py: F is inserted between the imports and http_method_funcs; the file has two blank lines there,
+    # the old and new texts one: whether the other one goes before or after the new line is open
+    old = "from .globals import request\n\nhttp_method_funcs = frozenset(\n"
+    new = ('from .globals import request\n\nF = t.TypeVar("F", bound=t.Callable[..., t.Any])\n'
+           "http_method_funcs = frozenset(\n")
+    err = refused(apply_str_replace, VIEWS, old, new)
+    assert err.reason == "ambiguous" and err.level == "blank_lines" and "which side" in err.message
+
+
+def test_missing_blank_lines_between_unchanged_lines_are_kept():
+    old = 'from .globals import request\nhttp_method_funcs = frozenset(\n    ["get", "post", "head"'
+    new = 'from .globals import request\nhttp_method_funcs = frozenset(\n    ["get", "post", "query", "head"'
+    old += ', "options", "delete", "put", "trace", "patch"]\n'
+    new += ', "options", "delete", "put", "trace", "patch"]\n'
+    out = apply_str_replace(VIEWS, old, new)
+    assert out.level == "blank_lines" and out.text == VIEWS.replace('"post", "head"', '"post", "query", "head"')
