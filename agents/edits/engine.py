@@ -125,9 +125,19 @@ def _ambiguous(what: str, level: str, spans: list[tuple[int, int]], attempts, ex
 
 
 def _locate_new(doc: Document, fl: FileLines, old: str, new: str, substring: bool):
-    """Where the new text already is: ``(level, spans)`` at the first level finding it, or None."""
-    if not new.strip() or new.strip() in old:
-        return None  # an empty or contained new text proves nothing
+    """Where the new text already is: ``(level, spans)`` at the first level finding it, or None.
+
+    A new text that is part of the old one (the edit deletes lines around it) is only looked for as it is, as
+    whole lines: the old text being nowhere, its lines there as they are say that the deletion is done; a part of
+    a line says nothing.
+    """
+    if not new.strip():
+        return None  # an empty new text proves nothing
+    if new.strip() in old:
+        if substring and not (new.endswith("\n") and old.endswith("\n")):
+            return None
+        found = find_block(fl, split_lines(new), EXACT_LINES)
+        return ("exact", [(m.start, m.end) for m in found]) if found else None
     if substring:
         starts = find_all(doc.text, new)
         if new.endswith("\n"):  # whole lines: only count occurrences that start a line
@@ -305,12 +315,11 @@ def _elision(
                     level="elision",
                 )
             continue
-        found: list[BlockMatch] = []
-        for level in (EXACT_LINES, *FUZZY_LEVELS):
-            found = find_block(fl, piece, level)
-            if found:
-                break
+        found = _strictest(fl, piece)
         if not found:
+            done = _new_pieces_in_order(fl, old_pieces, new_pieces)
+            if done is not None:
+                return [], done
             raise EditRefused(
                 f"{what} uses '...' elision; piece {idx + 1} was not found at any level. Levels tried: "
                 f"{_tried(attempts)}.\n{closest_hint(fl.lines, piece)}",
@@ -337,10 +346,42 @@ def _elision(
                 level="elision",
             )
         prev_end = match.end
+        spans.append((match.start, match.end))
+        if new_piece == piece or already_there(fl, new_piece, match, old=piece):
+            continue  # this piece reads as its new text already
         splice, _, _ = _apply_block(doc, fl, match, piece, new_piece, what)
         splices.append(splice)
-        spans.append((match.start, match.end))
     return splices, spans
+
+
+def _strictest(fl: FileLines, lines: list[str]) -> list[BlockMatch]:
+    """Every match of ``lines`` at the strictest line level that has any."""
+    for level in (EXACT_LINES, *FUZZY_LEVELS):
+        found = find_block(fl, lines, level)
+        if found:
+            return found
+    return []
+
+
+def _new_pieces_in_order(
+    fl: FileLines, old_pieces: list[list[str]], new_pieces: list[list[str]]
+) -> list[tuple[int, int]] | None:
+    """Where an elided edit's new pieces already are: each once and in order, those that differ from the old
+    pieces as they are; None when they are not (so the edit is not already applied)."""
+    spans: list[tuple[int, int]] = []
+    changed = False
+    prev_end = 0
+    for piece, new_piece in zip(old_pieces, new_pieces, strict=True):
+        if not any(line.strip() for line in new_piece):
+            continue
+        differs = new_piece != piece
+        changed |= differs
+        found = find_block(fl, new_piece, EXACT_LINES) if differs else _strictest(fl, new_piece)
+        if len(found) != 1 or found[0].start < prev_end:
+            return None
+        spans.append((found[0].start, found[0].end))
+        prev_end = found[0].end
+    return spans if changed and spans else None
 
 
 def check_elisions(old_lines: list[str], new_lines: list[str], file_lines: list[str], what: str) -> None:
@@ -402,8 +443,8 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
     A ``blank_lines`` match next to the new text present as it is counts as already applied: an
     edit that adds or removes blank lines, sent again, matches that way.
     """
-    if match.rows is not None and already_there(fl, new_lines, match):
-        return _already_applied_blank(doc, match, what)
+    if already_there(fl, new_lines, match, old=old_lines):
+        return _already_applied_fuzzy(doc, match, what)
     splice, _repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines, what)
     new_doc = doc.splice([splice])
     span = spans_text([(match.start, match.end)])
@@ -555,6 +596,14 @@ def replace_text(
     got = _elision(doc, fl, old_lines, new_lines, what, attempts)
     if got is not None:
         splices, spans = got
+        if not splices:
+            return Applied(
+                doc,
+                "already_applied",
+                "elision",
+                f"{what} uses '...' elision, and the new text's pieces are already there, in order, at "
+                f"{spans_text(spans)}; the edit looks already applied, nothing changed.",
+            )
         attempts.append(("elision", "1"))
         new_doc = doc.splice(splices)
         applied = Applied(
@@ -587,14 +636,16 @@ def _substring_elsewhere(
     return [(s, e) for s, e in dict.fromkeys(spans) if not (s < match.end and match.start < e)]
 
 
-def _already_applied_blank(doc: Document, match: BlockMatch, what: str) -> Applied:
+def _already_applied_fuzzy(doc: Document, match: BlockMatch, what: str) -> Applied:
     span = spans_text([(match.start, match.end)])
+    how = "with other blank lines" if match.rows is not None else f"at level '{match.level.name}'"
     return Applied(
         doc,
         "already_applied",
         match.level.name,
-        f"{what} only matches {span} with other blank lines, and the new text is there as it is: the edit looks "
-        "already applied, nothing changed.",
+        f"{what} only matches {span} {how}, and the new text is there as it is: the edit looks already applied, "
+        "nothing changed.",
+        span=(match.start, match.end),
     )
 
 

@@ -13,7 +13,8 @@ anchor (nested anchors: each after the previous one), or holding that line as co
 chunk already passed it, and preferably inside that line's block (the lines indented under it).
 ``*** End of File`` requires the block to end the file.
 
-A hunk whose old block is not found but whose new block is present exactly once is reported as already applied. A
+A hunk whose old block is not found but whose new block is present exactly once is reported as already applied
+(a new block that is part of the old one, as the hunk only deletes lines, must be there as it is). A
 hunk that adds an elision line (``...``, ``# ... existing code ...``) in place of lines is refused (``elision``).
 All hunks are located before anything is written; any failure refuses the whole diff.
 """
@@ -188,12 +189,13 @@ def _search(fl: FileLines, hunk: Hunk, anchored: _Anchored, lo: int, hi: int, li
         tried.append(f"{level.name} {len(found)}")
         if found:
             found, note = _narrow(hunk, anchored, found)
-            if len(found) == 1 and found[0].rows is not None and already_there(fl, hunk.new, found[0], lo, hi):
+            if len(found) == 1 and already_there(fl, hunk.new, found[0], lo, hi, old=hunk.old):
                 return _Found(find_block(fl, hunk.new, EXACT_LINES, lo, hi) or found, level.name, tried, already=True)
             return _Found(found, level.name, tried, note=note)
     new = hunk.new
-    if new and not _contains_run(hunk.old, new) and new != hunk.old:
-        for level in ALL_LINE_LEVELS:
+    if any(t.strip() for t in new) and new != hunk.old:
+        # a new block that is part of the old one (lines deleted around it) only counts as it is
+        for level in (EXACT_LINES,) if _contains_run(hunk.old, new) else ALL_LINE_LEVELS:
             found = find_block(fl, new, level, lo, hi)
             if hunk.at_eof:
                 found = [m for m in found if m.end == n]

@@ -634,14 +634,36 @@ def _find_loose_blanks(
     return out
 
 
-def already_there(fl: FileLines, new: list[str], match: BlockMatch, lo: int = 0, hi: int | None = None) -> bool:
-    """True when ``new`` is in the file line for line, once, where a ``blank_lines`` match of the old text is.
+def already_there(
+    fl: FileLines,
+    new: list[str],
+    match: BlockMatch,
+    lo: int = 0,
+    hi: int | None = None,
+    *,
+    old: list[str] | None = None,
+) -> bool:
+    """True when a tolerant match of the old text is an edit already applied: the new text is there as it is.
 
-    An old text that only matches with other blank lines, next to a new text that is there as it is,
-    is an edit already applied (typically one that adds or removes blank lines), not one to apply again.
+    At the ``blank_lines`` level: ``new`` is in the file line for line, once, where the match is (an edit that
+    adds or removes blank lines, sent again). At the other tolerant levels (given ``old``): the edit only changes
+    what the level ignores (indentation, trailing whitespace, typographic characters: old and new are equal under
+    the level's comparison), and ``new`` is in the file exactly, once, where the match is; re-applying it would
+    shift or rewrite lines that already read as the new text.
     """
     if not new or all(is_blank(line) for line in new):
         return False
+    if match.level.key == "raw":
+        return False
+    if match.rows is None:
+        if old is None:
+            return False
+        keyfn = _KEYS[match.level.key]
+        if [keyfn(t) for t in old if not is_blank(t)] != [keyfn(t) for t in new if not is_blank(t)]:
+            return False
+        lead, trail = edge_blank_counts(new)
+        found = find_block(fl, new[lead : len(new) - trail], EXACT_LINES, lo, hi)
+        return len(found) == 1 and found[0].start < match.end and match.start < found[0].end
     for level in CONTIGUOUS_LEVELS:
         found = find_block(fl, new, level, lo, hi)
         if found:
