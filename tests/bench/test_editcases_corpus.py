@@ -259,8 +259,11 @@ def test_multi_hunk_cases_from_hunks_unique_only_between_their_neighbours():
     assert categories["multi_hunk_window"] >= 3 and categories["anchor_passed"] == 1
     window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "udiff")
     assert window["expected"] == MAKE_NEW and window["hunks"] == 5
-    # as SEARCH/REPLACE blocks, the two copies are pinned by no block right above them (issue 38): no must-apply case
+    # as SEARCH/REPLACE blocks, the two copies are pinned by no block right above them (issue 38): no must-apply
+    # case; the repeated hunk sent with another one far from both copies must be refused
     assert not [c for c in multi if c["format"] == "search_replace" and c["expected"] is not None]
+    unpinned = [c for c in multi if c["category"] == "repeated_block_unpinned"]
+    assert len(unpinned) == 2 and all(c["expected"] is None for c in unpinned)
     passed = next(c for c in multi if c["category"] == "anchor_passed")
     assert passed["edit"].count("@@     def build_info(self):") == 2  # the second chunk's scope was passed
     cases = as_cases(raw)
@@ -280,6 +283,24 @@ def test_window_hunks_and_ordered_targets():
     assert firsts is not None and len(firsts) == len(hunks)
     assert ordered_targets(a, [blocks[1], blocks[2]]) is not None  # the order tells the two copies apart
     assert ordered_targets(a, [blocks[1]]) is None  # alone, the copy is ambiguous
+
+
+def test_issue_38_classes_from_real_changes():
+    """Every class of issue 38 on the two small trees; expected results from the real versions, never the engine."""
+    raw = generate(trees()) + generate([("make-1..2", {"make_mode.py": MAKE_OLD}, {"make_mode.py": MAKE_NEW})])
+    categories = Counter(c["category"] for c in raw)
+    for must in ("repeated_block_unpinned", "indent_shift_bare", "elision_marker_styles", "blank_line_omitted",
+                 "already_applied_elision", "already_applied"):
+        assert categories[must], f"no {must} case"
+    for case in raw:
+        if case["category"] in ("repeated_block_unpinned", "indent_mismatch_bare", "trailing_ws_two_places",
+                                "elision_marker_styles", "blank_line_omitted_ambiguous"):
+            assert case["expected"] is None
+        if case["category"].startswith("already_applied"):
+            assert case["expected"] == case["original"]
+    bosun = evaluate(as_cases(raw), "bosun")
+    assert bosun.silent_misapply == 0 and bosun.correct_refusal == bosun.should_refuse, dict(bosun.failures)
+    assert bosun.correct_apply == bosun.should_apply, dict(bosun.failures)
 
 
 def test_pinned_targets_take_a_repeated_block_only_right_below_the_one_before():
@@ -319,6 +340,9 @@ def test_sources_limit_files_and_find_sdists(tmp_path):
     assert SOURCES["releases"].max_files is None and SOURCES["projects"].max_lines > SOURCES["releases"].max_lines
     assert {p for p, _, _ in SOURCES["projects"].packages} == {
         "requests", "flask", "seaborn", "xarray", "pylint", "pytest", "astropy", "sphinx", "sympy"}
+    # the held-out corpus shares no project with the two the engine is tuned on
+    tuned = {p for name in ("releases", "projects") for p, _, _ in SOURCES[name].packages}
+    assert not tuned & {p for p, _, _ in SOURCES["heldout"].packages}
     assert Source(()).max_hunks == SOURCES["releases"].max_hunks
     for name in ("Flask-2.2.5.tar.gz", "sympy-1.12.tar.gz", "zope_interface-6.0.zip"):
         (tmp_path / name).write_bytes(b"")
