@@ -38,6 +38,7 @@ from .matching import (
     find_block,
     has_foldable,
     line_script,
+    new_text_elsewhere,
     plan_restyle,
     trimmed,
     unclear_shift,
@@ -445,6 +446,9 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
     """
     if already_there(fl, new_lines, match, old=old_lines):
         return _already_applied_fuzzy(doc, match, what)
+    elsewhere = new_text_elsewhere(fl, new_lines, old_lines, match)
+    if elsewhere is not None:
+        raise applied_elsewhere(what, match, elsewhere)
     splice, _repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines, what)
     new_doc = doc.splice([splice])
     span = spans_text([(match.start, match.end)])
@@ -634,6 +638,20 @@ def _substring_elsewhere(
             spans.append((line, line + max(1, needle.count("\n", 0, len(needle.rstrip("\n"))) + 1)))
             pos = text.find(needle, pos + 1)
     return [(s, e) for s, e in dict.fromkeys(spans) if not (s < match.end and match.start < e)]
+
+
+def applied_elsewhere(what: str, match: BlockMatch, elsewhere: BlockMatch) -> EditRefused:
+    """The refusal for ``new_text_elsewhere``: already applied there, or meant for the tolerant match?"""
+    where = spans_text([(match.start, match.end)])
+    return EditRefused(
+        f"{what} only matches {where} at level '{match.level.name}' (not as it is), and its new text is already "
+        f"present as it is at {spans_text([(elsewhere.start, elsewhere.end)])}: either the edit is already applied "
+        f"there, or it is meant for {where}. Nothing was changed; if it is meant for {where}, copy the old text "
+        "exactly as the file has it there.",
+        "ambiguous",
+        level=match.level.name,
+        lines=sorted([match.start + 1, elsewhere.start + 1]),
+    )
 
 
 def _already_applied_fuzzy(doc: Document, match: BlockMatch, what: str) -> Applied:

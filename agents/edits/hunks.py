@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .blanks import BlankPlacement, realign
 from .document import Document
 from .elision import elision_message, marker_kind, one_sided_elisions
-from .engine import Applied, check_depth, check_shift
+from .engine import Applied, applied_elsewhere, check_depth, check_shift
 from .hints import closest_hint, spans_text
 from .matching import (
     ALL_LINE_LEVELS,
@@ -38,6 +38,7 @@ from .matching import (
     build_from_script,
     find_block,
     indent_of,
+    new_text_elsewhere,
     plan_restyle,
     width,
 )
@@ -412,6 +413,9 @@ def apply_hunks(doc: Document, hunks: list[Hunk], what: str) -> Applied:
         if found.already:
             notes.append(f"{hunk.label}: already applied at {where}")
             continue
+        elsewhere = new_text_elsewhere(fl, hunk.new, hunk.old, match)
+        if elsewhere is not None:
+            raise applied_elsewhere(f"{what}, {hunk.label}", match, elsewhere)
         new_lines, how = _new_lines(fl, hunk, match, what)
         notes.append(f"{hunk.label}: {where} ({match.level.name}){found.note}{how}")
         applied_any = True

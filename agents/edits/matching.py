@@ -671,6 +671,26 @@ def already_there(
     return False
 
 
+def new_text_elsewhere(fl: FileLines, new: list[str], old: list[str], match: BlockMatch) -> BlockMatch | None:
+    """The new text as it is, once, away from a tolerant ``match`` of the old text (None: not so).
+
+    The old text only matching somewhere at a tolerant level while the new text is elsewhere as it is leaves open
+    whether the edit is already applied there or meant for the match: the caller refuses. A new text that is part
+    of the old one, or found several times, says nothing.
+    """
+    if match.level.key == "raw":
+        return None
+    lead, trail = edge_blank_counts(new)
+    core = new[lead : len(new) - trail]
+    k = len(core)
+    if not core or any(old[i : i + k] == core for i in range(len(old) - k + 1)):
+        return None
+    found = find_block(fl, core, EXACT_LINES, limit=2)
+    if len(found) != 1 or (found[0].start < match.end and match.start < found[0].end):
+        return None
+    return found[0]
+
+
 def _restore_folded(new_content: str, old_content: str, file_content: str) -> str:
     """Write characters of ``new_content`` copied from ``old_content`` as the file has them."""
     old_content, file_content = old_content.rstrip(), file_content.rstrip()

@@ -265,3 +265,46 @@ def test_elided_edit_sent_again_is_already_applied():
     assert "get_converter(rv, obj)" in first.text
     again = apply_str_replace(first.text, old, new)
     assert again.status == "already_applied" and again.text == first.text
+
+
+BLACK_CASE = '''\
+import random
+
+
+def foo1():
+
+    print("The newline above me should be kept!")
+
+
+def foo2():
+
+
+
+    print("All the newlines above me should be kept!")
+
+# output
+
+import random
+
+
+def foo1():
+    print("The newline above me should be deleted!")
+
+
+def foo2():
+    print("All the newlines above me should be deleted!")
+'''
+
+
+def test_old_text_only_at_a_tolerant_level_and_new_text_elsewhere_as_it_is_is_refused():
+    # black 24.1.0 test data: the input half was edited; sent again, the old text (with its blank lines) only
+    # matches the output half, which has none: already applied above, or meant for the output half?
+    old = ('def foo1():\n\n    print("The newline above me should be deleted!")\n\n\ndef foo2():\n\n\n\n'
+           '    print("All the newlines above me should be deleted!")\n')
+    new = old.replace("deleted!", "kept!")
+    err = refused(apply_str_replace, BLACK_CASE, old, new)
+    assert err.reason == "ambiguous" and err.lines == [4, 20] and "already applied there" in err.message
+    diff = "@@ @@\n" + "".join(" " + t for t in old.splitlines(True)[:2]) + "".join(
+        ("-" + t + "+" + t.replace("deleted!", "kept!")) if "deleted!" in t else " " + t
+        for t in old.splitlines(True)[2:])
+    assert refused(apply_udiff, BLACK_CASE, diff).reason == "ambiguous"
