@@ -323,9 +323,11 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
         if count_substring(a_text, text_of(t_old)) == 0 and cascade_target(a, t_old) == first_content_line(ch):
             emit("tabs_edit_spaces_file", bl.formats(hid + "tabedit"), a_text, expected, [Change(ch.start, tabbed)])
 
-    # the same, when the old text has no indented line to learn the file's indentation from
+    # the same, when the old text has no indented line to learn the file's indentation from (the file has some: a
+    # file without an indented line does not say how it indents)
     indented_new = any(t[:1] == " " for t in added if t.strip())
-    if (clean_added_blanks and "\t" not in a_text and indented_new
+    indented_file = any(t.startswith("    ") and t.strip() for t in a)
+    if (clean_added_blanks and "\t" not in a_text and indented_new and indented_file
             and not any(t[:1] in (" ", "\t") for t in old if t.strip())):
         a_tab = [tabify(t) for t in a]
         tab_text = text_of(a_tab)
