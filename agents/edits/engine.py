@@ -34,6 +34,7 @@ from .matching import (
     already_there,
     build_from_script,
     build_replacement,
+    contains_run,
     depth_problem,
     find_block,
     has_foldable,
@@ -485,15 +486,9 @@ def pinned(fl: FileLines, found: list[BlockMatch], after: int | None) -> BlockMa
 
 def _pinned_new(fl: FileLines, new_lines: list[str], after: int | None, old_lines: list[str]) -> BlockMatch | None:
     """The new text as it is, right below line ``after`` (a SEARCH block sent again after the one before it)."""
-    if after is None or not any(line.strip() for line in new_lines) or _contains(old_lines, new_lines):
+    if after is None or not any(line.strip() for line in new_lines) or contains_run(old_lines, new_lines):
         return None
     return pinned(fl, find_block(fl, new_lines, EXACT_LINES), after)
-
-
-def _contains(lines: list[str], part: list[str]) -> bool:
-    """Whether ``part`` is a run of consecutive lines of ``lines``."""
-    k = len(part)
-    return any(lines[i : i + k] == part for i in range(len(lines) - k + 1))
 
 
 def end_line(result: Applied) -> int | None:

@@ -36,6 +36,7 @@ from .matching import (
     IndentConflict,
     already_there,
     build_from_script,
+    contains_run,
     find_block,
     indent_of,
     new_text_elsewhere,
@@ -78,11 +79,6 @@ def _edge_context_flags(lines: list[tuple[str, str]]) -> list[bool]:
     first = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
     last = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] != " "), -1)
     return [k == " " and (i < first or i > last) for i, k in enumerate(kinds) if k != "+"]
-
-
-def _contains_run(haystack: list[str], needle: list[str]) -> bool:
-    k = len(needle)
-    return any(haystack[i : i + k] == needle for i in range(len(haystack) - k + 1))
 
 
 def _after(lo: int) -> str:
@@ -196,7 +192,7 @@ def _search(fl: FileLines, hunk: Hunk, anchored: _Anchored, lo: int, hi: int, li
     new = hunk.new
     if any(t.strip() for t in new) and new != hunk.old:
         # a new block that is part of the old one (lines deleted around it) only counts as it is
-        for level in (EXACT_LINES,) if _contains_run(hunk.old, new) else ALL_LINE_LEVELS:
+        for level in (EXACT_LINES,) if contains_run(hunk.old, new) else ALL_LINE_LEVELS:
             found = find_block(fl, new, level, lo, hi)
             if hunk.at_eof:
                 found = [m for m in found if m.end == n]

@@ -671,6 +671,12 @@ def already_there(
     return False
 
 
+def contains_run(lines: list[str], part: list[str]) -> bool:
+    """Whether ``part`` is a run of consecutive lines of ``lines``."""
+    k = len(part)
+    return any(lines[i : i + k] == part for i in range(len(lines) - k + 1))
+
+
 def new_text_elsewhere(fl: FileLines, new: list[str], old: list[str], match: BlockMatch) -> BlockMatch | None:
     """The new text as it is, once, away from a tolerant ``match`` of the old text (None: not so).
 
@@ -682,8 +688,7 @@ def new_text_elsewhere(fl: FileLines, new: list[str], old: list[str], match: Blo
         return None
     lead, trail = edge_blank_counts(new)
     core = new[lead : len(new) - trail]
-    k = len(core)
-    if not core or any(old[i : i + k] == core for i in range(len(old) - k + 1)):
+    if not core or contains_run(old, core):
         return None
     found = find_block(fl, core, EXACT_LINES, limit=2)
     if len(found) != 1 or (found[0].start < match.end and match.start < found[0].end):
