@@ -4,15 +4,26 @@ Levels, strictest first: ``exact`` (a substring for str_replace, whole lines for
 blocks), ``trailing_ws``, ``indent_offset``, ``edge_blank_lines``, ``blank_lines``, ``unicode``,
 ``elision``. Every level counts its matches over the whole file (or the window it is given).
 One match: apply it. Two or more: refuse at once (a looser level is never consulted, the first
-match is never picked). None: try the next level. When no level matches, the edit may already
-have been applied (the new text is present exactly once); otherwise the refusal names the
-levels tried and the closest region.
+match is never picked), unless the previous SEARCH block's text ends right above exactly one of
+them (``pinned``). None: try the next level. A str_replace old text counts as a substring too:
+an exact match inside a deeper indentation, or one hidden by trailing whitespace, is a second
+place next to a line-level match (refused as ambiguous).
+
+An edit already applied is a success, status ``already_applied``, nothing changed: when no level
+matches and the new text is present exactly once (as whole lines, if the new text is part of the
+old one: the edit only deletes lines), when the old text only matches at a tolerant level where
+the new text is there as it is (an edit of indentation, blank lines or trailing whitespace), when
+an elided edit's new pieces are all there in order, or when a repeated SEARCH block's new text is
+right below the previous block's. An old text that only matches at a tolerant level while its new
+text is elsewhere as it is is refused (already applied there, or meant here?). Otherwise the
+refusal names the levels tried and the closest region.
 
 Before any matching, a new text that elides code the old text spells out (``...``,
 ``# ... existing code ...`` in the new text only) is refused (``elision``). A level that
-re-indents must see one consistent offset: a new text whose unchanged lines already sit at the
-file's indentation while the old text is shifted is refused (``indent_conflict``); so is an
-edit the ``blank_lines`` level cannot place around the file's blank lines without guessing.
+re-indents must be clear about it: the new text's edges must show that it is written at the old
+text's indentation (``unclear_shift``), and the re-indented result must fit the block structure
+around it (``depth_problem``); otherwise it is refused (``indent_conflict``); so is an edit the
+``blank_lines`` level cannot place around the file's blank lines without guessing.
 """
 
 from __future__ import annotations
