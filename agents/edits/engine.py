@@ -429,11 +429,12 @@ def line_candidates(
     attempts: list[tuple[str, str]],
     lo: int = 0,
     hi: int | None = None,
+    limit: int | None = None,
 ) -> list[BlockMatch]:
     """Every match at the strictest line level that finds any inside lines ``lo..hi-1`` (empty: none).
 
     Each level tried is recorded in ``attempts`` with its count (``n/a`` when it cannot differ from
-    the previous one).
+    the previous one). ``limit`` stops counting at that many matches of a level.
     """
     for level in levels:
         if level.trim_edges and level.name == "edge_blank_lines" and trimmed(old_lines, level) == (0, 0):
@@ -442,7 +443,7 @@ def line_candidates(
         if level.key == "fold" and not has_foldable(fl.text) and not has_foldable("\n".join(old_lines)):
             attempts.append((level.name, "n/a"))
             continue
-        found = find_block(fl, old_lines, level, lo, hi)
+        found = find_block(fl, old_lines, level, lo, hi, limit=limit)
         attempts.append((level.name, str(len(found))))
         if found:
             return found
@@ -491,8 +492,26 @@ def pinned(fl: FileLines, found: list[BlockMatch], after: int | None) -> BlockMa
     previous block's match), with nothing but blank lines between; None when there is no such single match."""
     if after is None:
         return None
-    near = [m for m in found if m.start >= after and all(not t.strip() for t in fl.lines[after : m.start])]
-    return near[0] if len(near) == 1 else None
+    below = [m for m in found if m.start >= after]
+    if not below:
+        return None
+    first = min(below, key=lambda m: m.start)  # any later match has this one's lines above it
+    row = after
+    while row < first.start and not fl.lines[row].strip():
+        row += 1
+    return first if row == first.start else None
+
+
+def pinned_below(fl: FileLines, old_lines: list[str], level: LineLevel, after: int | None) -> BlockMatch | None:
+    """``pinned`` for a block known to match several places at ``level``, without counting them all: the match that
+    starts right below line ``after`` (nothing but blank lines between), found in that stretch of the file only."""
+    if after is None:
+        return None
+    row = after
+    while row < len(fl.lines) and not fl.lines[row].strip():
+        row += 1
+    hi = None if level.blank_runs else min(len(fl.lines), row + len(old_lines) + 1)
+    return pinned(fl, find_block(fl, old_lines, level, after, hi), after)
 
 
 def _pinned_new(fl: FileLines, new_lines: list[str], after: int | None, old_lines: list[str]) -> BlockMatch | None:

@@ -33,9 +33,9 @@ import re
 from dataclasses import dataclass
 
 from .document import Document, to_lf
-from .engine import Applied, apply_at, end_line, line_candidates, outcome, pinned, replace_text
+from .engine import Applied, apply_at, end_line, line_candidates, outcome, pinned_below, replace_text
 from .hints import spans_text
-from .matching import EXACT_LINES, FUZZY_LEVELS, BlockMatch, FileLines
+from .matching import EXACT_LINES, FUZZY_LEVELS, BlockMatch, FileLines, find_block
 from .model import EditOutcome, EditRefused, loosest
 from .snippet import prepare, split_lines
 
@@ -164,14 +164,16 @@ def _together(doc: Document, blocks: list[Block]) -> Applied | None:
             raise EditRefused(f"{what}: SEARCH and REPLACE are identical. Nothing was changed.", "noop")
         prep = prepare(doc.text, block.search, block.replace)
         old_lines = split_lines(prep.old)
-        found = line_candidates(fl, old_lines, levels, [])
+        found = line_candidates(fl, old_lines, levels, [], limit=2)  # one, or several: counted below if need be
         if not found:
             return None
         prepared.append((what, prep, old_lines, found))
     matches: list[BlockMatch] = []
-    for what, _prep, _old, found in prepared:
-        match = found[0] if len(found) == 1 else pinned(fl, found, matches[-1].end if matches else None)
+    for what, _prep, old_lines, found in prepared:
+        after = matches[-1].end if matches else None
+        match = found[0] if len(found) == 1 else pinned_below(fl, old_lines, found[0].level, after)
         if match is None:
+            found = find_block(fl, old_lines, found[0].level)
             if any(m.start < f.end and f.start < m.end for m in matches for f in found):
                 return None  # an earlier block edits one of the places: applied in order, the blocks may decide
             raise _unpinned(what, found, matches[-1] if matches else None)
@@ -185,7 +187,7 @@ def _together(doc: Document, blocks: list[Block]) -> Applied | None:
         result.message = f"{what}: {result.message}"
         if len(found) > 1:
             result.message += (
-                f" Of {len(found)} matches, this is the one right below block {n} (which ends at line "
+                f" Of several matches, this is the one right below block {n} (which ends at line "
                 f"{matches[n - 1].end})."
             )
         if prep.notes:
