@@ -235,8 +235,9 @@ def check_shift(old: list[str], new: list[str], match: BlockMatch, what: str) ->
         )
     else:
         detail = (
-            "and the new text moves both its first and its last line to another indentation than the old text's: "
-            "whether it is written at the old text's indentation or at the file's is unclear"
+            "and the new text's edges (its first and last lines, or those of them it keeps unchanged) do not stay at "
+            "the old text's indentation: whether it is written at the old text's indentation or at the file's is "
+            "unclear"
         )
     raise EditRefused(
         f"{what} matched {where} at level '{match.level.name}' only with another indentation "
