@@ -4,8 +4,9 @@ Run: ``.venv/bin/python bench/edits_eval.py [--corpus releases|projects|heldout|
 [--out-dir DIR]``, or ``--cases CORPUS.jsonl.gz`` to score a corpus file that already exists. Three corpora are
 built (``bench.editcases.corpus.SOURCES``): ``releases``, the first one (consecutive releases of five small
 packages), ``projects``, consecutive (mostly bug-fix) releases of nine large projects (requests, flask, seaborn,
-xarray, pylint, pytest, astropy, sphinx, sympy), and ``heldout``, releases of ten other projects (jinja2, werkzeug,
-httpx, black, urllib3, packaging, marshmallow, tornado, pluggy, isort) that the engine is not tuned on. ``both``
+xarray, pylint, pytest, astropy, sphinx, sympy), and ``heldout``, releases of eighteen other projects (jinja2,
+werkzeug, httpx, black, urllib3, packaging, marshmallow, tornado, pluggy, isort, pygments, aiohttp, starlette,
+more-itertools, networkx, coverage, scrapy, fastapi) that the engine is not tuned on. ``both``
 is the first two, ``all`` (the default) the three. On first run their sdists are downloaded with pip into the cache
 (``~/.cache/bosun-bench/edits``); each corpus is written there (gzip JSONL, usable with ``bosun eval edits
 --cases``) and every strategy is scored in-process.

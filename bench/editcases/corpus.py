@@ -113,7 +113,9 @@ PROJECT_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("sympy", "1.13.0", "1.13.1"),
 )
 #: (project, old version, new version): releases of other projects, kept out of tuning: the engine is measured on
-#: them (issue 38) without their failures being looked at while the engine is changed.
+#: them (issue 38) without their failures being looked at while the engine is changed. The first ten were measured
+#: once the issue's classes were fixed (two failure kinds found there, both older than the issue, were then fixed);
+#: the last eight were measured only after that.
 HELDOUT_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("jinja2", "3.1.2", "3.1.3"),
     ("werkzeug", "3.0.1", "3.0.3"),
@@ -125,6 +127,14 @@ HELDOUT_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("tornado", "6.3.3", "6.4"),
     ("pluggy", "1.3.0", "1.4.0"),
     ("isort", "5.12.0", "5.13.0"),
+    ("pygments", "2.17.1", "2.17.2"),
+    ("aiohttp", "3.9.1", "3.9.3"),
+    ("starlette", "0.35.0", "0.36.0"),
+    ("more-itertools", "10.1.0", "10.2.0"),
+    ("networkx", "3.2", "3.2.1"),
+    ("coverage", "7.4.0", "7.4.1"),
+    ("scrapy", "2.11.0", "2.11.1"),
+    ("fastapi", "0.109.0", "0.109.2"),
 )
 DEFAULT_CACHE = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench")) / "edits"
 MAX_FILE_LINES = 3000
@@ -147,8 +157,8 @@ class Source:
     """The same for files longer than ``MAX_FILE_LINES`` (each case carries the whole file)."""
 
 
-#: The corpora: small packages' releases (the first corpus), nine large projects' bug-fix releases, and ten other
-#: projects' releases held out of tuning.
+#: The corpora: small packages' releases (the first corpus), nine large projects' bug-fix releases, and eighteen
+#: other projects' releases held out of tuning.
 SOURCES: dict[str, Source] = {
     "releases": Source(DEFAULT_PACKAGES),
     "projects": Source(PROJECT_PACKAGES, max_lines=12000, max_files=14, max_hunks=6, max_hunks_long=3),
@@ -839,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats-per-variant", type=int, default=2)
     ap.add_argument("--source", choices=sorted(SOURCES), default="releases",
                     help="releases: small packages (the first corpus); projects: nine large projects; heldout: "
-                         "ten other projects, kept out of tuning")
+                         "eighteen other projects, kept out of tuning")
     args = ap.parse_args(argv)
     cases = build(args.cache, formats_per_variant=args.formats_per_variant, source=args.source)
     write_jsonl(cases, args.out)
