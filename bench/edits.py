@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.edits import (  # noqa: E402
     apply_patch_to_files,
+    apply_search_replace,
     apply_str_replace,
     apply_udiff,
     check_edit_syntax,
@@ -118,6 +119,21 @@ def main() -> None:
         )
         return apply_udiff(text, "--- a/m.py\n+++ b/m.py\n" + hunks)
 
+    def str_replace_trailing_ws(k: int) -> object:
+        i = targets[k]  # trailing whitespace in the snippet: matched at level trailing_ws, substrings counted too
+        return apply_str_replace(
+            text, f"        total += item  \n    return total + {i}\n", f"        total += 1\n    return total + {i}\n"
+        )
+
+    def search_replace_pinned(k: int) -> object:
+        i = targets[k]  # the second block is in every function: the first one, right above it, pins it down
+        blocks = (
+            f"m.py\n<<<<<<< SEARCH\n    \"\"\"Function number {i}.\"\"\"\n=======\n    \"\"\"Function {i}.\"\"\"\n"
+            ">>>>>>> REPLACE\n<<<<<<< SEARCH\n    total = 0\n    for item in range(x):\n=======\n"
+            "    total = 1\n    for item in range(x):\n>>>>>>> REPLACE\n"
+        )
+        return apply_search_replace(text, blocks)
+
     def udiff(k: int) -> object:
         picks = sorted({targets[k], (targets[k] + 97) % n_funcs, (targets[k] + 311) % n_funcs})
         hunks = []
@@ -147,14 +163,17 @@ def main() -> None:
         "str_replace_refused_ambiguous": measure(str_replace_refused, args.runs),
         "str_replace_refused_no_match_with_hint": measure(str_replace_no_match, max(10, args.runs // 10)),
         "str_replace_blank_lines": measure(str_replace_blank_lines, args.runs),
+        "str_replace_trailing_ws": measure(str_replace_trailing_ws, args.runs),
+        "search_replace_pinned": measure(search_replace_pinned, args.runs),
         "udiff_3_hunks": measure(udiff, args.runs),
         "udiff_3_hunks_placed_by_order": measure(udiff_placed_by_order, args.runs),
         "apply_patch_3_chunks": measure(apply_patch, args.runs),
         "syntax_errors": measure(lambda k: syntax_errors("m.py", text), max(10, args.runs // 4)),
         "check_edit_syntax": measure(lambda k: check_edit_syntax("m.py", text, edited), max(10, args.runs // 4)),
     }
-    appliers = ("str_replace_exact", "str_replace_indent_offset", "str_replace_blank_lines", "udiff_3_hunks",
-                "udiff_3_hunks_placed_by_order", "apply_patch_3_chunks")
+    appliers = ("str_replace_exact", "str_replace_indent_offset", "str_replace_blank_lines",
+                "str_replace_trailing_ws", "search_replace_pinned", "udiff_3_hunks", "udiff_3_hunks_placed_by_order",
+                "apply_patch_3_chunks")
     report["goal_p99_le_10ms"] = all(report[name]["p99_ms"] <= 10 for name in appliers)
     print(json.dumps(report, indent=2))
 

@@ -1,17 +1,20 @@
 """Edit-engine accuracy on corpora of real changes, for bosun's cascade and the three baselines.
 
-Run: ``.venv/bin/python bench/edits_eval.py [--corpus releases|projects|both] [--cache DIR] [--out-dir DIR]``, or
-``--cases CORPUS.jsonl.gz`` to score a corpus file that already exists. Two corpora are built
-(``bench.editcases.corpus.SOURCES``): ``releases``, the first one (consecutive releases of five small packages), and
-``projects``, consecutive (mostly bug-fix) releases of nine large projects (requests, flask, seaborn, xarray, pylint,
-pytest, astropy, sphinx, sympy). On first run their sdists are downloaded with pip into the cache
-(``~/.cache/bosun-bench/edits``); each corpus is written there (gzip JSONL, usable with ``bosun eval edits --cases``)
-and every strategy is scored in-process.
+Run: ``.venv/bin/python bench/edits_eval.py [--corpus releases|projects|heldout|both|all] [--cache DIR]
+[--out-dir DIR]``, or ``--cases CORPUS.jsonl.gz`` to score a corpus file that already exists. Three corpora are
+built (``bench.editcases.corpus.SOURCES``): ``releases``, the first one (consecutive releases of five small
+packages), ``projects``, consecutive (mostly bug-fix) releases of nine large projects (requests, flask, seaborn,
+xarray, pylint, pytest, astropy, sphinx, sympy), and ``heldout``, releases of eighteen other projects (jinja2,
+werkzeug, httpx, black, urllib3, packaging, marshmallow, tornado, pluggy, isort, pygments, aiohttp, starlette,
+more-itertools, networkx, coverage, scrapy, fastapi) that the engine is not tuned on. ``both``
+is the first two, ``all`` (the default) the three. On first run their sdists are downloaded with pip into the cache
+(``~/.cache/bosun-bench/edits``); each corpus is written there (gzip JSONL, usable with ``bosun eval edits
+--cases``) and every strategy is scored in-process.
 
 Prints JSON, one entry per corpus: its size and make-up, one summary per strategy (correct apply and refusal rates,
 silent misapplies, latency, the same broken down by format, by category and single- vs multi-hunk, failing categories
-with example ids) and bosun's goals. The summary tables go to stderr. Latency on a 10,000-line file is measured by
-``bench/edits.py``.
+with example ids), the failure classes of issue 38 with every strategy's figures side by side (``classes``) and
+bosun's goals. The summary tables go to stderr. Latency on a 10,000-line file is measured by ``bench/edits.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.editcases.corpus import DEFAULT_CACHE, SOURCES, build, write_jsonl  # noqa: E402
-from bench.editcases.eval import STRATEGIES, Case, evaluate, format_table, load_cases  # noqa: E402
+from bench.editcases.eval import (  # noqa: E402
+    STRATEGIES,
+    Case,
+    by_class,
+    evaluate,
+    format_classes,
+    format_table,
+    load_cases,
+)
 
 GOALS = {"correct_apply_pct": 99.5, "correct_refusal_pct": 99.5, "silent_misapply": 0, "min_cases": 5000}
 
@@ -35,6 +46,8 @@ def score(name: str, cases: list[Case], strategies: list[str], file: Path, packa
     summaries = [evaluate(cases, s) for s in strategies]
     print(f"== {name}: {len(cases)} cases", file=sys.stderr)
     print(format_table(summaries), file=sys.stderr)
+    classes = by_class(summaries)
+    print(format_classes(classes), file=sys.stderr)
     report: dict[str, object] = {
         "corpus": {
             "file": str(file),
@@ -47,6 +60,7 @@ def score(name: str, cases: list[Case], strategies: list[str], file: Path, packa
             "by_category": dict(Counter(c.category for c in cases).most_common()),
         },
         "strategies": {s.strategy: s.to_dict() for s in summaries},
+        "classes": classes,
     }
     bosun = next((s.to_dict() for s in summaries if s.strategy == "bosun"), None)
     if bosun is not None:
@@ -66,7 +80,7 @@ def _cases(raw: list[dict]) -> list[Case]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", choices=[*sorted(SOURCES), "both"], default="both")
+    ap.add_argument("--corpus", choices=[*sorted(SOURCES), "both", "all"], default="all")
     ap.add_argument("--cases", type=Path, default=None, help="score this corpus file instead of building one")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--out-dir", type=Path, default=None, help="where corpora are written (default: the cache)")
@@ -78,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases is not None:
         reports[args.cases.name] = score(args.cases.name, load_cases(args.cases), args.strategies, args.cases, [])
     else:
-        names = sorted(SOURCES) if args.corpus == "both" else [args.corpus]
+        groups = {"both": ["projects", "releases"], "all": sorted(SOURCES)}
+        names = groups.get(args.corpus, [args.corpus])
         for name in names:
             raw = build(args.cache, formats_per_variant=args.formats_per_variant, source=name)
             out = (args.out_dir or args.cache) / f"corpus-{name}.jsonl.gz"

@@ -10,7 +10,8 @@ every kept line is copied from the file. Between two matched lines (a *gap*):
   old``), as long as that stays between the new text's count and the file's; otherwise whether the edit adds a
   blank line or merely has the file's is a guess, and the edit is refused;
 * added lines next to one run of kept blank lines: that run takes the file's count (refused when the added lines
-  have blank lines of their own: which blank lines are the kept ones is then unclear);
+  have blank lines of their own: which blank lines are the kept ones is then unclear). When the file has more blank
+  lines there than the old text, the added lines must replace the line before the gap and come before the run;
 * added lines replacing the line before the gap, no blank line in the old text: the file's blank lines go right
   before the next line (refused when the added lines end with blank lines);
 * blank lines of the file between two lines a group replaces: they go between the same two lines of the
@@ -69,6 +70,13 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
             raise BlankPlacement(
                 f"the added lines after line {row + 1} sit between blank lines, and the file has {b_file} blank "
                 f"line(s) there, not {len(kept)}",
+                row,
+            )
+        if b_file > len(kept) and (left != "-" or last + 1 != len(items)):
+            raise BlankPlacement(
+                f"the file has {b_file} blank line(s) after line {row + 1}, the old text {len(kept)}, and the new "
+                "text inserts lines next to them: it is unclear on which side of the new lines the missing blank "
+                "lines go",
                 row,
             )
         return [*items[:first], *((" ", t) for t in file_blanks), *items[last + 1 :]]

@@ -35,8 +35,14 @@ _FILLER = frozenset(
     original remains remain unmodified similar above below content contents definitions definition statements
     block blocks this that it everything else""".split()
 )
-#: Without an ellipsis, a comment is a marker only with one of these words, or "rest of" (and two words or more).
-_TELLTALE = frozenset("existing unchanged omitted snip snipped untouched elided truncated unmodified".split())
+#: Without an ellipsis, a comment is a marker only with one of these words (alone too: ``# unchanged``,
+#: ``# (omitted)``, ``# [snip]``), or with "rest of".
+_TELLTALE = frozenset("existing unchanged omitted snip snipped untouched elided truncated unmodified etc".split())
+#: With an ellipsis, a short comment holding one of these stands for code, whatever its other words name
+#: (``# ... other fields ...``, ``# ... rest of __init__ ...``, ``# ... 50 lines unchanged ...``).
+_PLACEHOLDER = _TELLTALE | frozenset("rest other others remaining same previous more lines code".split())
+_SHORT = 6
+_CODE_BEFORE_COMMENT = re.compile(r"^(pass|\.\.\.|\u2026)\s+(#.*|//.*)$")
 _DOCTEST_LOOKBACK = 12
 
 
@@ -61,18 +67,28 @@ def marker_kind(line: str) -> str | None:
         return None
     if text in _ELLIPSIS:
         return "bare"
+    stub = _CODE_BEFORE_COMMENT.match(text)
+    if stub is not None:  # ``pass  # ... existing code ...``: a placeholder body that says what it stands for
+        return "comment" if marker_kind(stub.group(2)) == "comment" else None
     comment = _COMMENT.match(text)
     body = comment.group(1).strip() if comment else text
     bracketed = _BRACKETS.match(body)
     inner = bracketed.group(1).strip() if bracketed else body
     ok, words, ellipsis = _filler_only(inner, _PUNCTUATION if comment else frozenset())
     if not ok:
+        if comment and ellipsis and len(words) <= _SHORT and _PLACEHOLDER & set(words):
+            leftover = _TOKENS.sub("", inner)
+            return "comment" if all(c.isspace() or c in _PUNCTUATION for c in leftover) else None
         return None
     kind = "comment" if comment else "bracket"
     if ellipsis:
         return kind if comment or bracketed or inner.startswith(_ELLIPSIS) else None
+    if not comment:
+        return None
+    if len(words) == 1:
+        return kind if words[0] in _TELLTALE else None
     rest_of = any(a == "rest" and b == "of" for a, b in zip(words, words[1:], strict=False))
-    return kind if comment and len(words) >= 2 and (rest_of or _TELLTALE & set(words)) else None
+    return kind if rest_of or _TELLTALE & set(words) else None
 
 
 def _groups(script: Script) -> list[tuple[list[str], list[int]]]:

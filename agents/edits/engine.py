@@ -4,15 +4,26 @@ Levels, strictest first: ``exact`` (a substring for str_replace, whole lines for
 blocks), ``trailing_ws``, ``indent_offset``, ``edge_blank_lines``, ``blank_lines``, ``unicode``,
 ``elision``. Every level counts its matches over the whole file (or the window it is given).
 One match: apply it. Two or more: refuse at once (a looser level is never consulted, the first
-match is never picked). None: try the next level. When no level matches, the edit may already
-have been applied (the new text is present exactly once); otherwise the refusal names the
-levels tried and the closest region.
+match is never picked), unless the previous SEARCH block's text ends right above exactly one of
+them (``pinned``). None: try the next level. A str_replace old text counts as a substring too:
+an exact match inside a deeper indentation, or one hidden by trailing whitespace, is a second
+place next to a line-level match (refused as ambiguous).
+
+An edit already applied is a success, status ``already_applied``, nothing changed: when no level
+matches and the new text is present exactly once (as whole lines, if the new text is part of the
+old one: the edit only deletes lines), when the old text only matches at a tolerant level where
+the new text is there as it is (an edit of indentation, blank lines or trailing whitespace), when
+an elided edit's new pieces are all there in order, or when a repeated SEARCH block's new text is
+right below the previous block's. An old text that only matches at a tolerant level while its new
+text is elsewhere as it is is refused (already applied there, or meant here?). Otherwise the
+refusal names the levels tried and the closest region.
 
 Before any matching, a new text that elides code the old text spells out (``...``,
 ``# ... existing code ...`` in the new text only) is refused (``elision``). A level that
-re-indents must see one consistent offset: a new text whose unchanged lines already sit at the
-file's indentation while the old text is shifted is refused (``indent_conflict``); so is an
-edit the ``blank_lines`` level cannot place around the file's blank lines without guessing.
+re-indents must be clear about it: the new text's edges must show that it is written at the old
+text's indentation (``unclear_shift``), and the re-indented result must fit the block structure
+around it (``depth_problem``); otherwise it is refused (``indent_conflict``); so is an edit the
+``blank_lines`` level cannot place around the file's blank lines without guessing.
 """
 
 from __future__ import annotations
@@ -34,12 +45,15 @@ from .matching import (
     already_there,
     build_from_script,
     build_replacement,
+    contains_run,
+    depth_problem,
     find_block,
     has_foldable,
     line_script,
-    moved_like_the_file,
+    new_text_elsewhere,
     plan_restyle,
     trimmed,
+    unclear_shift,
 )
 from .model import EditOutcome, EditRefused
 from .snippet import elision_markers, prepare, split_elisions, split_lines
@@ -59,6 +73,8 @@ class Applied:
     message: str
     notes: list[str] = field(default_factory=list)
     splices: list[tuple[int, int, str]] | None = None
+    span: tuple[int, int] | None = None
+    """Lines of ``doc`` (end exclusive) where the new text already is, for an edit already applied."""
 
 
 def find_all(text: str, needle: str) -> list[int]:
@@ -122,9 +138,19 @@ def _ambiguous(what: str, level: str, spans: list[tuple[int, int]], attempts, ex
 
 
 def _locate_new(doc: Document, fl: FileLines, old: str, new: str, substring: bool):
-    """Where the new text already is: ``(level, spans)`` at the first level finding it, or None."""
-    if not new.strip() or new.strip() in old:
-        return None  # an empty or contained new text proves nothing
+    """Where the new text already is: ``(level, spans)`` at the first level finding it, or None.
+
+    A new text that is part of the old one (the edit deletes lines around it) is only looked for as it is, as
+    whole lines: the old text being nowhere, its lines there as they are say that the deletion is done; a part of
+    a line says nothing.
+    """
+    if not new.strip():
+        return None  # an empty new text proves nothing
+    if new.strip() in old:
+        if substring and not (new.endswith("\n") and old.endswith("\n")):
+            return None
+        found = find_block(fl, split_lines(new), EXACT_LINES)
+        return ("exact", [(m.start, m.end) for m in found]) if found else None
     if substring:
         starts = find_all(doc.text, new)
         if new.endswith("\n"):  # whole lines: only count occurrences that start a line
@@ -163,17 +189,8 @@ def _apply_block(
     block = fl.lines[match.start : match.end]
     where = spans_text([(match.start, match.end)])
     check_elisions(core_old, core_new, fl.lines, what)
-    if match.imap is not None and moved_like_the_file(core_old, core_new, match.imap):
-        raise EditRefused(
-            f"The old text matched {where} at level '{match.level.name}' with another indentation "
-            f"({match.imap.description}), but the lines the new text keeps are already at the file's indentation, "
-            "not at the old text's: no single offset turns the snippet into the file, so the new lines' indentation "
-            "is unclear. Nothing was changed; copy the old text with the file's exact indentation (and write the "
-            "new text in the same way).",
-            "indent_conflict",
-            level=match.level.name,
-            lines=[match.start + 1],
-        )
+    if match.imap is not None:
+        check_shift(core_old, core_new, match, what)
     restyle = plan_restyle(fl, core_old, core_new) if match.imap is None else None
     try:
         if match.rows is not None:
@@ -198,7 +215,57 @@ def _apply_block(
             level=match.level.name,
             lines=[exc.row + 1] if exc.row >= 0 else [],
         ) from None
+    if match.imap is not None:
+        check_depth(fl.lines, match, repl, what)
     return doc.block_splice(match.start, match.end, repl), repl, restyle
+
+
+def check_shift(old: list[str], new: list[str], match: BlockMatch, what: str) -> None:
+    """Refuse (``indent_conflict``) a shifted match where re-indenting the new text would be a guess
+    (``unclear_shift``)."""
+    assert match.imap is not None
+    why = unclear_shift(old, new, match.imap)
+    if why is None:
+        return
+    where = spans_text([(match.start, match.end)])
+    if why == "file":
+        detail = (
+            "but the new text's first or last line (or the lines it keeps) is already at the file's indentation, "
+            "not at the old text's: no single offset turns the snippet into the file"
+        )
+    else:
+        detail = (
+            "and the new text's edges (its first and last lines, or those of them it keeps unchanged) do not stay at "
+            "the old text's indentation: whether it is written at the old text's indentation or at the file's is "
+            "unclear"
+        )
+    raise EditRefused(
+        f"{what} matched {where} at level '{match.level.name}' only with another indentation "
+        f"({match.imap.description}), {detail}. Nothing was changed; copy the old text with the file's exact "
+        "indentation (and write the new text at that indentation).",
+        "indent_conflict",
+        level=match.level.name,
+        lines=[match.start + 1],
+    )
+
+
+def check_depth(lines: list[str], match: BlockMatch, repl: list[str], what: str) -> None:
+    """Refuse (``indent_conflict``) a re-indented replacement that would sit at the wrong depth (``depth_problem``)."""
+    assert match.imap is not None
+    if match.imap.prefix == "" or match.imap.delta == 0:
+        return
+    problem = depth_problem(lines, match.start, match.end, repl, match.imap.tab)
+    if problem is None:
+        return
+    raise EditRefused(
+        f"{what} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' only with another "
+        f"indentation ({match.imap.description}); re-indented by that offset, the new text does not fit there: "
+        f"{problem}. Nothing was changed; copy the old text with the file's exact indentation (and write the new "
+        "text at that indentation).",
+        "indent_conflict",
+        level=match.level.name,
+        lines=[match.start + 1],
+    )
 
 
 def _around_blank_lines(
@@ -262,12 +329,11 @@ def _elision(
                     level="elision",
                 )
             continue
-        found: list[BlockMatch] = []
-        for level in (EXACT_LINES, *FUZZY_LEVELS):
-            found = find_block(fl, piece, level)
-            if found:
-                break
+        found = _strictest(fl, piece)
         if not found:
+            done = _new_pieces_in_order(fl, old_pieces, new_pieces)
+            if done is not None:
+                return [], done
             raise EditRefused(
                 f"{what} uses '...' elision; piece {idx + 1} was not found at any level. Levels tried: "
                 f"{_tried(attempts)}.\n{closest_hint(fl.lines, piece)}",
@@ -294,10 +360,42 @@ def _elision(
                 level="elision",
             )
         prev_end = match.end
+        spans.append((match.start, match.end))
+        if new_piece == piece or already_there(fl, new_piece, match, old=piece):
+            continue  # this piece reads as its new text already
         splice, _, _ = _apply_block(doc, fl, match, piece, new_piece, what)
         splices.append(splice)
-        spans.append((match.start, match.end))
     return splices, spans
+
+
+def _strictest(fl: FileLines, lines: list[str]) -> list[BlockMatch]:
+    """Every match of ``lines`` at the strictest line level that has any."""
+    for level in (EXACT_LINES, *FUZZY_LEVELS):
+        found = find_block(fl, lines, level)
+        if found:
+            return found
+    return []
+
+
+def _new_pieces_in_order(
+    fl: FileLines, old_pieces: list[list[str]], new_pieces: list[list[str]]
+) -> list[tuple[int, int]] | None:
+    """Where an elided edit's new pieces already are: each once and in order, those that differ from the old
+    pieces as they are; None when they are not (so the edit is not already applied)."""
+    spans: list[tuple[int, int]] = []
+    changed = False
+    prev_end = 0
+    for piece, new_piece in zip(old_pieces, new_pieces, strict=True):
+        if not any(line.strip() for line in new_piece):
+            continue
+        differs = new_piece != piece
+        changed |= differs
+        found = find_block(fl, new_piece, EXACT_LINES) if differs else _strictest(fl, new_piece)
+        if len(found) != 1 or found[0].start < prev_end:
+            return None
+        spans.append((found[0].start, found[0].end))
+        prev_end = found[0].end
+    return spans if changed and spans else None
 
 
 def check_elisions(old_lines: list[str], new_lines: list[str], file_lines: list[str], what: str) -> None:
@@ -332,11 +430,12 @@ def line_candidates(
     attempts: list[tuple[str, str]],
     lo: int = 0,
     hi: int | None = None,
+    limit: int | None = None,
 ) -> list[BlockMatch]:
     """Every match at the strictest line level that finds any inside lines ``lo..hi-1`` (empty: none).
 
     Each level tried is recorded in ``attempts`` with its count (``n/a`` when it cannot differ from
-    the previous one).
+    the previous one). ``limit`` stops counting at that many matches of a level.
     """
     for level in levels:
         if level.trim_edges and level.name == "edge_blank_lines" and trimmed(old_lines, level) == (0, 0):
@@ -345,7 +444,7 @@ def line_candidates(
         if level.key == "fold" and not has_foldable(fl.text) and not has_foldable("\n".join(old_lines)):
             attempts.append((level.name, "n/a"))
             continue
-        found = find_block(fl, old_lines, level, lo, hi)
+        found = find_block(fl, old_lines, level, lo, hi, limit=limit)
         attempts.append((level.name, str(len(found))))
         if found:
             return found
@@ -359,8 +458,11 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
     A ``blank_lines`` match next to the new text present as it is counts as already applied: an
     edit that adds or removes blank lines, sent again, matches that way.
     """
-    if match.rows is not None and already_there(fl, new_lines, match):
-        return _already_applied_blank(doc, match, what)
+    if already_there(fl, new_lines, match, old=old_lines):
+        return _already_applied_fuzzy(doc, match, what)
+    elsewhere = new_text_elsewhere(fl, new_lines, old_lines, match)
+    if elsewhere is not None:
+        raise applied_elsewhere(what, match, elsewhere)
     splice, _repl, restyle = _apply_block(doc, fl, match, old_lines, new_lines, what)
     new_doc = doc.splice([splice])
     span = spans_text([(match.start, match.end)])
@@ -372,6 +474,7 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
             level,
             f"{what} matched {span} at level '{level}', and the file already reads as the new text there; "
             "nothing changed.",
+            span=(match.start, match.end),
         )
     how = f"level '{level}'"
     if match.imap is not None and match.imap.description:
@@ -385,6 +488,51 @@ def apply_at(doc: Document, fl: FileLines, match: BlockMatch, old_lines: list[st
     return applied
 
 
+def pinned(fl: FileLines, found: list[BlockMatch], after: int | None) -> BlockMatch | None:
+    """Of several matches of a block, the only one that starts right below line ``after`` (exclusive end of the
+    previous block's match), with nothing but blank lines between; None when there is no such single match."""
+    if after is None:
+        return None
+    below = [m for m in found if m.start >= after]
+    if not below:
+        return None
+    first = min(below, key=lambda m: m.start)  # any later match has this one's lines above it
+    row = after
+    while row < first.start and not fl.lines[row].strip():
+        row += 1
+    return first if row == first.start else None
+
+
+def pinned_below(fl: FileLines, old_lines: list[str], level: LineLevel, after: int | None) -> BlockMatch | None:
+    """``pinned`` for a block known to match several places at ``level``, without counting them all: the match that
+    starts right below line ``after`` (nothing but blank lines between), found in that stretch of the file only."""
+    if after is None:
+        return None
+    row = after
+    while row < len(fl.lines) and not fl.lines[row].strip():
+        row += 1
+    hi = None if level.blank_runs else min(len(fl.lines), row + len(old_lines) + 1)
+    return pinned(fl, find_block(fl, old_lines, level, after, hi), after)
+
+
+def _pinned_new(fl: FileLines, new_lines: list[str], after: int | None, old_lines: list[str]) -> BlockMatch | None:
+    """The new text as it is, right below line ``after`` (a SEARCH block sent again after the one before it)."""
+    if after is None or not any(line.strip() for line in new_lines) or contains_run(old_lines, new_lines):
+        return None
+    return pinned(fl, find_block(fl, new_lines, EXACT_LINES), after)
+
+
+def end_line(result: Applied) -> int | None:
+    """The line of ``result.doc`` right after the text the edit wrote (None when it wrote nothing)."""
+    if not result.splices:
+        return result.span[1] if result.span is not None else None
+    s, e, new = max(result.splices)
+    shift = sum(len(n) - (e2 - s2) for s2, e2, n in result.splices if s2 < s)
+    offset = s + shift + len(new)
+    line = result.doc.text.count("\n", 0, offset)
+    return line if new == "" or new.endswith("\n") else line + 1
+
+
 def replace_text(
     doc: Document,
     old: str,
@@ -393,14 +541,20 @@ def replace_text(
     substring: bool,
     replace_all: bool = False,
     what: str = "old_str",
+    after: int | None = None,
+    resent: bool = False,
 ) -> Applied:
     """Run the cascade for one (already normalised) old/new pair on ``doc``.
 
     ``substring`` selects str_replace semantics for the exact level (old may be part of a line);
-    otherwise the exact level compares whole lines (SEARCH/REPLACE blocks).
+    otherwise the exact level compares whole lines (SEARCH/REPLACE blocks). ``after``: where the
+    previous SEARCH block's replacement ends; of several matches, one starting right there is taken
+    (``pinned``). ``resent``: that block was already applied; then this one is too when its new text is right
+    there, even if its old text matches elsewhere (the same blocks sent again).
     """
     attempts: list[tuple[str, str]] = []
     fl = FileLines(doc.lines, doc.text)
+    deferred: list[tuple[int, int]] = []  # an exact substring match the line levels cannot see
 
     # ---- exact ----
     if substring:
@@ -421,6 +575,7 @@ def replace_text(
             )
         if len(starts) == 1 and _inside_indentation(doc.text, starts[0], old, new):
             attempts[-1] = ("exact", "1 inside a deeper indentation, left to the line levels")
+            deferred = _offset_spans(doc, starts, len(old))
         elif len(starts) == 1:
             check_elisions(split_lines(old), split_lines(new), doc.lines, what)
             return _exact_substring(doc, fl, starts[0], old, new)
@@ -439,15 +594,46 @@ def replace_text(
     new_lines = split_lines(new)
     levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
     found = line_candidates(fl, old_lines, levels, attempts)
+    if found and pinned(fl, found, after) is None and (len(found) > 1 or resent):
+        done = _pinned_new(fl, new_lines, after, old_lines)
+        if done is not None:
+            return Applied(
+                doc,
+                "already_applied",
+                "exact",
+                f"{what}: its new text is already right below the previous block's text "
+                f"({spans_text([(done.start, done.end)])}); the edit looks already applied, nothing changed.",
+                span=(done.start, done.end),
+            )
     if len(found) > 1:
-        raise _ambiguous(what, found[0].level.name, [(m.start, m.end) for m in found], attempts)
+        one = pinned(fl, found, after)
+        if one is None:
+            raise _ambiguous(what, found[0].level.name, [(m.start, m.end) for m in found], attempts)
+        applied = apply_at(doc, fl, one, old_lines, new_lines, what)
+        applied.message += f" Of {len(found)} matches, this is the one right below the previous block's text."
+        return applied
     if found:
+        if substring:
+            others = _substring_elsewhere(fl, found[0], old, deferred)
+            if others:
+                spans = sorted([(found[0].start, found[0].end), *others])
+                raise _ambiguous(what, found[0].level.name, spans, attempts, extra=(
+                    f" (the match at level '{found[0].level.name}' and {len(others)} place(s) where the old text "
+                    "is part of a line, inside a deeper indentation or once trailing whitespace is ignored)"))
         return apply_at(doc, fl, found[0], old_lines, new_lines, what)
 
     # ---- elision ----
     got = _elision(doc, fl, old_lines, new_lines, what, attempts)
     if got is not None:
         splices, spans = got
+        if not splices:
+            return Applied(
+                doc,
+                "already_applied",
+                "elision",
+                f"{what} uses '...' elision, and the new text's pieces are already there, in order, at "
+                f"{spans_text(spans)}; the edit looks already applied, nothing changed.",
+            )
         attempts.append(("elision", "1"))
         new_doc = doc.splice(splices)
         applied = Applied(
@@ -462,14 +648,48 @@ def replace_text(
     return _not_found(doc, fl, old, new, what, attempts, substring)
 
 
-def _already_applied_blank(doc: Document, match: BlockMatch, what: str) -> Applied:
+def _substring_elsewhere(
+    fl: FileLines, match: BlockMatch, old: str, deferred: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Places other than ``match`` where a str_replace old text also matches as a substring: the exact match left
+    to the line levels (inside a deeper indentation), and, for a ``trailing_ws`` match, the old text found with
+    trailing whitespace ignored but not as whole lines (its first line the end of a longer line)."""
+    spans = list(deferred)
+    if match.level.name == "trailing_ws":
+        needle = "\n".join(line.rstrip() for line in old.split("\n"))
+        text = fl.rstripped_text
+        pos = text.find(needle)
+        while pos != -1:
+            line = text.count("\n", 0, pos)
+            spans.append((line, line + max(1, needle.count("\n", 0, len(needle.rstrip("\n"))) + 1)))
+            pos = text.find(needle, pos + 1)
+    return [(s, e) for s, e in dict.fromkeys(spans) if not (s < match.end and match.start < e)]
+
+
+def applied_elsewhere(what: str, match: BlockMatch, elsewhere: BlockMatch) -> EditRefused:
+    """The refusal for ``new_text_elsewhere``: already applied there, or meant for the tolerant match?"""
+    where = spans_text([(match.start, match.end)])
+    return EditRefused(
+        f"{what} only matches {where} at level '{match.level.name}' (not as it is), and its new text is already "
+        f"present as it is at {spans_text([(elsewhere.start, elsewhere.end)])}: either the edit is already applied "
+        f"there, or it is meant for {where}. Nothing was changed; if it is meant for {where}, copy the old text "
+        "exactly as the file has it there.",
+        "ambiguous",
+        level=match.level.name,
+        lines=sorted([match.start + 1, elsewhere.start + 1]),
+    )
+
+
+def _already_applied_fuzzy(doc: Document, match: BlockMatch, what: str) -> Applied:
     span = spans_text([(match.start, match.end)])
+    how = "with other blank lines" if match.rows is not None else f"at level '{match.level.name}'"
     return Applied(
         doc,
         "already_applied",
         match.level.name,
-        f"{what} only matches {span} with other blank lines, and the new text is there as it is: the edit looks "
-        "already applied, nothing changed.",
+        f"{what} only matches {span} {how}, and the new text is there as it is: the edit looks already applied, "
+        "nothing changed.",
+        span=(match.start, match.end),
     )
 
 
@@ -512,6 +732,7 @@ def _not_found(
                 level,
                 f"{what} was not found, but the new text is already present at {spans_text(spans)} "
                 f"(level '{level}'); the edit looks already applied, nothing changed.",
+                span=spans[0] if len(spans) == 1 else None,
             )
     extra = " (replace_all only uses exact matching)" if replace_all else ""
     raise EditRefused(

@@ -13,7 +13,8 @@ anchor (nested anchors: each after the previous one), or holding that line as co
 chunk already passed it, and preferably inside that line's block (the lines indented under it).
 ``*** End of File`` requires the block to end the file.
 
-A hunk whose old block is not found but whose new block is present exactly once is reported as already applied. A
+A hunk whose old block is not found but whose new block is present exactly once is reported as already applied
+(a new block that is part of the old one, as the hunk only deletes lines, must be there as it is). A
 hunk that adds an elision line (``...``, ``# ... existing code ...``) in place of lines is refused (``elision``).
 All hunks are located before anything is written; any failure refuses the whole diff.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from .blanks import BlankPlacement, realign
 from .document import Document
 from .elision import elision_message, marker_kind, one_sided_elisions
-from .engine import Applied
+from .engine import Applied, applied_elsewhere, check_depth, check_shift
 from .hints import closest_hint, spans_text
 from .matching import (
     ALL_LINE_LEVELS,
@@ -35,8 +36,10 @@ from .matching import (
     IndentConflict,
     already_there,
     build_from_script,
+    contains_run,
     find_block,
     indent_of,
+    new_text_elsewhere,
     plan_restyle,
     width,
 )
@@ -76,11 +79,6 @@ def _edge_context_flags(lines: list[tuple[str, str]]) -> list[bool]:
     first = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
     last = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] != " "), -1)
     return [k == " " and (i < first or i > last) for i, k in enumerate(kinds) if k != "+"]
-
-
-def _contains_run(haystack: list[str], needle: list[str]) -> bool:
-    k = len(needle)
-    return any(haystack[i : i + k] == needle for i in range(len(haystack) - k + 1))
 
 
 def _after(lo: int) -> str:
@@ -188,12 +186,13 @@ def _search(fl: FileLines, hunk: Hunk, anchored: _Anchored, lo: int, hi: int, li
         tried.append(f"{level.name} {len(found)}")
         if found:
             found, note = _narrow(hunk, anchored, found)
-            if len(found) == 1 and found[0].rows is not None and already_there(fl, hunk.new, found[0], lo, hi):
+            if len(found) == 1 and already_there(fl, hunk.new, found[0], lo, hi, old=hunk.old):
                 return _Found(find_block(fl, hunk.new, EXACT_LINES, lo, hi) or found, level.name, tried, already=True)
             return _Found(found, level.name, tried, note=note)
     new = hunk.new
-    if new and not _contains_run(hunk.old, new) and new != hunk.old:
-        for level in ALL_LINE_LEVELS:
+    if any(t.strip() for t in new) and new != hunk.old:
+        # a new block that is part of the old one (lines deleted around it) only counts as it is
+        for level in (EXACT_LINES,) if contains_run(hunk.old, new) else ALL_LINE_LEVELS:
             found = find_block(fl, new, level, lo, hi)
             if hunk.at_eof:
                 found = [m for m in found if m.end == n]
@@ -327,6 +326,9 @@ def _new_lines(fl: FileLines, hunk: Hunk, match: BlockMatch, what: str) -> tuple
     block = fl.lines[match.start : match.end]
     restyle = None
     note = ""
+    if match.imap is not None:
+        check_shift([t for k, t in script if k != "+"], [t for k, t in script if k != "-"], match,
+                    f"{what}, {hunk.label}")
     if match.imap is None:
         restyle = plan_restyle(fl, [t for k, t in script if k != "+"], [t for k, t in script if k != "-"])
         if restyle is not None:
@@ -335,7 +337,10 @@ def _new_lines(fl: FileLines, hunk: Hunk, match: BlockMatch, what: str) -> tuple
         if match.rows is not None:
             script = realign(script, match.rows, fl.lines)
             note += "; blank lines kept as the file has them"
-        return build_from_script(block, script, match, restyle), note
+        lines = build_from_script(block, script, match, restyle)
+        if match.imap is not None:
+            check_depth(fl.lines, match, lines, f"{what}, {hunk.label}")
+        return lines, note
     except IndentConflict as exc:
         raise EditRefused(
             f"{what}, {hunk.label} matched {spans_text([(match.start, match.end)])} at level '{match.level.name}' "
@@ -404,6 +409,9 @@ def apply_hunks(doc: Document, hunks: list[Hunk], what: str) -> Applied:
         if found.already:
             notes.append(f"{hunk.label}: already applied at {where}")
             continue
+        elsewhere = new_text_elsewhere(fl, hunk.new, hunk.old, match)
+        if elsewhere is not None:
+            raise applied_elsewhere(f"{what}, {hunk.label}", match, elsewhere)
         new_lines, how = _new_lines(fl, hunk, match, what)
         notes.append(f"{hunk.label}: {where} ({match.level.name}){found.note}{how}")
         applied_any = True

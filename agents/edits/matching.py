@@ -134,6 +134,7 @@ class FileLines:
         self.lines = lines
         self.text = "\n".join(lines) if text is None else text
         self._folded: str | None = None
+        self._rstripped: str | None = None
         self._offsets: list[int] | None = None
         self._tabs: bool | None = None
         self._style: str | None = None
@@ -145,6 +146,13 @@ class FileLines:
         if self._folded is None:
             self._folded = fold(self.text)
         return self._folded
+
+    @property
+    def rstripped_text(self) -> str:
+        """``text`` with trailing whitespace removed from every line (same line structure)."""
+        if self._rstripped is None:
+            self._rstripped = "\n".join(line.rstrip() for line in self.text.split("\n"))
+        return self._rstripped
 
     @property
     def uses_tabs(self) -> bool:
@@ -419,6 +427,75 @@ def moved_like_the_file(old: list[str], new: list[str], imap: IndentMap) -> bool
     return 0 not in shifts and imap.delta in shifts
 
 
+def unclear_shift(old: list[str], new: list[str], imap: IndentMap) -> str | None:
+    """Why re-indenting ``new`` by ``imap``'s shift would be a guess (None: the shift is clear).
+
+    ``imap`` maps the old text onto the file with a non-zero shift. The new text may be written at the old
+    text's indentation (then it takes the same shift) or at the file's (then it must not). Its edges tell: the
+    first and the last non-blank lines of the new text against the old text's. Edge lines the edit keeps (the same
+    text on both sides, typically unchanged context) are the evidence when there are any: the shift is clear when
+    one of them stays at the old text's indentation, and the new text is at the file's when all of them moved by
+    the file's shift. Otherwise the changed edge lines are compared, a weaker sign: the shift is clear when one
+    stays at the old text's indentation and none moves by the file's shift. In both cases the lines the edit keeps
+    must not have moved like the file (``moved_like_the_file``). Returns ``"file"`` (the new text is at the file's
+    indentation) or ``"edges"`` (the edit moves its edges: which indentation it is written at is open).
+    """
+    if imap.prefix == "" or imap.delta == 0:
+        return None
+    o_body = [t for t in old if t.strip()]
+    n_body = [t for t in new if t.strip()]
+    if not o_body or not n_body:
+        return None
+    edges = [(o, n) for o, n in ((o_body[0], n_body[0]), (o_body[-1], n_body[-1]))]
+    kept = [(o, n) for o, n in edges if o.strip() == n.strip()]
+    shifts = {width(indent_of(n), imap.tab) - width(indent_of(o), imap.tab) for o, n in (kept or edges)}
+    at_file = shifts == {imap.delta} if kept else imap.delta in shifts
+    if at_file or moved_like_the_file(old, new, imap):
+        return "file"
+    return None if 0 in shifts else "edges"
+
+
+_OPENS = (":", "{", "(", "[", ",", "\\", "=", "+", "-", "*", "/", "|", "&", "%", "<", ">", "->", "=>")
+
+
+def depth_problem(lines: list[str], start: int, end: int, repl: list[str], tab: int = 4) -> str | None:
+    """Why ``repl`` in place of ``lines[start:end]`` would sit at the wrong depth (None: it fits).
+
+    Checked where the replacement's first or last line is at another indentation than the block's, and only where
+    the file itself keeps to that structure there: its first line may only be deeper than the line above when that
+    line opens a block (ends with ``:``, a bracket, a comma, an operator...); the line below may only be deeper
+    than its last line when that one opens a block.
+    """
+    def w(line: str) -> int:
+        return width(indent_of(line), tab)
+
+    def opens(line: str) -> bool:
+        code = line.rstrip()
+        if not code.endswith(_OPENS) and "#" in code:
+            code = code[: code.index("#")].rstrip()  # a trailing comment
+        return code.endswith(_OPENS)
+
+    block = [t for t in lines[start:end] if t.strip()]
+    body = [t for t in repl if t.strip()]
+    if not block or not body:
+        return None
+    prev = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), None)
+    nxt = next((lines[i] for i in range(end, len(lines)) if lines[i].strip()), None)
+    if prev is not None and w(body[0]) != w(block[0]) and w(body[0]) > w(prev) and not opens(prev) and (
+            w(block[0]) <= w(prev)):
+        return (
+            f"its first line would be indented {w(body[0])} columns, deeper than the line above it "
+            f"({prev.strip()!r}, {w(prev)} columns), which opens no block"
+        )
+    if nxt is not None and w(body[-1]) != w(block[-1]) and w(nxt) > w(body[-1]) and not opens(body[-1]) and (
+            w(nxt) <= w(block[-1]) or opens(block[-1])):
+        return (
+            f"its last line would be indented {w(body[-1])} columns, less than the line below it "
+            f"({nxt.strip()!r}, {w(nxt)} columns), and opens no block"
+        )
+    return None
+
+
 @dataclass
 class BlockMatch:
     """A snippet matched to file lines ``start..end-1``.
@@ -557,19 +634,66 @@ def _find_loose_blanks(
     return out
 
 
-def already_there(fl: FileLines, new: list[str], match: BlockMatch, lo: int = 0, hi: int | None = None) -> bool:
-    """True when ``new`` is in the file line for line, once, where a ``blank_lines`` match of the old text is.
+def already_there(
+    fl: FileLines,
+    new: list[str],
+    match: BlockMatch,
+    lo: int = 0,
+    hi: int | None = None,
+    *,
+    old: list[str] | None = None,
+) -> bool:
+    """True when a tolerant match of the old text is an edit already applied: the new text is there as it is.
 
-    An old text that only matches with other blank lines, next to a new text that is there as it is,
-    is an edit already applied (typically one that adds or removes blank lines), not one to apply again.
+    At the ``blank_lines`` level: ``new`` is in the file line for line, once, where the match is (an edit that
+    adds or removes blank lines, sent again). At the other tolerant levels (given ``old``): the edit only changes
+    what the level ignores (indentation, trailing whitespace, typographic characters: old and new are equal under
+    the level's comparison), and ``new`` is in the file exactly, once, where the match is; re-applying it would
+    shift or rewrite lines that already read as the new text.
     """
     if not new or all(is_blank(line) for line in new):
         return False
+    if match.level.key == "raw":
+        return False
+    if match.rows is None:
+        if old is None:
+            return False
+        keyfn = _KEYS[match.level.key]
+        if [keyfn(t) for t in old if not is_blank(t)] != [keyfn(t) for t in new if not is_blank(t)]:
+            return False
+        lead, trail = edge_blank_counts(new)
+        found = find_block(fl, new[lead : len(new) - trail], EXACT_LINES, lo, hi)
+        return len(found) == 1 and found[0].start < match.end and match.start < found[0].end
     for level in CONTIGUOUS_LEVELS:
         found = find_block(fl, new, level, lo, hi)
         if found:
             return len(found) == 1 and found[0].start < match.end and match.start < found[0].end
     return False
+
+
+def contains_run(lines: list[str], part: list[str]) -> bool:
+    """Whether ``part`` is a run of consecutive lines of ``lines``."""
+    k = len(part)
+    return any(lines[i : i + k] == part for i in range(len(lines) - k + 1))
+
+
+def new_text_elsewhere(fl: FileLines, new: list[str], old: list[str], match: BlockMatch) -> BlockMatch | None:
+    """The new text as it is, once, away from a tolerant ``match`` of the old text (None: not so).
+
+    The old text only matching somewhere at a tolerant level while the new text is elsewhere as it is leaves open
+    whether the edit is already applied there or meant for the match: the caller refuses. A new text that is part
+    of the old one, or found several times, says nothing.
+    """
+    if match.level.key == "raw":
+        return None
+    lead, trail = edge_blank_counts(new)
+    core = new[lead : len(new) - trail]
+    if not core or contains_run(old, core):
+        return None
+    found = find_block(fl, core, EXACT_LINES, limit=2)
+    if len(found) != 1 or (found[0].start < match.end and match.start < found[0].end):
+        return None
+    return found[0]
 
 
 def _restore_folded(new_content: str, old_content: str, file_content: str) -> str:

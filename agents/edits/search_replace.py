@@ -12,13 +12,15 @@
     ```
 
 Every block is first located on the original file, on its own, with the same cascade as
-``apply_str_replace`` except that the exact level compares whole lines; a block that matches
-several places is placed by the blocks around it when only one in-order placement of all blocks
-exists. When every block is placed that way (without overlaps), they are applied together.
-Otherwise (a block that only matches the result of an earlier block, an elision...) blocks apply
-in order, each to the result of the previous one. All or nothing: if any block is refused, the
-whole call is refused and nothing changes. An empty SEARCH section is only accepted for an empty
-file (it then creates the content).
+``apply_str_replace`` except that the exact level compares whole lines. A block that matches
+several places is only placed when the block before it pins it down: that block's match ends
+right above one of the places (nothing but blank lines between) and above no other. The order of
+the blocks alone decides nothing (models do not always write blocks in file order). When every
+block is placed that way (without overlaps), they are applied together. Otherwise (a block that
+only matches the result of an earlier block, an elision...) blocks apply in order, each to the
+result of the previous one, and each must then match one place. All or nothing: if any block is
+refused, the whole call is refused and nothing changes. An empty SEARCH section is only accepted
+for an empty file (it then creates the content).
 
 The ``=======`` divider is the only line between ``<<<<<<< SEARCH`` and ``>>>>>>> REPLACE``
 made of five to nine ``=`` signs; when the code itself has such lines (reStructuredText
@@ -31,10 +33,10 @@ import re
 from dataclasses import dataclass
 
 from .document import Document, to_lf
-from .engine import Applied, apply_at, line_candidates, outcome, replace_text
-from .matching import EXACT_LINES, FUZZY_LEVELS, FileLines
+from .engine import Applied, apply_at, end_line, line_candidates, outcome, pinned_below, replace_text
+from .hints import spans_text
+from .matching import EXACT_LINES, FUZZY_LEVELS, BlockMatch, FileLines, find_block
 from .model import EditOutcome, EditRefused, loosest
-from .order import ordered_choice
 from .snippet import prepare, split_lines
 
 _HEAD = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
@@ -145,8 +147,9 @@ def _together(doc: Document, blocks: list[Block]) -> Applied | None:
     """Every block located on the original file and applied at once; None when that is not possible.
 
     Not possible: an empty SEARCH section, a block that only the elision level (or nothing) matches,
-    blocks that cannot be placed in order in exactly one way, overlapping blocks. Refusals that do
-    not depend on the other blocks (identical SEARCH and REPLACE, one-sided elision...) are raised.
+    a block that matches several places and is not pinned down by the block before it
+    (``pinned``), overlapping blocks. Refusals that do not depend on the other blocks (identical
+    SEARCH and REPLACE, one-sided elision...) are raised.
     """
     if len(blocks) < 2:
         return None
@@ -161,31 +164,54 @@ def _together(doc: Document, blocks: list[Block]) -> Applied | None:
             raise EditRefused(f"{what}: SEARCH and REPLACE are identical. Nothing was changed.", "noop")
         prep = prepare(doc.text, block.search, block.replace)
         old_lines = split_lines(prep.old)
-        found = line_candidates(fl, old_lines, levels, [])
+        found = line_candidates(fl, old_lines, levels, [], limit=2)  # one, or several: counted below if need be
         if not found:
             return None
         prepared.append((what, prep, old_lines, found))
-    if all(len(found) == 1 for *_, found in prepared):
-        picks = [0] * len(prepared)
-    else:
-        picks = ordered_choice([[(m.start, m.end) for m in found] for *_, found in prepared]).picks
-        if picks is None:
-            return None
-    matches = [found[pick] for (*_, found), pick in zip(prepared, picks, strict=True)]
+    matches: list[BlockMatch] = []
+    for what, _prep, old_lines, found in prepared:
+        after = matches[-1].end if matches else None
+        match = found[0] if len(found) == 1 else pinned_below(fl, old_lines, found[0].level, after)
+        if match is None:
+            found = find_block(fl, old_lines, found[0].level)
+            if any(m.start < f.end and f.start < m.end for m in matches for f in found):
+                return None  # an earlier block edits one of the places: applied in order, the blocks may decide
+            raise _unpinned(what, found, matches[-1] if matches else None)
+        matches.append(match)
     ordered = sorted(matches, key=lambda m: m.start)
     if any(a.end > b.start for a, b in zip(ordered, ordered[1:], strict=False)):
         return None
     results = []
-    for (what, prep, old_lines, found), match in zip(prepared, matches, strict=True):
+    for n, ((what, prep, old_lines, found), match) in enumerate(zip(prepared, matches, strict=True)):
         result = apply_at(doc, fl, match, old_lines, split_lines(prep.new), what)
         result.message = f"{what}: {result.message}"
         if len(found) > 1:
-            result.message += f" Of {len(found)} matches, the order of the blocks picked this one."
+            result.message += (
+                f" Of several matches, this is the one right below block {n} (which ends at line "
+                f"{matches[n - 1].end})."
+            )
         if prep.notes:
             result.message += " Note: " + "; ".join(prep.notes) + "."
         results.append(result)
     splices = [s for r in results for s in (r.splices or [])]
     return _combined(doc.splice(splices), results)
+
+
+def _unpinned(what: str, found: list[BlockMatch], before: BlockMatch | None) -> EditRefused:
+    spans = [(m.start, m.end) for m in found]
+    why = (
+        "it is the first block, so no block before it pins it down"
+        if before is None
+        else f"the block before it ends at line {before.end}, right above none of them or above more than one"
+    )
+    return EditRefused(
+        f"{what} matches {len(found)} places at level '{found[0].level.name}' ({spans_text(spans)}), and {why}; "
+        "the order of the blocks alone does not decide. Nothing was changed. Include more surrounding lines in "
+        "this block (a line that differs between the places) so that it matches exactly one place.",
+        "ambiguous",
+        level=found[0].level.name,
+        lines=[s + 1 for s, _ in spans],
+    )
 
 
 def _combined(doc: Document, results: list[Applied]) -> Applied:
@@ -198,13 +224,14 @@ def _combined(doc: Document, results: list[Applied]) -> Applied:
 def _in_sequence(doc: Document, blocks: list[Block]) -> Applied:
     """Every block applied to the result of the previous one."""
     results: list[Applied] = []
+    after: int | None = None  # the line (in ``doc``) where the previous block's replacement ends
     for n, block in enumerate(blocks, 1):
         what = _what(n, blocks)
         if block.search.strip() == "":
             if doc.text.strip() == "":
                 new_doc = Document(block.replace, bom=doc.bom, sep=doc.sep, seps=None)
                 results.append(Applied(new_doc, "applied", "exact", f"{what}: wrote the content of the empty file."))
-                doc = new_doc
+                doc, after = new_doc, None
                 continue
             raise EditRefused(
                 f"{what} has an empty SEARCH section but the file is not empty; put the lines to replace (or "
@@ -215,16 +242,23 @@ def _in_sequence(doc: Document, blocks: list[Block]) -> Applied:
             raise EditRefused(f"{what}: SEARCH and REPLACE are identical. Nothing was changed.", "noop")
         prep = prepare(doc.text, block.search, block.replace)
         try:
-            result = replace_text(doc, prep.old, prep.new, substring=False, what=what)
+            result = replace_text(doc, prep.old, prep.new, substring=False, what=what, after=after,
+                                  resent=bool(results) and results[-1].status == "already_applied")
         except EditRefused as exc:
+            if n > 1 and exc.reason == "ambiguous":
+                exc.message += (
+                    " The block before it does not pin it down (its match does not end right above exactly one of "
+                    "these places), and the order of the blocks alone does not decide."
+                )
             if n > 1:
                 exc.message += f" (Blocks 1-{n - 1} matched but were not applied either: all or nothing.)"
-                exc.args = (exc.message,)
+            exc.args = (exc.message,)
             raise
         result.message = f"{what}: {result.message}"
         if prep.notes:
             result.message += " Note: " + "; ".join(prep.notes) + "."
         results.append(result)
+        after = end_line(result)
         doc = result.doc
     return _combined(doc, results)
 

@@ -10,7 +10,8 @@ context, grown until the old text is unique in the file). Each change is rendere
   read_file line-number prefixes, a missing final newline, a partial-line ``str_replace``, ``replace_all``,
   several hunks at once, and the edit sent again (already applied);
 * must be refused: an ambiguous snippet (exactly, or only after re-indentation), a hallucinated identifier, a stale
-  view of the file (the edit was written against the previous version), text from another file, one-sided elision.
+  view of the file (the edit was written against the previous version), text from another file, one-sided elision;
+* the model mistakes of :mod:`bench.editcases.mistakes` (issues 14 and 38).
 
 Expected results never come from the engine: they are the real new version of the file, or the old version with one
 hunk spliced in (a list operation), transformed the same way as the file (tabs, CRLF) when the variant changes the
@@ -37,11 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.editcases.mistakes import (
+    ELISION_MARKER_STYLES,
+    already_applied_fuzzy_cases,
     anchor_fuzzy_cases,
     blank_line_cases,
+    blank_line_omitted_cases,
     elision_new_only_cases,
     indent_mismatch_cases,
     multi_hunk_window_cases,
+    reindent_cases,
+    repeated_block_cases,
+    trailing_ws_two_places_cases,
 )
 from bench.editcases.render import (
     FORMATS,
@@ -55,6 +62,7 @@ from bench.editcases.render import (
     Script,
     absent_at_every_level,
     block_starts,
+    cascade_spans,
     cascade_target,
     changes,
     count_substring,
@@ -104,6 +112,30 @@ PROJECT_PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("sympy", "1.12.1", "1.13.0"),
     ("sympy", "1.13.0", "1.13.1"),
 )
+#: (project, old version, new version): releases of other projects, kept out of tuning: the engine is measured on
+#: them (issue 38) without their failures being looked at while the engine is changed. The first ten were measured
+#: once the issue's classes were fixed (two failure kinds found there, both older than the issue, were then fixed);
+#: the last eight were measured only after that.
+HELDOUT_PACKAGES: tuple[tuple[str, str, str], ...] = (
+    ("jinja2", "3.1.2", "3.1.3"),
+    ("werkzeug", "3.0.1", "3.0.3"),
+    ("httpx", "0.26.0", "0.27.0"),
+    ("black", "23.12.1", "24.1.0"),
+    ("urllib3", "2.1.0", "2.2.0"),
+    ("packaging", "23.2", "24.0"),
+    ("marshmallow", "3.20.1", "3.20.2"),
+    ("tornado", "6.3.3", "6.4"),
+    ("pluggy", "1.3.0", "1.4.0"),
+    ("isort", "5.12.0", "5.13.0"),
+    ("pygments", "2.17.1", "2.17.2"),
+    ("aiohttp", "3.9.1", "3.9.3"),
+    ("starlette", "0.35.0", "0.36.0"),
+    ("more-itertools", "10.1.0", "10.2.0"),
+    ("networkx", "3.2", "3.2.1"),
+    ("coverage", "7.4.0", "7.4.1"),
+    ("scrapy", "2.11.0", "2.11.1"),
+    ("fastapi", "0.109.0", "0.109.2"),
+)
 DEFAULT_CACHE = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench")) / "edits"
 MAX_FILE_LINES = 3000
 MAX_HUNK_LINES = 40
@@ -125,10 +157,12 @@ class Source:
     """The same for files longer than ``MAX_FILE_LINES`` (each case carries the whole file)."""
 
 
-#: The two corpora: small packages' releases (the first corpus) and nine large projects' bug-fix releases.
+#: The corpora: small packages' releases (the first corpus), nine large projects' bug-fix releases, and eighteen
+#: other projects' releases held out of tuning.
 SOURCES: dict[str, Source] = {
     "releases": Source(DEFAULT_PACKAGES),
     "projects": Source(PROJECT_PACKAGES, max_lines=12000, max_files=14, max_hunks=6, max_hunks_long=3),
+    "heldout": Source(HELDOUT_PACKAGES, max_lines=12000, max_files=14, max_hunks=6, max_hunks_long=3),
 }
 
 
@@ -151,6 +185,7 @@ def add_file_cases(builder: Builder, fc: FileChange, other_blocks: list[list[str
         _refusal_cases(builder, fc, hid, ch, raw[k], a_text, b_text, other_blocks)
         _mistake_cases(builder, fc, hid, ch, a_text)
     _multi_hunk_cases(builder, fc, base, raw, a_text, b_text)
+    repeated_block_cases(builder, fc, base, raw, a_text)
     _ambiguous_cases(builder, fc, base, a_text)
     _replace_all_cases(builder, fc, base, a_text)
 
@@ -159,9 +194,14 @@ def _mistake_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: st
     """The model mistakes of :mod:`bench.editcases.mistakes` on one hunk."""
     expected = text_of(ch.expected(fc.a))
     elision_new_only_cases(bl, fc, hid, ch, a_text)
+    elision_new_only_cases(bl, fc, hid, ch, a_text, ELISION_MARKER_STYLES, "elision_marker_styles")
+    trailing_ws_two_places_cases(bl, fc, hid, ch, a_text)
     indent_mismatch_cases(bl, fc, hid, ch, a_text)
     blank_line_cases(bl, fc, hid, ch, a_text, expected)
     anchor_fuzzy_cases(bl, fc, hid, ch, a_text, expected)
+    reindent_cases(bl, fc, hid, ch, a_text, expected)
+    blank_line_omitted_cases(bl, fc, hid, ch, a_text, expected)
+    already_applied_fuzzy_cases(bl, fc, hid, ch)
 
 
 def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, b_text: str) -> None:
@@ -293,9 +333,11 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
         if count_substring(a_text, text_of(t_old)) == 0 and cascade_target(a, t_old) == first_content_line(ch):
             emit("tabs_edit_spaces_file", bl.formats(hid + "tabedit"), a_text, expected, [Change(ch.start, tabbed)])
 
-    # the same, when the old text has no indented line to learn the file's indentation from
+    # the same, when the old text has no indented line to learn the file's indentation from (the file has some: a
+    # file without an indented line does not say how it indents)
     indented_new = any(t[:1] == " " for t in added if t.strip())
-    if (clean_added_blanks and "\t" not in a_text and indented_new
+    indented_file = any(t.startswith("    ") and t.strip() for t in a)
+    if (clean_added_blanks and "\t" not in a_text and indented_new and indented_file
             and not any(t[:1] in (" ", "\t") for t in old if t.strip())):
         a_tab = [tabify(t) for t in a]
         tab_text = text_of(a_tab)
@@ -322,6 +364,11 @@ def _single_hunk_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text
             and absent_at_every_level(expected_lines, old) and count_substring(expected, new_text) == 1
             and len(block_starts(expected_lines, new)) == 1):
         emit("already_applied", bl.formats(hid + "again"), expected, expected, [ch])
+    # ... an edit that only deletes lines around the ones it keeps (its new text is part of its old text)
+    if (new_text.strip() and new_text.strip() in text_of(old) and not has_marker_lines(old + new)
+            and absent_at_every_level(expected_lines, old) and len(block_starts(expected_lines, new)) == 1
+            and len(cascade_spans(expected_lines, new)) == 1):
+        emit("already_applied_deletion", bl.formats(hid + "again-deletion"), expected, expected, [ch])
 
 
 _SNIPPET_TRANSFORMS = ("shift", "quotes", "tws", "pad")
@@ -426,6 +473,16 @@ def _elision_case(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str
         if renderable(fmt, [elided]):
             bl.add(f"{hid}:elision:{fmt}", fmt, fc.path, a_text, render(fmt, fc.path, [elided]), expected,
                    "elision")
+    # the same edit sent again: its changed piece is gone, its new pieces are there once each, in order
+    b = expected.split("\n")[:-1]
+    new_tail = new_of(tail)
+    if (not literal_in_new and new_tail != old_of(tail) and absent_at_every_level(b, old_of(tail))
+            and len(block_starts(b, new_tail)) == 1 and len(cascade_spans(b, old_of(head))) == 1
+            and cascade_spans(b, old_of(head))[0][1] <= block_starts(b, new_tail)[0]):
+        for fmt in bl.formats(hid + "elide-again", ("str_replace", "search_replace"), k=1):
+            if renderable(fmt, [elided]):
+                bl.add(f"{hid}:already_applied_elision:{fmt}", fmt, fc.path, expected,
+                       render(fmt, fc.path, [elided]), expected, "already_applied_elision")
     # one-sided: the old text elides, the new text spells everything out -> must be refused
     one_sided = Change(start, [*head, ("-", marker), *[("+", t) for _, t in middle], *tail])
     for fmt in bl.formats(hid + "elide1", ("str_replace", "search_replace"), k=1):
@@ -791,7 +848,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--formats-per-variant", type=int, default=2)
     ap.add_argument("--source", choices=sorted(SOURCES), default="releases",
-                    help="releases: small packages (the first corpus); projects: nine large projects")
+                    help="releases: small packages (the first corpus); projects: nine large projects; heldout: "
+                         "eighteen other projects, kept out of tuning")
     args = ap.parse_args(argv)
     cases = build(args.cache, formats_per_variant=args.formats_per_variant, source=args.source)
     write_jsonl(cases, args.out)

@@ -352,6 +352,55 @@ def evaluate(cases: list[Case], strategy: str, sink: Callable[[Case, Outcome], N
     return summary
 
 
+#: The failure classes of issue 38 (the held-out corpus's last silent misapplies and false refusals), each a set of
+#: corpus categories (``bench.editcases.mistakes``).
+CLASSES: dict[str, tuple[str, ...]] = {
+    "repeated_block": ("repeated_block_pinned", "repeated_block_unpinned"),
+    "reindent": ("reindent_shifted", "reindent_bare", "indent_shift_bare", "indent_mismatch_bare"),
+    "trailing_ws_and_elision": ("trailing_ws_two_places", "elision_marker_styles"),
+    "blank_line_omitted": ("blank_line_omitted", "blank_line_omitted_ambiguous"),
+    "already_applied": ("already_applied", "already_applied_fuzzy", "already_applied_deletion",
+                        "already_applied_elision"),
+}
+
+
+def by_class(summaries: list[Summary], classes: dict[str, tuple[str, ...]] = CLASSES) -> dict[str, Any]:
+    """``class -> {"categories", "strategies": {strategy: counts}}``: every strategy's counts on each class's cases,
+    side by side (the categories' tallies added up)."""
+    out: dict[str, Any] = {}
+    for name, categories in classes.items():
+        row: dict[str, Any] = {}
+        for s in summaries:
+            total = Tally()
+            for category in categories:
+                tally = s.by["category"].get(category)
+                if tally is not None:
+                    for key in ("should_apply", "correct_apply", "should_refuse", "correct_refusal",
+                                "silent_misapply"):
+                        setattr(total, key, getattr(total, key) + getattr(tally, key))
+            row[s.strategy] = total.to_dict()
+        out[name] = {"categories": list(categories), "strategies": row}
+    return out
+
+
+def format_classes(table: dict[str, Any]) -> str:
+    """The per-class table: one row per class and strategy (apply ok, refuse ok, silent)."""
+    head = ("class", "strategy", "apply ok", "refuse ok", "silent")
+    rows = [head]
+    for name, entry in table.items():
+        for strategy, d in entry["strategies"].items():
+            if not d["should_apply"] and not d["should_refuse"]:
+                continue
+            rows.append((
+                name, strategy,
+                f"{d['correct_apply_pct']}% of {d['should_apply']}" if d["should_apply"] else "-",
+                f"{d['correct_refusal_pct']}% of {d['should_refuse']}" if d["should_refuse"] else "-",
+                str(d["silent_misapply"]),
+            ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
 def format_table(summaries: list[Summary], max_failure_rows: int = 12) -> str:
     """A fixed-width table, one row per strategy, then the failing categories of each."""
     head = ("strategy", "cases", "apply ok", "refuse ok", "misapply", "false done", "p50 ms", "p99 ms")

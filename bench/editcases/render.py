@@ -193,6 +193,27 @@ def ordered_targets(lines: list[str], blocks: list[list[str]], *, blank_runs: bo
     return picks[::-1]
 
 
+def pinned_targets(lines: list[str], blocks: list[list[str]], *, blank_runs: bool = False) -> list[int] | None:
+    """Where SEARCH/REPLACE blocks go when a repeated block may only be told apart by the block before it.
+
+    Each block's candidates are its placements at the strictest level that places it anywhere (:func:`cascade_spans`).
+    A block with one candidate goes there; one with several goes to the only candidate that starts right after the
+    previous block's placement (nothing but blank lines between them). Returns the first non-blank line of each
+    block, or None when some block is nowhere, or repeated and not pinned down that way.
+    """
+    picks: list[int] = []
+    prev_end: int | None = None
+    for block in blocks:
+        spans = cascade_spans(lines, block, blank_runs=blank_runs)
+        if len(spans) > 1 and prev_end is not None:
+            spans = [(s, e) for s, e in spans if s >= prev_end and not any(t.strip() for t in lines[prev_end:s])]
+        if len(spans) != 1:
+            return None
+        picks.append(spans[0][0])
+        prev_end = spans[0][1]
+    return picks
+
+
 def first_content_line(ch: Change) -> int:
     """File index of the first non-blank old line of a change."""
     old = old_of(ch.script)

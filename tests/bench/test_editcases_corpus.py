@@ -25,7 +25,7 @@ from bench.editcases.corpus import (
 )
 from bench.editcases.eval import Case, evaluate, load_cases, parse_cases
 from bench.editcases.mistakes import ELISION_MARKERS, looks_like_stub, window_hunks
-from bench.editcases.render import ordered_targets, skeleton_spans
+from bench.editcases.render import ordered_targets, pinned_targets, skeleton_spans
 
 OLD_A = '''"""A module with enough structure for every variant."""
 
@@ -256,9 +256,14 @@ def test_multi_hunk_cases_from_hunks_unique_only_between_their_neighbours():
     raw = generate([("make-1..2", {"make_mode.py": MAKE_OLD}, {"make_mode.py": MAKE_NEW})])
     multi = [c for c in raw if c["hunks"] > 1]
     categories = Counter(c["category"] for c in multi)
-    assert categories["multi_hunk_window"] >= 4 and categories["anchor_passed"] == 1
-    window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "search_replace")
+    assert categories["multi_hunk_window"] >= 3 and categories["anchor_passed"] == 1
+    window = next(c for c in multi if c["category"] == "multi_hunk_window" and c["format"] == "udiff")
     assert window["expected"] == MAKE_NEW and window["hunks"] == 5
+    # as SEARCH/REPLACE blocks, the two copies are pinned by no block right above them (issue 38): no must-apply
+    # case; the repeated hunk sent with another one far from both copies must be refused
+    assert not [c for c in multi if c["format"] == "search_replace" and c["expected"] is not None]
+    unpinned = [c for c in multi if c["category"] == "repeated_block_unpinned"]
+    assert len(unpinned) == 2 and all(c["expected"] is None for c in unpinned)
     passed = next(c for c in multi if c["category"] == "anchor_passed")
     assert passed["edit"].count("@@     def build_info(self):") == 2  # the second chunk's scope was passed
     cases = as_cases(raw)
@@ -278,6 +283,36 @@ def test_window_hunks_and_ordered_targets():
     assert firsts is not None and len(firsts) == len(hunks)
     assert ordered_targets(a, [blocks[1], blocks[2]]) is not None  # the order tells the two copies apart
     assert ordered_targets(a, [blocks[1]]) is None  # alone, the copy is ambiguous
+
+
+def test_issue_38_classes_from_real_changes():
+    """Every class of issue 38 on the two small trees; expected results from the real versions, never the engine."""
+    raw = generate(trees()) + generate([("make-1..2", {"make_mode.py": MAKE_OLD}, {"make_mode.py": MAKE_NEW})])
+    categories = Counter(c["category"] for c in raw)
+    for must in ("repeated_block_unpinned", "indent_shift_bare", "elision_marker_styles", "blank_line_omitted",
+                 "already_applied_elision", "already_applied"):
+        assert categories[must], f"no {must} case"
+    for case in raw:
+        if case["category"] in ("repeated_block_unpinned", "indent_mismatch_bare", "trailing_ws_two_places",
+                                "elision_marker_styles", "blank_line_omitted_ambiguous"):
+            assert case["expected"] is None
+        if case["category"].startswith("already_applied"):
+            assert case["expected"] == case["original"]
+    bosun = evaluate(as_cases(raw), "bosun")
+    assert bosun.silent_misapply == 0 and bosun.correct_refusal == bosun.should_refuse, dict(bosun.failures)
+    assert bosun.correct_apply == bosun.should_apply, dict(bosun.failures)
+
+
+def test_pinned_targets_take_a_repeated_block_only_right_below_the_one_before():
+    a, b = MAKE_OLD.split("\n")[:-1], MAKE_NEW.split("\n")[:-1]
+    raw = changes(a, b)
+    same = next(h for h in raw if any("default_make" in t for _, t in h.script))
+    block = [t for k, t in same.script if k != "+"]
+    first = next(i for i, t in enumerate(a) if t.strip() == "def build_latexpdf(self):")
+    above = a[first - 1 : block_starts(a, block)[0]]  # from the blank line before the method up to the block
+    assert pinned_targets(a, [above, block]) == [first, block_starts(a, block)[0]]
+    assert pinned_targets(a, [block]) is None  # nothing pins it down
+    assert pinned_targets(a, [a[1:3], block]) is None  # the block above ends lines before it
 
 
 def test_blank_run_premises():
@@ -305,6 +340,9 @@ def test_sources_limit_files_and_find_sdists(tmp_path):
     assert SOURCES["releases"].max_files is None and SOURCES["projects"].max_lines > SOURCES["releases"].max_lines
     assert {p for p, _, _ in SOURCES["projects"].packages} == {
         "requests", "flask", "seaborn", "xarray", "pylint", "pytest", "astropy", "sphinx", "sympy"}
+    # the held-out corpus shares no project with the two the engine is tuned on
+    tuned = {p for name in ("releases", "projects") for p, _, _ in SOURCES[name].packages}
+    assert not tuned & {p for p, _, _ in SOURCES["heldout"].packages}
     assert Source(()).max_hunks == SOURCES["releases"].max_hunks
     for name in ("Flask-2.2.5.tar.gz", "sympy-1.12.tar.gz", "zope_interface-6.0.zip"):
         (tmp_path / name).write_bytes(b"")
@@ -312,3 +350,13 @@ def test_sources_limit_files_and_find_sdists(tmp_path):
     assert _sdist(tmp_path, "sympy", "1.12").name == "sympy-1.12.tar.gz"
     assert _sdist(tmp_path, "zope.interface", "6.0").name == "zope_interface-6.0.zip"
     assert _sdist(tmp_path, "sympy", "1.12.1") is None
+
+
+def test_no_indentation_style_case_for_a_file_without_indented_lines():
+    # pluggy 1.3.0 -> 1.4.0 _version.py: no indented line, so the file does not say whether it indents with tabs
+    old = ("# file generated by setuptools_scm\n# don't change, don't track in version control\n"
+           "__version__ = version = '1.3.0'\n__version_tuple__ = version_tuple = (1, 3, 0)\n")
+    new = old.replace("'1.3.0'", "'1.4.0'").replace("(1, 3, 0)", "(1, 4, 0)").replace(
+        "__version__ =", "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from typing import Tuple\n\n__version__ =")
+    raw = generate([("pluggy-1.3.0..1.4.0", {"_version.py": old}, {"_version.py": new})])
+    assert raw and not [c for c in raw if c["category"].startswith("tabs_") and "unindented_old" in c["category"]]

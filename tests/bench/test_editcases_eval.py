@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.editcases.eval import STRATEGIES, eval_main, evaluate, parse_cases
+from bench.editcases.eval import CLASSES, STRATEGIES, by_class, eval_main, evaluate, format_classes, parse_cases
 
 ORIGINAL = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    x = 1\n    return x + 1\n"
 EXPECTED_F = ORIGINAL.replace("    x = 1\n    return x\n", "    x = 2\n    return x\n", 1)
@@ -161,3 +161,17 @@ def test_summary_breaks_results_down_by_format_category_and_hunks():
     assert set(report["by_format"]) == {"str_replace", "search_replace", "udiff", "apply_patch"}
     assert report["by_category"]["ambiguous"]["silent_misapply"] == 1  # first-match picks one of two places
     assert report["by_format"]["str_replace"]["correct_refusal_pct"] == 0.0
+
+
+def test_classes_of_issue_38_with_every_strategy_side_by_side():
+    rows = [*cases(), {**cases()[6], "id": "rep", "category": "repeated_block_unpinned"},
+            {**cases()[4], "id": "again2", "category": "already_applied_fuzzy"}]
+    parsed = parse_cases([json.dumps(r) for r in rows])
+    summaries = [evaluate(parsed, s) for s in ("bosun", "first-match")]
+    table = by_class(summaries)
+    assert set(table) == set(CLASSES)
+    assert table["repeated_block"]["strategies"]["bosun"]["correct_refusal_pct"] == 100.0
+    assert table["repeated_block"]["strategies"]["first-match"]["silent_misapply"] == 1
+    assert table["already_applied"]["strategies"]["bosun"]["should_apply"] == 2
+    text = format_classes(table)
+    assert "repeated_block   bosun" in text and "first-match" in text and "reindent" not in text

@@ -432,16 +432,18 @@ def test_identical_hunks_are_placed_by_their_order():
     assert files["bp.py"] == MAKE_AFTER
 
 
-def test_identical_blocks_are_placed_by_their_order():
-    def as_block(hunk: str) -> str:
-        rows = hunk.splitlines()
-        old = "".join(r[1:] + "\n" for r in rows if r[0] != "+")
-        new = "".join(r[1:] + "\n" for r in rows if r[0] != "-")
-        return block(old, new)
+def as_block(hunk: str) -> str:
+    rows = hunk.splitlines()
+    old = "".join(r[1:] + "\n" for r in rows if r[0] != "+")
+    new = "".join(r[1:] + "\n" for r in rows if r[0] != "-")
+    return block(old, new)
 
+
+def test_identical_blocks_are_placed_by_the_block_right_above_then_in_sequence():
+    # block 2 starts right below block 1's text; block 3, the same text, is then unique in the result
     text = "".join(as_block(h) for h in (FIRST_HUNK, SAME_HUNK, SAME_HUNK, LAST_HUNK))
     out = apply_search_replace(MAKE_MODE, text)
-    assert out.text == MAKE_AFTER and "order of the blocks" in out.message
+    assert out.text == MAKE_AFTER and "right below the previous block" in out.message
 
 
 def test_hunks_that_cannot_be_told_apart_are_refused():

@@ -365,9 +365,12 @@ def test_already_applied_not_claimed_when_new_is_ambiguous():
     assert err.reason == "no_match"
 
 
-def test_already_applied_not_claimed_for_deletions_contained_in_old():
-    err = refused(PY, "import os\nimport sys\n", "import os\n")
-    assert err.reason == "no_match"
+def test_deletion_already_done_is_already_applied_but_not_from_part_of_a_line():
+    # the old text is nowhere and the lines it keeps are there, once, as whole lines: the deletion is done
+    out = apply_str_replace(PY, "import os\nimport sys\n", "import os\n")
+    assert out.status == "already_applied" and out.text == PY and "nothing changed" in out.message
+    # a new text that is part of a line, or found several times, says nothing
+    assert refused(PY, "import os, sys", "import os").reason == "no_match"
 
 
 def test_match_that_changes_nothing_is_already_applied():
