@@ -56,7 +56,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.environments import CACHE  # noqa: E402
-from bench.swebench import bosun, free_port  # noqa: E402
+from bench.swebench import bosun  # noqa: E402
+from infra.privatestack import private_stack_env  # noqa: E402
 
 STATE = CACHE.parent / "replay-runs"
 MIRRORS = Path(os.environ.get("BOSUN_BENCH_MIRRORS", "/work/.mirror"))
@@ -261,10 +262,8 @@ class Stack:
 
     def __init__(self, state: Path) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="stack-", dir=state))
-        self.env = {"BOSUN_DATA_DIR": str(self.work / "data"), "BOSUN_TEMPORAL_PORT": str(free_port()),
-                    "BOSUN_TEMPORAL_UI_PORT": str(free_port()), "BOSUN_NATS_PORT": str(free_port()),
-                    "BOSUN_NATS_MONITOR_PORT": str(free_port()), "BOSUN_UI_PORT": str(free_port()),
-                    "BOSUN_WORKER_ID": f"bench-replay-{os.getpid()}", "BOSUN_TOOL_TIMEOUT_S": str(TIMEOUT_S)}
+        self.env = {**private_stack_env(self.work / "data", worker_id=f"bench-replay-{os.getpid()}"),
+                    "BOSUN_TOOL_TIMEOUT_S": str(TIMEOUT_S)}
 
     def __enter__(self) -> Stack:
         up = bosun(self.env, "up", timeout=180)
