@@ -146,6 +146,8 @@ class _Found:
     tried: list[str]
     already: bool = False
     note: str = ""
+    complete: bool = True
+    """False when counting stopped at the search's ``limit``: there may be more matches than these."""
 
 
 def _narrow(hunk: Hunk, anchored: _Anchored, found: list[BlockMatch]) -> tuple[list[BlockMatch], str]:
@@ -185,10 +187,11 @@ def _search(fl: FileLines, hunk: Hunk, anchored: _Anchored, lo: int, hi: int, li
             found = [m for m in found if m.end > anchored.lo]
         tried.append(f"{level.name} {len(found)}")
         if found:
+            complete = limit is None or len(found) < limit
             found, note = _narrow(hunk, anchored, found)
             if len(found) == 1 and already_there(fl, hunk.new, found[0], lo, hi, old=hunk.old):
                 return _Found(find_block(fl, hunk.new, EXACT_LINES, lo, hi) or found, level.name, tried, already=True)
-            return _Found(found, level.name, tried, note=note)
+            return _Found(found, level.name, tried, note=note, complete=complete)
     new = hunk.new
     if any(t.strip() for t in new) and new != hunk.old:
         # a new block that is part of the old one (lines deleted around it) only counts as it is
@@ -248,6 +251,8 @@ class _Slot:
     hunk: Hunk
     anchored: _Anchored
     found: _Found | None = None
+    window: tuple[int, int] | None = None
+    """The lines ``found`` was searched in."""
     match: BlockMatch | None = None
 
 
@@ -273,8 +278,8 @@ def _place_unique(fl: FileLines, slots: list[_Slot]) -> None:
         for k, slot in enumerate(slots):
             if slot.match is not None:
                 continue
-            lo, hi = _window(slots, k, n)
-            slot.found = _search(fl, slot.hunk, slot.anchored, lo, hi, limit=2)
+            slot.window = _window(slots, k, n)
+            slot.found = _search(fl, slot.hunk, slot.anchored, *slot.window, limit=2)
             if len(slot.found.matches) == 1:
                 slot.match = slot.found.matches[0]
                 progress = True
@@ -286,7 +291,9 @@ def _place_run(fl: FileLines, slots: list[_Slot], k: int, j: int, what: str) -> 
     run = slots[k:j]
     found: list[_Found] = []
     for slot in run:
-        got = _search(fl, slot.hunk, slot.anchored, lo, hi)
+        # what placing the unique ones found stands when it counted every match in this same window
+        kept = slot.found is not None and slot.found.complete and slot.window == (lo, hi)
+        got = slot.found if kept else _search(fl, slot.hunk, slot.anchored, lo, hi)
         if not got.matches:
             raise _not_found(fl, slot.hunk, got, max(lo, slot.anchored.lo), what)
         found.append(got)
