@@ -30,8 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from temporalio.client import Client  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
+from infra.objectstore import open_store  # noqa: E402
+from infra.settings import Settings  # noqa: E402
+from infra.temporal import connect  # noqa: E402
+from workflows.models import TaskInput  # noqa: E402
+from workflows.task import TaskWorkflow  # noqa: E402
 
 
 class Cluster:
@@ -99,19 +102,21 @@ def waiting_agent(dest: Path, seconds: float) -> Path:
 
 async def batch(cluster: Cluster, repo: Path, trajectory: Path, tasks: int, tag: str,
                 during=None) -> dict:
+    """Start ``tasks`` tasks at once, as the event starter does (one Temporal client, the trajectory in the shared
+    store once: not a `bosun run` process per task, whose start-up on this machine's two cores would weigh on a
+    batch of 12 as much as the work), and wait for all of them."""
     env = cluster.host_env(1)
-    client = await Client.connect(env["BOSUN_TEMPORAL_ADDRESS"], data_converter=pydantic_data_converter)
+    settings = Settings(**{k.removeprefix("BOSUN_").lower(): v for k, v in env.items() if k.startswith("BOSUN_")})
+    store = open_store(settings)
+    trajectory_ref = await asyncio.to_thread(store.put_text, trajectory.read_text())
+    store.close()
+    client = await connect(settings)
     ids = [f"bench-{tag}-{i}-{os.getpid()}" for i in range(tasks)]
-    t0 = time.time()  # every task started at once, as a team's events would (not one CLI start after another)
-    runs = [await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "bosun"), "run", "--repo", str(repo), "--model", f"scripted:{trajectory}",
-        "--mode", "solo", "--id", wf_id, "wait for it", env={**os.environ, **env},
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL)
-        for wf_id in ids]
-    for proc in runs:
-        _, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise SystemExit(json.dumps({"error": f"bosun run failed: {err.decode()[-500:]}"}))
+    t0 = time.time()
+    await asyncio.gather(*[client.start_workflow(
+        TaskWorkflow.run, TaskInput(repo=str(repo), task="wait for it", model=f"scripted:{trajectory}",
+                                    trajectory_ref=trajectory_ref, mode="solo"),
+        id=wf_id, task_queue=settings.task_queue) for wf_id in ids])
     extra = await during() if during else {}
     results = await asyncio.gather(*[client.get_workflow_handle(i).result() for i in ids])
     wall = time.time() - t0

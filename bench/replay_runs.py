@@ -43,7 +43,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -56,8 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.environments import CACHE  # noqa: E402
-from bench.swebench import bosun  # noqa: E402
-from infra.privatestack import private_stack_env  # noqa: E402
+from bench.swebench import Stack, bosun  # noqa: E402
 
 STATE = CACHE.parent / "replay-runs"
 MIRRORS = Path(os.environ.get("BOSUN_BENCH_MIRRORS", "/work/.mirror"))
@@ -257,28 +255,6 @@ def cause_of(got: int | str | None, output: str) -> str:
     return "other"
 
 
-class Stack:
-    """A private embedded stack (own data dir and ports) for the replays."""
-
-    def __init__(self, state: Path) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="stack-", dir=state))
-        self.env = {**private_stack_env(self.work / "data", worker_id=f"bench-replay-{os.getpid()}"),
-                    "BOSUN_TOOL_TIMEOUT_S": str(TIMEOUT_S)}
-
-    def __enter__(self) -> Stack:
-        up = bosun(self.env, "up", timeout=180)
-        if up.returncode != 0:
-            raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
-        return self
-
-    def sandbox_backend(self) -> str:
-        return json.loads((self.work / "data" / "worker-health.json").read_text())["sandbox_backend"]
-
-    def __exit__(self, *_exc: object) -> None:
-        bosun(self.env, "down", timeout=120)
-        shutil.rmtree(self.work, ignore_errors=True)
-
-
 def log(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
 
@@ -429,7 +405,7 @@ def main() -> int:
     log(f"{len(chosen)} runs chosen, {len(chosen) - len(todo)} already replayed, {len(todo)} to replay")
     backend = None
     if todo:
-        with Stack(args.state) as stack:
+        with Stack("replay", parent=args.state, extra={"BOSUN_TOOL_TIMEOUT_S": str(TIMEOUT_S)}) as stack:
             backend = stack.sandbox_backend()
             for n, iid in enumerate(todo, 1):
                 inst = instances[iid]

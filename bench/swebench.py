@@ -35,6 +35,30 @@ def bosun(env: dict, *args: str, timeout: float = 3600) -> subprocess.CompletedP
                           env={**os.environ, **env}, timeout=timeout)
 
 
+class Stack:
+    """A private embedded stack for a bench (its own data dir, ports and worker id: infra/privatestack.py), up while
+    the ``with`` block runs. ``extra``: more settings for it."""
+
+    def __init__(self, name: str, parent: Path | None = None, extra: dict[str, str] | None = None) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix=f"bosun-bench-{name}-", dir=parent))
+        self.env = {**private_stack_env(self.work / "data", worker_id=f"bench-{name}-{os.getpid()}"), **(extra or {})}
+
+    def __enter__(self):
+        up = bosun(self.env, "up", timeout=180)
+        if up.returncode != 0:
+            raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
+        return self
+
+    def sandbox_backend(self) -> str:
+        """The backend the stack's worker chose (BOSUN_SANDBOX_BACKEND picks it), from the health file it writes
+        every two seconds, which `bosun status` reads too."""
+        return json.loads((self.work / "data" / "worker-health.json").read_text())["sandbox_backend"]
+
+    def __exit__(self, *_exc: object) -> None:
+        bosun(self.env, "down", timeout=120)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
 def example_instances(work: Path, copies: int) -> tuple[Path, list[str]]:
     from tests.entry.test_eval import calc_instances
 

@@ -62,8 +62,8 @@ from agents.evaluation.harness import generic_recipe, statuses  # noqa: E402
 from agents.evaluation.recipes import recipe_for  # noqa: E402
 from agents.evaluation.testlogs import PASSING  # noqa: E402
 from bench.environments import CACHE, repository  # noqa: E402
+from bench.swebench import Stack as PrivateStack  # noqa: E402
 from bench.swebench import bosun  # noqa: E402
-from infra.privatestack import private_stack_env  # noqa: E402
 
 INSTANCES = ROOT / "bench" / "data" / "swebench_real" / "instances.jsonl"
 MIRRORS = CACHE.parent / "swebench-real"
@@ -286,27 +286,11 @@ def candidate(name: str, old: str, new: str, owner_name: str) -> dict | None:
             "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}
 
 
-class Stack:
-    """A private embedded stack (own data dir and ports) for the bench's `bosun eval` runs."""
+class Stack(PrivateStack):
+    """The bench's private stack, for its `bosun eval` runs."""
 
     def __init__(self) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="bosun-bench-swe-real-"))
-        self.env = private_stack_env(self.work / "data", worker_id=f"bench-swe-real-{os.getpid()}")
-
-    def __enter__(self) -> Stack:
-        up = bosun(self.env, "up", timeout=180)
-        if up.returncode != 0:
-            raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
-        return self
-
-    def sandbox_backend(self) -> str:
-        """The backend the stack's worker chose (BOSUN_SANDBOX_BACKEND picks it), from the health file it writes
-        every two seconds, which `bosun status` reads too."""
-        return json.loads((self.work / "data" / "worker-health.json").read_text())["sandbox_backend"]
-
-    def __exit__(self, *_exc: object) -> None:
-        bosun(self.env, "down", timeout=120)
-        shutil.rmtree(self.work, ignore_errors=True)
+        super().__init__("swe-real")
 
     def judge(self, rows: list[dict], predictions: str, run_id: str, max_parallel: int) -> tuple[dict, Path, float]:
         """`bosun eval swebench` on ``rows``: (the report, the logs folder, wall seconds)."""
