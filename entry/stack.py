@@ -214,6 +214,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+
+def stop_child(proc: subprocess.Popen, wait_s: float) -> None:
+    """Stop a child process: SIGTERM, and SIGKILL when it has not ended within ``wait_s``; reaped either way."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
 class Supervisor:
     """Starts the components, restarts any that exits (with backoff), stops them all on SIGTERM."""
 
@@ -270,14 +282,7 @@ class Supervisor:
                     self._save()
         # Stop in reverse order: worker first, then NATS, then Temporal.
         for c in reversed(self.comps):
-            p = self.procs[c.name]
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop_child(self.procs[c.name], 15)
         state_path(self.s).unlink(missing_ok=True)
 
 
@@ -317,12 +322,7 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
     except BaseException:
         # Never leave a half-started stack behind: stop the supervisor (its children die with it), then anything
         # the state file still names.
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_child(proc, 30)
         down(s, out=lambda _msg: None)
         raise
 
