@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.objectstore import open_store  # noqa: E402
+from sandbox import diskquota, reap_orphans  # noqa: E402
 from infra.settings import Settings  # noqa: E402
 from infra.temporal import connect  # noqa: E402
 from workflows.models import TaskInput  # noqa: E402
@@ -165,7 +166,12 @@ async def main() -> int:
                         break
                     await asyncio.sleep(0.5)
                 cluster.signal("h2", signal.SIGKILL)
-                return {"killed_at": time.time()}
+                killed = time.time()
+                # what the lost machine takes with it: its sandboxes, its workspaces' file systems
+                await asyncio.to_thread(reap_orphans)
+                await asyncio.to_thread(diskquota.unmount_under, Path(cluster.host_env(2)["BOSUN_DATA_DIR"]) /
+                                        "workspaces")
+                return {"killed_at": killed}
             lost = await batch(cluster, repo, trajectory, args.tasks, "loss", during=kill_when_busy)
             lost["from_kill_to_last_end_s"] = round(lost.pop("ended_at") - lost.pop("killed_at"), 1)
             out["host_loss"] = {"loss_s": args.loss_s, **lost}
@@ -180,6 +186,7 @@ async def main() -> int:
         return 0
     finally:
         cluster.down()
+        diskquota.unmount_under(work)
         shutil.rmtree(work, ignore_errors=True)
 
 
