@@ -31,9 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.objectstore import open_store  # noqa: E402
-from sandbox import diskquota, reap_orphans  # noqa: E402
 from infra.settings import Settings  # noqa: E402
 from infra.temporal import connect  # noqa: E402
+from sandbox import diskquota, reap_orphans  # noqa: E402
 from workflows.models import TaskInput  # noqa: E402
 from workflows.task import TaskWorkflow  # noqa: E402
 
