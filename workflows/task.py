@@ -24,7 +24,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import CancelledError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities
@@ -553,11 +553,14 @@ class TaskWorkflow:
         if self.shared:  # the other hosts that held a copy of the task's repository for its agents
             for worker_id, queue_of in sorted(self.hosts.items()):
                 if worker_id != self.home.worker_id and worker_id not in self.lost:
-                    await workflow.execute_activity_method(
-                        WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
-                        summary=f"clean up on {worker_id}", task_queue=queue_of,
-                        start_to_close_timeout=timedelta(minutes=5),
-                        schedule_to_start_timeout=timedelta(minutes=1), retry_policy=policies.CLEANUP)
+                    try:
+                        await workflow.execute_activity_method(
+                            WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
+                            summary=f"clean up on {worker_id}", task_queue=queue_of,
+                            start_to_close_timeout=timedelta(minutes=5),
+                            schedule_to_start_timeout=timedelta(minutes=1), retry_policy=policies.CLEANUP)
+                    except ActivityError:  # that host is away: its reaper removes what the task left there
+                        workflow.logger.warning("could not clean up task %s on host %s", wf_id, worker_id)
             for watch in self.watches.values():
                 _drop(watch)
 
