@@ -135,10 +135,42 @@ def _one_line(error: BaseException) -> str:
     return (str(error).splitlines() or [""])[0][:200] or type(error).__name__
 
 
+async def _tls_alert(server: str, tls: ssl.SSLContext, wait_s: float = 2.0) -> ssl.SSLError | None:
+    """The TLS alert a NATS server sends a client it refuses after the handshake, or None.
+
+    Under TLS 1.3 a server checks the client's certificate only after the client's handshake is over; the client,
+    already writing CONNECT, then often sees a reset or a broken pipe instead of the alert. This reads the server's
+    INFO, upgrades to TLS and sends nothing, so the alert (if any) arrives intact; a server that accepts the
+    certificate waits for CONNECT and the read times out (None)."""
+    m = re.match(r"^(?:nats|tls)://(?:[^@/]*@)?(\[[^\]]+\]|[^:/]+)(?::(\d+))?", server)
+    if m is None:
+        return None
+    host, port = m.group(1).strip("[]"), int(m.group(2) or 4222)
+    writer = None
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), wait_s)
+        if not (await asyncio.wait_for(reader.readline(), wait_s)).startswith(b"INFO"):
+            return None
+        await asyncio.wait_for(writer.start_tls(tls, server_hostname=host), wait_s)
+        await asyncio.wait_for(reader.read(1), wait_s)
+    except ssl.SSLError as e:
+        return e
+    except (OSError, TimeoutError, ValueError):
+        return None
+    finally:
+        if writer is not None:
+            writer.close()
+    return None
+
+
+CONNECT_TRIES = 2
+"""How often the first connection tries each server before it gives up."""
+
+
 async def connect_nats(settings: Settings, *, name: str, connect_timeout: float = 2.0) -> NATS:
     """Connect to the NATS servers of the settings (BOSUN_NATS_URL: one, or a cluster's; credentials and TLS from
-    BOSUN_NATS_*), trying each server once; the connection then reconnects forever on its own, to any server of
-    the cluster. A refusal (credentials, TLS) raises ConfigError naming the settings to check; servers that do not
+    BOSUN_NATS_*), trying each server up to ``CONNECT_TRIES`` times (a busy server may reset a TLS handshake it
+    found slow); the connection then reconnects forever on its own, to any server of the cluster. A refusal (credentials, TLS) raises ConfigError naming the settings to check; servers that do not
     answer raise ConnectionError. Neither message holds a secret."""
     nc = NATS()
     servers = settings.nats_servers
@@ -149,7 +181,7 @@ async def connect_nats(settings: Settings, *, name: str, connect_timeout: float 
     async def on_error(e: Exception) -> None:
         if not nc.is_connected and not nc.is_reconnecting:  # still making the first connection
             failures.append(e)
-            if _refusal(e, settings) or len(failures) >= len(servers):
+            if _refusal(e, settings) or len(failures) >= CONNECT_TRIES * len(servers):
                 gave_up.set()
         else:
             log.warning("NATS (%s): %s", name, _one_line(e))
@@ -170,6 +202,8 @@ async def connect_nats(settings: Settings, *, name: str, connect_timeout: float 
     with contextlib.suppress(Exception):
         await nc.close()
     errors = failures or ([connecting.exception()] if connecting.done() and not connecting.cancelled() else [])
+    if tls is not None and errors and all(isinstance(e, (ConnectionResetError, BrokenPipeError)) for e in errors):
+        errors += [e for server in servers if (e := await _tls_alert(server, tls)) is not None]
     for e in errors:
         if (why := _refusal(e, settings)) is not None:
             raise ConfigError(why)
