@@ -345,6 +345,7 @@ def _report(store: ArtifactStore, result: EvalResult, variant: str = "", *, empt
                                        "build_s": o.build_s, "phases": o.phases, "waited_s": o.waited_s,
                                        "started_ahead": o.started_ahead, "set_up_ahead": o.set_up_ahead,
                                        "slot_s": o.slot_s, "fetch_share_s": o.fetch_share_s}
+                       | ({"host": o.host, "moves": [m.model_dump() for m in o.moves]} if o.host else {})
                        for o in outcomes},
             "fetch_ahead_s": result.fetch_ahead_s}
 

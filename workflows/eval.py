@@ -14,7 +14,10 @@ result is recorded).
   depend on Temporal keeping the earlier runs.
 - ``EvalInstanceWorkflow``: bind to a worker host, prepare the repository and its environment, (started ahead:
   wait for the go; an environment not built yet is built only then), (agent mode: run a TaskWorkflow at the base
-  commit on the problem statement, its diff becomes the prediction), apply and test.
+  commit on the problem statement, its diff becomes the prediction), apply and test. On hosts that share their
+  state (a cluster, patch ``eval-slots``), an instance is placed like an agent: preparing and judging it takes a
+  slot on whichever host has a free one (workflows/placement.py), and if that host is lost it is prepared and
+  judged again on another; it holds no slot while it waits for its go or for its agents (they take their own).
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ with workflow.unsafe.imports_passed_through():
         EvalPrepareInput,
         EvalPrepareResult,
         EvalRunInput,
+        EvalRunResult,
         KeepOutcomesInput,
         PredictionInput,
     )
+    from activities.models import BindResult, SlotGrant
     from activities.workspace import WorkspaceActivities
     from workflows import policies
-    from workflows.models import TaskInput, TaskResult
+    from workflows.models import HostMove, TaskInput, TaskResult
+    from workflows.placement import HostGone, Placement, drop
     from workflows.task import TaskWorkflow
 
 
@@ -117,6 +123,10 @@ class InstanceOutcome(BaseModel):
     slot (or, started ahead, the go sent to it) to its end. The evaluation's time it took: one at a time, the
     instances' slot seconds add up to the evaluation's time after the fetch ahead (its preparation while it
     waited, overlapping another instance's judging, is not in them; the wait for its set-up is)."""
+    host: str = ""
+    """Hosts that share their state (a cluster): the worker id of the host that judged it, in a slot of its own."""
+    moves: list[HostMove] = []
+    """Hosts that share their state: hosts lost while they prepared or judged it (it was judged again elsewhere)."""
     fetch_share_s: float = 0.0
     """Its share of the fetch ahead: its source's fetch seconds over that source's jobs. (Both 0 for the
     instances of an evaluation started before ``eval-continue-as-new``: their outcomes are their children's
@@ -207,10 +217,37 @@ def _task_summary(result: TaskResult) -> dict[str, Any]:
             "tool_errors": errors, "files_changed": result.files_changed}
 
 
+def _ready(prep: EvalPrepareResult) -> bool:
+    """Whether the instance's preparation gave an environment to judge it in."""
+    return not prep.error and bool(prep.env_id) and prep.recipe is not None
+
+
+def _usable(out: InstanceOutcome, prep: EvalPrepareResult) -> bool:
+    """Whether the instance's preparation gave an environment to judge it in (else the outcome says why)."""
+    if not _ready(prep):
+        out.error, out.error_kind = prep.error or "no environment", "environment"
+        return False
+    return True
+
+
+def _judged(out: InstanceOutcome, run: EvalRunResult) -> None:
+    out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, run.log_ref
+    out.error, out.error_kind = out.error or run.error, out.error_kind or run.error_kind
+    out.test_seconds, out.set_up_ahead = run.test_seconds, run.set_up_ahead
+    out.phases.update(run.phases)
+
+
+EVAL_SLOTS = "eval-slots"
+"""Patch id: the instance binds with bind_host; on hosts that share their state it is placed by slots and moved
+off lost hosts (before: bind_worker, one host for its whole life)."""
+
+
 @workflow.defn
 class EvalInstanceWorkflow:
     def __init__(self) -> None:
         self._go = False
+        self.place = Placement()
+        self.moves: list[HostMove] = []
 
     @workflow.signal
     def go(self) -> None:
@@ -226,33 +263,31 @@ class EvalInstanceWorkflow:
 
     @workflow.run
     async def run(self, inp: InstanceInput) -> InstanceOutcome:
-        item, key = inp.item, workflow.info().workflow_id
+        item = inp.item
         started = workflow.time()
         # a prediction to judge: the worker sets the workspace and sandbox up as soon as it is prepared
         stage = workflow.patched("eval-set-up-ahead") and bool(
             inp.variant is None and item.prediction_ref and not item.empty_prediction)
-        queue = await _bind_worker()
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
         out.started_ahead = inp.gated
+        if workflow.patched(EVAL_SLOTS):
+            bound: BindResult = await workflow.execute_activity_method(
+                WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+            if bound.shared:
+                return await self._run_placed(inp, out, started)
+            queue = bound.queue
+        else:
+            queue = await _bind_worker()
 
         async def prepare(build: bool) -> EvalPrepareResult:
-            return await workflow.execute_activity_method(
-                EvalActivities.eval_prepare,
-                EvalPrepareInput(key=key, source=item.source, base_commit=item.base_commit, repo=item.repo,
-                                 version=item.version, environment_setup_commit=item.environment_setup_commit,
-                                 created_at=item.created_at, sandbox_ahead=not item.empty_prediction,
-                                 build=build,
-                                 instance_ref=item.instance_ref if stage else "",
-                                 prediction_ref=(item.prediction_ref or "") if stage else ""),
-                summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+            return await self._prepare(inp, queue, build=build, stage=stage)
         prep = await prepare(build=not inp.gated)
         waited = 0.0
         if inp.gated and prep.deferred:  # its environment is built in a judging slot
             waited = await self._wait_for_go()
             prep = await prepare(build=True)
         out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
-        if prep.error or not prep.env_id or prep.recipe is None:
-            out.error, out.error_kind = prep.error or "no environment", "environment"
+        if not _usable(out, prep):
             out.seconds, out.waited_s = round(workflow.time() - started - waited, 2), round(waited, 2)
             return out
         if inp.gated and not self._go:
@@ -264,22 +299,110 @@ class EvalInstanceWorkflow:
             if prediction_ref is None:
                 return out
         out.prediction_ref = prediction_ref
-        run = await workflow.execute_activity_method(
-            EvalActivities.eval_instance,
-            EvalRunInput(key=key, instance_ref=item.instance_ref, prediction_ref=prediction_ref or "",
-                         env_id=prep.env_id, recipe=prep.recipe, base_commit=item.base_commit,
-                         timeout_s=inp.timeout_s, version_derived=prep.version_derived),
-            summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
-        out.resolved, out.applied, out.report_ref, out.log_ref = run.resolved, run.applied, run.report_ref, \
-            run.log_ref
-        out.error, out.error_kind = out.error or run.error, out.error_kind or run.error_kind
-        out.test_seconds, out.set_up_ahead = run.test_seconds, run.set_up_ahead
-        out.phases.update(run.phases)
+        _judged(out, await self._judge(inp, queue, prep, prediction_ref))
         out.seconds = round(workflow.time() - started - waited, 2)
         return out
 
+    async def _prepare(self, inp: InstanceInput, queue: str, *, build: bool, stage: bool) -> EvalPrepareResult:
+        item = inp.item
+        return await workflow.execute_activity_method(
+            EvalActivities.eval_prepare,
+            EvalPrepareInput(key=workflow.info().workflow_id, source=item.source, base_commit=item.base_commit,
+                             repo=item.repo, version=item.version,
+                             environment_setup_commit=item.environment_setup_commit, created_at=item.created_at,
+                             sandbox_ahead=not item.empty_prediction, build=build,
+                             instance_ref=item.instance_ref if stage else "",
+                             prediction_ref=(item.prediction_ref or "") if stage else ""),
+            summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+
+    async def _judge(self, inp: InstanceInput, queue: str, prep: EvalPrepareResult,
+                     prediction_ref: str | None) -> EvalRunResult:
+        item = inp.item
+        return await workflow.execute_activity_method(
+            EvalActivities.eval_instance,
+            EvalRunInput(key=workflow.info().workflow_id, instance_ref=item.instance_ref,
+                         prediction_ref=prediction_ref or "", env_id=prep.env_id, recipe=prep.recipe,
+                         base_commit=item.base_commit, timeout_s=inp.timeout_s, version_derived=prep.version_derived),
+            summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
+
+    # -- hosts that share their state: placed by slots, moved off lost hosts -------------------------------------
+
+    @workflow.signal
+    def slot_granted(self, grant: SlotGrant) -> None:
+        """A host took the instance's slot claim (activities/hosts.py: hold_slot)."""
+        self.place.granted(grant)
+
+    @workflow.query
+    def placement(self) -> dict:
+        """The hosts lost while they worked on the instance, and the moves."""
+        return {"lost": sorted(self.place.lost), "moves": [m.model_dump() for m in self.moves]}
+
+    async def _in_slot(self, what: str, work):
+        """``work(queue)`` on the host that takes a slot for it, the slot held meanwhile; when that host is lost,
+        again on another (a step of preparing or judging is idempotent: it starts from the repository's commit
+        and the environment's recipe). Returns (host's worker id, what ``work`` returned)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            grant, lease = await self.place.claim(what if attempt == 1 else f"{what}.m{attempt}")
+            try:
+                return grant.worker_id, await self.place.on(grant.worker_id, work(grant.queue))
+            except HostGone as gone:
+                self.moves.append(HostMove(what=what, from_worker=grant.worker_id, at=workflow.now().isoformat(),
+                                           why=gone.lost.why))
+                workflow.set_current_details(f"{what}: host {grant.worker_id} lost ({gone.lost.why}); again "
+                                             "elsewhere")
+            finally:
+                drop(lease)
+
+    async def _run_placed(self, inp: InstanceInput, out: InstanceOutcome, started: float) -> InstanceOutcome:
+        """The instance on hosts that share their state: each step that works (preparing, judging) in a slot of
+        its own; the go awaited first (an instance is not set up ahead across hosts)."""
+        self.place.shared = True
+        try:
+            waited = await self._wait_for_go() if inp.gated else 0.0
+            out.waited_s = round(waited, 2)
+            prediction_ref = inp.item.prediction_ref
+            if inp.variant is not None:  # the environment first (the agents' task uses it), then the agents
+                _, prep = await self._in_slot("prepare", lambda q: self._prepare(inp, q, build=True, stage=False))
+                out.env_id, out.build_s, out.phases = prep.env_id, prep.build_s, dict(prep.phases)
+                if not _usable(out, prep):
+                    return out
+                diff_ref = await self._agents_diff(inp, out)
+                if diff_ref is None:
+                    return out
+
+            async def judged(queue: str) -> tuple[str | None, EvalPrepareResult, EvalRunResult | None]:
+                ref = prediction_ref if inp.variant is None else await self._prediction(inp, out, diff_ref, queue)
+                prep = await self._prepare(inp, queue, build=True, stage=False)
+                if not _ready(prep):
+                    return ref, prep, None
+                return ref, prep, await self._judge(inp, queue, prep, ref)
+            out.host, (out.prediction_ref, prep, run) = await self._in_slot("judge", judged)
+            out.env_id, out.build_s = prep.env_id, prep.build_s
+            out.phases.update(prep.phases)
+            if _usable(out, prep) and run is not None:
+                _judged(out, run)
+            out.seconds = round(workflow.time() - started - waited, 2)
+            return out
+        finally:
+            out.moves = list(self.moves)
+            self.place.stop_watching()
+
     async def _agents(self, inp: InstanceInput, out: InstanceOutcome, queue: str) -> str | None:
         """Agent mode: a task at the base commit on the problem statement; its diff, stored, is the prediction."""
+        diff_ref = await self._agents_diff(inp, out)
+        return None if diff_ref is None else await self._prediction(inp, out, diff_ref, queue)
+
+    async def _prediction(self, inp: InstanceInput, out: InstanceOutcome, diff_ref: str, queue: str) -> str:
+        return await workflow.execute_activity_method(
+            EvalActivities.eval_prediction,
+            PredictionInput(instance_id=inp.item.instance_id, model=out.variant or "bosun", diff_ref=diff_ref),
+            summary=f"prediction of {inp.item.instance_id}", **_opts(queue, 1))
+
+    async def _agents_diff(self, inp: InstanceInput, out: InstanceOutcome) -> str | None:
+        """The agents' task at the base commit on the problem statement: its diff's ref, or None when it failed
+        (the outcome says why)."""
         item = inp.item
         task_id = f"{workflow.info().workflow_id}/task"
         out.task_workflow_id = task_id
@@ -295,10 +418,7 @@ class EvalInstanceWorkflow:
             out.error, out.error_kind = f"the agents' run failed: {e.cause or e}"[:500], "agents"
             return None
         out.task = _task_summary(result) | {"wall_s": round(workflow.time() - began, 2)}
-        return await workflow.execute_activity_method(
-            EvalActivities.eval_prediction,
-            PredictionInput(instance_id=item.instance_id, model=out.variant or "bosun", diff_ref=result.diff_ref),
-            summary=f"prediction of {item.instance_id}", **_opts(queue, 1))
+        return result.diff_ref
 
 
 @workflow.defn

@@ -53,10 +53,8 @@ with workflow.unsafe.imports_passed_through():
         RestoreInput,
         RouteInput,
         SlotGrant,
-        SlotInput,
         SubtaskInfo,
         TerminateInput,
-        WatchInput,
     )
     from activities.report import ReportActivities, ReportInput
     from activities.workspace import WorkspaceActivities
@@ -75,35 +73,12 @@ with workflow.unsafe.imports_passed_through():
         TaskResult,
         branch_name,
     )
+    from workflows.placement import HostGone, Placement, drop
 
 
 CLUSTER = "cluster-placement"
 """Patch id: agents placed on hosts with a free slot; hosts that share their state checkpoint the task's repository,
 watch each other and take over a lost host's work. Runs started before it keep every step on one host."""
-WATCH_LIMIT = timedelta(days=30)
-"""The longest a host watch or a held slot runs (a task's lifetime, with room)."""
-SLOT_LIMIT = WATCH_LIMIT
-WATCH_HEARTBEAT = timedelta(seconds=10)
-"""A host watch runs on any host, the watched one included: if that host dies, its watch is taken up by another
-within this."""
-
-
-def _drop(task: asyncio.Task) -> None:
-    """Cancel a long-running activity the task no longer needs (a held slot, a host watch) without waiting for it;
-    how it ends is of no interest."""
-    task.cancel()
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-
-class _HostGone(Exception):
-    """A host the task uses is lost (its heartbeat absent for BOSUN_HOST_LOSS_S)."""
-
-    def __init__(self, lost: HostLost, step: asyncio.Future) -> None:
-        super().__init__(lost.why)
-        self.lost = lost
-        self.step = step
-
-
 BUILD_MINUTES_DEFAULT = 150
 """The build activity's time limit when the prepare step did not say (a worker from before it did)."""
 
@@ -156,17 +131,14 @@ class TaskWorkflow:
         """Agents are placed on hosts with a free slot (a run started before this code: all on the task's host)."""
         self.home: BindResult | None = None
         """The host of the coordinator's steps (it changes when the host is lost)."""
-        self.shared = False
-        """The hosts share their state (BOSUN_ARTIFACT_STORE=nats): checkpoints, watches, moves."""
+        self.place = Placement()
+        """Slot claims and host watches (``place.shared``: the hosts share their state, BOSUN_ARTIFACT_STORE=nats:
+        checkpoints, watches, moves)."""
         self.checkpoints: list[Checkpoint] = []
         self.synced: dict[str, int] = {}
         """Host (worker id) -> how many of the checkpoints its copy of the repository holds."""
         self.hosts: dict[str, str] = {}
         """Every host (worker id -> queue) that held a copy of the task's repository."""
-        self.watches: dict[str, asyncio.Task] = {}
-        self.lost: set[str] = set()
-        self.grants: dict[str, SlotGrant] = {}
-        self.claims = 0
         self.moves: list[HostMove] = []
         self.head: str | None = None
         """The task branch's head (what a host the task moves to sets its branch to)."""
@@ -201,13 +173,13 @@ class TaskWorkflow:
     def placement(self) -> dict:
         """Where the task runs: its home host, the hosts that held its repository, the lost ones, the moves."""
         return {"home": self.home.worker_id if self.home else None, "hosts": sorted(self.hosts),
-                "lost": sorted(self.lost), "moves": [m.model_dump() for m in self.moves],
+                "lost": sorted(self.place.lost), "moves": [m.model_dump() for m in self.moves],
                 "checkpoints": len(self.checkpoints)}
 
     @workflow.signal
     def slot_granted(self, grant: SlotGrant) -> None:
         """A host took one of the task's slot claims (activities/hosts.py: hold_slot)."""
-        self.grants[grant.claim] = grant
+        self.place.granted(grant)
 
     @workflow.signal
     async def steer(self, text: str, by: str = "") -> None:
@@ -252,49 +224,17 @@ class TaskWorkflow:
         """One step of the coordinator on the task's home host. When the hosts share their state, the step races
         the home host's watch: if the host is lost, the task moves (binds a live host, restores its repository
         there from the checkpoints) and the step runs again there."""
-        if not self.shared:
+        if not self.place.shared:
             return await workflow.execute_activity_method(fn, arg, summary=summary,
                                                           **_activity_opts(queue, minutes, heartbeat, policy))
         while True:
             home = self.home
             try:
                 await self._sync_host(home)
-                return await self._on(home.worker_id, workflow.execute_activity_method(
+                return await self.place.on(home.worker_id, workflow.execute_activity_method(
                     fn, arg, summary=summary, **_activity_opts(home.queue, minutes, heartbeat, policy)))
-            except _HostGone as gone:
+            except HostGone as gone:
                 await self._move_home(gone.lost)
-
-    def _watch(self, worker_id: str) -> asyncio.Task | None:
-        """The watch of a host (one per host, started at its first use): done when the host is lost."""
-        if not self.shared:
-            return None
-        watch = self.watches.get(worker_id)
-        if watch is None or (watch.done() and watch.exception() is not None):
-            watch = asyncio.ensure_future(workflow.execute_activity_method(
-                HostActivities.watch_host, WatchInput(worker_id=worker_id), task_queue=workflow.info().task_queue,
-                start_to_close_timeout=WATCH_LIMIT, heartbeat_timeout=WATCH_HEARTBEAT,
-                retry_policy=policies.KEEP, summary=f"watch host {worker_id}"))
-            self.watches[worker_id] = watch
-        return watch
-
-    async def _on(self, worker_id: str, step, *, cancel: bool = True):
-        """Await ``step`` (an activity or an agent on the host ``worker_id``) unless the host is lost first: then
-        _HostGone (the step is cancelled, unless ``cancel`` is false: an agent's workflow is ended by the caller)."""
-        watch = self._watch(worker_id)
-        if watch is None:
-            return await step
-        task = asyncio.ensure_future(step)
-        while True:
-            await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
-            if task.done():
-                return task.result()
-            if watch.exception() is None:
-                break
-            watch = self._watch(worker_id)  # (the watch itself failed: watch again)
-        self.lost.add(worker_id)
-        if cancel:
-            task.cancel()
-        raise _HostGone(watch.result(), task)
 
     def _checkpointed(self, checkpoint: Checkpoint | None, worker_id: str) -> None:
         """Keep a step's checkpoint; the host that made it holds it (and all before, if it held those)."""
@@ -308,10 +248,11 @@ class TaskWorkflow:
     async def _sync_host(self, host: BindResult) -> None:
         """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints."""
         self.hosts.setdefault(host.worker_id, host.queue)
-        if not self.shared or self.prepared is None or self.synced.get(host.worker_id, 0) >= len(self.checkpoints):
+        if not self.place.shared or self.prepared is None or \
+                self.synced.get(host.worker_id, 0) >= len(self.checkpoints):
             return
         n = len(self.checkpoints)
-        restored = await self._on(host.worker_id, workflow.execute_activity_method(
+        restored = await self.place.on(host.worker_id, workflow.execute_activity_method(
             WorkspaceActivities.restore_task,
             RestoreInput(workflow_id=workflow.info().workflow_id, source=self.inp.repo, ref=self.inp.ref,
                          base_commit=self.prepared.base_commit, checkpoints=self.checkpoints[:n],
@@ -339,22 +280,6 @@ class TaskWorkflow:
             WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30),
             summary="bind worker host" + (f" ({why})" if why else ""))
 
-    async def _claim(self, name: str) -> tuple[SlotGrant, asyncio.Task]:
-        """A slot for one agent: the first host with a free slot takes the claim (activities/hosts.py) and holds
-        it until the returned task is cancelled."""
-        while True:
-            self.claims += 1
-            claim = f"{name}#{self.claims}"
-            lease = asyncio.ensure_future(workflow.execute_activity_method(
-                HostActivities.hold_slot, SlotInput(workflow_id=workflow.info().workflow_id, claim=claim),
-                task_queue=f"{workflow.info().task_queue}-slots", start_to_close_timeout=SLOT_LIMIT,
-                heartbeat_timeout=timedelta(seconds=30), retry_policy=policies.ONCE,
-                cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL, summary=f"slot for {name}"))
-            await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
-            if claim in self.grants:
-                return self.grants.pop(claim), lease
-            # (the holding host went away before it said so: claim again)
-
     async def _placed(self, inp: TaskInput, name: str, role: str, task: str, commit: str, keys: list[str], *,
                       attachments: list[Attachment] | None = None, files_in_scope: int = 0,
                       collect: str | None = None) -> tuple[AgentResult, object]:
@@ -367,24 +292,24 @@ class TaskWorkflow:
         while True:
             attempt += 1
             run = name if attempt == 1 else f"{name}.m{attempt}"
-            grant, lease = await self._claim(run)
-            host = BindResult(queue=grant.queue, worker_id=grant.worker_id, shared=self.shared)
+            grant, lease = await self.place.claim(run)
+            host = BindResult(queue=grant.queue, worker_id=grant.worker_id, shared=self.place.shared)
             try:
                 await self._sync_host(host)
-                workspace = await self._on(host.worker_id, self._workspace(host.queue, run, commit))
+                workspace = await self.place.on(host.worker_id, self._workspace(host.queue, run, commit))
                 result = await self._agent(inp, run, role, task, workspace, commit, host.queue, keys,
                                            attachments=attachments, files_in_scope=files_in_scope, host=host)
                 got: object = _NoWork()
                 if collect is not None and result.status not in ("failed", "cancelled"):
-                    got = await self._on(host.worker_id, self._collect(host.queue, run, commit, collect))
+                    got = await self.place.on(host.worker_id, self._collect(host.queue, run, commit, collect))
                     self._checkpointed(got.checkpoint, host.worker_id)
                 return result, got
-            except _HostGone as gone:
+            except HostGone as gone:
                 self.moves.append(HostMove(what=run, from_worker=host.worker_id, to_worker=None,
                                            at=workflow.now().isoformat(), why=gone.lost.why))
                 self._enter(f"{run}: host {host.worker_id} lost ({gone.lost.why}); running it again elsewhere")
             finally:
-                _drop(lease)
+                drop(lease)
 
     # -- agents ------------------------------------------------------------------------------------------------
 
@@ -395,7 +320,7 @@ class TaskWorkflow:
         """Run one agent as a child workflow. Never raises for the agent's own failure: a failed, timed-out or
         terminated agent is an AgentResult with status ``failed`` (its error class and reason) and its sandbox is
         released here. Only the task's own cancellation propagates, and (``host``: the agent's placement) the loss
-        of its host: _HostGone, the agent's workflow ended."""
+        of its host: HostGone, the agent's workflow ended."""
         wf_id = f"{workflow.info().workflow_id}/{name}"
         plan = len(self.plan_info.subtasks) if self.plan_info else 0
         wanted = self.model_override.model if self.model_override else inp.model
@@ -423,8 +348,8 @@ class TaskWorkflow:
                     result = await handle
                 else:
                     try:
-                        result = await self._on(host.worker_id, handle, cancel=False)
-                    except _HostGone as gone:
+                        result = await self.place.on(host.worker_id, handle, cancel=False)
+                    except HostGone as gone:
                         await self._end_agent(wf_id, gone)
                         raise
             finally:
@@ -449,7 +374,7 @@ class TaskWorkflow:
             self.budget.charge(result.usage, result.cost_usd, turns=result.turns)
         return result
 
-    async def _end_agent(self, agent_id: str, gone: _HostGone) -> None:
+    async def _end_agent(self, agent_id: str, gone: HostGone) -> None:
         """End the workflow of an agent whose host is lost (it could never run there again); its sandbox goes when
         the host comes back (the reaper)."""
         self.agent_status[agent_id.rsplit("/", 1)[-1]] = "moved"
@@ -506,7 +431,7 @@ class TaskWorkflow:
                                  MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
                                             label=label, message=_with_trailer(message), fast_forward=fast_forward),
                                  summary=f"merge {label}")
-        if self.shared and merged.merged:
+        if self.place.shared and merged.merged:
             self._checkpointed(merged.checkpoint, self.home.worker_id)
             self.head = merged.head
         return merged
@@ -525,7 +450,7 @@ class TaskWorkflow:
         if workflow.patched(CLUSTER):
             self.cluster = True
             self.home = await self._bind()
-            self.shared = self.home.shared
+            self.place.shared = self.home.shared
             queue = self.home.queue
         else:
             queue = await workflow.execute_activity_method(
@@ -550,9 +475,9 @@ class TaskWorkflow:
     async def _cleanup(self, queue: str, wf_id: str) -> None:
         await self._act(queue, WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
                         summary="release sandboxes, clean up", minutes=5, policy=policies.CLEANUP)
-        if self.shared:  # the other hosts that held a copy of the task's repository for its agents
+        if self.place.shared:  # the other hosts that held a copy of the task's repository for its agents
             for worker_id, queue_of in sorted(self.hosts.items()):
-                if worker_id != self.home.worker_id and worker_id not in self.lost:
+                if worker_id != self.home.worker_id and worker_id not in self.place.lost:
                     try:
                         await workflow.execute_activity_method(
                             WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
@@ -561,8 +486,7 @@ class TaskWorkflow:
                             schedule_to_start_timeout=timedelta(minutes=1), retry_policy=policies.CLEANUP)
                     except ActivityError:  # that host is away: its reaper removes what the task left there
                         workflow.logger.warning("could not clean up task %s on host %s", wf_id, worker_id)
-            for watch in self.watches.values():
-                _drop(watch)
+            self.place.stop_watching()
 
     async def _report(self, inp: TaskInput, queue: str, wf_id: str, branch: str, status: str, summary: str,
                       commit: str | None) -> None:
@@ -582,11 +506,11 @@ class TaskWorkflow:
                                PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref, env_id=inp.env_id),
                                summary=f"clone {inp.repo}@{inp.ref}")
         base = prep.base_commit
-        if self.shared:
+        if self.place.shared:
             self.prepared, self.environment_state = prep, prep.environment
             self._checkpointed(prep.checkpoint, self.home.worker_id)
         env = await self._environment(queue, wf_id, prep.environment)
-        if self.shared:
+        if self.place.shared:
             self.environment_state = env
         if env is not None and env.status == "failed":
             return await self._environment_failed(inp, queue, wf_id, branch, env)

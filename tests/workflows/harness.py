@@ -63,7 +63,18 @@ from activities.models import (
     Usage,
     WatchInput,
 )
+from activities.eval import (
+    EvalFetchInput,
+    EvalFetchResult,
+    EvalPrepareInput,
+    EvalPrepareResult,
+    EvalRunInput,
+    EvalRunResult,
+    KeepOutcomesInput,
+    PredictionInput,
+)
 from activities.report import ReportInput, ReportResult
+from agents.evaluation.recipes import Recipe
 from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
 
 REF = "sha256:" + "0" * 64
@@ -104,6 +115,8 @@ class Call:
     run_id: str = ""
     """The workflow run that called (a continued-as-new agent has several)."""
     result: Any = None
+    host: str = ""
+    """The stub host that ran it."""
 
 
 @dataclass
@@ -136,8 +149,10 @@ class World:
     lost: dict[str, asyncio.Event] = field(default_factory=dict)
     """Worker id -> set when that host is lost (its watch returns)."""
     hang: set[str] = field(default_factory=set)
-    """Agents (names) whose model calls never return, and hosts whose test runs never return (the host is about
-    to be lost)."""
+    """Agents (names) whose model calls never return, and hosts whose test runs (and evaluation judging) never
+    return (the host is about to be lost)."""
+    judge_seconds: float = 0.0
+    """How long judging an evaluation instance takes."""
     binds: list[str] = field(default_factory=list)
     """The hosts bind_host answers with, in turn (``<queue>@<host>``); empty: the host that runs it."""
     calls: list[Call] = field(default_factory=list)
@@ -168,7 +183,7 @@ class Stubs:
         return [getattr(self, n) for n in dir(self) if hasattr(getattr(self, n), "__temporal_activity_definition")]
 
     async def _record(self, name: str, inp: Any, seconds: float = 0.0) -> Call:
-        call = Call(name, inp, time.monotonic(), run_id=activity.info().workflow_run_id or "")
+        call = Call(name, inp, time.monotonic(), run_id=activity.info().workflow_run_id or "", host=self.host)
         self.w.calls.append(call)
         if seconds:
             await asyncio.sleep(seconds)
@@ -365,3 +380,37 @@ class Stubs:
     @activity.defn(name="cleanup_task")
     async def cleanup_task(self, inp: CleanupInput) -> None:
         await self._record("cleanup_task", inp)
+
+    # -- evaluation ---------------------------------------------------------------------------------------------
+
+    @activity.defn(name="eval_fetch")
+    async def eval_fetch(self, inp: EvalFetchInput) -> EvalFetchResult:
+        await self._record("eval_fetch", inp)
+        return EvalFetchResult(fetched=len(inp.commits))
+
+    @activity.defn(name="eval_prepare")
+    async def eval_prepare(self, inp: EvalPrepareInput) -> EvalPrepareResult:
+        await self._record("eval_prepare", inp)
+        recipe = Recipe(repo=inp.repo, version="1.0", test_cmd="pytest", parser="pytest", harness_python="3.11",
+                        python="3.11")
+        return EvalPrepareResult(env_id="env-stub", recipe=recipe)
+
+    @activity.defn(name="eval_instance")
+    async def eval_instance(self, inp: EvalRunInput) -> EvalRunResult:
+        call = await self._record("eval_instance", inp, self.w.judge_seconds)
+        while self.host in self.w.hang:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+        call.ended = time.monotonic()
+        return EvalRunResult(instance_id=inp.key.rsplit("/", 1)[-1], report_ref=REF, resolved=True, applied=True)
+
+    @activity.defn(name="eval_prediction")
+    async def eval_prediction(self, inp: PredictionInput) -> str:
+        await self._record("eval_prediction", inp)
+        return REF
+
+    @activity.defn(name="eval_keep_outcomes")
+    async def eval_keep_outcomes(self, inp: KeepOutcomesInput) -> str:
+        call = await self._record("eval_keep_outcomes", inp)
+        call.result = inp.outcomes
+        return REF
