@@ -1,7 +1,8 @@
-"""Work on a cluster of three hosts on this machine (bosun cluster: 3 NATS nodes, the Temporal dev server, 3 worker
-hosts sharing their state): twelve tasks spread over the hosts; one host SIGKILLed for good while its agents work,
+"""Work on a cluster of hosts on this machine (bosun cluster: 3 NATS nodes, the Temporal dev server, worker hosts
+sharing their state): twelve tasks spread over three hosts; one host SIGKILLed for good while its agents work,
 and every task still ends as it would have (the same diff); no finished agent runs again; nothing of the dead host
-is left running; a machine with an empty data dir reads every task's history, export, trace and run page."""
+is left running; a machine with an empty data dir reads every task's history, export, trace and run page. An
+evaluation's instances spread over two hosts by their slots."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.conftest import BOSUN, EXAMPLE, bosun, free_port, make_example_repo, wait_for
+from tests.entry.test_eval import calc_instances
 
 TASKS = 12
 LOSS_S = 20
@@ -117,3 +119,22 @@ def _answers(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code < 500
     except httpx.HTTPError:
         return False
+
+
+@pytest.mark.slow
+def test_an_evaluation_spreads_its_instances_over_the_hosts_one_slot_each(make_cluster, tmp_path):
+    """Placement of evaluation instances by capacity: two hosts with one slot each judge four gold instances;
+    each instance is judged on the host that took its slot, both hosts judge, and every one resolves."""
+    cluster = make_cluster(hosts=2, extra_env={"BOSUN_WORKER_SLOTS": "1"})
+    env = cluster.host_env(1)
+    path, repo = calc_instances(tmp_path, copies=2)
+    report = tmp_path / "report.json"
+    proc = bosun("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                 f"example/calc={repo}", "--report", str(report), "--run-id", f"cl-eval-{int(time.time())}",
+                 "--max-parallel", "4", env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    full = json.loads(report.read_text())
+    assert sorted(full["summary"]["resolved_ids"]) == sorted(
+        f"calc__{bug}-1-{n}" for bug in ("median", "percent") for n in range(2))
+    assert {t["host"] for t in full["timing"].values()} == {cluster.worker_id(1), cluster.worker_id(2)}
+    assert all(t["moves"] == [] for t in full["timing"].values())
