@@ -463,6 +463,11 @@ def _hosts(s: Settings) -> list[dict]:
     return [b.model_dump() | {"age_s": round(b.age(), 1), "live": b.age() <= s.host_loss_s} for b in beats]
 
 
+def _shared_lines(ext: dict, hosts: list[dict]) -> list[str]:
+    """The status lines of the external engines and of the worker hosts that share them."""
+    return [*(_engine_line(name, info) for name, info in ext.items()), *(_host_line(h) for h in hosts)]
+
+
 def _host_line(h: dict) -> str:
     return (f"  host      {'live' if h['live'] else 'LOST':<8} {h['worker_id']}: slots {h['in_use']}/{h['slots']} in "
             f"use, queue {h['queue']}, heartbeat {h['age_s']:.0f} s ago")
@@ -488,10 +493,8 @@ def status(s: Settings | None = None, *, out=print, as_json: bool = False) -> in
             out(f"  {'worker':<9} {'healthy':<8} pid {alone['pid']:<8} "
                 f"{report['components']['worker']['address']}; sandbox backend {alone.get('sandbox_backend', '?')}, "
                 f"slots {alone.get('slots_in_use', '?')}/{alone.get('slots', '?')} in use")
-            for name, info in ext.items():
-                out(_engine_line(name, info))
-            for h in hosts:
-                out(_host_line(h))
+            for line in _shared_lines(ext, hosts):
+                out(line)
             out(f"  data dir  {s.data_dir}")
         return 0 if ext_ok else 1
     if not state:
@@ -499,10 +502,8 @@ def status(s: Settings | None = None, *, out=print, as_json: bool = False) -> in
             out(json.dumps(report, indent=2))
         else:
             out(f"bosun stack is not running (data dir {s.data_dir}); start it with `bosun up`")
-            for name, info in ext.items():
-                out(_engine_line(name, info))
-            for h in hosts:
-                out(_host_line(h))
+            for line in _shared_lines(ext, hosts):
+                out(line)
         return 3
     ok = ext_ok
     lines = []
@@ -525,12 +526,8 @@ def status(s: Settings | None = None, *, out=print, as_json: bool = False) -> in
     if as_json:
         out(json.dumps(report, indent=2))
         return 0 if ok else 1
-    for line in lines:
+    for line in [*lines, *_shared_lines(ext, hosts)]:
         out(line)
-    for name, info in ext.items():
-        out(_engine_line(name, info))
-    for h in hosts:
-        out(_host_line(h))
     out(f"  data dir  {s.data_dir}")
     return 0 if ok else 1
 
