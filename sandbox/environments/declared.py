@@ -8,6 +8,7 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     install = true                   # install the project (editable) and its detected dependencies first
     extras = ["test"]                # extras of the project to install with it
     requirements = ["pytest<5"]      # more requirement specifiers
+    overrides = ["astroid==2.15.5"]  # pins that win over the requirement files' (as a pip install run after them)
     requirement_files = ["requirements/ci.txt"]
     soft_requirements = ["netCDF4"]  # installed when the index has them and they install; dropped otherwise
     exclude_newer = "2019-12-01"     # resolve as of this date; false: the newest versions
@@ -60,6 +61,7 @@ class Declared(BaseModel):
     install: bool = True
     extras: list[str] = []
     requirements: list[str] = []
+    overrides: list[str] = []
     requirement_files: list[str] = []
     soft_requirements: list[str] = []
     exclude_newer: str | bool | None = None

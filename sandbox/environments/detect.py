@@ -217,7 +217,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                 guessed.append(req)
                 reasons.append(Reason(field="guessed", value=req,
                                       source=f"{source} (dropped if it cannot be installed)"))
-        for path, source in facts.soft_files:
+        for path, source in facts.soft_files if origin != "override" else []:
             if path not in req_files and path not in optional_files:
                 optional_files.append(path)
                 reasons.append(Reason(field="requirement_files", value=path,
@@ -225,7 +225,9 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
         declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
         own = {pyconfig.req_name(n) for n in _project_names(texts)}
-        for dist, source in imports.required_imports(paths, files.read_many):
+        # (an override is the reference harness's recipe: what it installs, nothing guessed beside it)
+        guesses = imports.required_imports(paths, files.read_many) if origin != "override" else []
+        for dist, source in guesses:
             if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
                 guessed.append(dist)
                 reasons.append(Reason(field="guessed", value=dist, source=source))
@@ -239,6 +241,9 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         req_files = list(dict.fromkeys(req_files + declared.requirement_files))
         for req in declared.requirements:
             reasons.append(Reason(field="requirements", value=req, source=f"declared ({origin})"))
+        for req in declared.overrides:
+            reasons.append(Reason(field="overrides", value=req, source=f"declared ({origin}): wins over the "
+                                                                       "requirement files' pins"))
     requirements = list(dict.fromkeys(BASELINE + requirements))
 
     # -- dates, versions, compilers ---------------------------------------------------------------------------
@@ -297,6 +302,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
                    project_name=names[0] if names and install and installable else None,
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
+                   overrides=list(declared.overrides) if declared is not None else [],
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
                    project_last=bool(declared is not None and declared.project_last),

@@ -215,7 +215,7 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
     compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
                 last_patch(str(attempt.resolve_for)), *(["--exclude-newer", attempt.date] if attempt.date else []),
-                "-o", CONSTRAINTS, *files]
+                *(["--override", OVERRIDES] if spec.overrides else []), "-o", CONSTRAINTS, *files]
     tools = "-e '/^pip==/d' -e '/^wheel==/d' -e 's/^setuptools==.*/setuptools<71/'"
     return ["sh", "-c", project + shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {tools} "
             f"{CONSTRAINTS}"]
@@ -234,6 +234,14 @@ def last_patch(python: str) -> str:
 
 
 PROJECT = f"{TOOLS}/project.txt"
+OVERRIDES = f"{TOOLS}/overrides.txt"
+"""The spec's ``overrides``, as a file (uv's ``--override`` reads files only)."""
+
+
+def overrides_command(spec: EnvSpec) -> list[str]:
+    """Write the spec's overrides (``OVERRIDES``); each a requirement line, never an option."""
+    lines = [r for r in spec.overrides if r.strip() and not r.strip().startswith("-")]
+    return ["sh", "-c", f"printf '%s\\n' {shlex.join(lines)} > {OVERRIDES}"]
 """The project's editable line, as a requirement file (``uv pip compile`` reads files only)."""
 
 
@@ -255,6 +263,8 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
     if attempt.resolve_for and others:
         cmd += ["-c", CONSTRAINTS]
+    if spec.overrides and others:
+        cmd += ["--override", OVERRIDES]
     if not spec.build_isolation and project:
         cmd += ["--no-build-isolation"]
     if attempt.date:
@@ -424,7 +434,9 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         return False
     if collecting and culprit in PYTEST_OWN:
         # The tests use pytest in a way this pytest no longer accepts (their CI pinned an older one): one major
-        # version back at a time, down to 3.
+        # version back at a time, down to 3. Not under a recipe (an override): its pytest is the harness's.
+        if spec.origin == "override":
+            return False
         major = plan.pytest_version[0] if plan.pytest_version else None
         if major is None or major <= 3 or f"pytest<{major}" in plan.added:
             return False
@@ -453,6 +465,8 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
     history: list[str] = []
     attempts = attempts_for(spec)
     quiet = {**env, **interpreter_env(spec.python), "PYTHONDONTWRITEBYTECODE": "1"}  # as in the sandboxes
+    if spec.overrides:
+        run.step("the pins that win over the requirement files (overrides)", overrides_command(spec), env)
     for n, attempt in enumerate(attempts, 1):
         if n > 1:
             fresh_venv()

@@ -84,6 +84,11 @@ class EnvSpec(BaseModel):
     """Extras of the project to install with it (test, testing, dev...)."""
     requirements: list[str] = []
     """More requirement specifiers (test dependencies, pytest plugins, test imports)."""
+    overrides: list[str] = []
+    """Pins that win over every other requirement of the install (uv's ``--override``): a recipe's packages, which
+    the reference harness installs with pip after the requirement files, over their pins (pylint 3.0's
+    ``astroid==3.0.0a6`` over requirements_test_min.txt's 3.0.0a8). The project, installed last, still gets what it
+    requires."""
     guessed: list[str] = []
     """Soft requirements: guessed from the tests' imports, or a Pipfile's dev packages; dropped when the index does
     not know them, and in the last install attempt."""

@@ -99,3 +99,18 @@ def test_a_recipe_becomes_the_declaration_detection_takes():
     assert declared.resolve_for_python == "3.6"  # the harness's interpreter: its versions, on bosun's 3.9
     assert declaration(recipe_for("django/django", "4.2"), set(), lambda _p: None).resolve_for_python is None
     assert declaration(django, {"setup.py"}, lambda _p: None).requirement_files == []
+
+
+def test_a_recipes_pins_override_its_requirement_file_and_nothing_is_guessed_beside_it():
+    """pylint 3.0: the harness installs requirements_test.txt (astroid==3.0.0a8 through requirements_test_min.txt),
+    then its packages (astroid==3.0.0a6): the recipe's pins become overrides. Under a recipe nothing is guessed from
+    the tests' imports: the environment is the harness's."""
+    files = MemoryFiles({"pyproject.toml": "[project]\nname = 'pylint'\n", "requirements_test.txt": "pytest~=7.4\n",
+                         "pylint/__init__.py": "", "tests/test_a.py": "import git\nimport pytest_benchmark\n"})
+    declared = declaration(recipe_for("pylint-dev/pylint", "3.0"), set(files.paths()), files.read)
+    assert declared.overrides == ["astroid==3.0.0a6"] and declared.requirement_files == ["requirements_test.txt"]
+    det = detect(files, override=("the recipe", declared))
+    assert det.spec.overrides == ["astroid==3.0.0a6"] and det.spec.guessed == []
+    assert any(r.field == "overrides" for r in det.reasons)
+    assert "GitPython" in detect(files).spec.guessed  # detected (no recipe): guessed as before
+    assert declaration(recipe_for("pylint-dev/pylint", "3.0"), set(), files.read).overrides == []  # no file

@@ -7,6 +7,7 @@ import subprocess
 from sandbox.environments.installer import (
     CONSTRAINTS,
     HELD,
+    OVERRIDES,
     PROJECT,
     Plan,
     adjust_install,
@@ -17,6 +18,7 @@ from sandbox.environments.installer import (
     install,
     install_command,
     last_patch,
+    overrides_command,
     requirements_text,
 )
 from sandbox.environments.models import EnvSpec, TestCommand
@@ -397,3 +399,30 @@ def test_a_pytest_too_old_to_collect_as_asked_moves_forward_too():
            "--collect-only\n"
     assert adjust_runtime(OLD, plan, text, notes.append, set(), collecting=True)
     assert set(plan.bumps) == {"pytest", "pluggy", "py"}
+
+
+def test_a_recipes_pins_win_over_the_requirement_files_and_its_pytest_stays():
+    """The harness installs pylint 3.0's requirements_test.txt (astroid==3.0.0a8), then its packages
+    (astroid==3.0.0a6) with pip: the later pin wins. One uv resolution of both is unsatisfiable, so the recipe's
+    pins are overrides, written to a file before the first attempt and passed to every install but the project's
+    own (and to the resolution for an older Python). A collection error inside pytest moves no pytest back under a
+    recipe: its pytest is the harness's."""
+    spec = OLD.model_copy(update={"origin": "override", "project_last": True,
+                                  "requirement_files": ["requirements_test.txt"],
+                                  "requirements": ["astroid==3.0.0a6", "setuptools"],
+                                  "overrides": ["astroid==3.0.0a6"], "resolve_for_python": "3.6"})
+    plan = Plan(attempts_for(spec)[0], pytest_version=(7, 4))
+    first = install_command(spec, plan, project=False)
+    assert first[first.index("--override") + 1] == OVERRIDES
+    assert "--override" not in install_command(spec, plan, others=False)
+    assert f"--override {OVERRIDES}" in compile_command(spec, plan)[2]
+    assert "--override" not in install_command(OLD, plan)  # nothing to override: as before
+    assert not adjust_runtime(spec, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
+    assert plan.added == []
+    run = FakeRun([])
+    assert install(run, spec.model_copy(update={"resolve_for_python": None}), {}, lambda _t: None, lambda: None,
+                   lambda _t: None, set()) is not None
+    assert run.steps[0] == "the pins that win over the requirement files (overrides)"
+    sh, flag, line = overrides_command(spec)
+    written = subprocess.run([sh, flag, line.replace(OVERRIDES, "/dev/stdout")], capture_output=True, text=True).stdout
+    assert written == "astroid==3.0.0a6\n"
