@@ -1,7 +1,8 @@
 """The docker backend: one container per sandbox, the tool server as its main process, stdio over the attach socket.
 
 A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network, all capabilities dropped,
-no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), memory ==
+no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), an empty read-only
+/sys/fs/cgroup (as in bwrap: nothing of the host's cgroups, nor the CPU quota old code takes for cores), memory ==
 memory+swap, a pids limit, a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace
 (its .git/hooks and .git/config read-only) and the tool server (its folder) bound read-only at /opt/bosun/toolserver.
 Commands run as the uid:gid that owns the workspace (so files it writes stay writable on both sides), or as
@@ -245,7 +246,12 @@ class DockerProvider(SandboxProvider):
             read_only=True,
             # exec: docker's tmpfs is noexec unless told, bwrap's is not; programs a tool call or a test builds and runs
             # in /tmp (a compiler's probe, pytest's tmp_path) must behave the same on both backends.
-            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={lim.tmp_mb}m,mode=1777"},
+            # /sys/fs/cgroup empty, as in a bwrap sandbox: on a cgroup v1 host docker shows the container's CPU
+            # quota there, which code of the cgroup v1 era reads as the machine's cores (pylint's _cpu_count: one
+            # core, so its multi-core tests were skipped where the harness, on cgroup v2, ran them), and the
+            # container's cgroups are the host's business.
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
+                   "/sys/fs/cgroup": "ro,nosuid,nodev,noexec,size=4k"},
             mem_limit=f"{lim.memory_mb}m",
             memswap_limit=f"{lim.memory_mb}m",
             pids_limit=lim.pids,
