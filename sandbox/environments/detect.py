@@ -177,60 +177,65 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         if installable:
             reasons.append(Reason(field="install", value="the project, editable",
                                   source="; ".join(dict.fromkeys(facts.installable))))
-        defined = set(facts.extras)
-        picked = [e for e in pyconfig.TEST_EXTRAS if e in defined]
-        if not picked and not facts.test_requires and not facts.requirement_files and not test_files:
-            picked = [e for e in pyconfig.DEV_EXTRAS if e in defined][:1]
-        extras = list(dict.fromkeys(picked + [e for e in facts.tox_extras if e in defined or not defined]))
-        if extras:
-            reasons.append(Reason(field="extras", value=",".join(extras),
-                                  source="the project's test extras" + (" and tox's extras" if facts.tox_extras
-                                                                        else "")))
-        for group in [g for g in pyconfig.TEST_EXTRAS + pyconfig.DEV_EXTRAS if g in facts.groups][:2]:
-            got = pyconfig.dependency_group(facts.groups, group)
-            requirements += got
-            reasons.append(Reason(field="requirements", value=", ".join(got)[:300],
-                                  source=f"pyproject.toml [dependency-groups] {group}"))
-        for req, source in facts.test_requires:
-            requirements.append(req)
-            reasons.append(Reason(field="requirements", value=req, source=source))
-        for path, source in facts.requirement_files:
-            if path in present:
-                req_files.append(path)
-                reasons.append(Reason(field="requirement_files", value=path, source=source))
-        for path in test_files:
-            if path not in req_files:
-                (optional_files if path == "requirements.txt" and installable else req_files).append(path)
-                reasons.append(Reason(field="requirement_files", value=path, source="a test requirement file"))
-        for path in dev_files:
-            if path not in req_files:
-                optional_files.append(path)
-                reasons.append(Reason(field="requirement_files", value=path,
-                                      source="a dev requirement file (dropped if the install fails with it)"))
-        for dist, source in pyconfig.plugins_for(facts.pytest_options, facts.pytest_ini_keys):
-            requirements.append(dist)
-            reasons.append(Reason(field="requirements", value=dist, source=source))
+        # Beside an override (a reference harness's recipe), only what it declares: the harness installs the
+        # project with its recipe's extras, packages and requirement file, nothing detected or guessed beside them
+        # (pytest's "testing" extra brought hypothesis 6, whose plugin warned on the stderr pytest 4.5's own test
+        # checks is empty).
+        if origin != "override":
+            defined = set(facts.extras)
+            picked = [e for e in pyconfig.TEST_EXTRAS if e in defined]
+            if not picked and not facts.test_requires and not facts.requirement_files and not test_files:
+                picked = [e for e in pyconfig.DEV_EXTRAS if e in defined][:1]
+            extras = list(dict.fromkeys(picked + [e for e in facts.tox_extras if e in defined or not defined]))
+            if extras:
+                reasons.append(Reason(field="extras", value=",".join(extras),
+                                      source="the project's test extras" + (" and tox's extras" if facts.tox_extras
+                                                                            else "")))
+            for group in [g for g in pyconfig.TEST_EXTRAS + pyconfig.DEV_EXTRAS if g in facts.groups][:2]:
+                got = pyconfig.dependency_group(facts.groups, group)
+                requirements += got
+                reasons.append(Reason(field="requirements", value=", ".join(got)[:300],
+                                      source=f"pyproject.toml [dependency-groups] {group}"))
+            for req, source in facts.test_requires:
+                requirements.append(req)
+                reasons.append(Reason(field="requirements", value=req, source=source))
+            for path, source in facts.requirement_files:
+                if path in present:
+                    req_files.append(path)
+                    reasons.append(Reason(field="requirement_files", value=path, source=source))
+            for path in test_files:
+                if path not in req_files:
+                    (optional_files if path == "requirements.txt" and installable else req_files).append(path)
+                    reasons.append(Reason(field="requirement_files", value=path, source="a test requirement file"))
+            for path in dev_files:
+                if path not in req_files:
+                    optional_files.append(path)
+                    reasons.append(Reason(field="requirement_files", value=path,
+                                          source="a dev requirement file (dropped if the install fails with it)"))
+            for dist, source in pyconfig.plugins_for(facts.pytest_options, facts.pytest_ini_keys):
+                requirements.append(dist)
+                reasons.append(Reason(field="requirements", value=dist, source=source))
         if test.kind == "pytest":
             requirements.append("pytest")
-        for req, source in facts.soft_requires:
-            if req not in guessed:
-                guessed.append(req)
-                reasons.append(Reason(field="guessed", value=req,
-                                      source=f"{source} (dropped if it cannot be installed)"))
-        for path, source in facts.soft_files if origin != "override" else []:
-            if path not in req_files and path not in optional_files:
-                optional_files.append(path)
-                reasons.append(Reason(field="requirement_files", value=path,
-                                      source=f"{source} (dropped if the install fails with it)"))
-        provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
-        declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {e.lower() for e in extras}
-        own = {pyconfig.req_name(n) for n in _project_names(texts)}
-        # (an override is the reference harness's recipe: what it installs, nothing guessed beside it)
-        guesses = imports.required_imports(paths, files.read_many) if origin != "override" else []
-        for dist, source in guesses:
-            if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
-                guessed.append(dist)
-                reasons.append(Reason(field="guessed", value=dist, source=source))
+        if origin != "override":
+            for req, source in facts.soft_requires:
+                if req not in guessed:
+                    guessed.append(req)
+                    reasons.append(Reason(field="guessed", value=req,
+                                          source=f"{source} (dropped if it cannot be installed)"))
+            for path, source in facts.soft_files:
+                if path not in req_files and path not in optional_files:
+                    optional_files.append(path)
+                    reasons.append(Reason(field="requirement_files", value=path,
+                                          source=f"{source} (dropped if the install fails with it)"))
+            provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
+            declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {
+                e.lower() for e in extras}
+            own = {pyconfig.req_name(n) for n in _project_names(texts)}
+            for dist, source in imports.required_imports(paths, files.read_many):
+                if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
+                    guessed.append(dist)
+                    reasons.append(Reason(field="guessed", value=dist, source=source))
     if declared is not None:
         extras = list(dict.fromkeys(extras + declared.extras))
         requirements += declared.requirements

@@ -104,13 +104,18 @@ def test_a_recipe_becomes_the_declaration_detection_takes():
 def test_a_recipes_pins_override_its_requirement_file_and_nothing_is_guessed_beside_it():
     """pylint 3.0: the harness installs requirements_test.txt (astroid==3.0.0a8 through requirements_test_min.txt),
     then its packages (astroid==3.0.0a6): the recipe's pins become overrides. Under a recipe nothing is guessed from
-    the tests' imports: the environment is the harness's."""
-    files = MemoryFiles({"pyproject.toml": "[project]\nname = 'pylint'\n", "requirements_test.txt": "pytest~=7.4\n",
+    the tests' imports, and no extra or requirement file is detected beside it: the environment is the harness's."""
+    files = MemoryFiles({"pyproject.toml": "[project]\nname = 'pylint'\n[project.optional-dependencies]\n"
+                                           "testing = ['hypothesis']\n",
+                         "requirements_test.txt": "pytest~=7.4\n", "requirements_test_min.txt": "astroid\n",
                          "pylint/__init__.py": "", "tests/test_a.py": "import git\nimport pytest_benchmark\n"})
     declared = declaration(recipe_for("pylint-dev/pylint", "3.0"), set(files.paths()), files.read)
     assert declared.overrides == ["astroid==3.0.0a6"] and declared.requirement_files == ["requirements_test.txt"]
     det = detect(files, override=("the recipe", declared))
     assert det.spec.overrides == ["astroid==3.0.0a6"] and det.spec.guessed == []
+    assert det.spec.extras == [] and det.spec.requirement_files == ["requirements_test.txt"]  # the recipe's only
+    assert "pytest" in det.spec.requirements
     assert any(r.field == "overrides" for r in det.reasons)
-    assert "GitPython" in detect(files).spec.guessed  # detected (no recipe): guessed as before
+    detected = detect(files).spec  # no recipe: detected and guessed as before
+    assert "GitPython" in detected.guessed and detected.extras == ["testing"]
     assert declaration(recipe_for("pylint-dev/pylint", "3.0"), set(), files.read).overrides == []  # no file
