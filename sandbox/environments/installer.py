@@ -118,6 +118,13 @@ class Plan:
     """From ``pytest --version``."""
     from_index: dict[str, str] = field(default_factory=dict)
     """Requirements from a version control repository that could not be fetched -> the index's name instead."""
+    no_isolation: bool = False
+    """The project's build backend cannot make an editable install: built without isolation, against the
+    environment's own setuptools."""
+
+    def isolated(self, spec: EnvSpec) -> bool:
+        """Whether the project is built in an isolated build environment (its own build requirements)."""
+        return spec.build_isolation and not self.no_isolation
 
     def summary(self) -> str:
         parts = []
@@ -128,6 +135,8 @@ class Plan:
             parts.append(f"added: {', '.join(self.added)}")
         if self.dropped:
             parts.append(f"dropped: {', '.join(sorted(self.dropped))}")
+        if self.no_isolation:
+            parts.append("built without isolation: its backend makes no editable install")
         if self.from_index:
             parts.append(f"from the index, their repositories out of reach: {', '.join(self.from_index.values())}")
         return f" ({'; '.join(parts)})" if parts else ""
@@ -197,6 +206,8 @@ def tools_date(date: str) -> str:
 
 
 CONSTRAINTS = f"{TOOLS}/resolved-for.txt"
+NO_EDITABLE = "has no attribute 'build_editable'"
+"""A build backend without PEP 660's editable hook (setuptools before 64), in the installer's words."""
 BUILD_TOOLS = ("pip", "setuptools", "wheel")
 """The installer's own tools: resolved as of their own date (``tools_date``)."""
 
@@ -265,7 +276,7 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
         cmd += ["-c", CONSTRAINTS]
     if spec.overrides and others:
         cmd += ["--override", OVERRIDES]
-    if not spec.build_isolation and project:
+    if not plan.isolated(spec) and project:
         cmd += ["--no-build-isolation"]
     if attempt.date:
         cmd += ["--exclude-newer", attempt.date]
@@ -368,6 +379,12 @@ def implicated(text: str) -> str | None:
 
 def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
     """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
+    if NO_EDITABLE in text and spec.install_project and plan.isolated(spec):
+        plan.no_isolation = True
+        note("the project's build backend cannot make an editable install (a setuptools before 64 pinned in its "
+             "build requirements has no PEP 660 hooks; pip would fall back to setup.py develop): built without "
+             "isolation, against the environment's own setuptools")
+        return True
     if VCS_FAILED.search(text):
         vcs = {r: name for r in spec.requirements + spec.guessed + plan.added
                if r not in plan.from_index and (name := index_name(r))}
@@ -484,7 +501,7 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
             rc, text = 0, ""
             last = spec.project_last and spec.install_project
-            if (not spec.build_isolation or last) and spec.install_project:  # the requirements first
+            if (not plan.isolated(spec) or last) and spec.install_project:  # the requirements first
                 first = "the requirements" if last else "the build's requirements"
                 rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)

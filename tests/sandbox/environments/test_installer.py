@@ -426,3 +426,33 @@ def test_a_recipes_pins_win_over_the_requirement_files_and_its_pytest_stays():
     sh, flag, line = overrides_command(spec)
     written = subprocess.run([sh, flag, line.replace(OVERRIDES, "/dev/stdout")], capture_output=True, text=True).stdout
     assert written == "astroid==3.0.0a6\n"
+
+
+NO_PEP660 = """error: Failed to build `pylint @ file:///workspace`
+  cause: The build backend returned an error
+  cause: Call to `setuptools.build_meta.build_editable` failed (exit status: 1)
+
+         [stderr]
+         Traceback (most recent call last):
+           File "<string>", line 11, in <module>
+         AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'
+"""
+
+
+def test_a_backend_without_editable_installs_is_built_against_the_environments_setuptools():
+    """pylint 2.15 pins setuptools~=62.6 for its build: no PEP 660 hook, so uv cannot install it editable (pip
+    falls back to setup.py develop). The project is then built without isolation, against the environment's own
+    setuptools (64 or later), its requirements installed first; the log says so."""
+    spec = OLD.model_copy(update={"test": TestCommand(paths=["tests"])})
+    run = FakeRun([("install (as of the commit", 1, NO_PEP660)])
+    got = install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: None,
+                  progress=lambda _m: None, local=set())
+    assert got is not None and "built without isolation" in got.history[-1]
+    assert run.steps[:3] == ["install (as of the commit (2019-05-16))",
+                             "install the build's requirements (as of the commit (2019-05-16))",
+                             "install (as of the commit (2019-05-16))"]
+    assert any("no PEP 660 hooks" in n for n in run.notes)
+    plan = Plan(attempts_for(spec)[0], no_isolation=True)
+    assert "--no-build-isolation" in install_command(spec, plan)
+    assert "--no-build-isolation" not in install_command(spec, plan, project=False)
+    assert not adjust_install(spec, plan, NO_PEP660, lambda _m: None)  # once: then it is the failure it is
