@@ -104,10 +104,15 @@ class JournalInterceptor(Interceptor):
         return _JournalInbound(next, self.journal)
 
 
-async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None) -> list[str]:
+async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None,
+               worker_id: str | None = None) -> list[str]:
     """Release the sandboxes of this worker whose workflow is no longer running (an agent or task that failed,
     was cancelled, timed out or was terminated without releasing them), remove the run workspaces of tasks that are
-    over, and remove containers of dead workers. Returns the released keys and tasks."""
+    over, and remove containers of dead workers. Returns the released keys and tasks.
+
+    ``worker_id`` (hosts that share their state): of a task that is over, this host's copy of its repository goes
+    too unless this host is the task's home at its end (its ``placement`` query): a host that held it for the
+    task's agents, or its home until it was lost, missed the task's own clean-up while it was away."""
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError
 
@@ -126,12 +131,27 @@ async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None
     for task in TaskRepo.open_runs(workspaces) if workspaces else []:
         if not await running(task.workflow_id):
             await sandboxes.release_prefix(f"{task.workflow_id}/")
-            await asyncio.to_thread(task.drop_runs)
-            released.append(f"{task.workflow_id} (run workspaces)")
+            if worker_id is not None and await _home_of(client, task.workflow_id) not in (worker_id, None):
+                await asyncio.to_thread(task.remove)
+                released.append(f"{task.workflow_id} (run workspaces and this host's copy of its repository)")
+            else:
+                await asyncio.to_thread(task.drop_runs)
+                released.append(f"{task.workflow_id} (run workspaces)")
     await asyncio.to_thread(reap_orphans)
     if released:
         log.info("released %d sandboxes whose runs are over: %s", len(released), ", ".join(released))
     return released
+
+
+async def _home_of(client, workflow_id: str) -> str | None:
+    """The home host (worker id) of a task that is over, from its ``placement`` query; None when it cannot be
+    told (a task from before placement, Temporal unreachable, the history gone)."""
+    try:
+        placement = await client.get_workflow_handle(workflow_id).query("placement")
+    except Exception:  # noqa: BLE001 - unknown: keep the copy
+        return None
+    home = placement.get("home") if isinstance(placement, dict) else None
+    return home if isinstance(home, str) and home else None
 
 
 def identity(settings: Settings) -> str:
@@ -259,7 +279,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         while True:
             await asyncio.sleep(settings.sandbox_reap_s)
             try:
-                await reap(client, sandboxes, settings.workspaces_dir)
+                await reap(client, sandboxes, settings.workspaces_dir,
+                           settings.worker_id if workspace.store.shared else None)
             except Exception:  # noqa: BLE001 - the reaper must never take the worker down
                 log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
 

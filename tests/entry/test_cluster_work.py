@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from sandbox.hostrepo import task_key
 from tests.conftest import BOSUN, EXAMPLE, bosun, free_port, make_example_repo, wait_for
 from tests.entry.test_eval import calc_instances
 
@@ -47,7 +48,8 @@ def agents_of(root: dict) -> list[dict]:
 
 @pytest.mark.slow
 async def test_twelve_tasks_over_three_hosts_one_killed_for_good(make_cluster, tmp_path):
-    cluster = make_cluster(hosts=3, extra_env={"BOSUN_HOST_LOSS_S": str(LOSS_S), "BOSUN_WORKER_SLOTS": "2"})
+    cluster = make_cluster(hosts=3, extra_env={"BOSUN_HOST_LOSS_S": str(LOSS_S), "BOSUN_WORKER_SLOTS": "2",
+                                               "BOSUN_SANDBOX_REAP_S": "5"})
     env = cluster.host_env(1)
     repo = make_example_repo(tmp_path / "calc")
     trajectory = slow_solo(tmp_path)
@@ -93,6 +95,18 @@ async def test_twelve_tasks_over_three_hosts_one_killed_for_good(make_cluster, t
     victim_dir = str(Path(cluster.host_env(2)["BOSUN_DATA_DIR"]))
     left = subprocess.run(["pgrep", "-f", victim_dir], capture_output=True, text=True).stdout.split()
     assert left == [], left
+
+    # the lost host comes back: its tasks moved and are over, so its reaper removes their run workspaces and its
+    # copies of their repositories (it is home to none of them now)
+    # copies of their repositories, but for the tasks it is still home to (ended there before it was killed)
+    workspaces = Path(cluster.host_env(2)["BOSUN_DATA_DIR"]) / "workspaces"
+    held = {p.name for p in workspaces.glob("*.git")}
+    homes = {wf_id: (await client.get_workflow_handle(wf_id).query("placement"))["home"] for wf_id in ids}
+    kept = {task_key(wf_id) + ".git" for wf_id in ids if homes[wf_id] == victim}
+    assert held - kept, "the killed host held no copy of a task it is not home to"
+    cluster.start_host(2)
+    wait_for(lambda: {p.name for p in workspaces.glob("*.git")} == kept and not list(workspaces.glob("*.runs")),
+             120, 1.0, f"the returning host to drop {sorted(held - kept)} and keep {sorted(kept)}")
 
     # a machine with an empty data dir (the same settings) reads every task: history, export, trace, run page
     port = free_port()
