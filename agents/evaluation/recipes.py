@@ -245,12 +245,24 @@ _ASTROPY_SETUPTOOLS = "sed -i 's/requires = \\[\"setuptools\",/requires = \\[\"s
 def _astropy(v: str) -> Recipe:
     key = _vkey(v)
     rebuild = "python -m pip install --no-build-isolation --no-deps -e ."
+    # Before 4.1 astropy has no pyproject.toml and builds with astropy_helpers, a git submodule (absent from the
+    # source) that its ah_bootstrap downloads with the interpreter's pip when setup.py runs, as the harness's
+    # `pip install -e .` ran it. Here the same release line of astropy-helpers is a requirement (resolved by uv as
+    # of the date, where pip's own download builds it with today's setuptools, which has no pkg_resources), the
+    # project is built against it without isolation, and ah_bootstrap told not to fetch (setup.cfg, in the build
+    # and the workspace: a rebuild runs it again, offline).
+    helpers: dict = {}
+    if key < (4, 1):
+        no_fetch = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"
+        helpers = {"build_isolation": False, "build_edits": [no_fetch], "workspace_edits": [no_fetch],
+                   "requirements": [f"astropy-helpers~={key[0]}.{key[1]}.0"]}
     if key < (3, 0):
         return _r("astropy/astropy", v, ASTROPY_OLD, "pytest_v2", "3.6", extras=["test"], rebuild=rebuild,
-                  requirements=["setuptools==38.2.4", *_ASTROPY_OLD])
+                  **(helpers | {"requirements": ["setuptools==38.2.4", *_ASTROPY_OLD, *helpers["requirements"]]}))
     edits = [_ASTROPY_SETUPTOOLS] if key >= (4, 1) else []
     return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9", extras=["test"],
-              requirements=_ASTROPY_MODERN, build_edits=edits, workspace_edits=edits, rebuild=rebuild)
+              rebuild=rebuild, **({"build_edits": edits, "workspace_edits": edits} | helpers
+                                  | {"requirements": _ASTROPY_MODERN + helpers.get("requirements", [])}))
 
 
 def _xarray(v: str) -> Recipe:

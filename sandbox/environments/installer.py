@@ -17,7 +17,12 @@ interpreter became common (``bump``):
 - a requirement from a version control repository (``git+https://...``) that cannot be fetched (the build reaches
   package indexes only, or the repository is gone) is taken from the index under its name (``name @ git+...``,
   ``#egg=name``, else the repository's name), and the log says so;
-- the tests' collection fails inside pytest itself (written for an older pytest): one major version back;
+- the tests' collection fails inside pytest itself (written for an older pytest): one major version back (not
+  under a recipe: its pytest is the harness's);
+- a package's setup.py imports what setuptools 46 removed (``setuptools.Feature``): source builds get setuptools<46;
+- the project's build backend makes no editable install (a setuptools before 64 pinned for its build: no PEP 660
+  hook, where pip falls back to ``setup.py develop``): it is built without isolation, against the environment's
+  own setuptools;
 - pytest stops with an internal error in its own code before collecting (exit 3: a pytest of the commit's day
   that predates the interpreter, pytest 2.x on Python 3.9): pytest, pluggy and py move to the later date, and the
   log says why.
@@ -62,6 +67,10 @@ COLLECT_SAMPLE = 30
 """Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
 
 NO_SOLUTION = "No solution found when resolving dependencies"
+OLD_SETUPTOOLS = re.compile(r"cannot import name '(?:Feature|Library)' from 'setuptools'|"
+                            r"module 'setuptools' has no attribute 'Feature'")
+"""A package's setup.py written for a setuptools before 46 (``setuptools.Feature``: MarkupSafe 1.0)."""
+OLD_BUILD_SETUPTOOLS = "setuptools<46"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
 FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
@@ -118,6 +127,8 @@ class Plan:
     """From ``pytest --version``."""
     from_index: dict[str, str] = field(default_factory=dict)
     """Requirements from a version control repository that could not be fetched -> the index's name instead."""
+    build_constraints: list[str] = field(default_factory=list)
+    """Constraints on the isolated builds of packages from source (uv's ``--build-constraints``)."""
     no_isolation: bool = False
     """The project's build backend cannot make an editable install: built without isolation, against the
     environment's own setuptools."""
@@ -135,6 +146,8 @@ class Plan:
             parts.append(f"added: {', '.join(self.added)}")
         if self.dropped:
             parts.append(f"dropped: {', '.join(sorted(self.dropped))}")
+        if self.build_constraints:
+            parts.append(f"source builds with {', '.join(self.build_constraints)}")
         if self.no_isolation:
             parts.append("built without isolation: its backend makes no editable install")
         if self.from_index:
@@ -226,7 +239,9 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
     compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
                 last_patch(str(attempt.resolve_for)), *(["--exclude-newer", attempt.date] if attempt.date else []),
-                *(["--override", OVERRIDES] if spec.overrides else []), "-o", CONSTRAINTS, *files]
+                *(["--override", OVERRIDES] if spec.overrides else []),
+                *(["--build-constraints", BUILD_CONSTRAINTS] if plan.build_constraints else []), "-o", CONSTRAINTS,
+                *files]
     tools = "-e '/^pip==/d' -e '/^wheel==/d' -e 's/^setuptools==.*/setuptools<71/'"
     return ["sh", "-c", project + shlex.join(compile_) + f" && sed -i -e '/^-e /d' -e '/^file:/d' {tools} "
             f"{CONSTRAINTS}"]
@@ -246,13 +261,18 @@ def last_patch(python: str) -> str:
 
 PROJECT = f"{TOOLS}/project.txt"
 OVERRIDES = f"{TOOLS}/overrides.txt"
+BUILD_CONSTRAINTS = f"{TOOLS}/build-constraints.txt"
 """The spec's ``overrides``, as a file (uv's ``--override`` reads files only)."""
 
 
 def overrides_command(spec: EnvSpec) -> list[str]:
     """Write the spec's overrides (``OVERRIDES``); each a requirement line, never an option."""
-    lines = [r for r in spec.overrides if r.strip() and not r.strip().startswith("-")]
-    return ["sh", "-c", f"printf '%s\\n' {shlex.join(lines)} > {OVERRIDES}"]
+    return _lines_command(spec.overrides, OVERRIDES)
+
+
+def _lines_command(lines: list[str], path: str) -> list[str]:
+    kept = [r for r in lines if r.strip() and not r.strip().startswith("-")]
+    return ["sh", "-c", f"printf '%s\\n' {shlex.join(kept)} > {path}"]
 """The project's editable line, as a requirement file (``uv pip compile`` reads files only)."""
 
 
@@ -276,6 +296,8 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
         cmd += ["-c", CONSTRAINTS]
     if spec.overrides and others:
         cmd += ["--override", OVERRIDES]
+    if plan.build_constraints:
+        cmd += ["--build-constraints", BUILD_CONSTRAINTS]
     if not plan.isolated(spec) and project:
         cmd += ["--no-build-isolation"]
     if attempt.date:
@@ -379,6 +401,11 @@ def implicated(text: str) -> str | None:
 
 def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
     """Change ``plan`` after a failed install; False when nothing more can be tried in this attempt."""
+    if OLD_SETUPTOOLS.search(text) and OLD_BUILD_SETUPTOOLS not in plan.build_constraints:
+        plan.build_constraints.append(OLD_BUILD_SETUPTOOLS)
+        note("a package's setup.py predates setuptools 46 (it imports setuptools.Feature): packages built from "
+             f"source get {OLD_BUILD_SETUPTOOLS}")
+        return True
     if NO_EDITABLE in text and spec.install_project and plan.isolated(spec):
         plan.no_isolation = True
         note("the project's build backend cannot make an editable install (a setuptools before 64 pinned in its "
@@ -491,6 +518,9 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
         outcome = "failed"
         for _round in range(MAX_ROUNDS):
             put_requirements(requirements_text(spec, plan))
+            if plan.build_constraints:
+                run.step("the source builds' constraints", _lines_command(plan.build_constraints, BUILD_CONSTRAINTS),
+                         env)
             if attempt.resolve_for:
                 progress(f"building: resolve as for Python {attempt.resolve_for}")
                 rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from sandbox.environments.installer import (
+    BUILD_CONSTRAINTS,
     CONSTRAINTS,
     HELD,
     OVERRIDES,
@@ -456,3 +457,30 @@ def test_a_backend_without_editable_installs_is_built_against_the_environments_s
     assert "--no-build-isolation" in install_command(spec, plan)
     assert "--no-build-isolation" not in install_command(spec, plan, project=False)
     assert not adjust_install(spec, plan, NO_PEP660, lambda _m: None)  # once: then it is the failure it is
+
+
+OLD_SETUP = """error: Failed to build `markupsafe==1.0`
+  cause: The build backend returned an error
+  cause: Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)
+         ImportError: cannot import name 'Feature' from 'setuptools' (/tmp/x/site-packages/setuptools/__init__.py)
+"""
+
+
+def test_a_setup_py_older_than_setuptools_46_is_built_with_one():
+    """astropy 1.3's recipe pins MarkupSafe 1.0 (no wheel for 3.9): its setup.py imports setuptools.Feature,
+    which setuptools 46 removed. Source builds then get setuptools<46 (a build constraints file, written before the
+    round), in the resolution and the install; the log says so, once."""
+    spec = OLD.model_copy(update={"resolve_for_python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    notes: list[str] = []
+    assert adjust_install(spec, plan, OLD_SETUP, notes.append) and plan.build_constraints == ["setuptools<46"]
+    assert "predates setuptools 46" in notes[0]
+    assert f"--build-constraints {BUILD_CONSTRAINTS}" in " ".join(install_command(spec, plan))
+    assert f"--build-constraints {BUILD_CONSTRAINTS}" in compile_command(spec, plan)[2]
+    assert "--build-constraints" not in install_command(spec, Plan(attempts_for(spec)[0]))
+    run = FakeRun([("install (as of the commit", 1, OLD_SETUP)])
+    got = install(run, OLD.model_copy(update={"test": TestCommand(paths=["tests"])}), {}, lambda _t: None,
+                  lambda: None, lambda _t: None, set())
+    assert got is not None and "source builds with setuptools<46" in got.history[-1]
+    assert run.steps[:3] == ["install (as of the commit (2019-05-16))", "the source builds' constraints",
+                             "install (as of the commit (2019-05-16))"]
