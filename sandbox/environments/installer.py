@@ -74,6 +74,8 @@ OLD_BUILD_SETUPTOOLS = "setuptools<46"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
 FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
+PULLED_IN_BY = re.compile(r"`[A-Za-z0-9._-]+` \(v[^)]*\) was included because `([A-Za-z0-9._-]+)` \(v")
+"""uv's hint naming the requirement that pulled a failing package in (``typed-ast`` because of ``mypy``)."""
 FRAME = re.compile(r"site-packages/([A-Za-z0-9_]+)(?:/|\.py)")
 FRAME_LINE = re.compile(r'^\s*File "([^"]+)", line \d+|^(\S+\.py):\d+: in ', re.M)
 """A frame of a Python traceback, or of pytest's short one."""
@@ -443,7 +445,8 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
             note(f"dropping soft requirement(s) in a conflict: {', '.join(sorted(named))}")
             return True
     wanted = {m.lower() for m in WHEELS_REQUIRED.findall(text) + FAILED_BUILD.findall(text)}
-    optional = {r for r in spec.guessed + plan.added if req_name(r) in {req_name(w) for w in wanted}} - plan.dropped
+    culprits = {req_name(w) for w in wanted | set(PULLED_IN_BY.findall(text))}  # (or what pulled it in)
+    optional = {r for r in spec.guessed + plan.added if req_name(r) in culprits} - plan.dropped
     if optional:  # a guess, or a module the tests import that nobody asked for: not worth the environment
         plan.dropped |= optional
         plan.added = [a for a in plan.added if a not in optional]

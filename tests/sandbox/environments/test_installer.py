@@ -484,3 +484,21 @@ def test_a_setup_py_older_than_setuptools_46_is_built_with_one():
     assert got is not None and "source builds with setuptools<46" in got.history[-1]
     assert run.steps[:3] == ["install (as of the commit (2019-05-16))", "the source builds' constraints",
                              "install (as of the commit (2019-05-16))"]
+
+
+TYPED_AST = """error: Failed to build `typed-ast==1.1.2`
+  cause: The build backend returned an error
+         ast27/Parser/acceler.c:13:10: fatal error: pgenheaders.h: No such file or directory
+hint: `typed-ast` (v1.1.2) was included because `mypy` (v0.650) depends on `typed-ast`
+"""
+
+
+def test_a_soft_requirement_whose_dependency_does_not_build_goes_alone():
+    """xarray 0.12's CI file lists mypy==0.650, whose typed-ast 1.1.2 does not build on 3.9: only mypy is dropped
+    (uv names it as what pulled typed-ast in), not every soft requirement with it (bottleneck went too, and its
+    tests were skipped where the harness ran them)."""
+    spec = OLD.model_copy(update={"guessed": ["mypy==0.650", "bottleneck", "cftime"]})
+    plan = Plan(attempts_for(spec)[0])
+    notes: list[str] = []
+    assert adjust_install(spec, plan, TYPED_AST, notes.append)
+    assert plan.dropped == {"mypy==0.650"} and "mypy==0.650" in notes[0]
