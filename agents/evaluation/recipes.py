@@ -397,7 +397,7 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     older = recipe.harness_python if _vkey(recipe.harness_python) < _vkey(recipe.python) else None
     pinned = [r for r in recipe.requirements if "==" in r]  # (installed after the files: their pins win)
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
-                    overrides=pinned if files else [],
+                    overrides=pinned if files else [], detect=False,
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
                     exclude_newer=REFERENCE_DATE, resolve_for_python=older, build_isolation=recipe.build_isolation,
                     project_last=True,

@@ -20,6 +20,8 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     setup = ["python setup.py build_ext --inplace"]   # run after the install, with network
     test_command = "python -m pytest tests"
     compilers = true                 # a C toolchain and Python headers in the base
+    detect = false                   # install only what this file names: no extras, requirement files, pytest
+                                     # plugins or imports that detection would add beside it
     [env]
     DJANGO_SETTINGS_MODULE = "tests.settings"
 
@@ -72,6 +74,7 @@ class Declared(BaseModel):
     setup: list[str] = []
     test_command: str | None = None
     compilers: bool = False
+    detect: bool = True
     env: dict[str, str] = {}
 
     @field_validator("python")

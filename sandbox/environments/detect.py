@@ -167,6 +167,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
 
     # -- what to install -------------------------------------------------------------------------------------
     install = declared.install if declared is not None else True
+    only_declared = declared is not None and not declared.detect
     installable = bool(facts.installable)
     extras: list[str] = []
     requirements: list[str] = []
@@ -177,11 +178,11 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         if installable:
             reasons.append(Reason(field="install", value="the project, editable",
                                   source="; ".join(dict.fromkeys(facts.installable))))
-        # Beside an override (a reference harness's recipe), only what it declares: the harness installs the
-        # project with its recipe's extras, packages and requirement file, nothing detected or guessed beside them
-        # (pytest's "testing" extra brought hypothesis 6, whose plugin warned on the stderr pytest 4.5's own test
-        # checks is empty).
-        if origin != "override":
+        # Beside a declaration that says `detect = false` (a reference harness's recipe), only what it declares:
+        # the harness installs the project with its recipe's extras, packages and requirement file, nothing
+        # detected or guessed beside them (pytest's "testing" extra brought hypothesis 6, whose plugin warned on
+        # the stderr pytest 4.5's own test checks is empty).
+        if not only_declared:
             defined = set(facts.extras)
             picked = [e for e in pyconfig.TEST_EXTRAS if e in defined]
             if not picked and not facts.test_requires and not facts.requirement_files and not test_files:
@@ -217,7 +218,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                 reasons.append(Reason(field="requirements", value=dist, source=source))
         if test.kind == "pytest":
             requirements.append("pytest")
-        if origin != "override":
+        if not only_declared:
             for req, source in facts.soft_requires:
                 if req not in guessed:
                     guessed.append(req)
@@ -308,6 +309,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    project_name=names[0] if names and install and installable else None,
                    extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
                    overrides=list(declared.overrides) if declared is not None else [],
+                   declared_only=only_declared,
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
                    project_last=bool(declared is not None and declared.project_last),

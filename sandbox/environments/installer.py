@@ -481,8 +481,8 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         return False
     if collecting and culprit in PYTEST_OWN:
         # The tests use pytest in a way this pytest no longer accepts (their CI pinned an older one): one major
-        # version back at a time, down to 3. Not under a recipe (an override): its pytest is the harness's.
-        if spec.origin == "override":
+        # version back at a time, down to 3. Not under a recipe (``declared_only``): its pytest is the harness's.
+        if spec.declared_only:
             return False
         major = plan.pytest_version[0] if plan.pytest_version else None
         if major is None or major <= 3 or f"pytest<{major}" in plan.added:

@@ -84,6 +84,10 @@ class EnvSpec(BaseModel):
     """Extras of the project to install with it (test, testing, dev...)."""
     requirements: list[str] = []
     """More requirement specifiers (test dependencies, pytest plugins, test imports)."""
+    declared_only: bool = False
+    """Only what a declaration names is installed (``detect = false``: a reference harness's recipe): nothing that
+    detection finds or guesses beside it, and a collection error moves no pytest back (its pytest is the
+    declaration's)."""
     overrides: list[str] = []
     """Pins that win over every other requirement of the install (uv's ``--override``): a recipe's packages, which
     the reference harness installs with pip after the requirement files, over their pins (pylint 3.0's

@@ -202,6 +202,18 @@ def test_an_override_file_wins_over_the_repository():
     assert det.spec.origin == "override" and det.spec.python == "3.9"
 
 
+def test_detection_fills_in_beside_a_declaration_unless_it_says_detect_false():
+    """An operator's override (or the repository's file) names what detection cannot know; detection still adds
+    the test extras, requirement files and guesses. ``detect = false`` (what a SWE-bench recipe says) installs only
+    what the declaration names, and its pytest is never moved back."""
+    repo = {"setup.py": "from setuptools import setup\nsetup(name='demo', extras_require={'test': ['mock']})\n",
+            "demo/__init__.py": "", "tests/test_a.py": "import yaml\nimport demo\n"}
+    filled = spec_of(repo, override=("/etc/envs/x.toml", 'python = "3.9"\n')).spec
+    assert filled.extras == ["test"] and "PyYAML" in filled.guessed and not filled.declared_only
+    only = spec_of(repo, override=("/etc/envs/x.toml", 'python = "3.9"\ndetect = false\nrequirements = ["six"]\n')).spec
+    assert only.extras == [] and only.guessed == [] and only.declared_only and "six" in only.requirements
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ('python = "3.7"\n', "is not available: environments have Python 3.9, 3.11, 3.13"),
     ('pyhton = "3.11"\n', "pyhton"),

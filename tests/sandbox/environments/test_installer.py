@@ -408,7 +408,7 @@ def test_a_recipes_pins_win_over_the_requirement_files_and_its_pytest_stays():
     pins are overrides, written to a file before the first attempt and passed to every install but the project's
     own (and to the resolution for an older Python). A collection error inside pytest moves no pytest back under a
     recipe: its pytest is the harness's."""
-    spec = OLD.model_copy(update={"origin": "override", "project_last": True,
+    spec = OLD.model_copy(update={"origin": "override", "declared_only": True, "project_last": True,
                                   "requirement_files": ["requirements_test.txt"],
                                   "requirements": ["astroid==3.0.0a6", "setuptools"],
                                   "overrides": ["astroid==3.0.0a6"], "resolve_for_python": "3.6"})
