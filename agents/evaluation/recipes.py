@@ -251,18 +251,16 @@ def _astropy(v: str) -> Recipe:
     # of the date, where pip's own download builds it with today's setuptools, which has no pkg_resources), the
     # project is built against it without isolation, and ah_bootstrap told not to fetch (setup.cfg, in the build
     # and the workspace: a rebuild runs it again, offline).
-    helpers: dict = {}
-    if key < (4, 1):
-        no_fetch = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"
-        helpers = {"build_isolation": False, "build_edits": [no_fetch], "workspace_edits": [no_fetch],
-                   "requirements": [f"astropy-helpers~={key[0]}.{key[1]}.0"]}
+    helpers = key < (4, 1)
+    edits = ["sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"] if helpers else [_ASTROPY_SETUPTOOLS]
+    extra = [f"astropy-helpers~={key[0]}.{key[1]}.0"] if helpers else []
+    common = dict(extras=["test"], rebuild=rebuild, build_edits=edits, workspace_edits=edits,
+                  build_isolation=not helpers)
     if key < (3, 0):
-        return _r("astropy/astropy", v, ASTROPY_OLD, "pytest_v2", "3.6", extras=["test"], rebuild=rebuild,
-                  **(helpers | {"requirements": ["setuptools==38.2.4", *_ASTROPY_OLD, *helpers["requirements"]]}))
-    edits = [_ASTROPY_SETUPTOOLS] if key >= (4, 1) else []
-    return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9", extras=["test"],
-              rebuild=rebuild, **({"build_edits": edits, "workspace_edits": edits} | helpers
-                                  | {"requirements": _ASTROPY_MODERN + helpers.get("requirements", [])}))
+        return _r("astropy/astropy", v, ASTROPY_OLD, "pytest_v2", "3.6",
+                  requirements=["setuptools==38.2.4", *_ASTROPY_OLD, *extra], **common)
+    return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9",
+              requirements=_ASTROPY_MODERN + extra, **common)
 
 
 def _xarray(v: str) -> Recipe:

@@ -23,6 +23,7 @@ import logging
 import re
 import ssl
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from nats.aio.client import Client as NATS
 from nats.errors import AuthorizationError
@@ -142,12 +143,12 @@ async def _tls_alert(server: str, tls: ssl.SSLContext, wait_s: float = 2.0) -> s
     already writing CONNECT, then often sees a reset or a broken pipe instead of the alert. This reads the server's
     INFO, upgrades to TLS and sends nothing, so the alert (if any) arrives intact; a server that accepts the
     certificate waits for CONNECT and the read times out (None)."""
-    m = re.match(r"^(?:nats|tls)://(?:[^@/]*@)?(\[[^\]]+\]|[^:/]+)(?::(\d+))?", server)
-    if m is None:
-        return None
-    host, port = m.group(1).strip("[]"), int(m.group(2) or 4222)
     writer = None
     try:
+        parts = urlsplit(server)  # (checked by the settings: infra/settings.parse_nats_servers)
+        host, port = parts.hostname, parts.port or 4222
+        if host is None:
+            return None
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), wait_s)
         if not (await asyncio.wait_for(reader.readline(), wait_s)).startswith(b"INFO"):
             return None
@@ -170,8 +171,9 @@ CONNECT_TRIES = 2
 async def connect_nats(settings: Settings, *, name: str, connect_timeout: float = 2.0) -> NATS:
     """Connect to the NATS servers of the settings (BOSUN_NATS_URL: one, or a cluster's; credentials and TLS from
     BOSUN_NATS_*), trying each server up to ``CONNECT_TRIES`` times (a busy server may reset a TLS handshake it
-    found slow); the connection then reconnects forever on its own, to any server of the cluster. A refusal (credentials, TLS) raises ConfigError naming the settings to check; servers that do not
-    answer raise ConnectionError. Neither message holds a secret."""
+    found slow); the connection then reconnects forever on its own, to any server of the cluster. A refusal
+    (credentials, TLS) raises ConfigError naming the settings to check; servers that do not answer raise
+    ConnectionError. Neither message holds a secret."""
     nc = NATS()
     servers = settings.nats_servers
     failures: list[BaseException] = []

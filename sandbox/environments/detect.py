@@ -216,7 +216,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
             for dist, source in pyconfig.plugins_for(facts.pytest_options, facts.pytest_ini_keys):
                 requirements.append(dist)
                 reasons.append(Reason(field="requirements", value=dist, source=source))
-        if test.kind == "pytest":
+        if test.kind == "pytest":  # (here, after what detection adds: the order is part of a detected spec's key)
             requirements.append("pytest")
         if not only_declared:
             for req, source in facts.soft_requires:

@@ -17,6 +17,16 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.eval import (
+    EvalFetchInput,
+    EvalFetchResult,
+    EvalPrepareInput,
+    EvalPrepareResult,
+    EvalRunInput,
+    EvalRunResult,
+    KeepOutcomesInput,
+    PredictionInput,
+)
 from activities.models import (
     AgentWorkspaceInput,
     ApplyWorkInput,
@@ -62,16 +72,6 @@ from activities.models import (
     ToolResultRef,
     Usage,
     WatchInput,
-)
-from activities.eval import (
-    EvalFetchInput,
-    EvalFetchResult,
-    EvalPrepareInput,
-    EvalPrepareResult,
-    EvalRunInput,
-    EvalRunResult,
-    KeepOutcomesInput,
-    PredictionInput,
 )
 from activities.report import ReportInput, ReportResult
 from agents.evaluation.recipes import Recipe

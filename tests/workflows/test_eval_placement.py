@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from contextlib import AsyncExitStack
-
 from datetime import timedelta
 
 from temporalio.client import Client
