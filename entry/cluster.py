@@ -323,7 +323,7 @@ http {{
         if self.pid(name) is None:
             return False
         if name in NODES:
-            return http_ok(f"http://{HOST}:{self.port(f'{name}.monitor')}/healthz")
+            return http_ok(f"http://{HOST}:{self.port(f'{name}.monitor')}/healthz") and self._knows_meta_leader(name)
         if name == "temporal":
             return healthy(temporal_component(self._temporal_settings()), self._temporal_settings())
         if name == "nginx":
@@ -489,6 +489,14 @@ http {{
     def kill_node(self, node: str) -> int | None:
         """SIGKILL NATS node ``node`` (``n1``, ``n2``, ``n3``)."""
         return self.signal(node, signal.SIGKILL)
+
+    def _knows_meta_leader(self, node: str) -> bool:
+        """Whether ``node`` knows JetStream's meta leader. A node answers /healthz before the cluster has elected
+        one, and until then a stream cannot be made (the request times out)."""
+        try:
+            return bool((self.jsz(node).get("meta_cluster") or {}).get("leader"))
+        except (OSError, ValueError, ConfigError):
+            return False
 
     def jsz(self, node: str | None = None) -> dict:
         """JetStream's report (the monitoring port's /jsz with streams) from ``node``, or from the first live node."""
