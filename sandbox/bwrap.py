@@ -14,9 +14,9 @@ Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at
   otherwise set kernel.core_pattern, i.e. run code as host root), sysrq-trigger, keys... masked.
 - /workspace: the workspace, read-write; its .git/hooks and .git/config re-bound read-only (a sandboxed process
   must not plant code the host's git would run); ``.git`` itself is a mount point so it cannot be swapped.
-- own user, PID, network (none), IPC, UTS and cgroup namespaces; no capabilities; no_new_privs; a new session
-  (no terminal injection); a seccomp filter (sandbox/seccomp.py) refusing set-id chmod, new namespaces,
-  keyrings, bpf...; dies with the worker.
+- own user, PID, network (none: a loopback, the private ranges routed to it, sandbox/netns.py), IPC, UTS and
+  cgroup namespaces; no capabilities; no_new_privs; a new session (no terminal injection); a seccomp filter
+  (sandbox/seccomp.py) refusing set-id chmod, new namespaces, keyrings, bpf...; dies with the worker.
 - bwrap itself is started from a scrubbed environment, so nothing of the worker's environment is visible, even at
   /proc/1/environ; memory/pids/CPU limits through a cgroup per sandbox where the host allows it (the sandbox is
   put in it before anything of it runs: --info-fd/--block-fd); RLIMIT_NOFILE set by the tool server.
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UnexpectedEnvironment
-from sandbox import cgroups, seccomp
+from sandbox import cgroups, netns, seccomp
 from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
@@ -541,6 +541,8 @@ class BwrapProvider(SandboxProvider):
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
         sandbox.user = user
         await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)
+        if (child := netns.child_of(proc.pid)) is not None:  # (ready: bwrap's child, in the sandbox's namespaces)
+            await asyncio.to_thread(netns.blackhole_private_ranges, child)
         return sandbox
 
     # -- reporting -------------------------------------------------------------------------------------------
@@ -565,7 +567,8 @@ class BwrapProvider(SandboxProvider):
                             "how": how or "; ".join(self._cg_support.problems) or "no cgroup support"}
         report["tmp_mb"] = {"value": lim.tmp_mb, "enforced": True, "how": "tmpfs size"}
         report["nofile"] = {"value": lim.nofile, "enforced": True, "how": "RLIMIT_NOFILE"}
-        report["network"] = {"value": "none", "enforced": True, "how": "own network namespace"}
+        report["network"] = {"value": "none", "enforced": True,
+                             "how": "own network namespace; private addresses time out (sandbox/netns.py)"}
         report["seccomp"] = {"value": "no set-id chmod, no new namespaces", "enforced": self.use_seccomp and
                              self._seccomp_problem is None,
                              "how": self._seccomp_problem or ("bwrap --seccomp" if self.use_seccomp else "disabled")}

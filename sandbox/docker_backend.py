@@ -1,6 +1,7 @@
 """The docker backend: one container per sandbox, the tool server as its main process, stdio over the attach socket.
 
-A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network, all capabilities dropped,
+A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network (a loopback, the private ranges
+routed to it: sandbox/netns.py), all capabilities dropped,
 no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), an empty read-only
 /sys/fs/cgroup (as in bwrap: nothing of the host's cgroups, nor the CPU quota old code takes for cores), memory ==
 memory+swap, a pids limit, a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UnexpectedEnvironment
-from sandbox import seccomp
+from sandbox import netns, seccomp
 from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits, SandboxProvider
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ToolClient, pid_alive
 from sandbox.gitguard import git_mounts
@@ -347,6 +348,7 @@ class DockerProvider(SandboxProvider):
             resp_sock = self.api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             sock = getattr(resp_sock, "_sock", resp_sock)
             self.api.start(cid)
+            netns.blackhole_private_ranges(self.api.inspect_container(cid)["State"]["Pid"])
         except BaseException:
             with contextlib.suppress(Exception):
                 self.api.remove_container(cid, force=True, v=True)
@@ -394,5 +396,6 @@ class DockerProvider(SandboxProvider):
                 "cpus": {"value": lim.cpus, "enforced": True, "how": f"{how}: nano_cpus"},
                 "tmp_mb": {"value": lim.tmp_mb, "enforced": True, "how": "tmpfs size"},
                 "nofile": {"value": lim.nofile, "enforced": True, "how": "ulimit nofile"},
-                "network": {"value": "none", "enforced": True, "how": "network_mode=none"},
+                "network": {"value": "none", "enforced": True,
+                            "how": "network_mode=none; private addresses time out (sandbox/netns.py)"},
                 "user": {"value": self.user or "workspace owner", "enforced": True, "how": "container user"}}

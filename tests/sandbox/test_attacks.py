@@ -98,6 +98,34 @@ async def test_no_outside_network_no_dns_no_ipv6(sandbox: Sandbox) -> None:
     assert set(interfaces) <= {"lo"}, interfaces
 
 
+async def test_a_private_address_times_out_and_nothing_leaves(sandbox: Sandbox) -> None:
+    """As behind a real network's NAT, a connect to an unanswered private address (requests' tests use
+    10.255.255.1 for a connect timeout) times out, where a public one fails at once: and neither gets out."""
+    res = await py(sandbox, """
+        import socket, time
+        for addr in (("10.255.255.1", 80), ("192.168.255.254", 443), ("172.31.255.254", 80), ("8.8.8.8", 443)):
+            s = socket.socket()
+            s.settimeout(1.0)
+            started = time.monotonic()
+            try:
+                s.connect(addr)
+                print("CONNECTED", addr[0])
+            except TimeoutError:
+                print("timeout", addr[0], round(time.monotonic() - started, 1))
+            except OSError as e:
+                print("failed", addr[0], e.errno)
+        print(open("/proc/net/dev").read())
+        """)
+    assert "CONNECTED" not in res.stdout, res.stdout
+    waited = {line.split()[1]: float(line.split()[2]) for line in res.stdout.splitlines()
+              if line.startswith("timeout ")}
+    assert set(waited) == {"10.255.255.1", "192.168.255.254", "172.31.255.254"}, res.stdout
+    assert min(waited.values()) >= 0.9, waited  # the whole timeout, not an early failure
+    assert "failed 8.8.8.8 101" in res.stdout, res.stdout  # ENETUNREACH: public addresses fail at once
+    lo = next(line for line in res.stdout.splitlines() if line.strip().startswith("lo:"))
+    assert lo.split()[1] != "0"  # the SYNs went to the loopback and were dropped there
+
+
 async def test_host_unix_sockets_unreachable(sandbox: Sandbox) -> None:
     assert Path("/var/run/docker.sock").exists()  # the host has one: the test is meaningful
     res = await py(sandbox, """

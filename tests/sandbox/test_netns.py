@@ -1,0 +1,60 @@
+"""The private ranges' routes are best effort: a host that cannot set them keeps the sandbox closed, says why
+once, and never fails the sandbox's start."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+
+from sandbox import netns
+
+
+def test_a_host_without_nsenter_says_why_and_does_not_raise(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(netns.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(netns, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="sandbox.netns"):
+        assert "not installed" in netns.blackhole_private_ranges(os.getpid())
+        assert "not installed" in netns.blackhole_private_ranges(os.getpid())
+    assert len(caplog.records) == 1  # said once
+
+
+def test_a_process_that_is_gone_is_a_reason_not_an_error(monkeypatch) -> None:
+    monkeypatch.setattr(netns, "_warned", set())
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    why = netns.blackhole_private_ranges(gone.pid)
+    assert why is not None and why != ""
+
+
+def test_the_routes_go_into_the_namespace_of_the_process_only() -> None:
+    inside = subprocess.Popen(["unshare", "-n", "sh", "-c", "ip link set lo up && exec sleep 30"])  # (as a sandbox's)
+    try:
+        for _ in range(100):  # (until unshare has exec'd sleep in its new namespace)
+            if "sleep" in open(f"/proc/{inside.pid}/cmdline").read():
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert netns.blackhole_private_ranges(inside.pid) is None
+        routes = subprocess.run(["nsenter", "-t", str(inside.pid), "-n", "ip", "route", "show"], capture_output=True,
+                                text=True, check=True).stdout
+        assert all(f"{net} dev lo" in routes for net in netns.PRIVATE_RANGES), routes
+        host = subprocess.run(["ip", "route", "show"], capture_output=True, text=True, check=True).stdout
+        assert "10.0.0.0/8 dev lo" not in host
+    finally:
+        inside.kill()
+        inside.wait()
+
+
+def test_child_of_names_the_first_child() -> None:
+    parent = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
+    try:
+        for _ in range(100):
+            if (child := netns.child_of(parent.pid)) is not None:
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert child is not None and "sleep" in open(f"/proc/{child}/cmdline").read()
+    finally:
+        subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()
+    assert netns.child_of(parent.pid) is None
