@@ -62,7 +62,8 @@ def generic_recipe(repo: str, has: set[str], python: str) -> Recipe:
     elif "bin/test" in has:
         test_cmd, parser = SYMPY, "sympy"
     else:
-        test_cmd, parser = f"python -m {PYTEST} -p no:cacheprovider", "pytest"
+        # -v: pytest before 4.6 prints no status line for a passed test with -rA, but a verbose line
+        test_cmd, parser = f"python -m {PYTEST} -v -p no:cacheprovider", "pytest_any"
     return Recipe(repo=repo, version="", test_cmd=test_cmd, parser=parser, harness_python=python, python=python)
 
 

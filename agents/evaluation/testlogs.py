@@ -19,6 +19,8 @@ agrees with the published one only if the names are taken exactly as the harness
   names ``path.py:test_x`` as failed.
 - ``matplotlib``: a line starting with a status, ``MouseButton.LEFT``/``RIGHT`` read as ``1``/``3``.
 - ``seaborn``: ``FAILED name``, ``name PASSED ...`` or ``PASSED name``.
+- ``pytest_any`` (not the harness's: bosun's runner for other repositories): status lines and verbose lines,
+  on any pytest, with the harness's names of absolute-path parameters as aliases.
 
 Statuses are ``PASSED``, ``FAILED``, ``SKIPPED``, ``ERROR`` and ``XFAIL``. The output is the repository's (hostile)
 text: it is only matched line by line, never evaluated; a line that matches nothing is ignored.
@@ -172,8 +174,30 @@ def parse_seaborn(log: str) -> dict[str, str]:
     return out
 
 
+_VERBOSE = re.compile(r"^(\S.*?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL)(?: \(.*\))?(?: +\[ *\d+%\])?$")
+"""A verbose line: the name, the status, a reason (pytest 7: ``SKIPPED (why)``), the progress."""
+
+
+def parse_pytest_any(log: str) -> dict[str, str]:
+    """bosun's own runner for a repository the harness does not know (``pytest -rA -v``), on whatever pytest its
+    environment has: the summary's status lines (``-rA`` prints passed tests only from pytest 4.6 on), and
+    before them the verbose lines (``t.py::test_a PASSED [ 50%]``; a parameter id may hold spaces). Every name
+    whose parameter is an absolute path is also given under the harness's name for it (``test_x[/b.py]``, see
+    ``pytest_options``), unless a test already has that name: rows made by the harness name such tests so."""
+    def read(line: str) -> tuple[str, str] | None:
+        found = _status_first(line)
+        if found is None and "::" in line and (m := _VERBOSE.match(line.rstrip())):
+            found = (m.group(1), m.group(2))
+        return found
+    out = _by_line(log, read)
+    for name, status in list(out.items()):
+        out.setdefault(_option_name(name), status)
+    return out
+
+
 PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
     "pytest": parse_pytest, "pytest_options": parse_pytest_options, "pytest_v2": parse_pytest_v2,
+    "pytest_any": parse_pytest_any,
     "django": parse_django, "sympy": parse_sympy, "matplotlib": parse_matplotlib, "seaborn": parse_seaborn}
 
 

@@ -72,7 +72,7 @@ def test_the_test_command_of_each_known_repository():
 
 def test_an_unknown_repository_gets_its_own_runner():
     inst = instance("acme/app", None, diff(("tests/test_a.py", False)))
-    assert recipe_or_generic(inst, set(), "3.11").test_cmd == "python -m pytest -rA -p no:cacheprovider"
+    assert recipe_or_generic(inst, set(), "3.11").test_cmd == "python -m pytest -rA -v -p no:cacheprovider"
     assert recipe_or_generic(inst, {"tests/runtests.py"}, "3.11").parser == "django"
     assert generic_recipe("acme/app", {"bin/test"}, "3.9").parser == "sympy"
 

@@ -145,3 +145,54 @@ def test_hostile_output_is_only_matched(parser):
 def test_an_unknown_parser_is_refused():
     with pytest.raises(ValueError, match="unknown test log parser 'nose'"):
         parse("nose", "")
+
+
+PYTEST_3_2 = """\
+============================= test session starts ==============================
+platform linux -- Python 3.9.2, pytest-3.2.5, py-1.10.0, pluggy-0.4.0 -- /opt/bosun-env/venv/bin/python
+collected 3 items
+
+test_requests.py::RequestsTestCase::test_entry_points PASSED
+test_requests.py::RequestsTestCase::test_invalid_url PASSED
+test_requests.py::RequestsTestCase::test_no_content_length FAILED
+
+=================================== FAILURES ===================================
+____________________ RequestsTestCase.test_no_content_length ____________________
+E       TypeError: __init__() got an unexpected keyword argument 'strict'
+===================== 1 failed, 2 passed in 0.31 seconds ======================
+"""
+
+
+def test_bosuns_own_runner_reads_verbose_lines_of_a_pytest_before_4_6():
+    """pytest 3.2 ignores -rA's A: no status line for a passed test, only the verbose line."""
+    assert parse("pytest_any", PYTEST_3_2) == {
+        "test_requests.py::RequestsTestCase::test_entry_points": "PASSED",
+        "test_requests.py::RequestsTestCase::test_invalid_url": "PASSED",
+        "test_requests.py::RequestsTestCase::test_no_content_length": "FAILED"}
+    assert parse("pytest", PYTEST_3_2) == {}  # (the harness's parser: every test missing)
+
+
+def test_bosuns_own_runner_on_a_real_pytest_run_names_tests_as_the_harness_does(tmp_path):
+    """A real run of this machine's pytest with ``-rA -v``: percentages, a parameter with a space, an absolute
+    path parameter (also under the harness's name for it), a failure and a skip."""
+    import subprocess
+    import sys
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('p', ['a b', '/workspace/tests/mymodule.py'])\n"
+        "def test_p(p):\n    assert p\n"
+        "def test_fails():\n    assert 0\n"
+        "@pytest.mark.skip(reason='no')\ndef test_skipped():\n    pass\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-v", "-p", "no:cacheprovider", "test_x.py"],
+                         cwd=tmp_path, capture_output=True, text=True).stdout
+    got = parse("pytest_any", out)
+    assert got["test_x.py::test_p[a b]"] == "PASSED"  # the verbose line keeps the space (the summary cuts it)
+    assert got["test_x.py::test_p[/workspace/tests/mymodule.py]"] == "PASSED"
+    assert got["test_x.py::test_p[/mymodule.py]"] == "PASSED"  # the harness's name of it
+    assert got["test_x.py::test_fails"] == "FAILED"
+    assert got["test_x.py::test_skipped"] == "SKIPPED"
+
+
+def test_an_alias_never_replaces_a_test_of_that_name():
+    log = "PASSED t.py::test[/a/b.py]\nFAILED t.py::test[/b.py]\n"
+    assert parse("pytest_any", log) == {"t.py::test[/a/b.py]": "PASSED", "t.py::test[/b.py]": "FAILED"}
