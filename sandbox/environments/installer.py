@@ -134,6 +134,9 @@ class Plan:
     no_isolation: bool = False
     """The project's build backend cannot make an editable install: built without isolation, against the
     environment's own setuptools."""
+    develop: bool = False
+    """The project (a setup.py without a build backend of its own) installed as pip installed such projects until
+    21.3: ``python setup.py develop``, its setup.py the main module (:data:`LEGACY_FAILED`)."""
 
     def isolated(self, spec: EnvSpec) -> bool:
         """Whether the project is built in an isolated build environment (its own build requirements)."""
@@ -152,6 +155,8 @@ class Plan:
             parts.append(f"source builds with {', '.join(self.build_constraints)}")
         if self.no_isolation:
             parts.append("built without isolation: its backend makes no editable install")
+        if self.develop:
+            parts.append("installed with setup.py develop")
         if self.from_index:
             parts.append(f"from the index, their repositories out of reach: {', '.join(self.from_index.values())}")
         return f" ({'; '.join(parts)})" if parts else ""
@@ -221,6 +226,12 @@ def tools_date(date: str) -> str:
 
 
 CONSTRAINTS = f"{TOOLS}/resolved-for.txt"
+LEGACY_FAILED = re.compile(r"Failed to build `[^`\n]* @ file:///workspace`.*?setuptools\.build_meta:__legacy__\.",
+                           re.S)
+"""The project's own build failed in setuptools' legacy backend (a setup.py and no build backend declared). Such
+a setup.py was written for ``pip install -e``, which ran ``setup.py develop`` with setup.py as the main module;
+some check that (astropy before 4: ``import astropy`` in setup.py rebuilds the extension modules, recursively
+until the memory is gone, unless the main module is its setup.py)."""
 NO_EDITABLE = "has no attribute 'build_editable'"
 """A build backend without PEP 660's editable hook (setuptools before 64), in the installer's words."""
 BUILD_TOOLS = ("pip", "setuptools", "wheel")
@@ -316,11 +327,19 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
     return [*cmd, *(inputs if others else inputs[:2])]
 
 
+def develop_command() -> list[str]:
+    """The project installed the way pip installed a setup.py project before 21.3 (``Plan.develop``), without its
+    dependencies (they come from the requirements, installed before it)."""
+    return ["sh", "-c", f"cd /workspace && {VENV}/bin/python setup.py develop --no-deps"]
+
+
 def requirements_text(spec: EnvSpec, plan: Plan) -> str:
     reqs = list(spec.requirements) + plan.added
     if plan.attempt.optional:
         reqs += [g for g in spec.guessed if g not in plan.dropped]
     reqs = [plan.from_index.get(r, r) for r in reqs]
+    if plan.develop and spec.install_project and "setuptools" not in {req_name(r) for r in reqs}:
+        reqs.append("setuptools")  # (setup.py develop runs on the environment's own: a virtualenv has none)
     return "".join(f"{r}\n" for r in dict.fromkeys(reqs) if r.strip() and not r.strip().startswith("-"))
 
 
@@ -413,6 +432,13 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         note("the project's build backend cannot make an editable install (a setuptools before 64 pinned in its "
              "build requirements has no PEP 660 hooks; pip would fall back to setup.py develop): built without "
              "isolation, against the environment's own setuptools")
+        return True
+    if LEGACY_FAILED.search(text) and spec.install_project and not plan.develop and not OLD_SETUPTOOLS.search(text):
+        plan.develop = True
+        note("the project's setup.py failed in setuptools' PEP 517 hooks (it has no build backend of its own): "
+             "installed as pip did such a project before 21.3, with `setup.py develop` (setup.py the main "
+             "module), after its requirements; its own install_requires are not installed: the requirement "
+             "files and the recipe's packages must hold them")
         return True
     if VCS_FAILED.search(text):
         vcs = {r: name for r in spec.requirements + spec.guessed + plan.added
@@ -529,16 +555,21 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),
                                     env, check=False)
                 if rc != 0:
+                    if adjust_install(spec, plan, text, run.note):  # (it builds what has no wheel: the same fixes)
+                        continue
                     outcome = f"failed (the resolution for Python {attempt.resolve_for}, exit {rc})"
                     break
             progress(f"building: install {n}/{len(attempts)} {attempt.label}")
             rc, text = 0, ""
-            last = spec.project_last and spec.install_project
+            last = (spec.project_last or plan.develop) and spec.install_project
             if (not plan.isolated(spec) or last) and spec.install_project:  # the requirements first
                 first = "the requirements" if last else "the build's requirements"
                 rc, text = run.step(f"install {first} ({attempt.label})",
                                     install_command(spec, plan, project=False), env, check=False)
-            if rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
+            if rc == 0 and plan.develop:
+                rc, text = run.step(f"install the project: setup.py develop ({attempt.label})", develop_command(),
+                                    env, check=False)
+            elif rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
                 run.step("hold what is installed", hold_command(spec), env, check=False)
                 rc, text = run.step(f"install the project ({attempt.label})",
                                     [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)

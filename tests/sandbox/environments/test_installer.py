@@ -16,6 +16,7 @@ from sandbox.environments.installer import (
     attempts_for,
     collect_sample,
     compile_command,
+    develop_command,
     install,
     install_command,
     last_patch,
@@ -502,3 +503,56 @@ def test_a_soft_requirement_whose_dependency_does_not_build_goes_alone():
     notes: list[str] = []
     assert adjust_install(spec, plan, TYPED_AST, notes.append)
     assert plan.dropped == {"mypy==0.650"} and "mypy==0.650" in notes[0]
+
+
+LEGACY_KILLED = """Using Python 3.9.2 environment at: /opt/bosun-env/venv
+error: Failed to build `astropy @ file:///workspace`
+  cause: The build backend returned an error
+  cause: Call to `setuptools.build_meta:__legacy__.prepare_metadata_for_build_editable` failed (signal: 9 (SIGKILL))
+
+         [stdout]
+         Rebuilding extension modules
+
+         [stderr]
+         WARNING: You appear to be trying to import astropy from within a source checkout without building """ \
+    """the extension modules first.  Attempting to (re)build extension modules: [astropy]
+"""
+
+
+def test_a_setup_py_that_fails_in_the_pep517_hooks_is_installed_with_setup_py_develop():
+    """astropy 3.1's setup.py imports astropy, which rebuilds its extension modules unless setup.py is the main
+    module (as under pip's `setup.py develop` before 21.3): in uv's PEP 517 hooks it recursed until killed. The
+    project is then installed with `setup.py develop` after its requirements (setuptools among them), once."""
+    spec = OLD.model_copy(update={"test": TestCommand(paths=["tests"])})
+    run = FakeRun([("install (as of the commit", 1, LEGACY_KILLED)])
+    written: list[str] = []
+    got = install(run, spec, {}, put_requirements=written.append, fresh_venv=lambda: None,
+                  progress=lambda _m: None, local=set())
+    assert got is not None and "installed with setup.py develop" in got.history[-1]
+    assert run.steps[:3] == ["install (as of the commit (2019-05-16))",
+                             "install the requirements (as of the commit (2019-05-16))",
+                             "install the project: setup.py develop (as of the commit (2019-05-16))"]
+    assert "setuptools\n" in written[-1] and "setuptools\n" not in written[0]
+    assert any("setup.py develop" in n for n in run.notes)
+    plan = Plan(attempts_for(spec)[0], develop=True)
+    assert not adjust_install(spec, plan, LEGACY_KILLED, lambda _m: None)  # once: then it is the failure it is
+    assert develop_command()[-1].endswith("setup.py develop --no-deps")
+
+
+def test_a_failed_build_of_a_dependency_is_not_taken_for_the_projects():
+    """Only the project's own build (``@ file:///workspace``) in the legacy backend leads to setup.py develop: a
+    dependency's failed build is adjusted as before."""
+    spec = OLD.model_copy(update={"resolve_for_python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    assert adjust_install(spec, plan, OLD_SETUP, lambda _m: None) and not plan.develop
+
+
+def test_a_resolution_that_fails_on_an_old_setup_py_is_adjusted_as_an_install_is():
+    """astropy 1.3: MarkupSafe 1.0 is built while versions are resolved as for Python 3.6: the resolution failed
+    on setuptools.Feature and the attempt ended; now the source builds get setuptools<46 and it resolves again."""
+    spec = OLD.model_copy(update={"resolve_for_python": "3.6", "test": TestCommand(paths=["tests"])})
+    run = FakeRun([("resolve (as for Python 3.6)", 1, OLD_SETUP)])
+    got = install(run, spec, {}, lambda _t: None, lambda: None, lambda _t: None, set())
+    assert got is not None and "source builds with setuptools<46" in got.history[-1]
+    assert run.steps[:3] == ["resolve (as for Python 3.6)", "the source builds' constraints",
+                             "resolve (as for Python 3.6)"]
