@@ -250,10 +250,13 @@ def _astropy(v: str) -> Recipe:
     # `pip install -e .` ran it. Here the same release line of astropy-helpers is a requirement (resolved by uv as
     # of the date, where pip's own download builds it with today's setuptools, which has no pkg_resources), the
     # project is built against it without isolation, and ah_bootstrap told not to fetch (setup.cfg, in the build
-    # and the workspace: a rebuild runs it again, offline).
+    # and the workspace: a rebuild runs it again, offline). The harness's version X.Y is the last release before
+    # the instance: its source is the development after it (3.1: 4.0.dev, whose setup.py imports
+    # astropy_helpers.setup_helpers.setup, new in helpers 3.2), and its submodule follows the helpers' development
+    # too: the newest helpers of the release lines from X.Y to 4.0 (the last), not X.Y's own.
     helpers = key < (4, 1)
     edits = ["sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"] if helpers else [_ASTROPY_SETUPTOOLS]
-    extra = [f"astropy-helpers~={key[0]}.{key[1]}.0"] if helpers else []
+    extra = [f"astropy-helpers>={key[0]}.{key[1]},<4.1"] if helpers else []
     common = dict(extras=["test"], rebuild=rebuild, build_edits=edits, workspace_edits=edits,
                   build_isolation=not helpers)
     if key < (3, 0):

@@ -123,10 +123,11 @@ def test_a_recipes_pins_override_its_requirement_file_and_nothing_is_guessed_bes
 
 def test_astropy_before_4_1_gets_its_helpers_from_the_index_not_from_a_download():
     """astropy before 4.1 has no pyproject.toml and builds with astropy_helpers, a git submodule its ah_bootstrap
-    downloads with pip when setup.py runs (the harness's `pip install -e .`). The recipe asks for the same release
-    line of astropy-helpers, builds against it without isolation, and tells ah_bootstrap not to fetch, in the
+    downloads with pip when setup.py runs (the harness's `pip install -e .`). The recipe asks for astropy-helpers of the
+    release lines from the version's to 4.0 (an instance is the development after its version), builds against it
+    without isolation, and tells ah_bootstrap not to fetch, in the
     build and in the workspace (a rebuild runs offline); 4.1 and later are built as before."""
-    for version, line in (("1.3", "astropy-helpers~=1.3.0"), ("3.1", "astropy-helpers~=3.1.0")):
+    for version, line in (("1.3", "astropy-helpers>=1.3,<4.1"), ("3.1", "astropy-helpers>=3.1,<4.1")):
         recipe = recipe_for("astropy/astropy", version)
         assert not recipe.build_isolation and line in recipe.requirements
         assert recipe.build_edits == recipe.workspace_edits and "auto_use = False" in recipe.build_edits[0]
