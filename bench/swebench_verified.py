@@ -38,8 +38,10 @@ stopped; ``--again`` judges the selected instances again.
 Printed (and ``report.json``, ``report.md`` beside the rows): per repository the instances, gold resolved, the
 published verdicts' agreement (instances, where gold resolves; tests: each FAIL_TO_PASS / PASS_TO_PASS status,
 same instances), noversion's agreement with gold and its versions, detected gold resolved, and every
-disagreement with the tests that differ. Goals (issue 37): gold >= 95%, agreement >= 98% where gold resolves,
-detected >= 90%.
+disagreement with the tests that differ; for gold that does not resolve, whether the published run failed the
+very tests gold fails here (``gold_fails_as_published``: the harness's own environment fails them too, so gold
+cannot resolve there either) or which of them it passed. Goals (issue 37): gold >= 95%, agreement >= 98% where
+gold resolves, detected >= 90%.
 """
 
 from __future__ import annotations
@@ -314,7 +316,7 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
             "instances", "gold_judged", "gold_resolved", "gold_errors", "published_judged", "agree_where_gold",
             "instances_where_gold", "tests_where_gold", "tests_agree_where_gold", "agree_all", "tests_all",
             "tests_agree_all", "noversion_judged", "noversion_same_as_gold", "noversion_same_recipe",
-            "detected_judged", "detected_resolved", "version_as_published")})
+            "detected_judged", "detected_resolved", "version_as_published", "gold_fails_as_published")})
         t["instances"] += 1
         t["version_as_published"] += r.get("version") == keys.get(iid)
         t["noversion_same_recipe"] += same_recipe(r["repo"], r.get("version"), keys.get(iid))
@@ -325,6 +327,16 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
             t["gold_errors"] += bool(gold.get("error"))
             if not resolved(gold):
                 disagreements.setdefault(iid, {})["gold"] = _why(gold)
+                failing = sorted(k for k, ok in _status(gold.get("report")).items() if not ok)
+                theirs = _status(published.report(iid))
+                if failing and all(theirs.get(k) is False for k in failing):
+                    # the published run (the harness, on the model's patch) failed the very tests gold fails here:
+                    # evidence that the harness's own environment fails them, not bosun's
+                    t["gold_fails_as_published"] += 1
+                    disagreements[iid]["gold_cause"] = "the published run fails the same tests"
+                elif failing:
+                    disagreements[iid]["gold_cause"] = "the published run passes " + ", ".join(
+                        k for k in failing if theirs.get(k))[:300]
         if nov:
             t["noversion_judged"] += 1
             t["noversion_same_as_gold"] += bool(gold) and resolved(nov) == resolved(gold)
@@ -375,10 +387,12 @@ def pct(a: int, b: int) -> str:
 
 
 def markdown(cmp: dict) -> str:
-    lines = ["| repository | instances | gold resolved | instance agreement (where gold resolves) | "
-             "test agreement (same) | no version: as gold | detected: gold resolved |", "|---|---|---|---|---|---|---|"]
+    lines = ["| repository | instances | gold resolved | gold fails as the published run | instance agreement (where "
+             "gold resolves) | test agreement (same) | no version: as gold | detected: gold resolved |",
+             "|---|---|---|---|---|---|---|---|"]
     for repo, t in [*cmp["by_repository"].items(), ("total", cmp["total"])]:
         lines.append(f"| {repo} | {t['instances']} | {pct(t['gold_resolved'], t['gold_judged'])} | "
+                     f"{t.get('gold_fails_as_published', 0)} | "
                      f"{pct(t['agree_where_gold'], t['instances_where_gold'])} | "
                      f"{pct(t['tests_agree_where_gold'], t['tests_where_gold'])} | "
                      f"{pct(t['noversion_same_as_gold'], t['noversion_judged'])} | "
