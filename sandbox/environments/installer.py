@@ -64,6 +64,7 @@ MAX_ROUNDS = 16
 COLLECT_ROUNDS = 4
 COLLECT_TIMEOUT_S = 300
 COLLECT_SAMPLE = 30
+TEST_DIRS = {"test", "tests", "testing"}
 """Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
 
 NO_SOLUTION = "No solution found when resolving dependencies"
@@ -398,7 +399,12 @@ def collect_sample(spec: EnvSpec, test_files: list[str]) -> list[str] | None:
     """Up to COLLECT_SAMPLE test files spread over the suite (under the test command's paths), when it is larger;
     None: collect the whole suite."""
     roots = [p.rstrip("/") + "/" for p in spec.test.paths]
-    files = sorted(f for f in test_files if not roots or any(f.startswith(r) or f == r[:-1] for r in roots))
+    files = sorted(f for f in test_files if (not roots or any(f.startswith(r) or f == r[:-1] for r in roots))
+                   and not f.endswith("conftest.py"))  # (named, a conftest is collected as a test module)
+    # Named on the command line, a file is collected even where the runner's own testpaths would not look (pylint's
+    # pylint/testutils/functional/test_file.py is a helper, not a test): modules at the top or in a tests folder.
+    in_tests = [f for f in files if "/" not in f or set(f.split("/")[:-1]) & TEST_DIRS]
+    files = in_tests if len(in_tests) >= COLLECT_SAMPLE else files
     if len(files) <= COLLECT_SAMPLE + 10:
         return None
     step = len(files) / COLLECT_SAMPLE

@@ -188,6 +188,20 @@ def test_a_large_suite_is_collected_by_sample():
     assert collect_sample(spec, files[:20]) is None
 
 
+def test_the_sample_names_no_conftest_and_no_test_named_helper_outside_the_tests():
+    """pylint 3.0's sample named tests/config/conftest.py (collected as a module: "import file mismatch") and
+    pylint/testutils/functional/test_file.py (a helper, outside its testpaths): collecting failed, was taken for
+    pytest's fault, and pytest was moved back until nothing worked."""
+    spec = OLD.model_copy(update={"test": TestCommand(paths=[])})
+    files = ([f"tests/area{i}/test_{i}.py" for i in range(60)] + [f"tests/area{i}/conftest.py" for i in range(60)]
+             + ["pylint/testutils/functional/test_file.py", "test_top.py"])
+    sample = collect_sample(spec, files)
+    assert len(sample) == 30 and not any(f.endswith("conftest.py") for f in sample)
+    assert "pylint/testutils/functional/test_file.py" not in sample
+    few = [f"pkg/sub{i}/test_{i}.py" for i in range(50)]  # (no tests folder at all: every test module counts)
+    assert len(collect_sample(spec, few)) == 30
+
+
 def test_an_older_interpreter_is_its_last_release():
     assert [last_patch(v) for v in ("3.5", "3.6", "3.8", "3.9", "3.6.8")] == ["3.5.10", "3.6.15", "3.8.20", "3.9",
                                                                           "3.6.8"]
