@@ -135,6 +135,9 @@ class Plan:
     no_isolation: bool = False
     """The project's build backend cannot make an editable install: built without isolation, against the
     environment's own setuptools."""
+    overrides: list[str] = field(default_factory=list)
+    """Requirements that win over every pin (uv's ``--override``, beside the spec's own): a test runner a
+    requirement file pins that cannot run on the interpreter (requests 2.9: pytest==2.8.1 on Python 3.9)."""
     develop: bool = False
     """The project (a setup.py without a build backend of its own) installed as pip installed such projects until
     21.3: ``python setup.py develop``, its setup.py the main module (:data:`LEGACY_FAILED`)."""
@@ -158,6 +161,8 @@ class Plan:
             parts.append("built without isolation: its backend makes no editable install")
         if self.develop:
             parts.append("installed with setup.py develop")
+        if self.overrides:
+            parts.append(f"pins overridden: {', '.join(self.overrides)}")
         if self.from_index:
             parts.append(f"from the index, their repositories out of reach: {', '.join(self.from_index.values())}")
         return f" ({'; '.join(parts)})" if parts else ""
@@ -253,7 +258,7 @@ def compile_command(spec: EnvSpec, plan: Plan) -> list[str]:
     files = ([PROJECT] if editable else []) + [args[i + 1] for i, a in enumerate(args) if a == "-r"]
     compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python-version",
                 last_patch(str(attempt.resolve_for)), *(["--exclude-newer", attempt.date] if attempt.date else []),
-                *(["--override", OVERRIDES] if spec.overrides else []),
+                *(["--override", OVERRIDES] if spec.overrides or plan.overrides else []),
                 *(["--build-constraints", BUILD_CONSTRAINTS] if plan.build_constraints else []), "-o", CONSTRAINTS,
                 *files]
     tools = "-e '/^pip==/d' -e '/^wheel==/d' -e 's/^setuptools==.*/setuptools<71/'"
@@ -308,7 +313,7 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
     cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
     if attempt.resolve_for and others:
         cmd += ["-c", CONSTRAINTS]
-    if spec.overrides and others:
+    if (spec.overrides or plan.overrides) and others:
         cmd += ["--override", OVERRIDES]
     if plan.build_constraints:
         cmd += ["--build-constraints", BUILD_CONSTRAINTS]
@@ -507,7 +512,17 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         which = f"pytest {'.'.join(map(str, found))}" if found else "the commit's pytest"
         note(f"{which} stops with an internal error before collecting anything, or does not know --collect-only "
              f"(exit 3 or 2: it predates Python {spec.python})")
-        return _bump(spec, plan, PYTEST_OWN, note, "cannot run on this interpreter")
+        if _bump(spec, plan, PYTEST_OWN, note, "cannot run on this interpreter"):
+            return True
+        # Moved forward and still that pytest: a requirement file pins it. Its pins are overridden (taken as of
+        # the date it moved to); not under a recipe, whose pytest is the harness's.
+        pinned = sorted(n for n in PYTEST_OWN if n in plan.bumps and n not in plan.overrides)
+        if not pinned or spec.declared_only:
+            return False
+        plan.overrides += pinned
+        note(f"{which} is pinned by the requirements and cannot run on Python {spec.python}: the pins of "
+             f"{', '.join(pinned)} are overridden (taken as of {plan.bumps[pinned[0]][:10]})")
+        return True
     culprit = implicated(text)
     if culprit is None:
         return False
@@ -556,6 +571,9 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
             if plan.build_constraints:
                 run.step("the source builds' constraints", _lines_command(plan.build_constraints, BUILD_CONSTRAINTS),
                          env)
+            if plan.overrides:
+                run.step("the pins that win (overrides, and the test runner's)",
+                         _lines_command([*spec.overrides, *plan.overrides], OVERRIDES), env)
             if attempt.resolve_for:
                 progress(f"building: resolve as for Python {attempt.resolve_for}")
                 rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),

@@ -570,3 +570,24 @@ def test_a_resolution_that_fails_on_an_old_setup_py_is_adjusted_as_an_install_is
     assert got is not None and "source builds with setuptools<46" in got.history[-1]
     assert run.steps[:3] == ["resolve (as for Python 3.6)", "the source builds' constraints",
                              "resolve (as for Python 3.6)"]
+
+
+def test_a_pinned_pytest_that_cannot_run_is_overridden_once_moving_it_did_not():
+    """requests 2.9's requirements.txt pins pytest==2.8.1: moved forward as of 2021 it stayed 2.8.1 (the pin
+    wins), and its tests could not run (INTERNALERROR). The pins of pytest, pluggy and py are then overridden,
+    written before the round, and given to the install and the resolution; then nothing more."""
+    plan, notes = Plan(attempts_for(OLD)[0], pytest_version=(2, 8)), []
+    assert adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True) and not plan.overrides
+    assert adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)
+    assert plan.overrides == ["pluggy", "py", "pytest"]
+    assert "pinned by the requirements" in notes[-1] and "taken as of 2021-01-03" in notes[-1]
+    assert "--override" in install_command(OLD, plan) and "--override" in " ".join(compile_command(OLD, plan))
+    assert not adjust_runtime(OLD, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)
+    recipe = OLD.model_copy(update={"declared_only": True})
+    plan = Plan(attempts_for(recipe)[0], bumps={"pytest": "2021-01-03T00:00:00Z", "pluggy": "x", "py": "x"})
+    assert not adjust_runtime(recipe, plan, PYTEST_2_ON_39, notes.append, set(), collecting=True)  # a recipe's stays
+    run = FakeRun([("check: the tests collect", 3, PYTEST_2_ON_39), ("check: the tests collect", 3, PYTEST_2_ON_39)])
+    got = install(run, OLD.model_copy(update={"test": TestCommand(paths=["tests"])}), {}, lambda _t: None,
+                  lambda: None, lambda _t: None, set())
+    assert got is not None and "pins overridden: pluggy, py, pytest" in got.history[-1]
+    assert "the pins that win (overrides, and the test runner's)" in run.steps
