@@ -25,7 +25,15 @@ interpreter became common (``bump``):
   own setuptools;
 - pytest stops with an internal error in its own code before collecting (exit 3: a pytest of the commit's day
   that predates the interpreter, pytest 2.x on Python 3.9): pytest, pluggy and py move to the later date, and the
-  log says why.
+  log says why; when a requirement file pins them (requests 2.9: ``pytest==2.8.1``) and so they did not move, the
+  pins are overridden (uv's ``--override``; not under a recipe);
+- the project's own build fails in setuptools' legacy PEP 517 hooks (a setup.py, no build backend declared): it
+  is installed with ``setup.py develop`` after its requirements, as pip did such projects before 21.3;
+- a resolution as for an older interpreter that fails gets the same adjustments as a failed install.
+
+The collection check names a sample of a large suite's test modules: never a conftest.py (named, it is collected
+as a module) and, where a tests folder holds enough, only modules at the top or in a ``test``/``tests``/
+``testing`` folder (a runner's testpaths would not look elsewhere).
 
 Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
 project (with its test extras) and the test runner. The first whose install succeeds and whose pytest starts wins.
