@@ -72,8 +72,9 @@ MAX_ROUNDS = 16
 COLLECT_ROUNDS = 4
 COLLECT_TIMEOUT_S = 300
 COLLECT_SAMPLE = 30
-TEST_DIRS = {"test", "tests", "testing"}
 """Test files collected by the check when the suite is large (collecting sympy whole takes minutes)."""
+TEST_DIRS = {"test", "tests", "testing"}
+"""Folders whose modules the sample prefers (:func:`collect_sample`)."""
 
 NO_SOLUTION = "No solution found when resolving dependencies"
 OLD_SETUPTOOLS = re.compile(r"cannot import name '(?:Feature|Library)' from 'setuptools'|"
