@@ -31,7 +31,7 @@ def test_the_routes_go_into_the_namespace_of_the_process_only() -> None:
     inside = subprocess.Popen(["unshare", "-n", "sh", "-c", "ip link set lo up && exec sleep 30"])  # (as a sandbox's)
     try:
         for _ in range(100):  # (until unshare has exec'd sleep in its new namespace)
-            if "sleep" in open(f"/proc/{inside.pid}/cmdline").read():
+            if open(f"/proc/{inside.pid}/cmdline").read().startswith("sleep\0"):  # (exec'd: lo is up)
                 break
             subprocess.run(["sleep", "0.05"], check=True)
         assert netns.blackhole_private_ranges(inside.pid) is None
