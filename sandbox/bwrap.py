@@ -96,13 +96,18 @@ async def _uncancelled(fut: asyncio.Future[Any]) -> Any:
     return fut.result()
 
 
+def _children(pid: int) -> list[int]:
+    """The children of process ``pid`` as the kernel lists them (bwrap's first is the sandbox's, in its
+    namespaces); empty when it has none or is gone."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and its children (as the kernel lists them: read before, since they are reparented after)."""
-    try:
-        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        children = []
-    for victim in [*children, pid]:
+    for victim in [*_children(pid), pid]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(victim, signal.SIGKILL)
 
@@ -541,8 +546,8 @@ class BwrapProvider(SandboxProvider):
         sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
         sandbox.user = user
         await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)
-        if (child := netns.child_of(proc.pid)) is not None:  # (ready: bwrap's child, in the sandbox's namespaces)
-            await asyncio.to_thread(netns.blackhole_private_ranges, child)
+        if children := _children(proc.pid):  # (ready: bwrap's child is there, in the sandbox's namespaces)
+            await asyncio.to_thread(netns.blackhole_private_ranges, children[0])
         return sandbox
 
     # -- reporting -------------------------------------------------------------------------------------------

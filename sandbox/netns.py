@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
-from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +51,3 @@ def _cannot(why: str) -> str:
         log.warning("sandboxes keep private addresses unreachable (a connect fails at once, not by timeout): %s",
                     why)
     return why
-
-
-def child_of(pid: int) -> int | None:
-    """The first child of process ``pid`` (bwrap's sandbox child), or None."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    return int(children[0]) if children else None

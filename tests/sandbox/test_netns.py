@@ -45,16 +45,20 @@ def test_the_routes_go_into_the_namespace_of_the_process_only() -> None:
         inside.wait()
 
 
-def test_child_of_names_the_first_child() -> None:
+def test_bwraps_children_are_read_as_the_kernel_lists_them() -> None:
+    """The sandbox's process, whose namespace gets the routes, is bwrap's first child."""
+    from sandbox.bwrap import _children
+
     parent = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
     try:
         for _ in range(100):
-            if (child := netns.child_of(parent.pid)) is not None:
+            if children := _children(parent.pid):
                 break
             subprocess.run(["sleep", "0.05"], check=True)
+        child = children[0] if children else None
         assert child is not None and "sleep" in open(f"/proc/{child}/cmdline").read()
     finally:
         subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
         parent.kill()
         parent.wait()
-    assert netns.child_of(parent.pid) is None
+    assert _children(parent.pid) == []
