@@ -392,7 +392,7 @@ def markdown(cmp: dict) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for repo, t in [*cmp["by_repository"].items(), ("total", cmp["total"])]:
         lines.append(f"| {repo} | {t['instances']} | {pct(t['gold_resolved'], t['gold_judged'])} | "
-                     f"{t.get('gold_fails_as_published', 0)} | "
+                     f"{t['gold_fails_as_published']} | "
                      f"{pct(t['agree_where_gold'], t['instances_where_gold'])} | "
                      f"{pct(t['tests_agree_where_gold'], t['tests_where_gold'])} | "
                      f"{pct(t['noversion_same_as_gold'], t['noversion_judged'])} | "

@@ -174,7 +174,7 @@ def parse_seaborn(log: str) -> dict[str, str]:
     return out
 
 
-_VERBOSE = re.compile(r"^(\S.*?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL)(?: \(.*\))?(?: +\[ *\d+%\])?$")
+_VERBOSE = re.compile(rf"^(\S.*?) ({'|'.join(STATUSES)})(?: \(.*\))?(?: +\[ *\d+%\])?$")
 """A verbose line: the name, the status, a reason (pytest 7: ``SKIPPED (why)``), the progress."""
 
 
