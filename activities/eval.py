@@ -284,7 +284,7 @@ class EvalActivities:
                 return EvalPrepareResult(error=f"environment: {e}")
             repo.set_environment(prepared.record.env_id, envs.cache)  # the instance's sandboxes run in it
             recipe = recipe or generic_recipe(inp.repo, present & {"bin/test", "tests/runtests.py"},
-                                              prepared.record.python)
+                                              prepared.record.python, tuple(prepared.record.spec.standins))
             return EvalPrepareResult(env_id=prepared.record.env_id, python=prepared.record.python, recipe=recipe,
                                      build_s=prepared.seconds, cached=prepared.cached, version_derived=derived,
                                      phases=_rounded(fetch=t1 - t0, environment=time.monotonic() - t1))

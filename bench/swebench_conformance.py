@@ -176,9 +176,10 @@ DELIBERATE = {("sphinx-doc/sphinx", "jinja2"): "Sphinx 3.0-4.4: the harness's ow
               ("sphinx-doc/sphinx", "PYTHONPATH"): "Sphinx: tox-current-env's link to the interpreter starts the "
                                                    "base Python outside bosun's virtualenv (the harness's conda "
                                                    "environment has none): its packages are named",
-              ("psf/requests", "HTTPBIN_URL"): "requests before 2.8: its tests call httpbin.org, which the "
-                                               "harness's containers reached; bosun's sandboxes have no network, "
-                                               "so a local httpbin stands in (recipes.py: Recipe.service)"}
+              ("psf/requests", "httpbin.org"): "requests before 2.8: its tests call httpbin.org over HTTP and "
+                                               "HTTPS, which the harness's containers reached; bosun's sandboxes "
+                                               "have no network, so a local httpbin stands in for that name "
+                                               "(Recipe.standin, sandbox/environments/standins.py)"}
 """Pins bosun does not copy, and why (reported with the comparison)."""
 
 

@@ -18,7 +18,7 @@ commands; activities/eval.py runs them in a network-off sandbox of the instance'
    compiles (the harness re-runs its install after applying a prediction);
 4. ``tests``: the files the test patch modifies are reset to the base commit (``git checkout BASE FILES``), the
    test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), the
-   recipe's service started (a local stand-in for a web service the tests reach: requests' httpbin), and the
+   stand-ins started (a local httpbin.org for requests before 2.8: sandbox/environments/standins.py), and the
    test command runs on the test patch's files -- stdout and stderr one stream, between the harness's markers.
 
 Test selection (``directives``): every ``diff --git a/... b/PATH`` of the test patch, data files left out
@@ -35,6 +35,7 @@ import shlex
 from agents.evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
 from agents.evaluation.swebench import Instance, patched_files
 from agents.evaluation.testlogs import parse
+from sandbox.environments import standins
 
 APPLY = ("git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
          "patch --batch --fuzz=5 -p1 -i")
@@ -54,9 +55,10 @@ BUILD_INPUTS = re.compile(r"(?:\.(?:pyx|pxd|pxi|c|cc|cpp|cxx|h|hpp|f|f90|m)|(?:^
 _RESET = re.compile(r"--- a/(.*)")
 
 
-def generic_recipe(repo: str, has: set[str], python: str) -> Recipe:
+def generic_recipe(repo: str, has: set[str], python: str, standin: tuple[str, ...] = ()) -> Recipe:
     """The recipe of a repository the harness does not know: its own runner when it has one (``tests/runtests.py``:
-    Django's; ``bin/test``: sympy's), else pytest; its environment is bosun's detection (``python``)."""
+    Django's; ``bin/test``: sympy's), else pytest; its environment is bosun's detection (``python``, and the
+    public test services its tests call, ``standin``)."""
     if "tests/runtests.py" in has:
         test_cmd, parser = DJANGO, "django"
     elif "bin/test" in has:
@@ -64,7 +66,8 @@ def generic_recipe(repo: str, has: set[str], python: str) -> Recipe:
     else:
         # -v: pytest before 4.6 prints no status line for a passed test with -rA, but a verbose line
         test_cmd, parser = f"python -m {PYTEST} -v -p no:cacheprovider", "pytest_any"
-    return Recipe(repo=repo, version="", test_cmd=test_cmd, parser=parser, harness_python=python, python=python)
+    return Recipe(repo=repo, version="", test_cmd=test_cmd, parser=parser, harness_python=python, python=python,
+                  standin=standin)
 
 
 def recipe_or_generic(instance: Instance, has: set[str], python: str) -> Recipe:
@@ -135,21 +138,11 @@ def judging_script(recipe: Recipe, instance: Instance) -> str:
         lines.append(f"git checkout {shlex.quote(instance.base_commit)} -- {' '.join(shlex.quote(f) for f in reset)}")
     if instance.test_patch.strip():
         lines.append(f"git apply -v {TEST_PATCH}")
-    if recipe.service:  # started from /tmp: never the workspace's code
-        lines += [f"(cd /tmp && exec {recipe.service}) >/tmp/bosun-service.log 2>&1 &",
-                  f"python -c {shlex.quote(_WAIT.format(port=recipe.service_port))} || cat /tmp/bosun-service.log"]
+    lines += standins.start_lines(recipe.standin)  # started from /tmp: never the workspace's code
     lines += [f"echo '{START}'", runner_command(recipe, instance), f"echo '{END}'"]
     return "\n".join(lines) + "\n"
 
 
-_WAIT = ("import socket, sys, time\n"
-         "for _ in range(100):\n"
-         "    try:\n"
-         "        socket.create_connection(('127.0.0.1', {port}), 0.5).close(); sys.exit(0)\n"
-         "    except OSError:\n"
-         "        time.sleep(0.2)\n"
-         "sys.exit(1)\n")
-"""Wait (at most about 20 s) until the recipe's service answers."""
 
 
 def statuses(recipe: Recipe, log: str) -> dict[str, str]:

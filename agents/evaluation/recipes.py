@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox.environments import standins
 from sandbox.environments.declared import Declared
 from sandbox.environments.models import VENV
 from sandbox.environments.pyconfig import conda_requirements, req_name
@@ -88,11 +89,10 @@ class Recipe(BaseModel):
     rebuild: str = ""
     """Compiled projects: the command that rebuilds the project in the workspace when a prediction changes what
     the build compiles (the harness re-runs its install after applying a prediction)."""
-    service: str = ""
-    service_port: int = 0
-    """A command started in the background before the tests, answering on ``service_port`` of the sandbox: a local
-    stand-in for a web service the tests reach (the harness's containers have the network, bosun's sandboxes do
-    not): requests before 2.8 calls httpbin.org unless ``HTTPBIN_URL`` says otherwise."""
+    standin: tuple[str, ...] = ()
+    """Public test services the tests reach by name (``httpbin.org``: requests before 2.8), answered by a local
+    stand-in that the judging script starts (sandbox/environments/standins.py): the harness's containers have the
+    network, bosun's sandboxes do not."""
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -320,15 +320,11 @@ def _pylint(v: str) -> Recipe:
               **extra)
 
 
-HTTPBIN_PORT = 8765
-
-
 def _requests(v: str) -> Recipe:
     if _vkey(v) >= (2, 8):  # its tests serve httpbin themselves (pytest-httpbin)
         return _r("psf/requests", v, PYTEST, "pytest_options", "3.9", requirements=["pytest"])
-    return _r("psf/requests", v, PYTEST, "pytest_options", "3.9", requirements=["pytest", "httpbin"],
-              service=f"python -m httpbin.core --port {HTTPBIN_PORT}", service_port=HTTPBIN_PORT,
-              eval_env={"HTTPBIN_URL": f"http://127.0.0.1:{HTTPBIN_PORT}/"})
+    return _r("psf/requests", v, PYTEST, "pytest_options", "3.9",
+              requirements=["pytest", *standins.requirements(["httpbin.org"])], standin=("httpbin.org",))
 
 
 _SEABORN = ["contourpy==1.1.0", "cycler==0.11.0", "fonttools==4.42.1", "importlib-resources==6.0.1",

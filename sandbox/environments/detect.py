@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime
 
 from infra.errors import ConfigError
-from sandbox.environments import imports, interpreters, pyconfig, testcmd
+from sandbox.environments import imports, interpreters, pyconfig, standins, testcmd
 from sandbox.environments.declared import (
     DECLARED_FILE,
     Declared,
@@ -174,6 +174,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     guessed: list[str] = []
     req_files: list[str] = []
     optional_files: list[str] = []
+    stand_ins: list[str] = []
     if install:
         if installable:
             reasons.append(Reason(field="install", value="the project, editable",
@@ -233,10 +234,20 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
             declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {
                 e.lower() for e in extras}
             own = {pyconfig.req_name(n) for n in _project_names(texts)}
-            for dist, source in imports.required_imports(paths, files.read_many):
+            tests = files.read_many([p for p in paths if imports.is_test_file(p)][:imports.MAX_TEST_FILES])
+            for dist, source in imports.required_imports(paths, lambda wanted: {p: tests[p] for p in wanted
+                                                                                if p in tests}):
                 if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
                     guessed.append(dist)
                     reasons.append(Reason(field="guessed", value=dist, source=source))
+            for host, path in standins.scan(tests):
+                served_by = standins.requirements([host])
+                stand_ins.append(host)
+                guessed += [d for d in served_by if d not in guessed]
+                reasons.append(Reason(field="standins", value=host,
+                                      source=f"{path} calls it; the sandbox has no network, so a local stand-in "
+                                             f"answers it when the tests are judged ({', '.join(served_by)}, "
+                                             "dropped if it cannot be installed)"))
     if declared is not None:
         extras = list(dict.fromkeys(extras + declared.extras))
         requirements += declared.requirements
@@ -313,7 +324,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
                    project_last=bool(declared is not None and declared.project_last),
-                   prepare=prepare, setup=setup,
+                   prepare=prepare, setup=setup, standins=stand_ins,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,

@@ -122,6 +122,9 @@ class EnvSpec(BaseModel):
     """Shell commands run after the install, with network, in /workspace, as the unprivileged build user."""
     env: dict[str, str] = {}
     """Environment variables of the build and of every sandbox of the environment."""
+    standins: list[str] = []
+    """Public test services the tests call by name (``httpbin.org``), answered by a local stand-in when they are
+    judged (sandbox/environments/standins.py); the services' packages are soft requirements."""
     test: TestCommand = Field(default_factory=TestCommand)
     scm_version: str | None = None
     """The version setuptools_scm is told (SETUPTOOLS_SCM_PRETEND_VERSION): the source has no .git."""

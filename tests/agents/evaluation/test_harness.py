@@ -278,11 +278,22 @@ def test_a_prediction_that_does_not_apply_is_refused_after_every_try(tmp_path):
 def test_requests_before_2_8_get_a_local_httpbin_for_the_network_its_tests_reach():
     patch = diff(("test_requests.py", False))
     old = judging_script(recipe_for("psf/requests", "2.0"), instance("psf/requests", "2.0", patch))
-    start, wait, test = old.index("python -m httpbin.core"), old.index("create_connection"), old.index("pytest -rA")
-    assert start < wait < old.index(START) < test and "HTTPBIN_URL=http://127.0.0.1:8765/ pytest" in old
+    start, wait = old.index("exec python serve.py"), old.index("create_connection")
+    hook, test = old.index("export BOSUN_STANDIN_HOSTS=httpbin.org"), old.index("pytest -rA")
+    assert start < wait < hook < old.index(START) < test
+    assert "HTTPBIN_URL" not in old  # the tests' own default, http://httpbin.org/, reaches the stand-in
     assert "httpbin" in recipe_for("psf/requests", "2.0").requirements
     new = judging_script(recipe_for("psf/requests", "2.26"), instance("psf/requests", "2.26", patch))
     assert "httpbin" not in new  # its tests serve httpbin themselves (pytest-httpbin)
+
+
+def test_a_detected_environments_stand_ins_reach_the_generic_runner():
+    patch = diff(("tests/test_client.py", False))
+    script = judging_script(generic_recipe("acme/client", set(), "3.11", ("httpbin.org",)),
+                            instance("acme/client", "", patch))
+    assert script.index("BOSUN_STANDIN_HOSTS=httpbin.org") < script.index(START)
+    assert "bosun-standin" not in judging_script(generic_recipe("acme/client", set(), "3.11"),
+                                                 instance("acme/client", "", patch))
 
 
 def test_a_retry_resets_the_tree_with_only_the_predictions_blobs_at_hand(tmp_path):

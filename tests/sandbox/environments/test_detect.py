@@ -389,3 +389,17 @@ def test_a_declared_environment_gets_no_ci_guesses():
     det = spec_of({"setup.py": "from setuptools import setup\nsetup(name='x')\n", "environment.yml": XARRAY_ENV,
                    ".bosun/environment.toml": 'python = "3.11"\n'})
     assert "bottleneck" not in det.spec.guessed
+
+
+def test_tests_that_call_a_public_test_service_get_its_stand_in():
+    """requests 2.0's tests call http(s)://httpbin.org: the sandbox has no network, so the environment gets the
+    service's package (soft) and its spec the stand-in, which the judging runner starts."""
+    calls = {"setup.py": SETUP_PY, "demo/__init__.py": "",
+             "test_requests.py": "import os\nHTTPBIN = os.environ.get('HTTPBIN_URL', 'http://httpbin.org/')\n"}
+    det = spec_of(calls)
+    assert det.spec.standins == ["httpbin.org"]
+    assert "httpbin" in det.spec.guessed and "httpbin" not in det.spec.requirements
+    assert "test_requests.py calls it" in reasons(det, "standins")[0]
+    plain = spec_of({**calls, "test_requests.py": "URL = 'http://127.0.0.1:8000/'  # httpbin.org in a comment\n"})
+    assert plain.spec.standins == [] and "httpbin" not in plain.spec.guessed
+    assert "standins" not in plain.spec.canonical()  # (existing environments keep their keys)
