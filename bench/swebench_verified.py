@@ -25,6 +25,11 @@ harness's versioning did (agents/evaluation/versions.py), compared with the publ
 (bench/data/swebench_verified_keys.jsonl) in the output. Every row is checked: the gold patch and the test patch
 apply to the base commit.
 
+A commit whose tree has files the mirror lacks (the fetch tool leaves a repository's largest files out: astropy's
+IERS table ``astropy/utils/iers/data/eopc04*``) is judged on a substitute: a commit of a bench-owned repository
+(``bench/results/swebench_verified/sources/``, the mirror's objects borrowed) whose tree is the base commit's with
+each absent file empty; each result names those files (``absent_files_empty``), and so does the output.
+
 Variants (``--variant``, repeatable; default gold and published), each judged on a private embedded stack, in
 chunks of ``--chunk`` instances of one repository, each instance's result kept
 (``bench/results/swebench_verified/<variant>/<id>.json``, its logs beside): a run that stops goes on where it
@@ -232,6 +237,54 @@ def result_path(variant: str, instance_id: str) -> Path:
     return RESULTS / variant / f"{instance_id}.json"
 
 
+SUBSTITUTES = RESULTS / "sources"
+"""Bench-owned bare repositories (objects borrowed from the mirror) holding the substitute commits."""
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
+def absent_files(git_dir: Path, commit: str) -> list[tuple[str, str]]:
+    """(mode, path) of each file of ``commit``'s tree whose blob the mirror does not have: the fetch tool leaves a
+    repository's largest files out (astropy's IERS table, ``astropy/utils/iers/data/eopc04*``)."""
+    entries = []
+    for record in git(git_dir, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0"):
+        meta, _, path = record.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            entries.append((parts[0], parts[2], path))
+    names = "".join(f"{sha}\n" for _, sha, _ in entries).encode()
+    found = git(git_dir, "cat-file", "--batch-check=%(objectname) %(objecttype)", input=names).splitlines()
+    absent = {line.split()[0] for line in found if line.endswith(" missing")}
+    return [(mode, path) for mode, sha, path in entries if sha in absent]
+
+
+def substitute(git_dir: Path, repo: str, commit: str) -> tuple[Path, str, list[str]]:
+    """(source, commit, the files substituted): ``commit`` itself from the mirror when it is whole, else a commit
+    of a bench-owned repository whose tree is ``commit``'s with each absent file an empty one (its parent
+    ``commit``, its dates ``commit``'s: the same commit id each time)."""
+    absent = absent_files(git_dir, commit)
+    if not absent:
+        return git_dir, commit, []
+    bench = SUBSTITUTES / f"{repo.replace('/', '+')}.git"
+    if not (bench / "objects").is_dir():
+        bench.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", "--bare", str(bench)], check=True)
+        (bench / "objects" / "info" / "alternates").write_text(f"{(git_dir / 'objects').resolve()}\n")
+    git(bench, "hash-object", "-w", "--stdin", input=b"")  # (EMPTY_BLOB)
+    with tempfile.TemporaryDirectory(prefix="bench-verified-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        git(bench, "read-tree", commit, env=env)
+        for mode, path in absent:
+            git(bench, "update-index", "--cacheinfo", f"{mode},{EMPTY_BLOB},{path}", env=env)
+        tree = git(bench, "write-tree", env=env).strip()
+    when = git(git_dir, "show", "-s", "--format=%cI", commit).strip()
+    ident = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@bosun.invalid", "GIT_AUTHOR_DATE": when,
+             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@bosun.invalid", "GIT_COMMITTER_DATE": when}
+    message = (f"{commit}, absent files empty\n\nThe mirror lacks: " + ", ".join(p for _, p in absent)).encode()
+    new = git(bench, "commit-tree", tree, "-p", commit, "-F", "-", input=message, env=ident).strip()
+    git(bench, "update-ref", f"refs/bench/{commit}", new)
+    return bench, new, [p for _, p in absent]
+
+
 def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_parallel: int, chunk: int,
           published: dict[str, dict]) -> None:
     """Judge ``rows`` (those without a kept result) in chunks of one repository; keep each instance's result."""
@@ -242,8 +295,14 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
     for r in sorted(pending, key=lambda r: REPOS.index(upstream_of(r["repo"]))):  # the quick ones first
         by_repo.setdefault(r["repo"], []).append(r)
     (RESULTS / variant).mkdir(parents=True, exist_ok=True)
+    groups: dict[tuple[str, Path], list[dict]] = {}
+    absent: dict[str, list[str]] = {}
     for repo, items in by_repo.items():
         upstream = upstream_of(repo)
+        for r in items:  # an instance whose commit the mirror lacks files of: judged on its substitute
+            source, base, absent[r["instance_id"]] = substitute(mirror(mirrors, upstream), upstream, r["base_commit"])
+            groups.setdefault((repo, source), []).append({**r, "base_commit": base})
+    for (repo, source), items in groups.items():
         for i in range(0, len(items), chunk):
             part = items[i:i + chunk]
             ids = [r["instance_id"] for r in part]
@@ -262,7 +321,7 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
             started = time.monotonic()
             proc = stack_eval(stack, "--instances", str(instances), "--predictions", predictions,
                               "--max-parallel", str(max_parallel), "--run-id", run_id, "--report", str(report),
-                              "--logs", str(logs), "--repo", f"{repo}={mirror(mirrors, upstream)}")
+                              "--logs", str(logs), "--repo", f"{repo}={source}")
             if not report.exists():
                 log(f"{run_id}: no report (exit {proc.returncode}): {proc.stderr[-1500:]}")
                 continue
@@ -275,7 +334,7 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
                 result_path(variant, iid).write_text(json.dumps({
                     "instance_id": iid, "report": data["instances"].get(iid),
                     "error": data["errors"].get(iid), "timing": data["timing"].get(iid),
-                    "run_id": run_id}, indent=1))
+                    "run_id": run_id, "absent_files_empty": absent[iid]}, indent=1))
             log(f"{run_id}: {len(data['summary']['resolved_ids'])}/{len(ids)} resolved, "
                 f"{len(data['errors'])} errors, {time.monotonic() - started:.0f} s")
 
@@ -363,7 +422,10 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
                     "tests": {k: {"bosun": mine.get(k), "published": v} for k, v in theirs.items()
                               if mine.get(k, False) != v}}
     total = {k: sum(t[k] for t in table.values()) for k in next(iter(table.values()))} if table else {}
-    return {"by_repository": table, "total": total, "disagreements": disagreements}
+    substituted = {r["instance_id"]: files for r in rows
+                   if (files := (kept("gold", r["instance_id"]) or {}).get("absent_files_empty"))}
+    return {"by_repository": table, "total": total, "disagreements": disagreements,
+            "absent_files_empty": substituted}
 
 
 def same_recipe(repo: str, version: str | None, other: str | None) -> bool:
@@ -444,7 +506,8 @@ def main() -> int:
     (RESULTS / "report.json").write_text(json.dumps(cmp, indent=1))
     (RESULTS / "report.md").write_text(markdown(cmp))
     print(json.dumps({"by_repository": cmp["by_repository"], "total": cmp["total"],
-                      "disagreements": sorted(cmp["disagreements"])}, indent=1))
+                      "disagreements": sorted(cmp["disagreements"]),
+                      "absent_files_empty": cmp["absent_files_empty"]}, indent=1))
     print(markdown(cmp), file=sys.stderr)
     return 0
 

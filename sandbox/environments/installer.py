@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from sandbox.environments import standins
 from sandbox.environments.imports import MODULE_TO_DIST, stdlib
 from sandbox.environments.interpreters import AVAILABLE, interpreter_env
 from sandbox.environments.models import VENV, EnvSpec
@@ -352,6 +353,8 @@ def requirements_text(spec: EnvSpec, plan: Plan) -> str:
     reqs = list(spec.requirements) + plan.added
     if plan.attempt.optional:
         reqs += [g for g in spec.guessed if g not in plan.dropped]
+    else:  # a stand-in's service is part of the test runner (soft, but in every attempt until dropped itself)
+        reqs += [r for r in standins.requirements(spec.standins) if r in spec.guessed and r not in plan.dropped]
     reqs = [plan.from_index.get(r, r) for r in reqs]
     if plan.develop and spec.install_project and "setuptools" not in {req_name(r) for r in reqs}:
         reqs.append("setuptools")  # (setup.py develop runs on the environment's own: a virtualenv has none)
@@ -615,7 +618,7 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
             if rc != 0:
                 if adjust_install(spec, plan, text, run.note):
                     continue
-                soft = set(spec.guessed) - plan.dropped
+                soft = set(spec.guessed) - plan.dropped - set(standins.requirements(spec.standins))
                 if attempt.optional and soft:
                     plan.dropped |= soft  # soft requirements in the way: without them, still as of the date
                     run.note(f"the install fails with the soft requirements: trying without them "

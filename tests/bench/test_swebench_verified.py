@@ -37,3 +37,29 @@ def test_the_test_patch_is_the_pull_requests_test_files_beside_the_gold_patch(tm
     assert swebench_verified.test_patch(repo / ".git", base, "1", gold) == ("", "no refs/pull/1/head in the mirror")
     assert swebench_verified.applies(repo / ".git", base, gold, patch) is None
     assert "does not apply" in (swebench_verified.applies(repo / ".git", "HEAD", gold) or "")
+
+
+def test_a_commit_whose_big_file_the_mirror_lacks_is_judged_on_a_whole_substitute(tmp_path: Path, monkeypatch) -> None:
+    """The fetch tool's mirrors leave the largest files out: the bench judges such a commit on a substitute whose
+    absent files are empty, the same commit id each time, and a whole commit as it is."""
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "data" / "big.dat").write_text("x" * 5000)
+    (repo / "code.py").write_text("print(1)\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    gd = repo / ".git"
+    monkeypatch.setattr(swebench_verified, "SUBSTITUTES", tmp_path / "sources")
+    assert swebench_verified.substitute(gd, "acme/app", base) == (gd, base, [])  # whole: itself
+    big = git(repo, "rev-parse", "HEAD:data/big.dat")
+    (gd / "objects" / big[:2] / big[2:]).unlink()  # (as the mirror lacks it)
+    assert swebench_verified.absent_files(gd, base) == [("100644", "data/big.dat")]
+    source, commit, files = swebench_verified.substitute(gd, "acme/app", base)
+    assert files == ["data/big.dat"] and commit != base and source != gd
+    assert swebench_verified.substitute(gd, "acme/app", base)[1] == commit  # the same id again
+    listing = subprocess.run(["git", "--git-dir", str(source), "archive", commit], capture_output=True)
+    assert listing.returncode == 0 and b"print(1)" in listing.stdout  # whole: every file there, big.dat empty
+    assert git(repo, "--git-dir", str(source), "cat-file", "-s", f"{commit}:data/big.dat") == "0"
+    assert git(repo, "--git-dir", str(source), "rev-parse", f"{commit}^") == base

@@ -148,6 +148,22 @@ def test_install_drops_soft_requirements_then_falls_back_and_can_fail():
     assert got is None and "no attempt worked" in run.notes[-1]
 
 
+def test_a_stand_ins_service_stays_when_the_other_soft_requirements_go():
+    """requests 2.0's own requirements.txt (invoke 0.2 -> pexpect-u, which no longer builds) fails the install: the
+    guesses and optional files go, but httpbin, which the tests' stand-in serves, stays in every attempt."""
+    spec = OLD.model_copy(update={"guessed": ["mock", "httpbin"], "standins": ["httpbin.org"]})
+    plan = Plan(attempts_for(spec)[0])
+    assert requirements_text(spec, plan) == "pytest\nmock\nhttpbin\n"
+    assert requirements_text(spec, Plan(attempts_for(spec)[2])) == "pytest\nhttpbin\n"  # only the runner: and it
+    run = FakeRun([("install", 1, "error: something else")])
+    got = install(run, spec.model_copy(update={"test": TestCommand(paths=["tests"])}), {},
+                  put_requirements=lambda _t: None, fresh_venv=lambda: None, progress=lambda _m: None, local=set())
+    assert got is not None and "dropped: mock" in got.history[0] and "httpbin" not in got.history[0]
+    named = Plan(attempts_for(spec)[2])  # a failure that names it drops it like any guess
+    assert adjust_install(spec, named, "error: Failed to build `httpbin==0.7.0`", lambda _m: None)
+    assert requirements_text(spec, named) == "pytest\n"
+
+
 def test_a_package_uploaded_again_later_is_taken_as_of_that_upload():
     plan = Plan(attempts_for(OLD)[0])
     text = ("hint: `codecov` was filtered by `exclude-newer` to only include packages uploaded before "
