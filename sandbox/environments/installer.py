@@ -343,6 +343,26 @@ def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: 
     return [*cmd, *(inputs if others else inputs[:2])]
 
 
+SCM_CONFIG = f"{TOOLS}/scm-version.toml"
+
+
+def scm_scoped(spec: EnvSpec, env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the install's variables, the uv configuration to write at SCM_CONFIG): the version setuptools_scm is told
+    (``scm_version``) reaches the project's own build only, through uv's ``extra-build-variables``. As a variable of
+    the whole install it also reached every dependency built from source with setuptools_scm: iniconfig 1.0.0 (a
+    source distribution) came out as the project's version, and uv took iniconfig 0.1 instead, whose files pytest 6
+    could not read (its tests' ini files were ignored). The variable stays for what runs the project's setup.py
+    itself (``setup.py develop``, the setup commands), and for a project whose name is not known."""
+    version, name = spec.scm_version or "", spec.project_name or ""
+    if not (version and name and env.get("SETUPTOOLS_SCM_PRETEND_VERSION") == version and "UV_CONFIG_FILE" not in env
+            and re.fullmatch(r"[A-Za-z0-9.+!_-]{1,64}", version) and re.fullmatch(r"[A-Za-z0-9._-]{1,100}", name)):
+        return env, []
+    scoped = {k: v for k, v in env.items() if k != "SETUPTOOLS_SCM_PRETEND_VERSION"}
+    scoped["UV_CONFIG_FILE"] = SCM_CONFIG
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    return scoped, ["[extra-build-variables]", f'"{key}" = {{ SETUPTOOLS_SCM_PRETEND_VERSION = "{version}" }}']
+
+
 def develop_command() -> list[str]:
     """The project installed the way pip installed a setup.py project before 21.3 (``Plan.develop``), without its
     dependencies (they come from the requirements, installed before it)."""
@@ -570,6 +590,9 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
     """Run the attempts; the first that works gives ``Installed``, None when none did (history in the log)."""
     history: list[str] = []
     attempts = attempts_for(spec)
+    whole, (env, scm_lines) = env, scm_scoped(spec, env)
+    if scm_lines:
+        run.step("the project's version, for its own build only", _lines_command(scm_lines, SCM_CONFIG), env)
     quiet = {**env, **interpreter_env(spec.python), "PYTHONDONTWRITEBYTECODE": "1"}  # as in the sandboxes
     if spec.overrides:
         run.step("the pins that win over the requirement files (overrides)", overrides_command(spec), env)
@@ -604,7 +627,7 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                                     install_command(spec, plan, project=False), env, check=False)
             if rc == 0 and plan.develop:
                 rc, text = run.step(f"install the project: setup.py develop ({attempt.label})", develop_command(),
-                                    env, check=False)
+                                    whole, check=False)
             elif rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
                 run.step("hold what is installed", hold_command(spec), env, check=False)
                 rc, text = run.step(f"install the project ({attempt.label})",

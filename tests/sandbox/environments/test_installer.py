@@ -10,6 +10,7 @@ from sandbox.environments.installer import (
     HELD,
     OVERRIDES,
     PROJECT,
+    SCM_CONFIG,
     Plan,
     adjust_install,
     adjust_runtime,
@@ -22,6 +23,7 @@ from sandbox.environments.installer import (
     last_patch,
     overrides_command,
     requirements_text,
+    scm_scoped,
 )
 from sandbox.environments.models import EnvSpec, TestCommand
 
@@ -162,6 +164,36 @@ def test_a_stand_ins_service_stays_when_the_other_soft_requirements_go():
     named = Plan(attempts_for(spec)[2])  # a failure that names it drops it like any guess
     assert adjust_install(spec, named, "error: Failed to build `httpbin==0.7.0`", lambda _m: None)
     assert requirements_text(spec, named) == "pytest\n"
+
+
+def test_the_projects_version_reaches_its_own_build_only():
+    """pytest at e6e300e7 (no .git: told 5.4.0): as a variable of the whole install the version reached iniconfig
+    1.0.0's source build too, and uv took iniconfig 0.1; now only the project's build is told (uv's
+    extra-build-variables), and setup.py develop, which runs the project's setup.py itself, still has it."""
+    spec = OLD.model_copy(update={"scm_version": "5.4.0", "project_name": "Demo_Pkg", "test": TestCommand(paths=["t"])})
+    env = {"PATH": "/x", "SETUPTOOLS_SCM_PRETEND_VERSION": "5.4.0"}
+    scoped, lines = scm_scoped(spec, env)
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION" not in scoped and scoped["UV_CONFIG_FILE"] == SCM_CONFIG
+    assert lines == ["[extra-build-variables]", '"demo-pkg" = { SETUPTOOLS_SCM_PRETEND_VERSION = "5.4.0" }']
+    assert scm_scoped(spec.model_copy(update={"project_name": None}), env) == (env, [])  # no name: as before
+    assert scm_scoped(spec.model_copy(update={"scm_version": '1" }\nx = {'}), {**env, "SETUPTOOLS_SCM_PRETEND_VERSION":
+                                                                               '1" }\nx = {'})[1] == []  # no TOML
+    assert scm_scoped(spec, {**env, "UV_CONFIG_FILE": "/mine.toml"})[1] == []  # a configuration of the user's wins
+    seen: list[tuple[str, dict]] = []
+
+    class Recording(FakeRun):
+        def step(self, label, argv, env, check=True):
+            seen.append((label, dict(env)))
+            return super().step(label, argv, env, check=check)
+
+    run = Recording([("install (as of the commit", 1, LEGACY_KILLED)])
+    install(run, spec, env, put_requirements=lambda _t: None, fresh_venv=lambda: None, progress=lambda _m: None,
+            local=set())
+    installs = [e for label, e in seen if label.startswith("install") and "develop" not in label]
+    develops = [e for label, e in seen if "develop" in label]
+    assert seen[0][0].startswith("the project's version") and installs and develops
+    assert all("SETUPTOOLS_SCM_PRETEND_VERSION" not in e and e["UV_CONFIG_FILE"] == SCM_CONFIG for e in installs)
+    assert all(e["SETUPTOOLS_SCM_PRETEND_VERSION"] == "5.4.0" for e in develops)
 
 
 def test_a_package_uploaded_again_later_is_taken_as_of_that_upload():
