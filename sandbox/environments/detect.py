@@ -125,7 +125,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
 
     hints: dict = {}
     for name in ("Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json"):
-        if name in texts:
+        if name in texts and (declared is None or declared.detect):  # (`detect = false`: the declaration alone)
             found = dockerfile_hints(texts[name]) if name == "Dockerfile" else devcontainer_hints(texts[name])
             for key, value in found.items():
                 if value and key not in hints:

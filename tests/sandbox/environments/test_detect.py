@@ -239,6 +239,17 @@ def test_dockerfile_and_devcontainer_hints():
     assert det.spec.python == "3.9" and det.spec.setup == ["pip install -r dev.txt"]
 
 
+def test_a_declaration_that_says_detect_false_takes_no_devcontainer_hints():
+    """astropy 5.2's .devcontainer runs `conda init bash && sudo cp ...` after creation: under the harness's recipe
+    (`detect = false`) that is not part of the environment (the build failed on it, `conda: not found`)."""
+    repo = {"setup.py": "from setuptools import setup\nsetup(name='d')\n",
+            ".devcontainer/devcontainer.json": '{"image": "mcr.microsoft.com/devcontainers/python:3.11",'
+                                               ' "postCreateCommand": "conda init bash", "containerEnv": {"A": "1"}}'}
+    only = spec_of(repo, override=("/etc/envs/x.toml", 'python = "3.9"\ndetect = false\n')).spec
+    assert only.setup == [] and only.env == {} and only.python == "3.9"
+    assert spec_of(repo).spec.setup == ["conda init bash"]  # detected: the repository's hint is taken
+
+
 def test_hostile_config_files_are_data():
     det = spec_of({"setup.py": "import os; os.system('touch /tmp/pwned')\n" + "(" * 5000,
                    "pyproject.toml": "[project\nname=", "setup.cfg": "[metadata\n", "tox.ini": "\0\0",
