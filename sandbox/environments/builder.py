@@ -13,7 +13,8 @@ under a header in ``build.log``:
 2. ``install``: ``uv pip install`` of the project (editable), its test extras, test requirements and pytest
    plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
    collect; what fails on this interpreter is moved to a later date (sandbox/environments/installer.py);
-3. ``setup``: the declared setup commands (and tox's ``pip install`` commands);
+3. ``setup``: the declared setup commands, or detection's (tox's ``pip install`` commands, a Dockerfile's or
+   devcontainer's): one of detection's that fails is noted and the build goes on (``setup_best_effort``);
 4. ``seed``: the files the build left in the source tree (compiled extensions, generated version files) are kept
    as /opt/bosun-env/seed.tar, to be put into each workspace. Those git does not ignore are listed
    (``seed-unignored``, ``seed-exclude``: as files, or as the top directory the build made) so that diffs, in the
@@ -381,7 +382,10 @@ class Builder:
             setup_env.pop("UV_EXCLUDE_NEWER", None)
         for i, cmd in enumerate(spec.setup, 1):
             self.progress(f"building: setup {i}/{len(spec.setup)}: {cmd[:80]}")
-            run.step(f"setup {i}: {cmd[:120]}", ["sh", "-c", cmd], setup_env)
+            rc, _ = run.step(f"setup {i}: {cmd[:120]}", ["sh", "-c", cmd], setup_env, check=not spec.setup_best_effort)
+            if rc != 0:
+                run.note(f"setup {i} failed (exit {rc}): it is detection's (a Dockerfile, a devcontainer or tox), not "
+                         "a declaration's, so the build goes on without it")
         self.progress("building: seed, image, export")
         run.step("seed", ["/usr/bin/python3", f"{TOOLS}/seed.py"], {**self._env(spec), "PYTHONDONTWRITEBYTECODE": "1"})
         seed = "seed: kept" in run.last_output

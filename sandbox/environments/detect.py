@@ -324,7 +324,8 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
                    build_isolation=declared.build_isolation if declared is not None else True,
                    project_last=bool(declared is not None and declared.project_last),
-                   prepare=prepare, setup=setup, standins=stand_ins,
+                   prepare=prepare, setup=setup, setup_best_effort=bool(setup) and not (declared and declared.setup),
+                   standins=stand_ins,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,

@@ -121,6 +121,10 @@ class EnvSpec(BaseModel):
     of the build's files)."""
     setup: list[str] = []
     """Shell commands run after the install, with network, in /workspace, as the unprivileged build user."""
+    setup_best_effort: bool = False
+    """The setup commands are detection's (a Dockerfile's RUN, a devcontainer's postCreateCommand, tox's installs),
+    not a declaration's: one that fails is noted and the build goes on (astropy 5.2's devcontainer runs ``conda
+    init bash && sudo cp ...``; neither is in a build)."""
     env: dict[str, str] = {}
     """Environment variables of the build and of every sandbox of the environment."""
     standins: list[str] = []

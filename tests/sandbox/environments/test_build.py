@@ -90,6 +90,20 @@ def test_a_failing_setup_names_the_step_and_caches_nothing(envs, tmp_path):
     assert not (envs.store.root / "uv" / key).exists()  # the repository's failure: not built again
 
 
+def test_a_devcontainers_setup_that_fails_is_noted_and_the_build_goes_on(envs, tmp_path, request):
+    """Detection's setup commands are hints (astropy 5.2's devcontainer runs `conda init bash`): one that fails is
+    noted in the build's log, the next one still runs, and the environment is built."""
+    devcontainer = ('{"image": "mcr.microsoft.com/devcontainers/python:3.9", "postCreateCommand": '
+                    '"conda init bash; exit 3"}')
+    repo = make_repo(tmp_path / "hinted", {**TINY, ".devcontainer/devcontainer.json": devcontainer})
+    det, tree = envs.detect_repo(str(repo))
+    assert det.spec.setup == ["conda init bash; exit 3"] and det.spec.setup_best_effort
+    record = envs.ensure(det, tree).record
+    request.addfinalizer(lambda: envs.remove(record.env_id))
+    log = envs.log_of(record).read_text()
+    assert "note: setup 1 failed (exit 3): it is detection's" in log and "conda: not found" in log
+
+
 DECLARED = r"""prepare = ["echo made-before-the-install > prepared.txt"]
 setup = [
   # the build runs a program it put in /tmp (a compiler's probe does: scikit-learn's OpenMP check)

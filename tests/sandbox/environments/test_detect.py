@@ -247,7 +247,10 @@ def test_a_declaration_that_says_detect_false_takes_no_devcontainer_hints():
                                                ' "postCreateCommand": "conda init bash", "containerEnv": {"A": "1"}}'}
     only = spec_of(repo, override=("/etc/envs/x.toml", 'python = "3.9"\ndetect = false\n')).spec
     assert only.setup == [] and only.env == {} and only.python == "3.9"
-    assert spec_of(repo).spec.setup == ["conda init bash"]  # detected: the repository's hint is taken
+    hinted = spec_of(repo).spec
+    assert hinted.setup == ["conda init bash"] and hinted.setup_best_effort  # detected: the hint, best effort
+    declared = spec_of(repo, override=("/etc/envs/x.toml", 'python = "3.9"\nsetup = ["make dev"]\n')).spec
+    assert declared.setup == ["make dev"] and not declared.setup_best_effort  # a declaration's: it must work
 
 
 def test_hostile_config_files_are_data():
