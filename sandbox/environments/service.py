@@ -45,17 +45,28 @@ DETECTED_KEEP_S = 7 * 86400
 """A remembered detection older than this goes on the next prune (any change to the detector's code makes every
 earlier one unreachable; one still in use is made again in milliseconds)."""
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
-                  "interpreters.py", "models.py", "repofiles.py")
+                  "interpreters.py", "models.py", "repofiles.py", "standins.py")
 
 
-def detection_key(commit: str, override: tuple[str, str | Declared] | None, version: str | None = None) -> str:
-    """What a remembered detection depends on: the commit, the override (file or declaration), the version given,
-    and the detector's own code."""
-    h = hashlib.sha256(f"{commit}\0{override!r}\0{version!r}\0".encode())
+def _detector_code() -> bytes:
+    """The detector's code as this process loaded it: read once, at import. Read at each call, a worker started
+    before an upgrade would file what its old code detected under the new code's key, for every later process."""
+    h = hashlib.sha256()
     here = Path(__file__).parent
     for name in DETECTOR_FILES:
         with contextlib.suppress(OSError):
             h.update((here / name).read_bytes())
+    return h.digest()
+
+
+DETECTOR_CODE = _detector_code()
+
+
+def detection_key(commit: str, override: tuple[str, str | Declared] | None, version: str | None = None) -> str:
+    """What a remembered detection depends on: the commit, the override (file or declaration), the version given,
+    and the detector's own code (``DETECTOR_CODE``)."""
+    h = hashlib.sha256(f"{commit}\0{override!r}\0{version!r}\0".encode())
+    h.update(DETECTOR_CODE)
     return h.hexdigest()[:32]
 
 

@@ -246,3 +246,20 @@ def test_one_sandbox_path_and_no_dead_helpers():
 
     assert builder.SANDBOX_PATH is bwrap.SANDBOX_PATH
     assert not any(hasattr(service, n) for n in ("failure_summary", "tail_of", "is_root"))
+
+
+def test_a_remembered_detection_is_keyed_by_the_detector_code_this_process_runs(monkeypatch):
+    """A worker that started before an upgrade must not file what its old code detects under the new code's key
+    (astropy 5.2's detection with the devcontainer's setup outlived the fix that dropped it): the detector's code
+    is read once, when the module loads, never again at each call."""
+    from sandbox.environments import service
+
+    before = service.detection_key("a" * 40, None, "1.0")
+
+    def no_reading(_self):
+        raise AssertionError("the detector's files were read again")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    assert service.detection_key("a" * 40, None, "1.0") == before
+    assert service.detection_key("b" * 40, None, "1.0") != before
+    assert "standins.py" in service.DETECTOR_FILES  # (detection reads the test files for the stand-ins too)
