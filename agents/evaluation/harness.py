@@ -143,8 +143,6 @@ def judging_script(recipe: Recipe, instance: Instance) -> str:
     return "\n".join(lines) + "\n"
 
 
-
-
 def statuses(recipe: Recipe, log: str) -> dict[str, str]:
     """Each test's status in a tests script's output, as the harness reads it: the part between the markers,
     or the whole output when that part names no test."""

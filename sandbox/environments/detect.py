@@ -234,9 +234,8 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
             declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {
                 e.lower() for e in extras}
             own = {pyconfig.req_name(n) for n in _project_names(texts)}
-            tests = files.read_many([p for p in paths if imports.is_test_file(p)][:imports.MAX_TEST_FILES])
-            for dist, source in imports.required_imports(paths, lambda wanted: {p: tests[p] for p in wanted
-                                                                                if p in tests}):
+            tests = files.read_many(imports.test_files(paths))  # (read once: for the imports and the stand-ins)
+            for dist, source in imports.required_imports(paths, tests):
                 if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
                     guessed.append(dist)
                     reasons.append(Reason(field="guessed", value=dist, source=source))

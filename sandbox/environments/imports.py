@@ -84,15 +84,20 @@ def top_level_imports(source: str) -> list[str]:
     return found
 
 
-def required_imports(paths: list[str], read_many) -> list[tuple[str, str]]:
-    """(distribution, why) for the third-party modules the tests import (see the module docstring)."""
-    tests = [p for p in paths if is_test_file(p)][:MAX_TEST_FILES]
+def test_files(paths: list[str]) -> list[str]:
+    """The test files of a tree whose texts detection reads (at most MAX_TEST_FILES)."""
+    return [p for p in paths if is_test_file(p)][:MAX_TEST_FILES]
+
+
+def required_imports(paths: list[str], tests: dict[str, str]) -> list[tuple[str, str]]:
+    """(distribution, why) for the third-party modules the tests import (see the module docstring); ``tests``: the
+    texts of the tree's ``test_files``."""
     if not tests:
         return []
     known_std = stdlib()
     local = local_names(paths)
     counts: dict[str, tuple[int, str]] = {}
-    for path, text in read_many(tests).items():
+    for path, text in tests.items():
         for mod in set(top_level_imports(text)):
             top = mod.split(".")[0]
             if top in known_std or top in local or top.startswith("_") and top != "_pytest":

@@ -161,11 +161,13 @@ def start_lines(hosts: list[str] | tuple[str, ...],
                 known: dict[str, tuple[str, str]] = KNOWN) -> list[str]:
     """Shell lines that start the stand-ins for ``hosts`` and export what points the tests at them. The
     server's output goes to DIR/service.log, which is printed when it does not answer. Nothing of the workspace runs:
-    the server starts from DIR. Hosts not in ``known`` are left out; no line when none is known."""
+    the server starts from DIR. Hosts not in ``known``, or served by another app than the first host's, are left
+    out; no line when none is known."""
     hosts = [h for h in hosts if h in known]
     if not hosts:
         return []
-    targets = list(dict.fromkeys(known[h][1] for h in hosts))
+    target = known[hosts[0]][1]
+    hosts = [h for h in hosts if known[h][1] == target]  # one server, one app (one known app today: httpbin)
     names = ",".join(hosts)
     alt = ",".join([f"DNS:{h}" for h in hosts] + ["IP:127.0.0.1", "DNS:localhost"])
     d = shlex.quote(DIR)
@@ -182,8 +184,7 @@ def start_lines(hosts: list[str] | tuple[str, ...],
         f"openssl x509 -req -in cert.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile cert.ext "
         f"-out cert.pem && rm -f ca.key) {log}",
     ]
-    # one server per app; the first app takes PORT (one known app today: httpbin)
-    lines.append(f"(cd {d} && exec python serve.py {d} {PORT} {shlex.quote(targets[0])}) {log} &")
+    lines.append(f"(cd {d} && exec python serve.py {d} {PORT} {shlex.quote(target)}) {log} &")
     lines.append(f"python -c {shlex.quote(WAIT.format(ports=(PORT, PORT + 1)))} || cat {d}/service.log")
     lines += [f"export BOSUN_STANDIN_HOSTS={shlex.quote(names)} BOSUN_STANDIN_PORT={PORT}",
               f"export BOSUN_STANDIN_CA={d}/ca.pem PYTHONPATH={d}/hook${{PYTHONPATH:+:$PYTHONPATH}}"]

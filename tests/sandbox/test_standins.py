@@ -69,6 +69,9 @@ def test_the_lines_name_only_known_services() -> None:
     assert standins.start_lines(["unknown.example"]) == []
     assert standins.start_lines([]) == []
     assert standins.requirements(["httpbin.org", "unknown.example"]) == ["httpbin"]
+    two = {"a.example": ("a", "a_app:app"), "b.example": ("b", "b_app:app")}  # one server serves one app
+    lines = "\n".join(standins.start_lines(["a.example", "b.example"], known=two))
+    assert "BOSUN_STANDIN_HOSTS=a.example " in lines and "b.example" not in lines
 
 
 def test_a_test_file_that_calls_a_known_service_by_url_is_found() -> None:
