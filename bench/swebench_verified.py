@@ -52,6 +52,7 @@ gold resolves, detected >= 90%.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -257,10 +258,12 @@ def absent_files(git_dir: Path, commit: str) -> list[tuple[str, str]]:
     return [(mode, path) for mode, sha, path in entries if sha in absent]
 
 
+@functools.cache
 def substitute(git_dir: Path, repo: str, commit: str) -> tuple[Path, str, list[str]]:
     """(source, commit, the files substituted): ``commit`` itself from the mirror when it is whole, else a commit
     of a bench-owned repository whose tree is ``commit``'s with each absent file an empty one (its parent
-    ``commit``, its dates ``commit``'s: the same commit id each time)."""
+    ``commit``, its dates ``commit``'s: the same commit id each time). Once per commit and run: every variant
+    judges the same rows, and listing a tree the size of sympy's is not free."""
     absent = absent_files(git_dir, commit)
     if not absent:
         return git_dir, commit, []
