@@ -165,7 +165,8 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
                                                                        spec.optional_files]) or "-"),
             ("resolved as of", spec.exclude_newer or "now"), ("setup commands", " && ".join(spec.setup) or "-"),
             ("apt packages", " ".join(spec.apt) or "-"), ("compilers", "yes" if spec.compilers else "no"),
-            ("per revision", "yes" if spec.per_revision else "no")]
+            ("per revision", "yes" if spec.per_revision else "no"),
+            ("stand-ins", ", ".join(spec.standins) + " (started before the tests)" if spec.standins else "-")]
     for name, value in rows:
         print(f"  {name:22} {value}")
     print("why:")

@@ -5,7 +5,10 @@
 
 ``--env ENV_ID`` runs the command in a sandbox of that environment (`bosun env build` prints the id): its
 interpreter, its virtualenv first on PATH, the files its build left in the source tree put into the workspace
-(never over existing ones); the same rules as every sandbox (no network...). An unknown id: exit code 2.
+(never over existing ones); the same rules as every sandbox (no network...). An unknown id: exit code 2. When the
+environment has stand-ins for public test services (``bosun env show``: ``standins``; a local httpbin.org for
+requests before 2.8), they are started first and the command's Python processes reach them by name, as when the
+tests are judged; ``--no-standins`` runs the command alone.
 
 With ``--json`` it prints exactly one JSON object ``{"exit_code", "stdout", "stderr", "timed_out", "duration_s"}``
 and exits 0 whenever the sandbox ran the command (whatever the command's exit code). Without it, the command's
@@ -27,6 +30,7 @@ from infra.settings import Settings
 from sandbox import docker_available, get_provider
 from sandbox.base import SandboxProvider
 from sandbox.environments.runtime import provider_for
+from sandbox.environments.standins import wrap
 from sandbox.environments.store import EnvStore, default_cache
 
 EXIT_SANDBOX_FAILED = 3
@@ -36,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bosun sandbox exec",
                                 description="Run one command in a fresh sandbox bound to a workspace.")
     p.add_argument("--env", default=None, metavar="ENV_ID", help="run in this environment (bosun env build)")
+    p.add_argument("--no-standins", action="store_true",
+                   help="with --env: do not start the environment's stand-ins for public test services")
     p.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None,
                    help="sandbox backend (default: the sandbox_backend setting, BOSUN_SANDBOX_BACKEND)")
     p.add_argument("--workspace", default=None, help="directory bound at /workspace (default: the current one)")
@@ -65,12 +71,13 @@ def _env_provider(env_id: str, backend: str, cache: Path) -> SandboxProvider:
 
 
 async def _run(backend: str, image: str | None, workspace: Path, cmd: list[str], timeout: float, cap: int,
-               env_id: str | None = None, cache: Path | None = None):
+               env_id: str | None = None, cache: Path | None = None, standins: bool = True):
     provider = (_env_provider(env_id, backend, cache or default_cache()) if env_id
                 else get_provider(backend, image=image))
     sb = await provider.acquire(workspace)
+    hosts = sb.environment.standins if standins and sb.environment is not None else []
     try:
-        return await sb.exec(cmd, timeout_s=timeout, output_cap=cap)
+        return await sb.exec(wrap(cmd, hosts) if hosts else cmd, timeout_s=timeout, output_cap=cap)
     finally:
         await sb.close()
 
@@ -96,7 +103,7 @@ def exec_main(argv: list[str]) -> int:
         return 2
     try:
         res = asyncio.run(_run(backend, args.image or default_image, workspace, cmd, args.timeout,
-                               args.output_cap, args.env, cache))
+                               args.output_cap, args.env, cache, not args.no_standins))
     except ConfigError as exc:
         print(f"bosun sandbox exec: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -56,6 +56,8 @@ class EnvironmentInfo(BaseModel):
     test_command: str = "python -m pytest"
     """The whole command as one shell line (for people)."""
     venv: str = "/opt/bosun-env/venv"
+    standins: list[str] = []
+    """Public test services answered by a local stand-in while the tests run (sandbox/environments/standins.py)."""
 
 
 class ExecResult(BaseModel):

@@ -398,5 +398,5 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
                     requirement_files=files, soft_requirements=[r for r in soft if req_name(r) not in named],
                     exclude_newer=REFERENCE_DATE, resolve_for_python=older, build_isolation=recipe.build_isolation,
                     project_last=True,
-                    prepare=recipe.build_edits,
+                    prepare=recipe.build_edits, standins=list(recipe.standin),
                     test_command=recipe.test_cmd)

@@ -17,6 +17,7 @@ from infra.errors import InvalidArguments, ToolFailed
 from infra.names import name_bytes, os_name, shown
 from sandbox import bounded
 from sandbox.base import EnvironmentInfo
+from sandbox.environments import standins
 
 TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 PYTEST_FLAGS = ["-rfEsxXp", "--tb=short", "-q", "-p", "no:cacheprovider"]
@@ -109,6 +110,8 @@ def test_invocation(env: EnvironmentInfo | None, args: list[str]) -> tuple[list[
 async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
     env = getattr(ctx.sandbox, "environment", None)
     cmd, is_pytest = test_invocation(env, a.args)
+    if env is not None and env.standins:
+        cmd = standins.wrap(cmd, env.standins)
     res = await ctx.sandbox.exec(cmd, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
                                  output_cap=ctx.output_cap, env=PYTEST_ENV)
     report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)

@@ -22,6 +22,8 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     compilers = true                 # a C toolchain and Python headers in the base
     detect = false                   # install only what this file names: no extras, requirement files, pytest
                                      # plugins or imports that detection would add beside it
+    standins = ["httpbin.org"]       # public test services the tests call, answered in the sandbox by a local
+                                     # stand-in (its package a requirement; sandbox/environments/standins.py)
     [env]
     DJANGO_SETTINGS_MODULE = "tests.settings"
 
@@ -45,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from infra.errors import ConfigError, describe_validation
 from sandbox.environments.bases import check_packages
 from sandbox.environments.interpreters import SUITES, interpreter
+from sandbox.environments.standins import KNOWN
 
 DECLARED_FILE = ".bosun/environment.toml"
 RESERVED_ENV = {"PATH", "HOME", "TMPDIR", "VIRTUAL_ENV", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "USER",
@@ -75,6 +78,7 @@ class Declared(BaseModel):
     test_command: str | None = None
     compilers: bool = False
     detect: bool = True
+    standins: list[str] = []
     env: dict[str, str] = {}
 
     @field_validator("python")
@@ -124,6 +128,14 @@ class Declared(BaseModel):
             if "\n" in item or "\0" in item or not item.strip():
                 raise ValueError(f"{item[:40]!r}: one non-empty line each")
         return v
+
+    @field_validator("standins")
+    @classmethod
+    def _standins(cls, v: list[str]) -> list[str]:
+        for host in v:
+            if host not in KNOWN:
+                raise ValueError(f"standins: no stand-in is known for {host[:60]!r}; known: {', '.join(KNOWN)}")
+        return list(dict.fromkeys(v))
 
     @field_validator("test_command")
     @classmethod

@@ -250,6 +250,15 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     if declared is not None:
         extras = list(dict.fromkeys(extras + declared.extras))
         requirements += declared.requirements
+        named = {pyconfig.req_name(r) for r in requirements}
+        served = {pyconfig.req_name(d) for d in standins.requirements(declared.standins)}
+        requirements += [d for d in standins.requirements(declared.standins) if pyconfig.req_name(d) not in named]
+        guessed = [g for g in guessed if pyconfig.req_name(g) not in served]  # declared: a requirement, not soft
+        for host in declared.standins:
+            if host not in stand_ins:
+                stand_ins.append(host)
+            reasons.append(Reason(field="standins", value=host, source=f"declared ({origin}); a local stand-in "
+                                                                       "answers it in the sandbox"))
         guessed += [r for r in declared.soft_requirements if r not in guessed]
         for req in declared.soft_requirements:
             reasons.append(Reason(field="guessed", value=req, source=f"declared ({origin}; dropped if it cannot be "

@@ -84,7 +84,10 @@ OLD_SETUPTOOLS = re.compile(r"cannot import name '(?:Feature|Library)' from 'set
 OLD_BUILD_SETUPTOOLS = "setuptools<46"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
-FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9._-]+)==")
+FAILED_BUILD = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==")
+"""A package that failed to build; uv names the one asked for first, then a build requirement of it that failed
+(``bottleneck==1.3.2``, then its ``numpy==1.17.3``): both are named, so the soft requirement that pulled the
+build in is the one dropped, not every soft requirement with it."""
 PULLED_IN_BY = re.compile(r"`[A-Za-z0-9._-]+` \(v[^)]*\) was included because `([A-Za-z0-9._-]+)` \(v")
 """uv's hint naming the requirement that pulled a failing package in (``typed-ast`` because of ``mypy``)."""
 FRAME = re.compile(r"site-packages/([A-Za-z0-9_]+)(?:/|\.py)")
@@ -570,7 +573,24 @@ def adjust_runtime(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
         note(f"collecting the tests fails inside pytest {major}.x itself (the tests were written for an older "
              f"one): pytest<{major}")
         return True
-    return _bump(spec, plan, {culprit}, note, "breaks at import on this interpreter")
+    if _bump(spec, plan, {culprit}, note, "breaks at import on this interpreter"):
+        return True
+    return drop_broken(spec, plan, text, note)
+
+
+def drop_broken(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None]) -> bool:
+    """Drop the soft requirements (guesses, modules added for the tests) that the failing traceback in ``text``
+    passes through: one that installs but breaks at import is not worth the tests it stops. xarray's CI installs
+    cfgrib, whose eccodes raises RuntimeError without the ecCodes C library, and xarray's conftest imports it:
+    nothing collected. False when no soft requirement is in the traceback (pytest's own never counts)."""
+    passed = {_dist(m) for m in FRAME.findall(text)} - PYTEST_OWN
+    broken = {r for r in spec.guessed + plan.added if req_name(r) in passed} - plan.dropped
+    if not broken:
+        return False
+    plan.dropped |= broken
+    plan.added = [a for a in plan.added if a not in broken]
+    note(f"dropping soft requirement(s) that break at import: {', '.join(sorted(broken))}")
+    return True
 
 
 def _bump(spec: EnvSpec, plan: Plan, names: set[str], note: Callable[[str], None], why: str) -> bool:

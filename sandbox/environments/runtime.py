@@ -32,7 +32,8 @@ SEED_COMMAND = f"tar -xf {SEED} --skip-old-files --no-same-owner --no-same-permi
 def info_of(record: EnvRecord) -> EnvironmentInfo:
     test = record.spec.test
     return EnvironmentInfo(env_id=record.env_id, python=record.python, test_kind=test.kind, test_argv=test.argv,
-                           test_paths=test.paths, test_command=record.test_command, venv=VENV)
+                           test_paths=test.paths, test_command=record.test_command, venv=VENV,
+                           standins=list(record.spec.standins))
 
 
 def sandbox_env(record: EnvRecord) -> dict[str, str]:

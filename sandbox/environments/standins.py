@@ -19,8 +19,11 @@ HTTPS on loopback, like this:
   that CA can vouch only for the stand-in. Only Python processes see any of this, and only those of the test
   command.
 
-Detection adds a stand-in when a test file names a ``KNOWN`` host in a URL (``scan``). The environment then gets the
-service's package as a soft requirement, and the judging script starts the stand-in (``start_lines``).
+Detection adds a stand-in when a test file names a ``KNOWN`` host in a URL (``scan``); the environment then gets the
+service's package as a soft requirement. A declaration names them (``standins = ["httpbin.org"]``, the package a
+requirement). The stand-ins start before the tests, once per sandbox (``start_lines``, ``wrap``): when a
+prediction is judged, when an agent runs ``run_tests`` and for ``bosun sandbox exec --env``; not for an agent's
+``run_command``.
 """
 
 from __future__ import annotations
@@ -172,7 +175,7 @@ def start_lines(hosts: list[str] | tuple[str, ...],
     alt = ",".join([f"DNS:{h}" for h in hosts] + ["IP:127.0.0.1", "DNS:localhost"])
     d = shlex.quote(DIR)
     log = ">>" + shlex.quote(f"{DIR}/service.log") + " 2>&1"
-    lines = [
+    setup = [
         f"mkdir -p {d}/hook",
         f"cat > {d}/serve.py <<'BOSUN_STANDIN_EOF'{_SERVE}BOSUN_STANDIN_EOF",
         f"cat > {d}/hook/sitecustomize.py <<'BOSUN_STANDIN_EOF'{_HOOK}BOSUN_STANDIN_EOF",
@@ -184,11 +187,28 @@ def start_lines(hosts: list[str] | tuple[str, ...],
         f"openssl x509 -req -in cert.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile cert.ext "
         f"-out cert.pem && rm -f ca.key) {log}",
     ]
-    lines.append(f"(cd {d} && exec python serve.py {d} {PORT} {shlex.quote(target)}) {log} &")
-    lines.append(f"python -c {shlex.quote(WAIT.format(ports=(PORT, PORT + 1)))} || cat {d}/service.log")
+    setup.append(f"(cd {d} && exec python serve.py {d} {PORT} {shlex.quote(target)}) {log} &")
+    setup.append(f"python -c {shlex.quote(WAIT.format(ports=(PORT, PORT + 1)))} || cat {d}/service.log")
+    # Started once per sandbox: a later command in the same sandbox (docker keeps its processes) finds it answering
+    # and keeps its CA (a new one would not match the running server's certificate).
+    lines = [f"if ! {{ test -f {d}/ca.pem && python -c {shlex.quote(ANSWERS.format(ports=(PORT, PORT + 1)))}; }} "
+             f"2>/dev/null; then", *(f"  {line}" for line in setup), "fi"]
     lines += [f"export BOSUN_STANDIN_HOSTS={shlex.quote(names)} BOSUN_STANDIN_PORT={PORT}",
               f"export BOSUN_STANDIN_CA={d}/ca.pem PYTHONPATH={d}/hook${{PYTHONPATH:+:$PYTHONPATH}}"]
     return lines
+
+
+def wrap(cmd: list[str] | str, hosts: list[str] | tuple[str, ...],
+         known: dict[str, tuple[str, str]] = KNOWN) -> list[str] | str:
+    """``cmd`` run with the stand-ins for ``hosts`` started before it (``start_lines``); ``cmd`` itself when none is
+    known. An argv becomes ``sh -c 'LINES; exec "$@"' sh ARGV...`` (its words are never parsed by a shell), a shell
+    line is put after the lines. The stand-ins write nothing to the command's output unless they fail to start."""
+    lines = start_lines(hosts, known)
+    if not lines:
+        return cmd
+    if isinstance(cmd, str):
+        return "\n".join([*lines, cmd])
+    return ["sh", "-c", "\n".join([*lines, 'exec "$@"']), "sh", *cmd]
 
 
 _CA_CONFIG = ("[req]\\ndistinguished_name = dn\\nx509_extensions = ca\\nprompt = no\\n[dn]\\nCN = bosun-standin-ca\\n"
@@ -207,3 +227,6 @@ WAIT = ("import socket, sys, time\n"
         "        time.sleep(0.2)\n"
         "sys.exit(1)\n")
 """Wait (at most about 20 s) until every port answers."""
+ANSWERS = ("import socket\n"
+           "[socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]\n")
+"""Exit 0 when every port answers now (a stand-in this sandbox started before)."""

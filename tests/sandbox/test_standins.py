@@ -5,15 +5,25 @@ as before."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from agents.tools.builtin import default_registry
+from agents.tools.registry import ToolContext
 from sandbox.base import Sandbox
 from sandbox.environments import standins
+from sandbox.environments.declared import Declared
 
 from .conftest import ENV_BACKENDS
+from .envfixtures import host_environments, make_repo
+
+ROOT = Path(__file__).resolve().parents[2]
 
 APP = '''
 def app(environ, start_response):
@@ -65,6 +75,51 @@ async def test_a_stand_in_answers_its_name_over_http_and_https(sandbox: Sandbox,
     assert "serve.py" not in (await sandbox.exec(["ls", "/workspace"], timeout_s=20)).stdout  # nothing in the tree
 
 
+async def test_each_command_wrapped_in_the_same_sandbox_reaches_the_stand_in(sandbox: Sandbox,
+                                                                             workspace: Path) -> None:
+    """run_tests and ``bosun sandbox exec --env`` wrap each command: the second one in a sandbox finds the stand-in
+    the first started where it still runs (docker), or starts its own (bwrap: one namespace per command)."""
+    (workspace / "standin_app.py").write_text(APP)
+    (workspace / "get.py").write_text("import sys, urllib.request\n"
+                                      "print('GOT', urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())\n")
+    known = {"svc.example": ("x", "standin_app:app")}
+    for url in ("https://svc.example/first", "http://svc.example/second $HOME 'q'"):
+        cmd = standins.wrap(["python", "get.py", url.replace(" ", "%20")], ["svc.example"], known=known)
+        res = await sandbox.exec(cmd, timeout_s=60, env={"PYTHONPATH": "/workspace"})
+        assert res.exit_code == 0, res.stdout + res.stderr
+        assert res.stdout.strip().startswith("GOT "), res.stdout + res.stderr  # nothing of the stand-in's own
+        assert res.stdout.strip().endswith("/" + url.split("/", 3)[3]), res.stdout  # the word as given ($HOME kept)
+    line = standins.wrap("python get.py https://svc.example/line", ["svc.example"], known=known)
+    res = await sandbox.exec(line, timeout_s=60, env={"PYTHONPATH": "/workspace"})
+    assert res.exit_code == 0 and res.stdout.strip() == "GOT https svc.example /line", res.stdout + res.stderr
+
+
+async def test_run_tests_in_an_environment_with_a_stand_in_reaches_it(sandbox: Sandbox, workspace: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's run_tests starts the environment's stand-ins before the tests (the judging script does too)."""
+    monkeypatch.setitem(standins.KNOWN, "svc.example", ("x", "standin_app:app"))
+    (workspace / "standin_app.py").write_text(APP)
+    (workspace / "test_svc.py").write_text("import urllib.request\n\n\ndef test_svc():\n"
+                                           "    assert urllib.request.urlopen('https://svc.example/t', timeout=10)"
+                                           ".read() == b'https svc.example /t'\n")
+    assert sandbox.environment is not None
+    ctx = ToolContext(sandbox=sandbox)
+    out = await default_registry().execute("run_tests", {"args": ["test_svc.py"]}, ctx)
+    assert out.data["failed"] and not out.data["passed"], out.text  # no stand-in: the name does not resolve
+    sandbox.environment = sandbox.environment.model_copy(update={"standins": ["svc.example"]})
+    out = await default_registry().execute("run_tests", {"args": ["test_svc.py"]}, ctx)
+    assert out.data["passed"] == ["test_svc.py::test_svc"] and not out.data["failed"], out.text
+
+
+def test_wrap_passes_an_argv_through_unparsed_and_leaves_commands_without_stand_ins_alone() -> None:
+    argv = ["python", "-c", "print('$HOME; rm -rf /')", "a b"]
+    wrapped = standins.wrap(argv, ["httpbin.org"])
+    assert wrapped[:2] == ["sh", "-c"] and wrapped[3:] == ["sh", *argv]
+    assert wrapped[2].endswith('exec "$@"') and "$HOME" not in wrapped[2]
+    assert standins.wrap(argv, []) is argv and standins.wrap("pytest", ["unknown.example"]) == "pytest"
+    assert standins.wrap("pytest -x", ["httpbin.org"]).endswith("\npytest -x")
+
+
 def test_the_lines_name_only_known_services() -> None:
     assert standins.start_lines(["unknown.example"]) == []
     assert standins.start_lines([]) == []
@@ -85,3 +140,46 @@ def test_a_test_file_that_calls_a_known_service_by_url_is_found() -> None:
     }
     assert standins.scan(texts) == [("httpbin.org", "test_requests.py")]
     assert standins.scan({"tests/test_c.py": texts["tests/test_c.py"]}) == []
+
+
+SVC_REPO = {
+    "pyproject.toml": '[project]\nname = "svcpkg"\nversion = "0.1.0"\n',
+    ".bosun/environment.toml": 'python = "3.13"\ninstall = false\ndetect = false\nrequirements = ["pytest"]\n'
+                               'standins = ["httpbin.org"]\n',
+    "tests/test_svc.py": "def test_nothing():\n    pass\n",
+}
+FETCH = ("import json, urllib.request\n"
+         "print(json.load(urllib.request.urlopen('https://httpbin.org/get?x=1', timeout=20))['args'])\n")
+
+
+@pytest.mark.docker
+def test_a_declared_stand_in_serves_the_real_service_to_sandbox_exec(tmp_path: Path) -> None:
+    """``standins = ["httpbin.org"]`` in environment.toml: httpbin is installed, and `bosun sandbox exec --env`
+    starts it on both backends (``--no-standins``: the name does not resolve, the sandbox has no network)."""
+    repo = make_repo(tmp_path / "svc", SVC_REPO)
+    os.chmod(tmp_path, 0o755)
+    envs = host_environments()
+    det, tree = envs.detect_repo(str(repo))
+    assert det.spec.standins == ["httpbin.org"] and "httpbin" in det.spec.requirements, det.spec
+    record = envs.ensure(det, tree).record
+
+    def cli(*args: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", "import sys; from entry.cli_sandbox import exec_main; "
+                                                     "sys.exit(exec_main(sys.argv[1:]))",
+                               "--env", record.env_id, "--workspace", str(repo), "--timeout", "120", "--json",
+                               *args, "--", "python", "-c", FETCH], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    for backend in ("bwrap", "docker"):
+        out = cli("--backend", backend)
+        assert out["exit_code"] == 0 and out["stdout"] == "{'x': '1'}\n", (backend, out)
+    out = cli("--backend", "bwrap", "--no-standins")
+    assert out["exit_code"] != 0 and "URLError" in out["stderr"], out
+
+
+def test_a_declaration_names_only_known_stand_ins() -> None:
+    with pytest.raises(ValueError, match="no stand-in is known for 'example.com'; known: httpbin.org"):
+        Declared(standins=["example.com"])
+    assert Declared(standins=["httpbin.org", "httpbin.org"]).standins == ["httpbin.org"]

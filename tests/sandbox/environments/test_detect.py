@@ -417,3 +417,9 @@ def test_tests_that_call_a_public_test_service_get_its_stand_in():
     plain = spec_of({**calls, "test_requests.py": "URL = 'http://127.0.0.1:8000/'  # httpbin.org in a comment\n"})
     assert plain.spec.standins == [] and "httpbin" not in plain.spec.guessed
     assert "standins" not in plain.spec.canonical()  # (existing environments keep their keys)
+    declared = spec_of({**calls, ".bosun/environment.toml": 'standins = ["httpbin.org"]\n'})
+    assert declared.spec.standins == ["httpbin.org"]  # found and declared: once
+    assert "httpbin" in declared.spec.requirements and "httpbin" not in declared.spec.guessed  # declared: must work
+    assert any("declared" in r for r in reasons(declared, "standins"))
+    alone = spec_of({**calls, "test_requests.py": "", ".bosun/environment.toml": 'standins = ["httpbin.org"]\n'})
+    assert alone.spec.standins == ["httpbin.org"] and "httpbin" in alone.spec.requirements

@@ -215,6 +215,36 @@ def test_pytest_goes_back_one_major_at_a_time():
     assert not adjust_runtime(OLD, plan, COLLECT_IN_PYTEST, lambda _m: None, set(), collecting=True)
 
 
+CFGRIB_BREAKS = """ImportError while loading conftest '/workspace/xarray/tests/conftest.py'.
+xarray/tests/__init__.py:73: in <module>
+    has_cfgrib, requires_cfgrib = _importorskip("cfgrib")
+xarray/tests/__init__.py:45: in _importorskip
+    mod = importlib.import_module(modname)
+/opt/bosun-env/venv/lib/python3.9/site-packages/cfgrib/__init__.py:20: in <module>
+    from .cfmessage import COMPUTED_KEYS
+/opt/bosun-env/venv/lib/python3.9/site-packages/cfgrib/messages.py:28: in <module>
+    import eccodes  # type: ignore
+/opt/bosun-env/venv/lib/python3.9/site-packages/eccodes/__init__.py:13: in <module>
+    from .eccodes import *  # noqa
+/opt/bosun-env/venv/lib/python3.9/site-packages/gribapi/bindings.py:35: in <module>
+    raise RuntimeError("Cannot find the ecCodes library")
+E   RuntimeError: Cannot find the ecCodes library
+"""
+"""xarray 2022.03 detected: its CI's cfgrib installs, and breaks at import (no ecCodes C library); the conftest
+imports it, so nothing collects."""
+
+
+def test_a_soft_requirement_that_breaks_at_import_is_dropped_once_it_cannot_move():
+    spec = OLD.model_copy(update={"guessed": ["cfgrib", "pytest", "dask"]})
+    plan = Plan(attempts_for(spec)[0])
+    notes: list[str] = []
+    assert adjust_runtime(spec, plan, CFGRIB_BREAKS, notes.append, {"xarray"}, collecting=True)
+    assert "gribapi" in plan.bumps and not plan.dropped  # first moved forward (a newer release may work)
+    assert adjust_runtime(spec, plan, CFGRIB_BREAKS, notes.append, {"xarray"}, collecting=True)
+    assert plan.dropped == {"cfgrib"} and "break at import: cfgrib" in notes[-1]  # pytest and dask stay
+    assert not adjust_runtime(spec, plan, CFGRIB_BREAKS, notes.append, {"xarray"}, collecting=True)
+
+
 def test_the_projects_own_import_errors_move_nothing():
     own = """_____ ERROR collecting sympy/integrals/rubi/tests/test_1_2.py _____
 /opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/python.py:493: in _importtestmodule
@@ -307,6 +337,25 @@ def test_an_added_module_that_does_not_build_is_dropped_not_the_environment():
     failed = "error: Failed to build `cupy==13.2.0`\n  cause: The build backend returned an error\n"
     assert adjust_install(OLD, plan, failed, notes.append)
     assert plan.added == [] and "cupy" in plan.dropped and "do not build here" in notes[0]
+
+
+BUILD_REQUIREMENT_FAILED = """Using Python 3.9.2 environment at: /opt/bosun-env/venv
+error: Failed to download and build `bottleneck==1.3.2`
+  cause: Failed to install requirements from `build-system.requires`
+  cause: Failed to build `numpy==1.17.3`
+  cause: The build backend returned an error
+  cause: Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)
+         RuntimeError: Broken toolchain: cannot link a simple C program
+"""
+"""uv, xarray 0.16 detected (2021): bottleneck 1.3.2 has no wheel for 3.9, and its build requirement does not build."""
+
+
+def test_a_soft_requirement_whose_build_requirement_fails_is_dropped_alone():
+    spec = OLD.model_copy(update={"guessed": ["bottleneck", "numpy", "pint", "dask"]})
+    plan = Plan(attempts_for(spec)[0])
+    notes: list[str] = []
+    assert adjust_install(spec, plan, BUILD_REQUIREMENT_FAILED, notes.append)
+    assert plan.dropped == {"bottleneck", "numpy"} and "do not build here" in notes[0]  # pint and dask stay
 
 
 GIT_UNREACHABLE = """   Updating https://github.com/html5lib/html5lib-python (HEAD)
