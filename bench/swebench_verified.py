@@ -45,8 +45,10 @@ published verdicts' agreement (instances, where gold resolves; tests: each FAIL_
 same instances), noversion's agreement with gold and its versions, detected gold resolved, and every
 disagreement with the tests that differ; for gold that does not resolve, whether the published run failed the
 very tests gold fails here (``gold_fails_as_published``: the harness's own environment fails them too, so gold
-cannot resolve there either) or which of them it passed. Goals (issue 37): gold >= 95%, agreement >= 98% where
-gold resolves, detected >= 90%.
+cannot resolve there either) or which of them it passed, and what its test output shows (``gold_class``: the
+tests reached for the network, which a sandbox does not have -- ``gold_needs_network``; tests skipped because a
+module could not be imported -- ``gold_missing_module``, with the modules). Goals (issue 37): gold >= 95%,
+agreement >= 98% where gold resolves, detected >= 90%.
 """
 
 from __future__ import annotations
@@ -378,7 +380,8 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
             "instances", "gold_judged", "gold_resolved", "gold_errors", "published_judged", "agree_where_gold",
             "instances_where_gold", "tests_where_gold", "tests_agree_where_gold", "agree_all", "tests_all",
             "tests_agree_all", "noversion_judged", "noversion_same_as_gold", "noversion_same_recipe",
-            "detected_judged", "detected_resolved", "version_as_published", "gold_fails_as_published")})
+            "detected_judged", "detected_resolved", "version_as_published", "gold_fails_as_published",
+            "gold_needs_network", "gold_missing_module")})
         t["instances"] += 1
         t["version_as_published"] += r.get("version") == keys.get(iid)
         t["noversion_same_recipe"] += same_recipe(r["repo"], r.get("version"), keys.get(iid))
@@ -399,6 +402,10 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
                 elif failing:
                     disagreements[iid]["gold_cause"] = "the published run passes " + ", ".join(
                         k for k in failing if theirs.get(k))[:300]
+                kind, detail = gold_class(RESULTS / "gold" / "logs" / iid / "test_output.txt")
+                if kind:
+                    t[f"gold_{kind}"] += 1
+                    disagreements[iid]["gold_class"] = f"{kind}: {detail}"
         if nov:
             t["noversion_judged"] += 1
             t["noversion_same_as_gold"] += bool(gold) and resolved(nov) == resolved(gold)
@@ -431,6 +438,26 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
             "absent_files_empty": substituted}
 
 
+NO_NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|NameResolutionError|"
+                        r"getaddrinfo failed|Failed to resolve '[^']+'")
+SKIPPED_IMPORT = re.compile(r"^SKIPPED \[\d+\] \S+: (?:could not import '([\w.]+)'|No module named '([\w.]+)')", re.M)
+
+
+def gold_class(log: Path) -> tuple[str, str]:
+    """What a gold run's test output shows about why it failed: ``needs_network`` (a name did not resolve: the
+    sandbox has no network, the harness's containers do), ``missing_module`` (tests skipped for a module that could
+    not be imported), else ``("", "")``."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return "", ""
+    found = NO_NETWORK.search(text)
+    if found:
+        return "needs_network", found.group(0)
+    modules = sorted({a or b for a, b in SKIPPED_IMPORT.findall(text)})
+    return ("missing_module", ", ".join(modules)) if modules else ("", "")
+
+
 def same_recipe(repo: str, version: str | None, other: str | None) -> bool:
     """Whether two versions of ``repo`` get the same recipe (the version's own name aside)."""
     a, b = recipe_for(repo, version), recipe_for(repo, other)
@@ -452,12 +479,13 @@ def pct(a: int, b: int) -> str:
 
 
 def markdown(cmp: dict) -> str:
-    lines = ["| repository | instances | gold resolved | gold fails as the published run | instance agreement (where "
+    lines = ["| repository | instances | gold resolved | gold fails as the published run | gold needs the network "
+             "| gold: tests skipped, a module missing | instance agreement (where "
              "gold resolves) | test agreement (same) | no version: as gold | detected: gold resolved |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for repo, t in [*cmp["by_repository"].items(), ("total", cmp["total"])]:
         lines.append(f"| {repo} | {t['instances']} | {pct(t['gold_resolved'], t['gold_judged'])} | "
-                     f"{t['gold_fails_as_published']} | "
+                     f"{t['gold_fails_as_published']} | {t['gold_needs_network']} | {t['gold_missing_module']} | "
                      f"{pct(t['agree_where_gold'], t['instances_where_gold'])} | "
                      f"{pct(t['tests_agree_where_gold'], t['tests_where_gold'])} | "
                      f"{pct(t['noversion_same_as_gold'], t['noversion_judged'])} | "

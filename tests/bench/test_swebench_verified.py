@@ -65,3 +65,21 @@ def test_a_commit_whose_big_file_the_mirror_lacks_is_judged_on_a_whole_substitut
     assert listing.returncode == 0 and b"print(1)" in listing.stdout  # whole: every file there, big.dat empty
     assert git(repo, "--git-dir", str(source), "cat-file", "-s", f"{commit}:data/big.dat") == "0"
     assert git(repo, "--git-dir", str(source), "rev-parse", f"{commit}^") == base
+
+
+def test_a_gold_failure_is_classed_by_what_its_test_output_shows(tmp_path: Path) -> None:
+    """Real lines: Sphinx 7985's linkcheck (no network in a sandbox), xarray 3305's cdms2 (a conda-only module)."""
+    log = tmp_path / "test_output.txt"
+    log.write_text("links.txt:10: [broken] https://www.google.com#!bar: HTTPSConnectionPool(host='www.google.com', "
+                   "port=443): Max retries exceeded with url: / (Caused by NameResolutionError(\"<urllib3.connection."
+                   "HTTPSConnection object at 0x7f>: Failed to resolve 'www.google.com' ([Errno -3] Temporary failure "
+                   "in name resolution)\"))\n")
+    assert swebench_verified.gold_class(log)[0] == "needs_network"
+    log.write_text("PASSED xarray/tests/test_dataarray.py::test_x\n"
+                   "SKIPPED [1] xarray/tests/test_dataarray.py:3585: could not import 'cdms2': "
+                   "No module named 'cdms2'\n"
+                   "SKIPPED [2] xarray/tests/test_plot.py:10: requires matplotlib\n")
+    assert swebench_verified.gold_class(log) == ("missing_module", "cdms2")
+    log.write_text("FAILED tests/test_x.py::test_y - AssertionError: 1 != 2\n")
+    assert swebench_verified.gold_class(log) == ("", "")
+    assert swebench_verified.gold_class(tmp_path / "absent.txt") == ("", "")
