@@ -188,7 +188,7 @@ def start_lines(hosts: list[str] | tuple[str, ...],
         f"-out cert.pem && rm -f ca.key) {log}",
     ]
     setup.append(f"(cd {d} && exec python serve.py {d} {PORT} {shlex.quote(target)}) {log} &")
-    setup.append(f"python -c {shlex.quote(WAIT.format(ports=(PORT, PORT + 1)))} || cat {d}/service.log")
+    setup.append(f"python -c {shlex.quote(WAIT.format(ports=(PORT, PORT + 1)))} $! || cat {d}/service.log")
     # Started once per sandbox: a later command in the same sandbox (docker keeps its processes) finds it answering
     # and keeps its CA (a new one would not match the running server's certificate).
     lines = [f"if ! {{ test -f {d}/ca.pem && python -c {shlex.quote(ANSWERS.format(ports=(PORT, PORT + 1)))}; }} "
@@ -220,13 +220,21 @@ _LEAF_EXTENSIONS = ("basicConstraints = CA:FALSE\\nextendedKeyUsage = serverAuth
                     "authorityKeyIdentifier = keyid\\n")
 
 WAIT = ("import socket, sys, time\n"
+        "def alive(pid):\n"
+        "    try:\n"
+        "        return open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+        "    except (OSError, IndexError):\n"
+        "        return False\n"
         "for _ in range(100):\n"
         "    try:\n"
         "        [socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]; sys.exit(0)\n"
         "    except OSError:\n"
+        "        if len(sys.argv) > 1 and not alive(sys.argv[1]):\n"
+        "            sys.exit(1)\n"
         "        time.sleep(0.2)\n"
         "sys.exit(1)\n")
-"""Wait (at most about 20 s) until every port answers."""
+"""Wait (at most about 20 s) until every port answers; at once when the server (its pid the argument) is gone,
+as when the service's package is not installed."""
 ANSWERS = ("import socket\n"
            "[socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]\n")
 """Exit 0 when every port answers now (a stand-in this sandbox started before)."""

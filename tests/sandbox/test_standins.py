@@ -111,6 +111,17 @@ async def test_run_tests_in_an_environment_with_a_stand_in_reaches_it(sandbox: S
     assert out.data["passed"] == ["test_svc.py::test_svc"] and not out.data["failed"], out.text
 
 
+async def test_a_stand_in_that_cannot_start_says_why_at_once_and_the_command_still_runs(sandbox: Sandbox) -> None:
+    """The service's package missing (a soft requirement dropped): the wait ends when the server is gone, not after
+    its 20 s, the server's log is shown, and the command runs (its tests that need the service fail)."""
+    cmd = standins.wrap(["python", "-c", "print('ran')"], ["svc.example"],
+                        known={"svc.example": ("x", "no_such_module:app")})
+    res = await sandbox.exec(cmd, timeout_s=60)
+    assert res.exit_code == 0 and "ran" in res.stdout, res.stdout + res.stderr
+    assert "No module named 'no_such_module'" in res.stdout, res.stdout
+    assert res.duration_s < 12, res.duration_s
+
+
 def test_wrap_passes_an_argv_through_unparsed_and_leaves_commands_without_stand_ins_alone() -> None:
     argv = ["python", "-c", "print('$HOME; rm -rf /')", "a b"]
     wrapped = standins.wrap(argv, ["httpbin.org"])
