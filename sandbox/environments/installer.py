@@ -154,6 +154,9 @@ class Plan:
     develop: bool = False
     """The project (a setup.py without a build backend of its own) installed as pip installed such projects until
     21.3: ``python setup.py develop``, its setup.py the main module (:data:`LEGACY_FAILED`)."""
+    fresh: bool = False
+    """Installed requirements were dropped (:func:`drop_broken`): the next round starts from a new virtualenv, since
+    an install only adds."""
 
     def isolated(self, spec: EnvSpec) -> bool:
         """Whether the project is built in an isolated build environment (its own build requirements)."""
@@ -589,7 +592,8 @@ def drop_broken(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None
         return False
     plan.dropped |= broken
     plan.added = [a for a in plan.added if a not in broken]
-    note(f"dropping soft requirement(s) that break at import: {', '.join(sorted(broken))}")
+    plan.fresh = True
+    note(f"dropping soft requirement(s) that break at import: {', '.join(sorted(broken))} (from a new virtualenv)")
     return True
 
 
@@ -622,6 +626,9 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
         plan = Plan(attempt)
         outcome = "failed"
         for _round in range(MAX_ROUNDS):
+            if plan.fresh:
+                fresh_venv()
+                plan.fresh = False
             put_requirements(requirements_text(spec, plan))
             if plan.build_constraints:
                 run.step("the source builds' constraints", _lines_command(plan.build_constraints, BUILD_CONSTRAINTS),

@@ -245,6 +245,18 @@ def test_a_soft_requirement_that_breaks_at_import_is_dropped_once_it_cannot_move
     assert not adjust_runtime(spec, plan, CFGRIB_BREAKS, notes.append, {"xarray"}, collecting=True)
 
 
+def test_a_dropped_requirement_that_was_installed_goes_with_a_new_virtualenv():
+    """An install only adds: cfgrib dropped after it was installed would still break the conftest."""
+    run = FakeRun([("collect", 4, CFGRIB_BREAKS), ("collect", 4, CFGRIB_BREAKS)])
+    spec = OLD.model_copy(update={"guessed": ["cfgrib"], "test": TestCommand(paths=["tests"])})
+    got = install(run, spec, {}, put_requirements=lambda _t: None, fresh_venv=lambda: run.steps.append("fresh"),
+                  progress=lambda _m: None, local={"xarray"})
+    assert got is not None and "dropped: cfgrib" in got.history[0]
+    collects = [i for i, name in enumerate(run.steps) if "collect" in name]
+    assert run.steps.count("fresh") == 1 and collects[1] < run.steps.index("fresh") < collects[2]
+    assert "install" in run.steps[run.steps.index("fresh") + 1]  # then everything installed again
+
+
 def test_the_projects_own_import_errors_move_nothing():
     own = """_____ ERROR collecting sympy/integrals/rubi/tests/test_1_2.py _____
 /opt/bosun-env/venv/lib/python3.9/site-packages/_pytest/python.py:493: in _importtestmodule
