@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,18 @@ def bosun(env: dict, *args: str, timeout: float = 3600) -> subprocess.CompletedP
                           env={**os.environ, **env}, timeout=timeout)
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (kill, pkill) leaves like Ctrl-C does, through every ``finally`` and ``with``: a bench's stack goes down
+    with it. Left up, its worker went on judging with the code it had started with, into the shared environment
+    cache, and the next run used what it built."""
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+    try:
+        signal.signal(signal.SIGTERM, _exit)
+    except ValueError:  # not the main thread: the caller handles its own signals
+        pass
+
+
 class Stack:
     """A private embedded stack for a bench (its own data dir, ports and worker id: infra/privatestack.py), up while
     the ``with`` block runs. ``extra``: more settings for it."""
@@ -44,6 +57,7 @@ class Stack:
         self.env = {**private_stack_env(self.work / "data", worker_id=f"bench-{name}-{os.getpid()}"), **(extra or {})}
 
     def __enter__(self):
+        exit_on_sigterm()
         up = bosun(self.env, "up", timeout=180)
         if up.returncode != 0:
             raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
