@@ -77,7 +77,7 @@ async def _run(backend: str, image: str | None, workspace: Path, cmd: list[str],
     sb = await provider.acquire(workspace)
     hosts = sb.environment.standins if standins and sb.environment is not None else []
     try:
-        return await sb.exec(wrap(cmd, hosts) if hosts else cmd, timeout_s=timeout, output_cap=cap)
+        return await sb.exec(wrap(cmd, hosts), timeout_s=timeout, output_cap=cap)
     finally:
         await sb.close()
 

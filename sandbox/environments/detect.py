@@ -251,9 +251,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         extras = list(dict.fromkeys(extras + declared.extras))
         requirements += declared.requirements
         named = {pyconfig.req_name(r) for r in requirements}
-        served = {pyconfig.req_name(d) for d in standins.requirements(declared.standins)}
-        requirements += [d for d in standins.requirements(declared.standins) if pyconfig.req_name(d) not in named]
-        guessed = [g for g in guessed if pyconfig.req_name(g) not in served]  # declared: a requirement, not soft
+        served = standins.requirements(declared.standins)
+        requirements += [d for d in served if pyconfig.req_name(d) not in named]
+        served_names = {pyconfig.req_name(d) for d in served}
+        guessed = [g for g in guessed if pyconfig.req_name(g) not in served_names]  # declared: a requirement
         for host in declared.standins:
             if host not in stand_ins:
                 stand_ins.append(host)

@@ -158,6 +158,12 @@ class Plan:
     """Installed requirements were dropped (:func:`drop_broken`): the next round starts from a new virtualenv, since
     an install only adds."""
 
+    def drop(self, reqs: set[str]) -> str:
+        """Leave ``reqs`` out from now on (a guess, or a module added for the tests); their names, for a note."""
+        self.dropped |= reqs
+        self.added = [a for a in self.added if a not in reqs]
+        return ", ".join(sorted(reqs))
+
     def isolated(self, spec: EnvSpec) -> bool:
         """Whether the project is built in an isolated build environment (its own build requirements)."""
         return spec.build_isolation and not self.no_isolation
@@ -501,9 +507,7 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
     names = {req_name(m) for m in UNKNOWN_PACKAGE.findall(text)}
     unknown = {r for r in spec.guessed + plan.added if req_name(r) in names} - plan.dropped
     if unknown:
-        plan.dropped |= unknown
-        plan.added = [a for a in plan.added if a not in unknown]
-        note(f"dropping requirement(s) the index does not know: {', '.join(sorted(unknown))}")
+        note(f"dropping requirement(s) the index does not know: {plan.drop(unknown)}")
         return True
     reuploaded = {name.lower(): f"{day}T23:59:59Z" for name, day in FILTERED.findall(text)
                   if name.lower() not in plan.bumps and plan.attempt.date and f"{day}T" > plan.attempt.date}
@@ -523,9 +527,7 @@ def adjust_install(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], N
     culprits = {req_name(w) for w in wanted | set(PULLED_IN_BY.findall(text))}  # (or what pulled it in)
     optional = {r for r in spec.guessed + plan.added if req_name(r) in culprits} - plan.dropped
     if optional:  # a guess, or a module the tests import that nobody asked for: not worth the environment
-        plan.dropped |= optional
-        plan.added = [a for a in plan.added if a not in optional]
-        note(f"dropping requirement(s) that do not build here: {', '.join(sorted(optional))}")
+        note(f"dropping requirement(s) that do not build here: {plan.drop(optional)}")
         return True
     return _bump(spec, plan, wanted, note, "has no wheel for the interpreter and does not build from source")
 
@@ -590,10 +592,8 @@ def drop_broken(spec: EnvSpec, plan: Plan, text: str, note: Callable[[str], None
     broken = {r for r in spec.guessed + plan.added if req_name(r) in passed} - plan.dropped
     if not broken:
         return False
-    plan.dropped |= broken
-    plan.added = [a for a in plan.added if a not in broken]
     plan.fresh = True
-    note(f"dropping soft requirement(s) that break at import: {', '.join(sorted(broken))} (from a new virtualenv)")
+    note(f"dropping soft requirement(s) that break at import: {plan.drop(broken)} (from a new virtualenv)")
     return True
 
 

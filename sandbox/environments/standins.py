@@ -219,6 +219,8 @@ _CA_CONFIG = ("[req]\\ndistinguished_name = dn\\nx509_extensions = ca\\nprompt =
 _LEAF_EXTENSIONS = ("basicConstraints = CA:FALSE\\nextendedKeyUsage = serverAuth\\n"
                     "authorityKeyIdentifier = keyid\\n")
 
+_PROBE = "[socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]"
+"""Connect to every port (raises OSError when one does not answer)."""
 WAIT = ("import socket, sys, time\n"
         "def alive(pid):\n"
         "    try:\n"
@@ -227,7 +229,7 @@ WAIT = ("import socket, sys, time\n"
         "        return False\n"
         "for _ in range(100):\n"
         "    try:\n"
-        "        [socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]; sys.exit(0)\n"
+        "        " + _PROBE + "; sys.exit(0)\n"
         "    except OSError:\n"
         "        if len(sys.argv) > 1 and not alive(sys.argv[1]):\n"
         "            sys.exit(1)\n"
@@ -235,6 +237,5 @@ WAIT = ("import socket, sys, time\n"
         "sys.exit(1)\n")
 """Wait (at most about 20 s) until every port answers; at once when the server (its pid the argument) is gone,
 as when the service's package is not installed."""
-ANSWERS = ("import socket\n"
-           "[socket.create_connection(('127.0.0.1', p), 0.5).close() for p in {ports}]\n")
+ANSWERS = "import socket\n" + _PROBE + "\n"
 """Exit 0 when every port answers now (a stand-in this sandbox started before)."""
