@@ -382,6 +382,9 @@ class FinalizeInput(BaseModel):
     workflow_id: str
     base_commit: str
     branch: str
+    head: str | None = None
+    """Where the coordinator last moved the branch (None: as this host's copy has it). A copy behind it is moved
+    forward to it; one that cannot be is an error, never a smaller result."""
 
 
 class FinalizeResult(BaseModel):

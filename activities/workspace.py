@@ -310,6 +310,16 @@ class WorkspaceActivities:
         repo = self.repo(inp.workflow_id)
 
         def work() -> tuple[str, list[str], str | None, str]:
+            at = repo.head(inp.branch)
+            if inp.head is not None and at != inp.head:
+                if not repo.has(inp.head) or (at is not None and not repo.is_ancestor(at, inp.head)):
+                    raise UnexpectedEnvironment(
+                        f"task {inp.workflow_id}: this host's branch {inp.branch} is at {at or 'nothing'}, not at the "
+                        f"task's head {inp.head}, and cannot be moved there (the host lacks it or it is not ahead); "
+                        "nothing was delivered")
+                activity.logger.warning("task %s: branch %s was at %s here, behind the task's head %s: moved forward",
+                                        inp.workflow_id, inp.branch, at, inp.head)
+                repo.set_branch(inp.branch, inp.head, expect=at)
             head = repo.head(inp.branch) or inp.base_commit
             diff, files = repo.diff(inp.base_commit, head)
             view = repo.deliver_view(inp.branch)

@@ -79,6 +79,10 @@ with workflow.unsafe.imports_passed_through():
 CLUSTER = "cluster-placement"
 """Patch id: agents placed on hosts with a free slot; hosts that share their state checkpoint the task's repository,
 watch each other and take over a lost host's work. Runs started before it keep every step on one host."""
+HOME_BRANCH = "home-branch-at-head"
+"""Patch id: a host that becomes the task's home gets its copy of the task branch set to the task's head even when
+it already holds every checkpoint (a fast-forward merge adds none): before it, the task could deliver the branch as
+the new home last saw it, without the agents' merged work."""
 BUILD_MINUTES_DEFAULT = 150
 """The build activity's time limit when the prepare step did not say (a worker from before it did)."""
 
@@ -137,6 +141,8 @@ class TaskWorkflow:
         self.checkpoints: list[Checkpoint] = []
         self.synced: dict[str, int] = {}
         """Host (worker id) -> how many of the checkpoints its copy of the repository holds."""
+        self.branch_at: dict[str, str] = {}
+        """Host (worker id) -> the head its copy of the task branch was last set to (a restore or a step there)."""
         self.hosts: dict[str, str] = {}
         """Every host (worker id -> queue) that held a copy of the task's repository."""
         self.moves: list[HostMove] = []
@@ -230,7 +236,7 @@ class TaskWorkflow:
         while True:
             home = self.home
             try:
-                await self._sync_host(home)
+                await self._sync_host(home, branch=True)
                 return await self.place.on(home.worker_id, workflow.execute_activity_method(
                     fn, arg, summary=summary, **_activity_opts(home.queue, minutes, heartbeat, policy)))
             except HostGone as gone:
@@ -245,11 +251,15 @@ class TaskWorkflow:
         if held:
             self.synced[worker_id] = len(self.checkpoints)
 
-    async def _sync_host(self, host: BindResult) -> None:
-        """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints."""
+    async def _sync_host(self, host: BindResult, branch: bool = False) -> None:
+        """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints, or
+        (``branch``: the host runs the coordinator's steps) when its task branch is not at the task's head."""
         self.hosts.setdefault(host.worker_id, host.queue)
-        if not self.place.shared or self.prepared is None or \
-                self.synced.get(host.worker_id, 0) >= len(self.checkpoints):
+        if not self.place.shared or self.prepared is None:
+            return
+        if self.synced.get(host.worker_id, 0) >= len(self.checkpoints) and not (
+                branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
+                and workflow.patched(HOME_BRANCH)):
             return
         n = len(self.checkpoints)
         restored = await self.place.on(host.worker_id, workflow.execute_activity_method(
@@ -262,6 +272,8 @@ class TaskWorkflow:
             **_activity_opts(host.queue, build_minutes(self.environment_state) if self.environment_state else 30,
                              heartbeat=True)))
         self.synced[host.worker_id] = max(self.synced.get(host.worker_id, 0), n)
+        if self.head is not None:
+            self.branch_at[host.worker_id] = self.head
         if restored.environment is not None and restored.environment.status != "ready" and \
                 self.environment_state is not None and self.environment_state.status == "ready":
             workflow.logger.warning("host %s: the task's environment is %s there (%s)", host.worker_id,
@@ -433,7 +445,7 @@ class TaskWorkflow:
                                  summary=f"merge {label}")
         if self.place.shared and merged.merged:
             self._checkpointed(merged.checkpoint, self.home.worker_id)
-            self.head = merged.head
+            self.head = self.branch_at[self.home.worker_id] = merged.head
         return merged
 
     # -- the run -----------------------------------------------------------------------------------------------
@@ -517,6 +529,8 @@ class TaskWorkflow:
         head = await self._act(queue, WorkspaceActivities.start_branch,
                                BranchInput(workflow_id=wf_id, branch=branch, commit=base), summary=f"branch {branch}")
         self.head = head
+        if self.place.shared:
+            self.branch_at[self.home.worker_id] = head
         self._enter("tests before")
         before = await self._checks(queue, head, "before")
 
@@ -569,7 +583,7 @@ class TaskWorkflow:
 
         self._enter("delivering")
         fin = await self._act(queue, WorkspaceActivities.finalize,
-                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch),
+                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head),
                               summary=f"deliver {branch}", minutes=5)
 
         if not fin.files_changed:

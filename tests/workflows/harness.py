@@ -159,6 +159,8 @@ class World:
     released: list[str] = field(default_factory=list)
     """Slot claims whose hold ended (the task cancelled it: its agent was done)."""
     commits: int = 0
+    branches: dict[str, str] = field(default_factory=dict)
+    """Host -> where its copy of the task branch is (start_branch, a merge or a restore there set it)."""
 
     def named(self, name: str) -> list[Call]:
         return [c for c in self.calls if c.name == name]
@@ -233,6 +235,8 @@ class Stubs:
     @activity.defn(name="restore_task")
     async def restore_task(self, inp: RestoreInput) -> RestoreResult:
         await self._record("restore_task", inp)
+        if inp.branch and inp.head:
+            self.w.branches[self.host] = inp.head
         return RestoreResult(applied=len(inp.checkpoints), environment=inp.environment)
 
     @activity.defn(name="route_model")
@@ -250,7 +254,8 @@ class Stubs:
     @activity.defn(name="start_branch")
     async def start_branch(self, inp: BranchInput) -> str:
         await self._record("start_branch", inp)
-        return inp.commit
+        self.w.branches.setdefault(self.host, inp.commit)
+        return self.w.branches[self.host]
 
     @activity.defn(name="run_checks")
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
@@ -357,6 +362,7 @@ class Stubs:
             call.result = MergeResult(merged=False, conflicts=conflicts, head="h" * 40)
         else:
             call.result = MergeResult(merged=True, head=self.w._commit())
+            self.w.branches[self.host] = call.result.head
         return call.result
 
     @activity.defn(name="diff_since")
@@ -369,6 +375,8 @@ class Stubs:
         await self._record("finalize", inp)
         changed = [c.input.name for c in self.w.named("collect_agent_work")
                    if self.w.agents.get(c.input.name, AgentScript()).changes and ".sub" not in c.input.name]
+        if self.w.shared and self.w.branches.get(self.host, "b" * 40) == "b" * 40:
+            changed = []  # this host's copy of the branch holds none of the merged work: nothing to deliver
         return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
                               commit="c" * 40 if changed else None, workspace="/nonexistent/view")
 

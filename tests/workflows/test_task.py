@@ -458,3 +458,44 @@ async def test_a_task_whose_home_host_is_lost_moves_and_goes_on(env):
     assert [c.tips for c in restore.checkpoints] == [["b" * 40]] and restore.head == "b" * 40
     assert [c.input.label for c in world.named("run_checks")] == ["before", "before", "after"]
     assert placement["home"] == "h2" and placement["lost"] == ["h1"]
+
+
+async def test_a_new_home_that_holds_every_checkpoint_gets_the_branch_at_the_task_head(env):
+    """The agent works on h2, so h2 holds every checkpoint (the clone, the agent's commit); h1, the home, moves the
+    branch to that commit (a fast-forward adds no checkpoint), then is lost while the tests run. h2 becomes the home:
+    its branch is set to the task's head before its first step, so the task delivers the agent's work (it ended
+    ``no_changes`` when h2's branch stayed where h2 last saw it)."""
+    world = World(shared=True, binds=["h1", "h2"], agents={"agent-1": AgentScript(turns=[Turn()])})
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
+                                                        ("h2", f"{world.queue}@h2")))
+    world.check_seconds["after"] = 1.0  # time to mark h1 as about to be lost once it merged
+    wf_id = f"t-head-{uuid.uuid4().hex[:8]}"
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=shared.all()), \
+            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
+            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
+            slots_worker(env, world, h2):
+        handle = await env.client.start_workflow(TaskWorkflow.run, task_input(mode="solo"), id=wf_id,
+                                                 task_queue=world.queue)
+        for _ in range(300):
+            if world.named("merge_agent_work"):
+                break
+            await asyncio.sleep(0.1)
+        world.hang.add("h1")  # its test runs never end: it is about to be lost
+        for _ in range(300):
+            if [c for c in world.named("run_checks") if c.input.label == "after"]:
+                break
+            await asyncio.sleep(0.1)
+        world.lost.setdefault("h1", asyncio.Event()).set()
+        result = await handle.result()
+    [collected] = [c for c in world.named("collect_agent_work") if c.host == "h2"]
+    [merged] = world.named("merge_agent_work")
+    assert merged.host == "h1" and merged.input.commit == collected.result
+    restores = [c for c in world.named("restore_task") if c.host == "h2"]
+    assert [len(r.input.checkpoints) for r in restores] == [1, 2]  # before the agent; after the move
+    assert restores[1].input.head == merged.result.head and world.branches["h2"] == merged.result.head
+    [fin] = world.named("finalize")
+    assert fin.host == "h2" and fin.started > restores[1].ended
+    assert result.status == "succeeded" and result.files_changed == ["agent-1.py"], result.status
+    assert [(m.what, m.from_worker, m.to_worker) for m in result.moves] == [("task", "h1", "h2")]
