@@ -58,9 +58,13 @@ class Stack:
 
     def __enter__(self):
         exit_on_sigterm()
-        up = bosun(self.env, "up", timeout=180)
-        if up.returncode != 0:
-            raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
+        try:
+            up = bosun(self.env, "up", timeout=180)
+            if up.returncode != 0:
+                raise RuntimeError(f"bosun up failed: {up.stderr[-1000:]}")
+        except BaseException:  # stopped or failed while coming up: `with` calls no __exit__ then, so here
+            self.__exit__()
+            raise
         return self
 
     def sandbox_backend(self) -> str:

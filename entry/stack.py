@@ -259,14 +259,17 @@ class Supervisor:
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
+        self._save()  # from the start, and after each component: `bosun down` finds a stack still coming up
         for c in self.comps:
             if c.name in ("worker", "ingress", "starter", "ui"):  # these need Temporal and NATS up first
                 deadline = time.monotonic() + 60
                 while not self.stopping and time.monotonic() < deadline and not all(
                         healthy(x, self.s) for x in self.comps if x.name in ("temporal", "nats")):
                     time.sleep(0.2)
+            if self.stopping:
+                break
             self._start(c)
-        self._save()
+            self._save()
         backoff: dict[str, float] = {}
         while not self.stopping:
             time.sleep(0.5)
@@ -282,7 +285,8 @@ class Supervisor:
                     self._save()
         # Stop in reverse order: worker first, then NATS, then Temporal.
         for c in reversed(self.comps):
-            stop_child(self.procs[c.name], 15)
+            if c.name in self.procs:
+                stop_child(self.procs[c.name], 15)
         state_path(self.s).unlink(missing_ok=True)
 
 

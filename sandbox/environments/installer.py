@@ -65,10 +65,13 @@ REUPLOADED = {"atomicwrites": "2022-07-09T00:00:00Z"}
 all, and the resolver quietly falls back to ancient versions of what needs them (pytest 3 instead of 4.5)."""
 HEAVY = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "scikit-image", "h5py", "lxml", "pillow",
          "cryptography", "grpcio", "pyarrow", "numba", "llvmlite", "tables", "netcdf4", "cftime", "psycopg2",
-         "pyzmq", "kiwisolver", "contourpy", "shapely", "pyproj", "pyyaml", "cffi", "gevent", "greenlet",
+         "pyzmq", "kiwisolver", "contourpy", "shapely", "pyproj", "cffi", "gevent", "greenlet",
          "regex", "ujson", "msgpack", "pycurl", "bcrypt", "pynacl", "lz4", "zstandard", "statsmodels", "astropy")
 """Packages that compile a lot: only from wheels (building numpy 1.17 for Python 3.9 takes long and often fails);
-a version without a wheel for the interpreter is moved to the date wheels were common."""
+a version without a wheel for the interpreter is moved to the date wheels were common. Not PyYAML: it builds from
+source in seconds (its C extension is optional), and its wheels came late (none for Python 3.9 before 5.4, January
+2021). As a wheel only, the resolver quietly chose what does not need it instead: dask 2.17 rather than 2020.12
+for a December 2020 xarray, which then ran without its configuration's defaults (KeyError: 'optimization')."""
 MAX_ROUNDS = 16
 COLLECT_ROUNDS = 4
 COLLECT_TIMEOUT_S = 300

@@ -23,7 +23,7 @@ as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leav
 (``EnvRecord.seed_unignored``)."""
 SEED_UNIGNORED_MAX = 4 << 20
 """Bytes of the seed's list of files git does not ignore read back from a build (5,000 entries fit many times)."""
-BUILD_RULES = 6
+BUILD_RULES = 7
 """The version of the build's rules that change what an environment holds without changing its cache key (the
 installer's choices, what the seed keeps). Each record keeps the version it was built by; ``bosun env list`` marks
 an older one ``outdated`` and ``bosun env prune --outdated`` removes it (its next use builds it again). 0: built
@@ -35,7 +35,8 @@ pins that cannot run on the interpreter has its pins overridden; the collection 
 conftest.py and prefers test folders (installer.py's docstring). 5: the version setuptools_scm is told reaches the
 project's own build only (installer.scm_scoped), and a stand-in's service stays in every install attempt. 6: a soft
 requirement whose build requirement fails to build is dropped alone (installer.FAILED_BUILD), not every soft
-requirement with it; one that breaks at import when the tests collect is dropped (installer.drop_broken)."""
+requirement with it; one that breaks at import when the tests collect is dropped (installer.drop_broken). 7: PyYAML
+is built from source where it has no wheel for the interpreter (installer.HEAVY)."""
 SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 from pathlib import Path
 
 from entry.stack import pid_matches
-from tests.conftest import Stack, wait_for
+from tests.conftest import BOSUN, Stack, wait_for
 
 
 def _procs_mentioning(text: str) -> list[int]:
@@ -49,6 +51,28 @@ def test_up_twice_status_down(tmp_path):
     assert not (st.data_dir / "stack.json").exists()
     assert st.bosun("status").returncode == 3
     assert "not running" in st.bosun("down").stdout
+
+
+def test_down_while_up_is_still_starting_stops_everything(tmp_path):
+    """`bosun up` killed outright (SIGKILL: no clean-up of its own) while its stack comes up, then `bosun down`: the
+    supervisor is in the state file from its first moment, so down finds and stops it and whatever it started."""
+    st = Stack(tmp_path / "data")
+    starting = subprocess.Popen([BOSUN, "up"], env={**os.environ, **st.env}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    state = st.data_dir / "stack.json"
+    wait_for(lambda: state.exists(), 60, 0.01, "the supervisor's state")
+    first = st.state()
+    # written before the worker started (it waits for Temporal to be healthy): down can find it from then on
+    assert pid_matches(first["supervisor"]["pid"], "entry.stack") and "worker" not in first["components"], first
+    assert starting.poll() is None  # still waiting for the stack to be healthy
+    starting.send_signal(signal.SIGKILL)
+    starting.wait(10)
+    supervisor = st.state()["supervisor"]["pid"]
+    down = st.bosun("down", timeout=120)
+    assert down.returncode == 0 and "stopped" in down.stdout, down.stdout
+    assert not pid_matches(supervisor, "entry.stack")
+    wait_for(lambda: _procs_mentioning(str(st.data_dir)) == [], 30, 0.2, "no process of the stack left")
+    assert not state.exists()
 
 
 def test_taken_port_gives_one_line_and_starts_nothing(tmp_path):

@@ -64,6 +64,8 @@ def test_the_install_command():
     assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in text  # re-uploaded in 2022
     assert "--exclude-newer-package cffi=2021-01-03T00:00:00Z" in text and "--upgrade-package cffi" in text
     assert "--only-binary numpy" in text and cmd[-2:] == ["-r", "/opt/bosun-tools/requirements.txt"]
+    # PyYAML builds from source where its wheels came late: as a wheel only, the resolver avoided it silently
+    assert "--only-binary pyyaml" not in text
     assert "-e /workspace[test] -r /workspace/requirements-dev.txt" in text
     assert requirements_text(OLD, plan) == "pytest\nmock\nnosuchthing\n"
     assert "requirements-dev" not in " ".join(install_command(OLD, Plan(attempts_for(OLD)[2])))
