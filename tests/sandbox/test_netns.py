@@ -51,12 +51,15 @@ def test_bwraps_children_are_read_as_the_kernel_lists_them() -> None:
 
     parent = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
     try:
-        for _ in range(100):
-            if children := _children(parent.pid):
+        child, cmdline = None, ""
+        for _ in range(100):  # (a child caught inside its execve shows an empty command line for a moment)
+            children = _children(parent.pid)
+            child = children[0] if children else None
+            cmdline = open(f"/proc/{child}/cmdline").read() if child else ""
+            if "sleep" in cmdline:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
-        child = children[0] if children else None
-        assert child is not None and "sleep" in open(f"/proc/{child}/cmdline").read()
+        assert child is not None and "sleep" in cmdline, (child, cmdline)
     finally:
         subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
         parent.kill()
