@@ -320,7 +320,8 @@ class WorkspaceActivities:
                 activity.logger.warning("task %s: branch %s was at %s here, behind the task's head %s: moved forward",
                                         inp.workflow_id, inp.branch, at, inp.head)
                 repo.set_branch(inp.branch, inp.head, expect=at)
-            head = repo.head(inp.branch) or inp.base_commit
+                at = inp.head
+            head = at or inp.base_commit
             diff, files = repo.diff(inp.base_commit, head)
             view = repo.deliver_view(inp.branch)
             return diff, files, (head if head != inp.base_commit else None), str(view)

@@ -257,9 +257,9 @@ class TaskWorkflow:
         self.hosts.setdefault(host.worker_id, host.queue)
         if not self.place.shared or self.prepared is None:
             return
-        if self.synced.get(host.worker_id, 0) >= len(self.checkpoints) and not (
-                branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
-                and workflow.patched(HOME_BRANCH)):
+        behind = self.synced.get(host.worker_id, 0) < len(self.checkpoints)
+        stale = branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
+        if not behind and not (stale and workflow.patched(HOME_BRANCH)):
             return
         n = len(self.checkpoints)
         restored = await self.place.on(host.worker_id, workflow.execute_activity_method(

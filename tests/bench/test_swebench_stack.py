@@ -3,12 +3,15 @@ when the signal comes while the stack is still coming up."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from entry.stack import pid_matches
+from tests.conftest import wait_for
+from tests.entry.test_stack import _procs_mentioning
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
@@ -43,21 +46,6 @@ with stack:
 """
 
 
-def _processes_in(data_dir: str, running: str = "") -> list[int]:
-    """Processes whose environment names ``data_dir`` (the private stack's supervisor, worker, Temporal, NATS) and
-    whose command line holds ``running``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if f"BOSUN_DATA_DIR={data_dir}".encode() in environ.split(b"\0") and running in cmdline:
-            found.append(int(pid))
-    return found
-
-
 def test_sigterm_while_the_stack_comes_up_takes_it_down() -> None:
     """The signal lands inside Stack.__enter__ (``bosun up`` started the stack and waits for it): ``with`` never
     calls __exit__ for an __enter__ that raised, so __enter__ itself must take down what came up."""
@@ -65,14 +53,12 @@ def test_sigterm_while_the_stack_comes_up_takes_it_down() -> None:
     assert proc.stdout is not None
     work = proc.stdout.readline().strip()
     data = f"{work}/data"
-    deadline = time.monotonic() + 60
-    while not _processes_in(data, "entry.stack") and time.monotonic() < deadline:  # its stack is starting
-        time.sleep(0.05)
-    assert _processes_in(data, "entry.stack"), "the stack never started"
+
+    def supervisor() -> list[int]:
+        return [pid for pid in _procs_mentioning(data) if pid_matches(pid, "entry.stack")]
+    wait_for(supervisor, 60, 0.05, "the stack's supervisor")  # its stack is coming up
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=180)
     assert "up" not in out.split() and proc.returncode == 128 + signal.SIGTERM  # stopped while coming up
-    deadline = time.monotonic() + 30
-    while _processes_in(data) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _processes_in(data) == [] and not Path(work).exists()
+    wait_for(lambda: _procs_mentioning(data) == [], 30, 0.2, "no process of the stack left")
+    assert not Path(work).exists()

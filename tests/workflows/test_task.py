@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import Callable
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -29,6 +31,29 @@ def plan(*subtasks: tuple[str, list[str]]) -> PlanInfo:
         waves.append(wave)
         done |= set(wave)
     return PlanInfo(subtasks=subs, waves=waves)
+
+
+async def until(condition: Callable[[], object]) -> None:
+    """Wait (up to 30 s) until ``condition()`` holds: what the stub world records, while a task runs."""
+    for _ in range(300):
+        if condition():
+            return
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def home_and_agent_hosts(env, world: World):
+    """Stub hosts that share their state: the shared queue (the task's workflow), h1 and h2 (their own queues); only
+    h2 has slots, so the agents run there. ``world.binds`` says which host bind_host answers in turn."""
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
+                                                        ("h2", f"{world.queue}@h2")))
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=shared.all()), \
+            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
+            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
+            slots_worker(env, world, h2):
+        yield
 
 
 async def test_solo_run_goes_onto_the_branch_and_is_verified(env):
@@ -431,22 +456,12 @@ async def test_a_task_whose_home_host_is_lost_moves_and_goes_on(env):
     """The home host (the coordinator's steps) is lost while the tests run there: the task binds a live host,
     restores its repository there from the checkpoints (the branch at the head it had) and runs the step again."""
     world = World(shared=True, binds=["h1", "h2"], agents={"agent-1": AgentScript(turns=[Turn()])})
-    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
-    shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
-                                                        ("h2", f"{world.queue}@h2")))
     world.hang.add("h1")  # its test runs never end: it is about to be lost
     wf_id = f"t-home-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
-                      activities=shared.all()), \
-            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
-            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
-            slots_worker(env, world, h2):
+    async with home_and_agent_hosts(env, world):
         handle = await env.client.start_workflow(TaskWorkflow.run, task_input(mode="solo"), id=wf_id,
                                                  task_queue=world.queue)
-        for _ in range(300):
-            if world.named("run_checks"):
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: world.named("run_checks"))
         world.lost.setdefault("h1", asyncio.Event()).set()
         result = await handle.result()
         placement = await handle.query(TaskWorkflow.placement)
@@ -466,27 +481,14 @@ async def test_a_new_home_that_holds_every_checkpoint_gets_the_branch_at_the_tas
     its branch is set to the task's head before its first step, so the task delivers the agent's work (it ended
     ``no_changes`` when h2's branch stayed where h2 last saw it)."""
     world = World(shared=True, binds=["h1", "h2"], agents={"agent-1": AgentScript(turns=[Turn()])})
-    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
-    shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
-                                                        ("h2", f"{world.queue}@h2")))
     world.check_seconds["after"] = 1.0  # time to mark h1 as about to be lost once it merged
     wf_id = f"t-head-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
-                      activities=shared.all()), \
-            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
-            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
-            slots_worker(env, world, h2):
+    async with home_and_agent_hosts(env, world):
         handle = await env.client.start_workflow(TaskWorkflow.run, task_input(mode="solo"), id=wf_id,
                                                  task_queue=world.queue)
-        for _ in range(300):
-            if world.named("merge_agent_work"):
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: world.named("merge_agent_work"))
         world.hang.add("h1")  # its test runs never end: it is about to be lost
-        for _ in range(300):
-            if [c for c in world.named("run_checks") if c.input.label == "after"]:
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: [c for c in world.named("run_checks") if c.input.label == "after"])
         world.lost.setdefault("h1", asyncio.Event()).set()
         result = await handle.result()
     [collected] = [c for c in world.named("collect_agent_work") if c.host == "h2"]
