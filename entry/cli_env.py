@@ -30,7 +30,7 @@ from infra.cliargs import check_non_negative
 from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
-from sandbox.environments.interpreters import AVAILABLE, SUITES, interpreter
+from sandbox.environments.interpreters import AVAILABLE, FROM_SOURCE, SUITES, interpreter
 from sandbox.environments.models import env_id_for
 from sandbox.environments.service import Environments
 
@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     bs = sub.add_parser("bases", help="the base root filesystems (one per Python version)")
     bs.add_argument("--build", nargs="*", default=None, metavar="VERSION",
                     help=f"build these bases now (Python versions {', '.join(AVAILABLE)} or suites "
-                         f"{', '.join(SUITES)})")
+                         f"{', '.join(SUITES)}; {', '.join(FROM_SOURCE)}: CPython built from source, named "
+                         "only; none: all the Debian ones)")
     bs.add_argument("--compilers", action="store_true", help="the variant with a C toolchain")
     bs.add_argument("--json", action="store_true")
     return p

@@ -208,6 +208,10 @@ class Settings(BaseSettings):
     within the hour). 0: no floor."""
     env_debian_mirror: str = "http://deb.debian.org/debian"
     """Debian mirror debootstrap builds the base root filesystems (Python 3.9, 3.11, 3.13) from."""
+    env_python_sources: Path | None = None
+    """Where CPython's release archives are kept for the interpreters built from source (Python 3.6, which only
+    a declaration or an evaluation recipe names): ``Python-3.6.15.tar.xz`` (or ``.tgz``) is taken from here, else
+    downloaded from www.python.org into it. Unset: ``python-sources`` in the environment cache."""
     eval_jobs_per_run: int = Field(default=1000, ge=1, le=2000)
     """`bosun eval`: instance jobs (instance x variant) one run of an evaluation's workflow starts before it
     continues as new, which keeps each run's history far below Temporal's 51,200-event limit (about 16 events a

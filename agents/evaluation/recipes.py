@@ -8,7 +8,9 @@ edits and variables. Where bosun cannot do the same thing it does the nearest on
 
 - interpreters: the harness's Python 3.5-3.8 become 3.9 and 3.10 becomes 3.11 (the interpreters environments have;
   xarray takes 3.9, where its pinned numpy 1.23.0 has wheels); where the harness's is older, the versions are
-  first resolved as if for it (``resolve_for_python``: the versions its images had) and installed on ours;
+  first resolved as if for it (``resolve_for_python``: the versions its images had) and installed on ours.
+  astropy before 3.0 keeps the harness's Python 3.6 (built from CPython's source: sandbox/environments/bases.py):
+  its pins of 2017 (numpy 1.16.0, Cython 0.27.3, pytest 3.3.1) neither install nor run on 3.9;
 - conda packages become PyPI requirements of the same name; an ``environment.yml``'s packages are soft
   requirements (dropped when the index does not know them);
 - an exact pin of a package that only installs from wheels (numpy 1.19.2 has none for 3.9) keeps its minor version
@@ -111,7 +113,8 @@ def _heavy_pin(req: str) -> str:
 
 def _r(repo: str, version: str, test_cmd: str, parser: str, harness: str, **kw: object) -> Recipe:
     kw.setdefault("python", _python(harness))
-    kw["requirements"] = [_heavy_pin(r) for r in kw.get("requirements", [])]  # type: ignore[union-attr]
+    if not kw.pop("exact", False):  # exact: the harness's own interpreter, where its pins have their wheels
+        kw["requirements"] = [_heavy_pin(r) for r in kw.get("requirements", [])]  # type: ignore[union-attr]
     return Recipe(repo=repo, version=version, test_cmd=test_cmd, parser=parser, harness_python=harness,
                   **kw)  # type: ignore[arg-type]
 
@@ -260,7 +263,7 @@ def _astropy(v: str) -> Recipe:
     common = dict(extras=["test"], rebuild=rebuild, build_edits=edits, workspace_edits=edits,
                   build_isolation=not helpers)
     if key < (3, 0):
-        return _r("astropy/astropy", v, ASTROPY_OLD, "pytest_v2", "3.6",
+        return _r("astropy/astropy", v, ASTROPY_OLD, "pytest_v2", "3.6", python="3.6", exact=True,
                   requirements=["setuptools==38.2.4", *_ASTROPY_OLD, *extra], **common)
     return _r("astropy/astropy", v, PYTEST, "pytest_v2", "3.10" if key >= (5, 3) else "3.9",
               requirements=_ASTROPY_MODERN + extra, **common)

@@ -7,7 +7,13 @@ toolchain and the Python headers, for projects that compile code); a declared li
 a variant of its own. The name is ``<suite>-<variant>-<hash>``, the hash covering the recipe, so a changed recipe
 builds a new base and never reuses an old one.
 
-Everything here comes from Debian's archive; no repository content is involved. debootstrap needs root.
+An interpreter no Debian suite in the archive has (``interpreters.FROM_SOURCE``: 3.6) gets a base of its own,
+``<suite>-py<version>-<hash>``: the build variant, CPython's build dependencies, and CPython compiled from its
+release archive (``Python-3.6.15.tar.xz``, taken from the sources directory, else downloaded from python.org into
+it) and installed under /usr/local; the suite's own python3 stays (bosun's tool server runs on it).
+
+Everything here comes from Debian's archive and CPython's release archive; no repository content is involved.
+debootstrap needs root.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from pydantic import BaseModel
 
 from infra.errors import ConfigError, UnexpectedEnvironment
-from sandbox.environments.interpreters import AVAILABLE
+from sandbox.environments.interpreters import Interpreter, interpreter
 from sandbox.environments.store import dir_size_mb, file_lock, strip_setid
 
 RECIPE = "2"
@@ -37,11 +44,23 @@ harness does (agents/evaluation/harness.py)."""
 BUILD = ["build-essential", "python3-dev", "pkg-config"]
 SUITE_EXTRA = {"bullseye": ["python3-distutils", "python3-lib2to3"], "bookworm": ["python3-distutils"]}
 """Per suite: the standard library's parts Debian ships apart (old projects import distutils)."""
+CPYTHON_DEPS = ["libssl-dev", "zlib1g-dev", "libffi-dev", "libbz2-dev", "liblzma-dev", "libsqlite3-dev",
+                "libreadline-dev", "libncurses-dev", "libgdbm-dev", "uuid-dev", "xz-utils"]
+"""What CPython's optional modules (ssl, zlib, ctypes, bz2, lzma, sqlite3, readline, curses, dbm, uuid; not tkinter)
+build against; the base keeps them (a project's C extensions may need the same headers)."""
+CPYTHON_RECIPE = "1"
+"""Bump when the CPython build steps change."""
+CPYTHON_URL = "https://www.python.org/ftp/python/{v}/Python-{v}.tar.xz"
+CPYTHON_ARCHIVES = ("Python-{v}.tar.xz", "Python-{v}.tgz", "Python-{v}.tar.gz")
+CPYTHON_MODULES = "ssl, zlib, bz2, lzma, ctypes, sqlite3, _multiprocessing, readline, _decimal, pyexpat, _hashlib"
+"""Modules a built interpreter must import, or its base is refused (a missing header leaves one out quietly)."""
 BUILD_UID = 1000
-DEBOOTSTRAP_TIMEOUT_S = 3600
-BASE_BUILD_MAX_S = DEBOOTSTRAP_TIMEOUT_S + 900
-"""The longest a base build takes: debootstrap, then finishing, importing and tagging it."""
 """The unprivileged user builds run as inside the base (``bosun``)."""
+DEBOOTSTRAP_TIMEOUT_S = 3600
+CPYTHON_TIMEOUT_S = 2400
+BASE_BUILD_MAX_S = DEBOOTSTRAP_TIMEOUT_S + CPYTHON_TIMEOUT_S + 900
+"""The longest a base build takes: debootstrap, CPython from source (when the interpreter is built), then
+finishing, importing and tagging it."""
 IMAGE_REPO = "bosun-base"
 DEB_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 
@@ -54,7 +73,10 @@ class BaseInfo(BaseModel):
     variant: str
     packages: list[str]
     python: str
-    """Full version of its python3."""
+    """Full version of its interpreter (the suite's python3, or the one built from source)."""
+    python_path: str = "/usr/bin/python3"
+    source_sha256: str = ""
+    """The CPython release archive it was built from (bases with an interpreter built from source)."""
     docker_tag: str = ""
     rootfs: str
     size_mb: float = 0.0
@@ -73,12 +95,17 @@ def check_packages(names: list[str], what: str = "apt") -> list[str]:
 
 def plan(python: str, *, compilers: bool = False, apt: list[str] | None = None) -> tuple[str, str, list[str]]:
     """(name, suite, packages) of the base for ``python``, with compilers or extra packages."""
-    suite = AVAILABLE[python].suite
+    interp = interpreter(python)
+    suite = interp.suite
     extra = check_packages(apt or [])
-    variant = "build" if compilers or extra else "slim"
-    packages = sorted(set(SLIM + SUITE_EXTRA.get(suite, []) + (BUILD if variant == "build" else []) + extra))
-    digest = hashlib.sha256(f"{RECIPE}\n{suite}\n{' '.join(packages)}".encode()).hexdigest()[:12]
-    if extra:
+    variant = "build" if compilers or extra or interp.source else "slim"
+    packages = sorted(set(SLIM + SUITE_EXTRA.get(suite, []) + (BUILD if variant == "build" else []) + extra
+                          + (CPYTHON_DEPS if interp.source else [])))
+    built = f"\ncpython {interp.source} {CPYTHON_RECIPE}" if interp.source else ""
+    digest = hashlib.sha256(f"{RECIPE}\n{suite}\n{' '.join(packages)}{built}".encode()).hexdigest()[:12]
+    if interp.source:
+        variant = f"py{interp.version}"
+    elif extra:
         variant = "apt"
     return f"{suite}-{variant}-{digest}", suite, packages
 
@@ -86,10 +113,13 @@ def plan(python: str, *, compilers: bool = False, apt: list[str] | None = None) 
 class Bases:
     """The bases under ``<cache>/bases``."""
 
-    def __init__(self, cache: Path, mirror: str = "http://deb.debian.org/debian") -> None:
+    def __init__(self, cache: Path, mirror: str = "http://deb.debian.org/debian",
+                 python_sources: Path | None = None) -> None:
         self.root = Path(cache) / "bases"
         self.locks = Path(cache) / "locks"
         self.mirror = mirror
+        self.sources = Path(python_sources) if python_sources else Path(cache) / "python-sources"
+        """CPython release archives interpreters are built from (downloaded here when missing)."""
 
     def info(self, name: str) -> BaseInfo | None:
         try:
@@ -111,17 +141,49 @@ class Bases:
         """The base for ``python`` (and variant), built now if missing; ``docker``: an API client, to import it
         as an image when that is missing. Raises UnexpectedEnvironment when it cannot be built here."""
         name, suite, packages = plan(python, compilers=compilers, apt=apt)
+        interp = interpreter(python)
         with self._lock(name):
             info = self.info(name)
             if info is None:
-                info = self._build(name, suite, packages, progress)
+                archive = self.cpython_archive(interp, progress) if interp.source else None
+                info = self._build(name, suite, packages, progress, interp, archive)
             ensure_hosts(Path(info.rootfs))
             if docker is not None and not _image_present(docker, info.docker_tag):
                 progress(f"importing base {name} into docker as {info.docker_tag}")
                 _import(docker, Path(info.rootfs), info.docker_tag, name)
             return info
 
-    def _build(self, name: str, suite: str, packages: list[str], progress: Callable[[str], None]) -> BaseInfo:
+    def cpython_archive(self, interp: Interpreter, progress: Callable[[str], None] = lambda _m: None) -> Path:
+        """CPython's release archive for ``interp``: the one in the sources directory, else downloaded from
+        python.org into it. UnexpectedEnvironment saying where to put it when neither works."""
+        v = interp.source
+        for pattern in CPYTHON_ARCHIVES:
+            if (found := self.sources / pattern.format(v=v)).is_file():
+                return found
+        url = CPYTHON_URL.format(v=v)
+        dest = self.sources / CPYTHON_ARCHIVES[0].format(v=v)
+        progress(f"downloading CPython {v}'s source: {url}")
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+        try:
+            self.sources.mkdir(parents=True, exist_ok=True)
+            with httpx.stream("GET", url, timeout=60, follow_redirects=True) as resp:
+                resp.raise_for_status()
+                with open(tmp, "wb") as out:
+                    for chunk in resp.iter_bytes():
+                        out.write(chunk)
+            tmp.rename(dest)
+            return dest
+        except (httpx.HTTPError, OSError) as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise UnexpectedEnvironment(
+                f"Python {interp.version} is built from CPython's source, and {url} could not be fetched "
+                f"({type(exc).__name__}: {str(exc)[:160]}): put {dest.name} (or Python-{v}.tgz) from "
+                f"https://www.python.org/downloads/release/python-{v.replace('.', '')}/ in {self.sources} "
+                "(setting env_python_sources)") from None
+
+    def _build(self, name: str, suite: str, packages: list[str], progress: Callable[[str], None],
+               interp: Interpreter | None = None, archive: Path | None = None) -> BaseInfo:
         if os.geteuid() != 0:
             raise UnexpectedEnvironment(f"building the base root filesystem {name} needs root (debootstrap); run "
                                         f"`bosun env bases --build {suite}` as root once")
@@ -146,9 +208,15 @@ class Bases:
                 raise UnexpectedEnvironment(f"debootstrap of {suite} failed (exit {proc.returncode}): "
                                             + " | ".join(tail))
             _unmount_below(rootfs)
-            python = _finish(rootfs, name)
+            digest = ""
+            if interp is not None and archive is not None:
+                progress(f"building base {name}: CPython {interp.source} from {archive.name}; several minutes, once")
+                digest = _build_cpython(rootfs, interp, archive, tmp / "cpython.log")
+            path = interp.path if interp is not None else "/usr/bin/python3"
+            python = _finish(rootfs, name, path)
             size = dir_size_mb(rootfs)
             info = BaseInfo(name=name, suite=suite, variant=name.split("-")[1], packages=packages, python=python,
+                            python_path=path, source_sha256=digest,
                             docker_tag=f"{IMAGE_REPO}:{name}", rootfs=str(self.root / name / "rootfs"),
                             size_mb=size, built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             build_s=round(time.monotonic() - started, 1))
@@ -191,8 +259,8 @@ def ensure_hosts(rootfs: Path) -> None:
         os.chmod(hosts, 0o644)
 
 
-def _chroot(rootfs: Path, *cmd: str) -> str:
-    proc = subprocess.run(["chroot", str(rootfs), *cmd], capture_output=True, text=True, timeout=300,
+def _chroot(rootfs: Path, *cmd: str, timeout: float = 300) -> str:
+    proc = subprocess.run(["chroot", str(rootfs), *cmd], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
                                                          "HOME": "/root"})
     if proc.returncode != 0:
@@ -201,9 +269,38 @@ def _chroot(rootfs: Path, *cmd: str) -> str:
     return proc.stdout.strip()
 
 
-def _finish(rootfs: Path, name: str) -> str:
-    """The steps after debootstrap: the build user, mount points, no set-id bits, smaller; returns the python
-    version."""
+def _build_cpython(rootfs: Path, interp: Interpreter, archive: Path, log: Path) -> str:
+    """CPython from ``archive`` compiled in the root filesystem (a chroot, /proc and a /dev/shm of its own:
+    configure probes POSIX semaphores there) and installed under /usr/local; returns the archive's sha256.
+    UnexpectedEnvironment with the log's tail when it fails or a module of CPYTHON_MODULES is missing."""
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    shutil.copyfile(archive, rootfs / "tmp" / "cpython.tar")
+    script = ("set -e; mkdir -p /tmp/cpython && cd /tmp/cpython && tar -xf /tmp/cpython.tar --strip-components=1 "
+              "--no-same-owner && ./configure --prefix=/usr/local --without-ensurepip --with-system-ffi "
+              "--enable-loadable-sqlite-extensions && make -j\"$(nproc)\" && make altinstall")
+    for point, kind in (("proc", "proc"), ("dev/shm", "tmpfs")):
+        (rootfs / point).mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", kind, kind, str(rootfs / point)], check=True, timeout=60)
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.run(["chroot", str(rootfs), "sh", "-c", script], stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, timeout=CPYTHON_TIMEOUT_S,
+                                  env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root"})
+        if proc.returncode != 0:
+            tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+            raise UnexpectedEnvironment(f"building CPython {interp.source} from {archive.name} failed "
+                                        f"(exit {proc.returncode}): " + " | ".join(tail))
+        _chroot(rootfs, interp.path, "-c", f"import {CPYTHON_MODULES}")
+    finally:
+        _unmount_below(rootfs)
+        shutil.rmtree(rootfs / "tmp" / "cpython", ignore_errors=True)
+        (rootfs / "tmp" / "cpython.tar").unlink(missing_ok=True)
+    return digest
+
+
+def _finish(rootfs: Path, name: str, python: str = "/usr/bin/python3") -> str:
+    """The steps after debootstrap: the build user, mount points, no set-id bits, smaller; returns the version
+    of ``python`` (the environments' interpreter)."""
     _chroot(rootfs, "groupadd", "--gid", str(BUILD_UID), "bosun")
     _chroot(rootfs, "useradd", "--uid", str(BUILD_UID), "--gid", str(BUILD_UID), "--home-dir", "/tmp/home",
             "--no-create-home", "--shell", "/bin/bash", "bosun")
@@ -232,7 +329,7 @@ def _finish(rootfs: Path, name: str) -> str:
                 shutil.rmtree(child, ignore_errors=True)
     (rootfs / "etc/bosun-base").write_text(name + "\n")
     ensure_hosts(rootfs)
-    return _chroot(rootfs, "/usr/bin/python3", "-c", "import platform; print(platform.python_version())")
+    return _chroot(rootfs, python, "-c", "import platform; print(platform.python_version())")
 
 
 def _unmount_below(path: Path) -> None:

@@ -48,7 +48,7 @@ from sandbox.docker_backend import LABEL_OWNER, owner_tag
 from sandbox.environments.bases import BUILD_UID, BaseInfo
 from sandbox.environments.imports import is_test_file, local_names
 from sandbox.environments.installer import TOOLS, UV, collect_sample, install, uv_config
-from sandbox.environments.interpreters import interpreter_env
+from sandbox.environments.interpreters import interpreter, interpreter_env
 from sandbox.environments.models import ENV_ROOT, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
 from sandbox.environments.netconf import BuildNetwork
 from sandbox.environments.store import CACHE_LABEL
@@ -363,8 +363,9 @@ class Builder:
             self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
             run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         self.progress(f"building: virtualenv (python {base.python})")
-        run.step("virtualenv", [UV, "venv", "--python", "/usr/bin/python3", VENV], self._env(spec))
-        fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python /usr/bin/python3 {VENV}"]
+        python = interpreter(spec.python).path
+        run.step("virtualenv", [UV, "venv", "--python", python, VENV], self._env(spec))
+        fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python {python} {VENV}"]
         installed = install(
             run, spec, self._env(spec),
             put_requirements=lambda text: api.put_archive(cid, TOOLS, _tools_tar({"requirements.txt": (text.encode(),

@@ -3,7 +3,7 @@ repositories you do not control (``BOSUN_ENV_OVERRIDES``), and the hints a Docke
 
 environment.toml (every key optional; unknown keys are refused, so a typo never goes unnoticed)::
 
-    python = "3.11"                  # 3.9, 3.11 or 3.13 (or base = "bookworm")
+    python = "3.11"                  # 3.9, 3.11 or 3.13 (or base = "bookworm"); 3.6, built from source
     apt = ["libxml2-dev"]            # extra Debian packages in the base
     install = true                   # install the project (editable) and its detected dependencies first
     extras = ["test"]                # extras of the project to install with it

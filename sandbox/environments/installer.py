@@ -27,13 +27,17 @@ interpreter became common (``bump``):
   that predates the interpreter, pytest 2.x on Python 3.9): pytest, pluggy and py move to the later date, and the
   log says why; when a requirement file pins them (requests 2.9: ``pytest==2.8.1``) and so they did not move, the
   pins are overridden (uv's ``--override``; not under a recipe);
-- the project's own build fails in setuptools' legacy PEP 517 hooks (a setup.py, no build backend declared): it
-  is installed with ``setup.py develop`` after its requirements, as pip did such projects before 21.3;
+- the project's own build fails in setuptools' legacy PEP 517 hooks (a setup.py, no build backend declared), or
+  the setuptools it is built with without isolation predates those hooks (40.8): it is installed with
+  ``setup.py develop`` after its requirements, as pip did such projects before 21.3;
 - a resolution as for an older interpreter that fails gets the same adjustments as a failed install.
 
 The collection check names a sample of a large suite's test modules: never a conftest.py (named, it is collected
 as a module) and, where a tests folder holds enough, only modules at the top or in a ``test``/``tests``/
 ``testing`` folder (a runner's testpaths would not look elsewhere).
+
+On Python 3.6 (built from source) uv installs as on the others, but cannot byte-compile (its script needs 3.7):
+the interpreter's own ``compileall`` does it once the install is done.
 
 Attempts, in order: as of the commit; everything as of the date wheels for the interpreter were common; only the
 project (with its test extras) and the test runner. The first whose install succeeds and whose pytest starts wins.
@@ -50,7 +54,7 @@ from typing import Protocol
 
 from sandbox.environments import standins
 from sandbox.environments.imports import MODULE_TO_DIST, stdlib
-from sandbox.environments.interpreters import AVAILABLE, interpreter_env
+from sandbox.environments.interpreters import interpreter, interpreter_env, vkey
 from sandbox.environments.models import VENV, EnvSpec
 from sandbox.environments.pyconfig import plugins_for, req_name, shlex_split
 
@@ -82,8 +86,11 @@ TEST_DIRS = {"test", "tests", "testing"}
 
 NO_SOLUTION = "No solution found when resolving dependencies"
 OLD_SETUPTOOLS = re.compile(r"cannot import name '(?:Feature|Library)' from 'setuptools'|"
-                            r"module 'setuptools' has no attribute 'Feature'")
-"""A package's setup.py written for a setuptools before 46 (``setuptools.Feature``: MarkupSafe 1.0)."""
+                            r"module 'setuptools' has no attribute 'Feature'|"
+                            r"from setuptools import [^\n]*\b(?:Feature|Library)\b[^\n]*\n"
+                            r"[^\n]*ImportError: cannot import name '(?:Feature|Library)'")
+"""A package's setup.py written for a setuptools before 46 (``setuptools.Feature``: MarkupSafe 1.0). Python 3.6's
+ImportError does not name the module: there the traceback's line before it, the setup.py's import, does."""
 OLD_BUILD_SETUPTOOLS = "setuptools<46"
 UNKNOWN_PACKAGE = re.compile(r"Because ([A-Za-z0-9._-]+) was not found in the package registry")
 WHEELS_REQUIRED = re.compile(r"Wheels are required for `([A-Za-z0-9._-]+)`")
@@ -222,7 +229,7 @@ def _dated_attempts(spec: EnvSpec) -> list[Attempt]:
                                files=False))
         return out
     commit = datetime.fromisoformat(spec.exclude_newer.replace("Z", "+00:00"))
-    wheels = AVAILABLE[spec.python].wheels_from
+    wheels = interpreter(spec.python).wheels_from
     later = _iso(max(commit, wheels))
     out = [Attempt(f"as of the commit ({spec.exclude_newer[:10]})", spec.exclude_newer, True,
                    later if wheels > commit else None)]
@@ -257,9 +264,11 @@ def tools_date(date: str) -> str:
 
 
 CONSTRAINTS = f"{TOOLS}/resolved-for.txt"
-LEGACY_FAILED = re.compile(r"Failed to build `[^`\n]* @ file:///workspace`.*?setuptools\.build_meta:__legacy__\.",
+LEGACY_FAILED = re.compile(r"Failed to build `[^`\n]* @ file:///workspace`.*?setuptools\.build_meta:__legacy__\.|"
+                           r"build_meta:__legacy__\.[a-z_]+` failed.*?ImportError: cannot import name '__legacy__'",
                            re.S)
-"""The project's own build failed in setuptools' legacy backend (a setup.py and no build backend declared). Such
+"""The project's own build failed in setuptools' legacy backend (a setup.py and no build backend declared), or
+the setuptools it is built with without isolation predates that backend (40.8: astropy 1.3's pin, 38.2.4). Such
 a setup.py was written for ``pip install -e``, which ran ``setup.py develop`` with setup.py as the main module;
 some check that (astropy before 4: ``import astropy`` in setup.py rebuilds the extension modules, recursively
 until the memory is gone, unless the main module is its setup.py)."""
@@ -330,12 +339,27 @@ def _inputs(spec: EnvSpec, plan: Plan, *, project: bool = True) -> list[str]:
     return [*args, "-r", f"{TOOLS}/requirements.txt"]
 
 
+def uv_compiles(python: str) -> bool:
+    """Whether ``uv pip install --compile-bytecode`` works for this interpreter: uv's compile script uses
+    ``py_compile.PycInvalidationMode`` (Python 3.7); on 3.6 the interpreter's own compileall does it after the
+    install (:func:`compileall_command`)."""
+    return vkey(python) >= (3, 7)
+
+
+def compileall_command(spec: EnvSpec) -> list[str]:
+    """Byte-compile the virtualenv's packages with its interpreter (``-q``: errors only; a file that does not
+    compile, a test fixture written for another Python, is left as it is, as uv leaves it)."""
+    return [f"{VENV}/bin/python", "-m", "compileall", "-q", "-j", "0", f"{VENV}/lib/python{spec.python}/site-packages"]
+
+
 def install_command(spec: EnvSpec, plan: Plan, *, project: bool = True, others: bool = True) -> list[str]:
     """The ``uv pip install`` command line (requirements come from a file, never as arguments). ``project=False``:
     everything but the project (what a build without isolation needs installed first); ``others=False``: the
     project alone (``project_last``: after the rest, unconstrained by what was resolved for it)."""
     attempt = plan.attempt
-    cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python", "--compile-bytecode"]
+    cmd = [UV, "pip", "install", "--python", f"{VENV}/bin/python"]
+    if uv_compiles(spec.python):
+        cmd += ["--compile-bytecode"]
     if attempt.resolve_for and others:
         cmd += ["-c", CONSTRAINTS]
     if (spec.overrides or plan.overrides) and others:
@@ -702,6 +726,9 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
                 "ok (some tests do not collect)"
             break
         history.append(f"{attempt.label}: {outcome}{plan.summary()}")
+        if outcome.startswith("ok") and not uv_compiles(spec.python):
+            run.step("compile the bytecode (the interpreter's compileall)", compileall_command(spec), env,
+                     check=False)
         if outcome.startswith("ok") and spec.install_project:
             run.step("editable install: the project's root on sys.path", root_on_path(spec), env, check=False)
         if outcome.startswith("ok"):

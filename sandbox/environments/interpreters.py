@@ -1,7 +1,10 @@
 """The interpreters environments can have, and the choice among them (pure).
 
 Each interpreter is a Debian suite's own ``python3`` (a base root filesystem made with debootstrap): 3.9 from
-bullseye, 3.11 from bookworm, 3.13 from trixie. The choice for a repository:
+bullseye, 3.11 from bookworm, 3.13 from trixie. Older ones no Debian suite in the archive has are built from
+CPython's source into a base of their own (``FROM_SOURCE``: 3.6, on bullseye, whose OpenSSL 1.1 it builds with),
+for a declaration or recipe that names one; detection never picks them (a build from source takes minutes, and
+3.9 runs most projects of that age). The choice for a repository:
 
 1. the versions ``requires-python`` (or ``python_requires``, Poetry's ``python``) allows;
 2. of those, the ones released before the commit (a 2019 commit gets the oldest; the project could not have been
@@ -21,10 +24,17 @@ from infra.errors import ConfigError
 
 
 class Interpreter:
-    def __init__(self, version: str, suite: str, released: date) -> None:
+    def __init__(self, version: str, suite: str, released: date, source: str = "") -> None:
         self.version = version
         self.suite = suite
         self.released = released
+        self.source = source
+        """The CPython release built from source for it ("3.6.15"); empty: the suite's own python3."""
+
+    @property
+    def path(self) -> str:
+        """Where it is in its base."""
+        return f"/usr/local/bin/python{self.version}" if self.source else "/usr/bin/python3"
 
     @property
     def wheels_from(self) -> datetime:
@@ -36,6 +46,9 @@ AVAILABLE = {i.version: i for i in (Interpreter("3.9", "bullseye", date(2020, 10
                                     Interpreter("3.11", "bookworm", date(2022, 10, 24)),
                                     Interpreter("3.13", "trixie", date(2024, 10, 7)))}
 """Interpreter version -> its Debian suite and release date."""
+FROM_SOURCE = {i.version: i for i in (Interpreter("3.6", "bullseye", date(2016, 12, 23), source="3.6.15"),)}
+"""Interpreters built from CPython's source (bases.py), only when named: the harness's Python 3.6 for astropy 1.3,
+whose pinned packages of 2017 have no wheels for 3.9 and do not build there."""
 SUITES = {i.suite: i.version for i in AVAILABLE.values()}
 DEFAULT = "3.11"
 
@@ -54,10 +67,12 @@ def vkey(version: str) -> tuple[int, ...]:
 def interpreter(version: str, *, what: str = "python") -> Interpreter:
     """The interpreter for a declared version ("3.9", "3.9.2", "python3.11"); ConfigError naming the choices."""
     m = re.fullmatch(r"(?:python|py|cpython-?)?\s*(\d+)\.(\d+)(?:\.\d+)?", str(version).strip())
-    found = AVAILABLE.get(f"{m.group(1)}.{m.group(2)}") if m else None
+    key = f"{m.group(1)}.{m.group(2)}" if m else ""
+    found = AVAILABLE.get(key) or FROM_SOURCE.get(key)
     if found is None:
         raise ConfigError(f"{what} {str(version)[:40]!r} is not available: environments have Python "
-                          f"{', '.join(AVAILABLE)} (Debian {', '.join(i.suite for i in AVAILABLE.values())})")
+                          f"{', '.join(AVAILABLE)} (Debian {', '.join(i.suite for i in AVAILABLE.values())}) and "
+                          f"{', '.join(FROM_SOURCE)} (built from CPython's source)")
     return found
 
 

@@ -134,7 +134,7 @@ class Environments:
         self.settings = settings
         self.cache = Path(settings.env_cache) if settings.env_cache else default_cache()
         self.store = EnvStore(self.cache)
-        self.bases = Bases(self.cache, settings.env_debian_mirror)
+        self.bases = Bases(self.cache, settings.env_debian_mirror, settings.env_python_sources)
         self.progress = progress
         self._api: Any = None
 

@@ -20,6 +20,7 @@ from sandbox.environments.repofiles import MemoryFiles
     ("django/django", "5.0", "3.11", "django"), ("sympy/sympy", "1.1", "3.9", "sympy"),
     ("sphinx-doc/sphinx", "7.1", "3.9", "pytest_v2"), ("matplotlib/matplotlib", "3.6", "3.11", "matplotlib"),
     ("scikit-learn/scikit-learn", "0.21", "3.9", "pytest_v2"), ("astropy/astropy", "v5.3", "3.11", "pytest_v2"),
+    ("astropy/astropy", "1.3", "3.6", "pytest_v2"), ("astropy/astropy", "3.1", "3.9", "pytest_v2"),
     ("pydata/xarray", "2022.03", "3.9", "pytest"), ("pytest-dev/pytest", "5.4", "3.9", "pytest"),
     ("pylint-dev/pylint", "2.15", "3.9", "pytest_options"), ("psf/requests", "2.0", "3.9", "pytest_options"),
     ("mwaskom/seaborn", "0.12", "3.9", "seaborn"), ("pallets/flask", "2.3", "3.11", "pytest")])
@@ -119,6 +120,18 @@ def test_a_recipes_pins_override_its_requirement_file_and_nothing_is_guessed_bes
     detected = detect(files).spec  # no recipe: detected and guessed as before
     assert "GitPython" in detected.guessed and detected.extras == ["testing"]
     assert declaration(recipe_for("pylint-dev/pylint", "3.0"), set(), files.read).overrides == []  # no file
+
+
+def test_astropy_1_3_keeps_the_harness_python_3_6_and_its_exact_pins():
+    """Its 2017 pins neither install nor run on 3.9: it keeps the harness's interpreter (built from source), where
+    they have wheels, so they stay exact and nothing is resolved as for another Python."""
+    recipe = recipe_for("astropy/astropy", "1.3")
+    assert recipe.python == recipe.harness_python == "3.6"
+    assert "numpy==1.16.0" in recipe.requirements and "cython==0.27.3" in recipe.requirements
+    decl = declaration(recipe, set(), lambda _p: None)
+    assert decl.python == "3.6" and decl.resolve_for_python is None
+    later = recipe_for("astropy/astropy", "3.1")  # on 3.9: its wheel-only pins keep their minor version only
+    assert later.python == "3.9" and not any(r.startswith("numpy==") for r in later.requirements)
 
 
 def test_astropy_before_4_1_gets_its_helpers_from_the_index_not_from_a_download():

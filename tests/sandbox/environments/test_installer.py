@@ -8,6 +8,7 @@ from sandbox.environments.installer import (
     BUILD_CONSTRAINTS,
     CONSTRAINTS,
     HELD,
+    OLD_SETUPTOOLS,
     OVERRIDES,
     PROJECT,
     SCM_CONFIG,
@@ -612,6 +613,32 @@ def test_a_setup_py_older_than_setuptools_46_is_built_with_one():
                              "install (as of the commit (2019-05-16))"]
 
 
+def py36_build_error(hook: str, line: str, error: str) -> str:
+    """uv's words for a build hook that failed on Python 3.6: the traceback's last source line, then the error."""
+    return (f"Using Python 3.6.15 environment at: /opt/bosun-env/venv\nerror: The build backend returned an error\n"
+            f"  cause: Call to `setuptools.build_meta:__legacy__.{hook}` failed (exit status: 1)\n\n"
+            f"         [stderr]\n         Traceback (most recent call last):\n{line}"
+            f"         ImportError: {error}\n")
+
+
+OLD_SETUP_PY36 = py36_build_error("get_requires_for_build_wheel", "           File \"setup.py\", line 6, in <module>\n"
+                                  "             from setuptools import setup, Extension, Feature\n",
+                                  "cannot import name 'Feature'")
+NO_LEGACY_BACKEND = py36_build_error("prepare_metadata_for_build_editable",
+                                     "           File \"<string>\", line 8, in <module>\n",
+                                     "cannot import name '__legacy__'")
+
+
+def test_python_3_6s_import_error_of_setuptools_feature_is_read_too():
+    """On Python 3.6 (astropy 1.3's own interpreter) the ImportError does not name the module; the setup.py's
+    import on the traceback's line before does. Another module's missing Feature is not setuptools'."""
+    spec = OLD.model_copy(update={"python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    assert adjust_install(spec, plan, OLD_SETUP_PY36, lambda _m: None) and plan.build_constraints == ["setuptools<46"]
+    other = OLD_SETUP_PY36.replace("from setuptools import setup, Extension, Feature", "from features import Feature")
+    assert not OLD_SETUPTOOLS.search(other)
+
+
 TYPED_AST = """error: Failed to build `typed-ast==1.1.2`
   cause: The build backend returned an error
          ast27/Parser/acceler.c:13:10: fatal error: pgenheaders.h: No such file or directory
@@ -662,6 +689,14 @@ def test_a_setup_py_that_fails_in_the_pep517_hooks_is_installed_with_setup_py_de
     plan = Plan(attempts_for(spec)[0], develop=True)
     assert not adjust_install(spec, plan, LEGACY_KILLED, lambda _m: None)  # once: then it is the failure it is
     assert develop_command()[-1].endswith("setup.py develop --no-deps")
+
+
+def test_a_setuptools_older_than_the_legacy_backend_installs_the_project_with_setup_py_develop():
+    """astropy 1.3 on Python 3.6 pins setuptools 38.2.4 and is built without isolation: that setuptools has no
+    ``build_meta.__legacy__`` (40.8), so uv cannot build it at all; pip 21.3 ran ``setup.py develop`` for it."""
+    spec = OLD.model_copy(update={"python": "3.6"})
+    plan = Plan(attempts_for(spec)[0])
+    assert adjust_install(spec, plan, NO_LEGACY_BACKEND, lambda _m: None) and plan.develop
 
 
 def test_a_failed_build_of_a_dependency_is_not_taken_for_the_projects():
