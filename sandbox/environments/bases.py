@@ -259,8 +259,8 @@ def ensure_hosts(rootfs: Path) -> None:
         os.chmod(hosts, 0o644)
 
 
-def _chroot(rootfs: Path, *cmd: str, timeout: float = 300) -> str:
-    proc = subprocess.run(["chroot", str(rootfs), *cmd], capture_output=True, text=True, timeout=timeout,
+def _chroot(rootfs: Path, *cmd: str) -> str:
+    proc = subprocess.run(["chroot", str(rootfs), *cmd], capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
                                                          "HOME": "/root"})
     if proc.returncode != 0:
@@ -278,10 +278,11 @@ def _build_cpython(rootfs: Path, interp: Interpreter, archive: Path, log: Path) 
     script = ("set -e; mkdir -p /tmp/cpython && cd /tmp/cpython && tar -xf /tmp/cpython.tar --strip-components=1 "
               "--no-same-owner && ./configure --prefix=/usr/local --without-ensurepip --with-system-ffi "
               "--enable-loadable-sqlite-extensions && make -j\"$(nproc)\" && make altinstall")
-    for point, kind in (("proc", "proc"), ("dev/shm", "tmpfs")):
-        (rootfs / point).mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", kind, kind, str(rootfs / point)], check=True, timeout=60)
     try:
+        for point, kind in (("proc", "proc"), ("dev/shm", "tmpfs")):
+            (rootfs / point).mkdir(parents=True, exist_ok=True)
+            subprocess.run(["mount", "-t", kind, kind, str(rootfs / point)], check=True, timeout=60,
+                           capture_output=True)
         with open(log, "wb") as out:
             proc = subprocess.run(["chroot", str(rootfs), "sh", "-c", script], stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, timeout=CPYTHON_TIMEOUT_S,
@@ -291,6 +292,12 @@ def _build_cpython(rootfs: Path, interp: Interpreter, archive: Path, log: Path) 
             raise UnexpectedEnvironment(f"building CPython {interp.source} from {archive.name} failed "
                                         f"(exit {proc.returncode}): " + " | ".join(tail))
         _chroot(rootfs, interp.path, "-c", f"import {CPYTHON_MODULES}")
+    except subprocess.TimeoutExpired as exc:
+        raise UnexpectedEnvironment(f"building CPython {interp.source} took longer than {exc.timeout:.0f} s: "
+                                    "stopped") from None
+    except subprocess.CalledProcessError as exc:
+        raise UnexpectedEnvironment(f"building CPython {interp.source}: `{' '.join(map(str, exc.cmd))}` failed: "
+                                    f"{(exc.stderr or b'').decode(errors='replace').strip()[-300:]}") from None
     finally:
         _unmount_below(rootfs)
         shutil.rmtree(rootfs / "tmp" / "cpython", ignore_errors=True)
