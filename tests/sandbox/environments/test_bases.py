@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import socket
 import subprocess
 import threading
 from datetime import UTC, datetime
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.errors import ConfigError, UnexpectedEnvironment
+from infra.privatestack import free_port
 from sandbox.environments import bases
 from sandbox.environments.bases import CPYTHON_DEPS, Bases, plan
 from sandbox.environments.interpreters import AVAILABLE, FROM_SOURCE, choose, interpreter, nearest
@@ -52,9 +52,7 @@ def test_the_archive_in_the_sources_directory_is_taken_without_a_download(tmp_pa
 
 
 def test_a_missing_archive_that_cannot_be_downloaded_says_where_to_put_it(tmp_path: Path, monkeypatch):
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     monkeypatch.setattr(bases, "CPYTHON_URL", f"http://127.0.0.1:{port}/ftp/python/{{v}}/Python-{{v}}.tar.xz")
     store = Bases(tmp_path)
     with pytest.raises(UnexpectedEnvironment) as err:
