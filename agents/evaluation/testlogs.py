@@ -174,6 +174,8 @@ def parse_seaborn(log: str) -> dict[str, str]:
     return out
 
 
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""A terminal escape sequence (colour): a project's ``addopts = --color=yes`` (astropy) puts them around names."""
 _VERBOSE = re.compile(rf"^(\S.*?) ({'|'.join(STATUSES)})(?: \(.*\))?(?: +\[ *\d+%\])?$")
 """A verbose line: the name, the status, a reason (pytest 7: ``SKIPPED (why)``), the progress."""
 
@@ -183,8 +185,10 @@ def parse_pytest_any(log: str) -> dict[str, str]:
     environment has: the summary's status lines (``-rA`` prints passed tests only from pytest 4.6 on), and
     before them the verbose lines (``t.py::test_a PASSED [ 50%]``; a parameter id may hold spaces). Every name
     whose parameter is an absolute path is also given under the harness's name for it (``test_x[/b.py]``, see
-    ``pytest_options``), unless a test already has that name: rows made by the harness name such tests so."""
-    def read(line: str) -> tuple[str, str] | None:
+    ``pytest_options``), unless a test already has that name: rows made by the harness name such tests so.
+    Terminal escape sequences are removed first (only those: a parameter id may hold ``[5m]``)."""
+    def read(raw: str) -> tuple[str, str] | None:
+        line = _ESCAPE.sub("", raw)
         found = _status_first(line)
         if found is None and "::" in line and (m := _VERBOSE.match(line.rstrip())):
             found = (m.group(1), m.group(2))

@@ -270,6 +270,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         for req in declared.overrides:
             reasons.append(Reason(field="overrides", value=req, source=f"declared ({origin}): wins over the "
                                                                        "requirement files' pins"))
+    helpers = _absent_helpers(present, texts) if declared is None or declared.detect else ""
+    if helpers:
+        requirements.append("astropy-helpers")
+        reasons.append(Reason(field="requirements", value="astropy-helpers", source=helpers))
     requirements = list(dict.fromkeys(BASELINE + requirements))
 
     # -- dates, versions, compilers ---------------------------------------------------------------------------
@@ -314,6 +318,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     prepare = list(declared.prepare) if declared is not None else []
     if prepare:
         reasons.append(Reason(field="prepare", value=" && ".join(prepare), source=f"declared ({origin})"))
+    if helpers:
+        prepare.append(HELPERS_OFFLINE)
+        reasons.append(Reason(field="prepare", value=HELPERS_OFFLINE, source="ah_bootstrap must not download the "
+                              "helpers: they are a requirement, and the build reaches package indexes only"))
     if (setup or prepare) and not compiled:
         reasons.append(Reason(field="per_revision", value="yes", source="prepare/setup commands run in the "
                               "source tree: what they write belongs to this revision"))
@@ -331,7 +339,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    overrides=list(declared.overrides) if declared is not None else [],
                    declared_only=only_declared,
                    optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
-                   build_isolation=declared.build_isolation if declared is not None else True,
+                   build_isolation=(declared.build_isolation if declared is not None else True) and not helpers,
                    project_last=bool(declared is not None and declared.project_last),
                    prepare=prepare, setup=setup, setup_best_effort=bool(setup) and not (declared and declared.setup),
                    standins=stand_ins,
@@ -340,6 +348,24 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
                      notes=notes)
+
+
+HELPERS_OFFLINE = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"
+"""ah_bootstrap's switch (setup.cfg ``[ah_bootstrap] auto_use``): off, setup.py imports the installed helpers."""
+
+
+def _absent_helpers(present: set[str], texts: dict[str, str]) -> str:
+    """Why the project needs astropy-helpers installed, or "": its setup.py bootstraps them (``ah_bootstrap.py``,
+    ``auto_use = True`` in setup.cfg) from a git submodule the source does not hold, and else downloads them with
+    pip from pypi.python.org, which a build does not reach (astropy before 4.1 and its affiliated packages of that
+    day). Installed as of the commit's date, built against without isolation, the download switched off."""
+    if "ah_bootstrap.py" not in present or "astropy_helpers/astropy_helpers/__init__.py" in present \
+            or "astropy_helpers/__init__.py" in present:
+        return ""
+    if not re.search(r"(?ms)^\[ah_bootstrap\][^\[]*?^auto_use\s*=\s*True\s*$", texts.get("setup.cfg", "")):
+        return ""
+    return "setup.py bootstraps astropy_helpers (ah_bootstrap.py, setup.cfg auto_use = True) from a submodule the " \
+           "source lacks"
 
 
 def _ci_installs(paths: list[str], texts: dict[str, str], python: str, facts: pyconfig.Facts,

@@ -172,25 +172,34 @@ def test_bosuns_own_runner_reads_verbose_lines_of_a_pytest_before_4_6():
     assert parse("pytest", PYTEST_3_2) == {}  # (the harness's parser: every test missing)
 
 
-def test_bosuns_own_runner_on_a_real_pytest_run_names_tests_as_the_harness_does(tmp_path):
+@pytest.mark.parametrize("colour", [False, True])
+def test_bosuns_own_runner_on_a_real_pytest_run_names_tests_as_the_harness_does(tmp_path, colour):
     """A real run of this machine's pytest with ``-rA -v``: percentages, a parameter with a space, an absolute
-    path parameter (also under the harness's name for it), a failure and a skip."""
+    path parameter (also under the harness's name for it), a failure and a skip. ``colour``: the project forces
+    it (astropy 5's ``addopts = --color=yes``): every status and name comes wrapped in escape sequences, and none
+    was read (every test of a detected environment counted as failed); a parameter id that looks like a colour
+    code without the escape (``5m``) stays as it is."""
     import subprocess
     import sys
+    if colour:
+        (tmp_path / "setup.cfg").write_text("[tool:pytest]\naddopts = --color=yes\n")
     (tmp_path / "test_x.py").write_text(
         "import pytest\n"
-        "@pytest.mark.parametrize('p', ['a b', '/workspace/tests/mymodule.py'])\n"
+        "@pytest.mark.parametrize('p', ['a b', '/workspace/tests/mymodule.py', '5m'])\n"
         "def test_p(p):\n    assert p\n"
         "def test_fails():\n    assert 0\n"
         "@pytest.mark.skip(reason='no')\ndef test_skipped():\n    pass\n")
     out = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-v", "-p", "no:cacheprovider", "test_x.py"],
                          cwd=tmp_path, capture_output=True, text=True).stdout
+    assert ("\x1b[" in out) == colour
     got = parse("pytest_any", out)
     assert got["test_x.py::test_p[a b]"] == "PASSED"  # the verbose line keeps the space (the summary cuts it)
     assert got["test_x.py::test_p[/workspace/tests/mymodule.py]"] == "PASSED"
     assert got["test_x.py::test_p[/mymodule.py]"] == "PASSED"  # the harness's name of it
+    assert got["test_x.py::test_p[5m]"] == "PASSED"
     assert got["test_x.py::test_fails"] == "FAILED"
     assert got["test_x.py::test_skipped"] == "SKIPPED"
+    assert not [k for k in got if "\x1b" in k]
 
 
 def test_an_alias_never_replaces_a_test_of_that_name():

@@ -423,3 +423,26 @@ def test_tests_that_call_a_public_test_service_get_its_stand_in():
     assert any("declared" in r for r in reasons(declared, "standins"))
     alone = spec_of({**calls, "test_requests.py": "", ".bosun/environment.toml": 'standins = ["httpbin.org"]\n'})
     assert alone.spec.standins == ["httpbin.org"] and "httpbin" in alone.spec.requirements
+
+
+AH_SETUP_CFG = "[ah_bootstrap]\nauto_use = True\n\n[metadata]\npackage_name = astropy\n"
+
+
+def test_a_project_that_bootstraps_astropy_helpers_from_an_absent_submodule_gets_them_installed():
+    """astropy before 4.1 (and its affiliated packages of that day): setup.py imports ah_bootstrap, which takes
+    astropy_helpers from a git submodule the source does not hold, else downloads it from pypi.python.org, which a
+    build does not reach (every attempt of astropy 3.1's detected build failed so). The helpers become a
+    requirement, the project is built against them without isolation, and the download is switched off."""
+    files = {"setup.py": "import ah_bootstrap\nfrom astropy_helpers.setup_helpers import setup\nsetup()\n",
+             "ah_bootstrap.py": "", "setup.cfg": AH_SETUP_CFG, ".gitmodules": '[submodule "astropy_helpers"]\n'}
+    spec = spec_of(files).spec
+    assert "astropy-helpers" in spec.requirements and not spec.build_isolation
+    assert spec.prepare == ["sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"]
+    # the submodule checked out, or the bootstrap already off: nothing is added
+    for changed in ({"astropy_helpers/astropy_helpers/__init__.py": ""},
+                    {"setup.cfg": AH_SETUP_CFG.replace("True", "False")}):
+        other = spec_of({**files, **changed}).spec
+        assert "astropy-helpers" not in other.requirements and other.build_isolation and not other.prepare
+    # a declaration that says detect = false decides alone
+    declared = spec_of({**files, ".bosun/environment.toml": 'detect = false\nrequirements = ["pytest"]\n'}).spec
+    assert "astropy-helpers" not in declared.requirements and not declared.prepare
