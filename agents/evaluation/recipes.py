@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments import standins
 from sandbox.environments.declared import Declared
+from sandbox.environments.detect import HELPERS_OFFLINE
 from sandbox.environments.models import VENV
 from sandbox.environments.pyconfig import conda_requirements, req_name
 
@@ -258,7 +259,7 @@ def _astropy(v: str) -> Recipe:
     # astropy_helpers.setup_helpers.setup, new in helpers 3.2), and its submodule follows the helpers' development
     # too: the newest helpers of the release lines from X.Y to 4.0 (the last), not X.Y's own.
     helpers = key < (4, 1)
-    edits = ["sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"] if helpers else [_ASTROPY_SETUPTOOLS]
+    edits = [HELPERS_OFFLINE] if helpers else [_ASTROPY_SETUPTOOLS]
     extra = [f"astropy-helpers>={key[0]}.{key[1]},<4.1"] if helpers else []
     common = dict(extras=["test"], rebuild=rebuild, build_edits=edits, workspace_edits=edits,
                   build_isolation=not helpers)

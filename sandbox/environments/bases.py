@@ -183,7 +183,8 @@ class Bases:
                 "(setting env_python_sources)") from None
 
     def _build(self, name: str, suite: str, packages: list[str], progress: Callable[[str], None],
-               interp: Interpreter | None = None, archive: Path | None = None) -> BaseInfo:
+               interp: Interpreter, archive: Path | None) -> BaseInfo:
+        """The base debootstrapped, with CPython built from ``archive`` when ``interp`` is one built from source."""
         if os.geteuid() != 0:
             raise UnexpectedEnvironment(f"building the base root filesystem {name} needs root (debootstrap); run "
                                         f"`bosun env bases --build {suite}` as root once")
@@ -209,14 +210,13 @@ class Bases:
                                             + " | ".join(tail))
             _unmount_below(rootfs)
             digest = ""
-            if interp is not None and archive is not None:
+            if archive is not None:
                 progress(f"building base {name}: CPython {interp.source} from {archive.name}; several minutes, once")
                 digest = _build_cpython(rootfs, interp, archive, tmp / "cpython.log")
-            path = interp.path if interp is not None else "/usr/bin/python3"
-            python = _finish(rootfs, name, path)
+            python = _finish(rootfs, name, interp.path)
             size = dir_size_mb(rootfs)
             info = BaseInfo(name=name, suite=suite, variant=name.split("-")[1], packages=packages, python=python,
-                            python_path=path, source_sha256=digest,
+                            python_path=interp.path, source_sha256=digest,
                             docker_tag=f"{IMAGE_REPO}:{name}", rootfs=str(self.root / name / "rootfs"),
                             size_mb=size, built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             build_s=round(time.monotonic() - started, 1))
@@ -305,7 +305,7 @@ def _build_cpython(rootfs: Path, interp: Interpreter, archive: Path, log: Path) 
     return digest
 
 
-def _finish(rootfs: Path, name: str, python: str = "/usr/bin/python3") -> str:
+def _finish(rootfs: Path, name: str, python: str) -> str:
     """The steps after debootstrap: the build user, mount points, no set-id bits, smaller; returns the version
     of ``python`` (the environments' interpreter)."""
     _chroot(rootfs, "groupadd", "--gid", str(BUILD_UID), "bosun")
