@@ -101,6 +101,8 @@ class EvalPrepareInput(BaseModel):
     """Both given (a prediction to judge, not agents to run): once the environment is known, the instance's
     workspace is made and checked out and its sandbox started in the background, for eval_instance (which
     may wait for a free slot of the evaluation meanwhile). Empty: eval_instance does it."""
+    network: bool = False
+    """The sandbox judging the instance reaches the public internet (``bosun eval swebench --network``)."""
 
 
 class EvalPrepareResult(BaseModel):
@@ -132,6 +134,9 @@ class EvalRunInput(BaseModel):
     timeout_s: float = 1800.0
     version_derived: str = ""
     """Put in the instance's report (``version_derived``)."""
+    network: bool = False
+    """Judged in a sandbox that reaches the public internet, as the harness's containers do (docker only;
+    sandbox/netns.py: public_only); the instance's report says so (``network``)."""
 
 
 class EvalRunResult(BaseModel):
@@ -294,7 +299,7 @@ class EvalActivities:
         if result.env_id and result.recipe is not None and inp.instance_ref and inp.prediction_ref:
             self._stage(inp, result.recipe, activity.info().workflow_id)
         elif inp.sandbox_ahead and result.env_id:
-            self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings))
+            self._sandbox_ahead(self.repo(inp.key), RUN, sandbox_user(self.settings), inp.network)
         return result
 
     @staticmethod
@@ -325,7 +330,8 @@ class EvalActivities:
             instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
             prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
             return await self._set_up(inp.key, sandbox_key, instance, prediction.model_patch, recipe,
-                                      inp.base_commit, (inp.instance_ref, inp.prediction_ref, inp.base_commit, recipe))
+                                      inp.base_commit, (inp.instance_ref, inp.prediction_ref, inp.base_commit, recipe),
+                                      network=inp.network)
         self._staged[inp.key] = asyncio.ensure_future(stage())
 
     @activity.defn
@@ -338,8 +344,9 @@ class EvalActivities:
     @activity.defn
     async def eval_instance(self, inp: EvalRunInput) -> EvalRunResult:
         """Judge the prediction as the harness does (agents/evaluation/harness.py): in a network-off sandbox of
-        the environment, the recipe's edits, the prediction, a rebuild if it needs one, the test files reset, the
-        test patch, the tests; their output read by the recipe's parser."""
+        the environment (``network``: one that reaches the public internet), the recipe's edits, the prediction,
+        a rebuild if it needs one, the test files reset, the test patch, the tests; their output read by the
+        recipe's parser."""
         started = time.monotonic()
         instance = Instance.model_validate(self.store.get_json(inp.instance_ref))
         prediction = Prediction.model_validate(self.store.get_json(inp.prediction_ref))
@@ -360,6 +367,8 @@ class EvalActivities:
                 report["error"] = error
             if inp.version_derived:
                 report["version_derived"] = inp.version_derived
+            if inp.network:
+                report["network"] = True
             return EvalRunResult(instance_id=instance.instance_id,
                                  report_ref=self.store.put_json({instance.instance_id: report}),
                                  resolved=report["resolved"], applied=applied,
@@ -380,7 +389,8 @@ class EvalActivities:
             judging = await self._staged_for(inp.key, given)
             ahead = judging is not None
             if judging is None:
-                judging = await self._set_up(inp.key, sandbox_key, instance, patch, recipe, inp.base_commit, given)
+                judging = await self._set_up(inp.key, sandbox_key, instance, patch, recipe, inp.base_commit, given,
+                                             network=inp.network)
             else:
                 phases["setup_wait"] = time.monotonic() - t0
             phases.update(judging.phases)
@@ -396,7 +406,9 @@ class EvalActivities:
                 if instance.test_patch.strip():  # (after the rebuild: the prediction's build never sees it)
                     await box.write(TEST_PATCH, _text(instance.test_patch))
                 lap("apply")
-                script = judging_script(recipe, instance)
+                # with network the public test services answer themselves, as in the harness's containers
+                script = judging_script(recipe.model_copy(update={"standin": ()}) if inp.network else recipe,
+                                        instance)
                 t0 = time.monotonic()
                 res = await judging.step(script, script, max(1.0, deadline - time.monotonic()), TESTS_OUTPUT_CAP)
                 test_s = time.monotonic() - t0
@@ -440,12 +452,12 @@ class EvalActivities:
         return judging if judging is not None and judging.given == given and judging.box.alive else None
 
     async def _set_up(self, key: str, sandbox_key: str, instance: Instance, patch: str, recipe: Recipe,
-                      base_commit: str, given: tuple[str, str, str, Recipe]) -> Judging:
+                      base_commit: str, given: tuple[str, str, str, Recipe], *, network: bool = False) -> Judging:
         """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
         is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
         overlap; then the recipe's edits (committed) and the prediction applied in the sandbox (``git apply``
         and its fallbacks, agents/evaluation/harness.py: no code of the prediction's runs). Whatever was made is
-        removed again when this fails."""
+        removed again when this fails. ``network``: the sandbox reaches the public internet."""
         phases: dict[str, float] = {}
         t0 = time.monotonic()
         if (earlier := self._cleanups.get(key)) is not None:
@@ -453,7 +465,7 @@ class EvalActivities:
         # A retry (the worker died mid-instance) starts from the base commit again: the workspace an earlier
         # attempt left holds the patches it applied, and would refuse them a second time.
         repo, owner = self.repo(key), sandbox_user(self.settings)
-        self._sandbox_ahead(repo, RUN, owner)
+        self._sandbox_ahead(repo, RUN, owner, network)
         await self.sandboxes.release(sandbox_key)  # (a sandbox set up ahead that is not taken)
         await asyncio.to_thread(repo.drop_run, RUN)
         # the version's setup commit, which its other instances share, is the one worth a checkout template
@@ -477,7 +489,8 @@ class EvalActivities:
             checkout = asyncio.ensure_future(timed(phases, "checkout", repo.check_out, RUN, base_commit,
                                                    owner=owner))
             running += [checkout, lending]
-            box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace), filling=checkout)
+            box = await timed(phases, "sandbox", self.sandboxes.get, sandbox_key, str(workspace), filling=checkout,
+                              network=network)
             await lending
             t2 = time.monotonic()
             phases["ready"] = t2 - t1
@@ -493,13 +506,14 @@ class EvalActivities:
             raise
         return judging
 
-    def _sandbox_ahead(self, repo: TaskRepo, name: str, owner: tuple[int, int] | None) -> None:
+    def _sandbox_ahead(self, repo: TaskRepo, name: str, owner: tuple[int, int] | None, network: bool = False
+                       ) -> None:
         """Have the instance's sandbox start while its workspace is made (eval_prepare started one already,
         unless agents ran in between and took it)."""
         found = TaskRepo.environment_for(repo.run_dir(name))
         if found is not None:
-            with contextlib.suppress(UnexpectedEnvironment):  # (then it starts cold)
-                self.sandboxes.prestart(*found, owner or (os.geteuid(), os.getegid()))
+            with contextlib.suppress(UnexpectedEnvironment, ConfigError):  # (then it starts cold, or says why)
+                self.sandboxes.prestart(*found, owner or (os.geteuid(), os.getegid()), network=network)
 
     def _clean_up_later(self, key: str, running: list[asyncio.Future], sandbox_key: str, repo: TaskRepo,
                         name: str, then: Callable[[], object]) -> None:

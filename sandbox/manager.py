@@ -50,17 +50,23 @@ class SandboxManager:
             self._provider = get_provider(self.backend, image=self.image)
         return self._provider
 
-    def provider_for(self, workspace: str | Path) -> SandboxProvider:
-        """The provider for ``workspace``: its task's environment's, else the plain one."""
+    def provider_for(self, workspace: str | Path, *, network: bool = False) -> SandboxProvider:
+        """The provider for ``workspace``: its task's environment's, else the plain one. ``network``: sandboxes
+        that reach the public internet (an environment's only: ``bosun eval swebench --network``)."""
         found = TaskRepo.environment_for(workspace)
         if found is None:
+            if network:
+                raise ConfigError(f"{workspace}: only a sandbox of an environment can have network, and this "
+                                  "workspace has none")
             return self.provider()
-        return self.environment(*found)
+        return self.environment(*found, network=network)
 
-    def environment(self, env_id: str, cache: Path | None) -> EnvironmentProvider:
-        """The provider of environment ``env_id`` (kept in ``cache``, None: the default one)."""
+    def environment(self, env_id: str, cache: Path | None, *, network: bool = False) -> EnvironmentProvider:
+        """The provider of environment ``env_id`` (kept in ``cache``, None: the default one); ``network``: its
+        sandboxes with network (runtime.provider_for)."""
         backend = self.provider().backend
-        cached = self._env_providers.get(f"{env_id}:{backend}")
+        name = f"{env_id}:{backend}" + (":network" if network else "")
+        cached = self._env_providers.get(name)
         if cached is not None:
             return cached
         try:
@@ -68,33 +74,36 @@ class SandboxManager:
         except ConfigError as exc:
             raise UnexpectedEnvironment(f"the task's environment is gone from this host ({exc}); run the task "
                                         "again to rebuild it") from None
-        provider = provider_for(record, backend, pooled=True)
-        self._env_providers[f"{env_id}:{backend}"] = provider
+        provider = provider_for(record, backend, pooled=True, network=network)
+        self._env_providers[name] = provider
         return provider
 
-    def prestart(self, env_id: str, cache: Path | None, owner: tuple[int, int]) -> bool:
+    def prestart(self, env_id: str, cache: Path | None, owner: tuple[int, int], *, network: bool = False) -> bool:
         """Start a sandbox of environment ``env_id`` for a workspace of ``owner`` (uid, gid) in the background:
         the next acquire of that environment for that owner takes it instead of starting one (an evaluation's
         instance, between finding its environment and judging). Unused, it goes after a minute. False when
         nothing was started (the host cannot bind a workspace into a started sandbox)."""
-        return self.environment(env_id, cache).prestart(owner)
+        return self.environment(env_id, cache, network=network).prestart(owner)
 
-    async def get(self, key: str, workspace: str, *, filling: asyncio.Future | None = None) -> Sandbox:
+    async def get(self, key: str, workspace: str, *, filling: asyncio.Future | None = None,
+                  network: bool = False) -> Sandbox:
         """The live sandbox of ``key``, bound to ``workspace``; a new one when there is none or it died.
 
         ``filling``: the host still checking ``workspace`` out (hostrepo's ``open_run`` then ``check_out``). A new
         sandbox starts meanwhile unless its provider writes into the workspace at start (an environment's build
-        files); either way it is handed out only once the checkout is done, with nothing run in it before."""
+        files); either way it is handed out only once the checkout is done, with nothing run in it before.
+        ``network``: a new sandbox reaches the public internet (``provider_for``); a key keeps what it started
+        with."""
         async with self._locks.setdefault(key, asyncio.Lock()):
             box = self._boxes.get(key)
             if box is None or not box.alive:
                 with _tracer.start_as_current_span("sandbox acquire", attributes={"bosun.sandbox.key": key}):
-                    box = await self._start(key, workspace, filling)
+                    box = await self._start(key, workspace, filling, network)
         if filling is not None:
             await asyncio.shield(filling)
         return box
 
-    async def _start(self, key: str, workspace: str, filling: asyncio.Future | None) -> Sandbox:
+    async def _start(self, key: str, workspace: str, filling: asyncio.Future | None, network: bool) -> Sandbox:
         """A new sandbox for ``key`` (under its lock), the dead one it replaces closed first."""
         dead = self._boxes.get(key)
         if dead is not None:
@@ -104,7 +113,7 @@ class SandboxManager:
         await asyncio.to_thread(diskquota.ensure_mounted, Path(workspace))
         # Its scratch .git borrows the task repository's objects (read-only in the sandbox); which store is
         # derived from the path bosun chose, never from the workspace's content.
-        provider = await asyncio.to_thread(self.provider_for, workspace)
+        provider = await asyncio.to_thread(self.provider_for, workspace, network=network)
         if filling is not None and provider.writes_on_start:
             await asyncio.shield(filling)
         started = time.monotonic()

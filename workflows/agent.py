@@ -64,13 +64,6 @@ def _error_type(e: BaseException) -> str | None:
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
-def _error_message(e: BaseException) -> str:
-    """The innermost message of a failure chain (what the activity said)."""
-    while getattr(e, "cause", None) is not None:
-        e = e.cause  # type: ignore[assignment]
-    return str(getattr(e, "message", None) or e)
-
-
 @workflow.defn
 class AgentWorkflow:
     def __init__(self) -> None:
@@ -181,9 +174,9 @@ class AgentWorkflow:
                     if kind == "ProviderError" and fallbacks:
                         self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=fallbacks.pop(0),
                                                      by="router", reason=f"{self.model} kept failing: "
-                                                                         f"{_error_message(e)[:200]}")
+                                                                         f"{policies.innermost_message(e)[:200]}")
                         continue
-                    status, error_kind, reason = "failed", kind, _error_message(e)
+                    status, error_kind, reason = "failed", kind, policies.innermost_message(e)
                     self.steps.append(f"failed: {kind}: {reason[:200]}")
                     break
                 transcript = resp.transcript_ref
@@ -310,7 +303,7 @@ class AgentWorkflow:
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
                 summary=f"release sandbox of {name}")
-            return SubagentOutcome(name=name, kind=run.kind, status="failed", error=_error_message(e)[:500])
+            return SubagentOutcome(name=name, kind=run.kind, status="failed", error=policies.innermost_message(e)[:500])
         if self.tracker is not None:
             self.tracker.charge(result.usage, result.cost_usd, turns=0)
         out = SubagentOutcome(name=name, kind=run.kind, status=result.status, turns=result.turns,

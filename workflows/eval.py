@@ -84,6 +84,8 @@ class InstanceInput(BaseModel):
     variant: Variant | None = None
     gated: bool = False
     """Started ahead: prepare, then wait for the evaluation's ``go`` signal (a free judging slot)."""
+    network: bool = False
+    """Judge in a sandbox that reaches the public internet (EvalInput.network)."""
 
 
 class InstanceOutcome(BaseModel):
@@ -170,6 +172,9 @@ class EvalInput(BaseModel):
     """Jobs (instance x variant) one run starts before it continues as new; 0: ``JOBS_PER_RUN``."""
     carried: EvalCarried | None = None
     """Set by the evaluation itself when it continues as new."""
+    network: bool = False
+    """Judge each prediction in a sandbox that reaches the public internet, as the harness's containers do
+    (``bosun eval swebench --network``; docker workers only). Agents never get network."""
 
 
 class EvalResult(BaseModel):
@@ -310,7 +315,7 @@ class EvalInstanceWorkflow:
             EvalPrepareInput(key=workflow.info().workflow_id, source=item.source, base_commit=item.base_commit,
                              repo=item.repo, version=item.version,
                              environment_setup_commit=item.environment_setup_commit, created_at=item.created_at,
-                             sandbox_ahead=not item.empty_prediction, build=build,
+                             sandbox_ahead=not item.empty_prediction, build=build, network=inp.network,
                              instance_ref=item.instance_ref if stage else "",
                              prediction_ref=(item.prediction_ref or "") if stage else ""),
             summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
@@ -322,7 +327,8 @@ class EvalInstanceWorkflow:
             EvalActivities.eval_instance,
             EvalRunInput(key=workflow.info().workflow_id, instance_ref=item.instance_ref,
                          prediction_ref=prediction_ref or "", env_id=prep.env_id, recipe=prep.recipe,
-                         base_commit=item.base_commit, timeout_s=inp.timeout_s, version_derived=prep.version_derived),
+                         base_commit=item.base_commit, timeout_s=inp.timeout_s, version_derived=prep.version_derived,
+                         network=inp.network),
             summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
 
     # -- hosts that share their state: placed by slots, moved off lost hosts -------------------------------------
@@ -492,7 +498,8 @@ class EvalWorkflow:
                 try:
                     handle = await workflow.start_child_workflow(
                         EvalInstanceWorkflow.run, InstanceInput(run_id=inp.run_id, item=item, timeout_s=inp.timeout_s,
-                                                                variant=variant, gated=gated),
+                                                                variant=variant, gated=gated,
+                                                                network=inp.network),
                         id=child_id, static_summary=child_id[len(base) + 1:])
                     if gated:
                         self._waiting.append(handle)
@@ -501,7 +508,8 @@ class EvalWorkflow:
                 except ChildWorkflowError as e:
                     failed.add(child_id)
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
-                                              error=f"its workflow ended: {e.cause or e}"[:500], error_kind="failed")
+                                              error=f"its workflow ended: {policies.innermost_message(e)}"[:500],
+                                              error_kind="failed")
                 finally:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
                     granted, ended = self._granted.pop(child_id, None), workflow.time()

@@ -29,3 +29,11 @@ KEEP = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.
                    maximum_interval=timedelta(minutes=2), maximum_attempts=0)
 """Keeping an evaluation's outcomes (content-addressed, so any attempt is safe): tried until it succeeds; every
 instance was judged, and giving up would fail the evaluation and lose all of it."""
+
+
+def innermost_message(e: BaseException) -> str:
+    """The innermost message of a failure chain (what the activity said, under the activity and child workflow
+    failures that wrap it)."""
+    while getattr(e, "cause", None) is not None:
+        e = e.cause  # type: ignore[assignment]
+    return str(getattr(e, "message", None) or e)

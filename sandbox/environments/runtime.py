@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.errors import UnexpectedEnvironment
+from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox.base import EnvironmentInfo, Limits, Sandbox, SandboxProvider
 from sandbox.bwrap import SANDBOX_PATH, BwrapProvider
 from sandbox.docker_backend import DockerProvider
@@ -85,18 +85,23 @@ class EnvironmentProvider(SandboxProvider):
 
 
 def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = None,
-                 pooled: bool = False) -> EnvironmentProvider:
+                 pooled: bool = False, network: bool = False) -> EnvironmentProvider:
     """A provider of ``backend`` ("docker" or "bwrap") for ``record``'s environment; UnexpectedEnvironment when
     that half of the environment is missing on this host. ``pooled``: its sandboxes can be started ahead
     (``EnvironmentProvider.prestart``), and once the environment is used again, one is kept ready for the next
-    use (sandbox/pool.py: ``spare``)."""
+    use (sandbox/pool.py: ``spare``). ``network``: its sandboxes reach the public internet (docker only,
+    sandbox/netns.py: public_only; a ConfigError for bwrap)."""
+    if network and backend != "docker":
+        raise ConfigError(f"a sandbox with network needs the docker backend, and this worker's is {backend}: bwrap "
+                          "would share the host's network namespace, its loopback and services included. Run the "
+                          "worker with BOSUN_SANDBOX_BACKEND=docker, or judge without --network")
     if backend == "docker":
         image = record.backend_refs.get("docker")
         if not image:
             raise UnexpectedEnvironment(f"environment {record.env_id} has no docker image; build it again with "
                                         f"`bosun env build`")
         inner: SandboxProvider = DockerProvider(limits, image=image, python="/usr/bin/python3",
-                                                env=sandbox_env(record))
+                                                env=sandbox_env(record), network=network)
     elif backend == "bwrap":
         env_dir = Path(record.backend_refs.get("bwrap", ""))
         rootfs = Path(record.rootfs)

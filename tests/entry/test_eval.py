@@ -15,6 +15,7 @@ import pytest
 
 from infra.artifacts import ArtifactStore
 from tests.conftest import BOSUN, EXAMPLE, leftovers, make_example_repo, wait_for
+from tests.sandbox.test_network import PUBLIC, internet_host
 
 MEDIAN_FIX = ("    middle = len(ordered) // 2\n    return ordered[middle]\n",
               "    middle = len(ordered) // 2\n    if len(ordered) % 2 == 0:\n"
@@ -500,6 +501,43 @@ def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["error_ids"] == [] and summary["resolved_ids"] == ["calc__median-1", "calc__percent-1"]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_network_judges_in_a_sandbox_that_reaches_the_internet_only_when_asked(stack, tmp_path):
+    """``--network``: a test that calls a host on the internet (PUBLIC, a namespace behind a link of the host's,
+    reached through the bridge's gateway, tests/sandbox/test_network.py) passes only when judged with it; the
+    summary and the instance's report say so; the same run id without it is refused; a bwrap worker cannot have
+    it."""
+    path, repo = calc_instances(tmp_path)
+    with internet_host() as port:
+        row = json.loads(path.read_text().splitlines()[0])
+        row["test_patch"] = diff_of(
+            repo, "tests/test_stats.py", "def test_spread():",
+            "def test_median_even_floats():\n    assert median([1.0, 2.0]) == 1.5\n\n\n"
+            f"def test_the_internet():\n    import socket\n"
+            f"    assert socket.create_connection(({PUBLIC!r}, {port}), timeout=3).recv(5) == b'hello'\n\n\n"
+            "def test_spread():")
+        row["PASS_TO_PASS"] = json.dumps(["tests/test_stats.py::test_the_internet"])
+        path.write_text(json.dumps(row) + "\n")
+        args = ("eval", "swebench", "--instances", str(path), "--predictions", "gold", "--repo",
+                f"example/calc={repo}")
+        report = tmp_path / "net.json"
+        proc = stack.bosun(*args, "--network", "--run-id", "it-net", "--report", str(report), timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        doc = json.loads(report.read_text())
+        assert doc["summary"]["resolved_ids"] == ["calc__median-1"] and doc["summary"]["network"] is True
+        assert doc["instances"]["calc__median-1"]["network"] is True
+        proc = stack.bosun(*args, "--run-id", "it-no-net", "--report", str(report), timeout=900)
+        doc = json.loads(report.read_text())
+        assert doc["summary"]["network"] is False and "network" not in doc["instances"]["calc__median-1"]
+        assert doc["instances"]["calc__median-1"]["tests_status"]["PASS_TO_PASS"]["failure"] == [
+            "tests/test_stats.py::test_the_internet"]
+    proc = stack.bosun(*args, "--run-id", "it-net")
+    assert proc.returncode == 2 and "(it judges with network)" in proc.stderr, proc.stderr
+    proc = stack.bosun(*args, "--network", "--run-id", "it-net-bwrap", env_extra={"BOSUN_SANDBOX_BACKEND": "bwrap"})
+    assert proc.returncode == 2 and "--network needs docker sandboxes" in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow

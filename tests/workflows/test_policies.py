@@ -1,0 +1,33 @@
+"""What a failed instance or agent reports: the activity's own words, not the wrappers' (workflows/policies.py)."""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, TerminatedError
+
+from workflows.policies import innermost_message
+
+
+def _activity(cause: BaseException) -> ActivityError:
+    e = ActivityError("Activity task failed", scheduled_event_id=5, started_event_id=6, identity="worker",
+                      activity_type="eval_instance", activity_id="2", retry_state=None)
+    e.__cause__ = cause
+    return e
+
+
+def _child(cause: BaseException) -> ChildWorkflowError:
+    e = ChildWorkflowError("Child Workflow execution failed", namespace="default", workflow_id="eval-x/i",
+                           run_id="r", workflow_type="EvalInstanceWorkflow", initiated_event_id=1,
+                           started_event_id=2, retry_state=None)
+    e.__cause__ = cause
+    return e
+
+
+def test_the_activitys_message_under_the_wrappers() -> None:
+    said = ApplicationError("a sandbox with network needs the docker backend", type="ConfigError")
+    assert innermost_message(_child(_activity(said))) == "a sandbox with network needs the docker backend"
+    assert innermost_message(_activity(said)) == "a sandbox with network needs the docker backend"
+
+
+def test_a_terminated_child_says_so() -> None:
+    assert innermost_message(_child(TerminatedError("Terminated", ()))) == "Terminated"
+    assert innermost_message(ValueError("plain")) == "plain"
