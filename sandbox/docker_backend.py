@@ -368,15 +368,9 @@ class DockerProvider(SandboxProvider):
     def _public_only(state: dict[str, Any]) -> None:
         """Leave the started container (``inspect_container``'s answer) only the public internet; an
         UnexpectedEnvironment when that cannot be done (the caller removes the container)."""
-        net = state.get("NetworkSettings") or {}
+        gateway, subnet, resolvers = netns.bridge_of(state)
         try:
-            with open(state.get("ResolvConfPath") or "/nonexistent", encoding="utf-8", errors="replace") as f:
-                resolvers = netns.nameservers(f.read(65536))  # (docker wrote it from the host's: nothing ran yet)
-        except OSError:
-            resolvers = []
-        try:
-            netns.public_only(state["State"]["Pid"], net.get("Gateway") or "",
-                              f"{net.get('IPAddress') or ''}/{net.get('IPPrefixLen') or 0}", resolvers)
+            netns.public_only(state["State"]["Pid"], gateway, subnet, resolvers)
         except OSError as exc:
             raise UnexpectedEnvironment(f"a docker sandbox with network did not start: {exc}") from None
 

@@ -87,20 +87,45 @@ def public_routes(gateway: str, subnet: str, resolvers: list[str], host: list[st
     """The ``ip -batch`` text that leaves a bridged sandbox only the public internet (module docstring):
     ``gateway`` and ``subnet`` (``172.17.0.0/16``) of its bridge, ``resolvers`` its nameservers, ``host`` the
     host's own IPv4 addresses (a public one is the host too: what listens there on every address must stay out
-    of reach). ValueError for a gateway or subnet that is not an IPv4 address or network."""
+    of reach; a resolver there is not excepted). ValueError for a gateway or subnet that is not an IPv4 address
+    or network."""
+    own = {*(host or []), gateway}
+    return bridge_routes(gateway, subnet, blocked=LOCAL_RANGES, host=host or [],
+                         excepted=[r for r in resolvers if r not in own])
+
+
+def bridge_routes(gateway: str, subnet: str, *, blocked: tuple[str, ...], host: list[str],
+                  excepted: list[str]) -> str:
+    """The ``ip -batch`` text for a container on a docker bridge: its subnet no longer on-link (the default route
+    to ``gateway`` ``onlink``), the ``blocked`` ranges, the subnet, the gateway and the ``host``'s own addresses
+    routed to its loopback; each of the ``excepted`` addresses that this blocks routed through the gateway."""
     gw = ipaddress.IPv4Address(gateway)
     net = ipaddress.IPv4Network(subnet, strict=False)
-    local = [ipaddress.IPv4Network(r) for r in LOCAL_RANGES]
-    own = {ipaddress.IPv4Address(a) for a in host or []} | {gw}
+    ranges = [ipaddress.IPv4Network(r) for r in blocked]
+    own = {ipaddress.IPv4Address(a) for a in host} | {gw}
     lines = [f"route del {net} dev eth0", f"route replace default via {gw} dev eth0 onlink"]
-    lines += [f"route replace {r} dev lo" for r in LOCAL_RANGES]
-    lines += [f"route replace {net} dev lo"]  # (a bridge outside the local ranges: the other containers too)
-    lines += [f"route replace {a}/32 dev lo" for a in sorted(own) if not any(a in r for r in [*local, net])]
-    for ns in resolvers:
-        addr = ipaddress.IPv4Address(ns)
-        if addr not in own and (any(addr in r for r in local) or addr in net):
+    lines += [f"route replace {r} dev lo" for r in blocked]
+    lines += [f"route replace {net} dev lo"]  # (a bridge outside the blocked ranges: the other containers too)
+    lines += [f"route replace {a}/32 dev lo" for a in sorted(own) if not any(a in r for r in [*ranges, net])]
+    for addr in dict.fromkeys(ipaddress.IPv4Address(a) for a in excepted):
+        if addr in own or any(addr in r for r in ranges) or addr in net:
             lines.append(f"route replace {addr}/32 via {gw} dev eth0 onlink")
     return "".join(line + "\n" for line in lines)
+
+
+def bridge_of(state: dict) -> tuple[str, str, list[str]]:
+    """(gateway, address/prefix, resolvers) of a started container on docker's default bridge, from
+    ``inspect_container``'s answer: the bridge network's own entry (the top-level fields are deprecated in docker's
+    API), else those; the resolvers from the ``resolv.conf`` docker wrote for it (read before anything ran there;
+    none when it cannot be read)."""
+    settings = state.get("NetworkSettings") or {}
+    net = (settings.get("Networks") or {}).get("bridge") or settings
+    try:
+        with open(state.get("ResolvConfPath") or "/nonexistent", encoding="utf-8", errors="replace") as f:
+            resolvers = nameservers(f.read(65536))
+    except OSError:
+        resolvers = []
+    return net.get("Gateway") or "", f"{net.get('IPAddress') or ''}/{net.get('IPPrefixLen') or 0}", resolvers
 
 
 def host_addresses() -> list[str]:
@@ -128,21 +153,44 @@ def public_only(pid: int, gateway: str, subnet: str, resolvers: list[str]) -> No
     """Set :func:`public_routes` (the host's addresses as they are now) in the network namespace of process
     ``pid``; OSError when that fails (the caller destroys the sandbox: one with network is never handed out with
     its local network in reach)."""
-    nsenter, ip = shutil.which("nsenter"), shutil.which("ip")
-    if nsenter is None or ip is None:
-        raise OSError("a sandbox with network needs nsenter and ip (util-linux, iproute2) on the host, to keep the "
-                      "local network out of its reach")
     try:
         batch = public_routes(gateway, subnet, resolvers, host_addresses())
     except ValueError as exc:
         raise OSError(f"the sandbox's bridge is not IPv4 ({gateway!r}, {subnet!r}): {exc}") from None
+    apply_routes(pid, batch)
+
+
+BUILD_BLOCKED = ("169.254.0.0/16",)
+"""What an environment build cannot reach beyond the host itself and the other containers: link-local (a cloud's
+metadata service and the credentials it hands out). The private ranges stay reachable: registries, proxies and
+git servers of a company's own network live there."""
+
+
+def build_only(pid: int, gateway: str, subnet: str, excepted: list[str]) -> None:
+    """Routes for an environment build's container (process ``pid``): the host (every address of its own), the
+    other containers and :data:`BUILD_BLOCKED` out of reach, the ``excepted`` addresses (its resolvers, the
+    configured registries and proxies) through the gateway; IPv6 off on eth0. OSError when that fails."""
+    try:
+        batch = bridge_routes(gateway, subnet, blocked=BUILD_BLOCKED, host=host_addresses(), excepted=excepted)
+    except ValueError as exc:
+        raise OSError(f"the build's bridge is not IPv4 ({gateway!r}, {subnet!r}): {exc}") from None
+    apply_routes(pid, batch)
+
+
+def apply_routes(pid: int, batch: str) -> None:
+    """Run ``ip -batch`` text in the network namespace of process ``pid``, then switch IPv6 off on its eth0
+    (:data:`NO_IPV6`); OSError when either fails."""
+    nsenter, ip = shutil.which("nsenter"), shutil.which("ip")
+    if nsenter is None or ip is None:
+        raise OSError("nsenter and ip (util-linux, iproute2) are needed on the host to keep the local network out "
+                      "of a bridged container's reach")
     try:
         done = subprocess.run([nsenter, "-t", str(pid), "-n", ip, "-batch", "-"], input=batch.encode(),
                               capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OSError(f"setting the sandbox's routes failed: {exc}") from None
+        raise OSError(f"setting the container's routes failed: {exc}") from None
     if done.returncode != 0:
-        raise OSError("setting the sandbox's routes failed: "
+        raise OSError("setting the container's routes failed: "
                       + (done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"))
     # IPv6 off on the bridge's side (docker does it for a bridge without IPv6; one with it would be a way around
     # the routes above); the loopback keeps ::1
@@ -150,9 +198,9 @@ def public_only(pid: int, gateway: str, subnet: str, resolvers: list[str]) -> No
         done = subprocess.run([nsenter, "-t", str(pid), "-n", "sh", "-c", NO_IPV6], capture_output=True, timeout=10,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OSError(f"switching IPv6 off in the sandbox failed: {exc}") from None
+        raise OSError(f"switching IPv6 off in the container failed: {exc}") from None
     if done.returncode != 0:
-        raise OSError("switching IPv6 off in the sandbox failed: "
+        raise OSError("switching IPv6 off in the container failed: "
                       + (done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"))
 
 

@@ -2,11 +2,12 @@
 as an unprivileged user; the result becomes an image layered on the base (docker) and a directory (bwrap).
 
 The build container: the base image, the user ``bosun`` (uid 1000), every capability dropped, no new privileges,
-docker's default seccomp profile, the default bridge network (the registries are reachable, the host's loopback
-services are not), memory and pids limits. The source (``git archive`` of the commit) and the tools (uv, the
-host's CA bundle) are copied in through the engine into anonymous volumes that are never part of the image (and go
-with the build container); the installer's cache is the environment's own, for the build only. Steps, each logged
-under a header in ``build.log``:
+docker's default seccomp profile, the default bridge network (the registries are reachable; the host, on any of
+its addresses, the other containers and link-local addresses, a cloud's metadata service among them, are not:
+sandbox/netns.py, build_only), memory and pids limits. The source (``git archive`` of the commit) and the tools
+(uv, the host's CA bundle) are copied in through the engine into anonymous volumes that are never part of the
+image (and go with the build container); the installer's cache is the environment's own, for the build only.
+Steps, each logged under a header in ``build.log``:
 
 1. ``prepare``: the declared commands that edit the source before the install; ``virtualenv``: ``uv venv`` at
    /opt/bosun-env/venv with the base's python3;
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from infra.errors import BosunError, UnexpectedEnvironment
+from sandbox import netns
 from sandbox.bwrap import SANDBOX_PATH
 from sandbox.docker_backend import LABEL as SANDBOX_LABEL
 from sandbox.docker_backend import LABEL_OWNER, owner_tag
@@ -326,6 +328,26 @@ class Builder:
             use_config_proxy=False)
         return created["Id"]
 
+    def _keep_out(self, run: _Run, cid: str) -> None:
+        """Before anything runs in the build container: the host (every address of its own), the other containers
+        and link-local addresses (a cloud's metadata service) out of its reach, its resolvers and the configured
+        registries and proxies excepted (sandbox/netns.py: build_only). Best effort, as the sandboxes' private
+        routes: a host that cannot set them says so in the build log, and the build goes on as before."""
+        state = self.api.inspect_container(cid)
+        gateway, subnet, resolvers = netns.bridge_of(state)
+        registries = self.network.registry_addresses()
+        try:
+            netns.build_only(state["State"]["Pid"], gateway, subnet, [*resolvers, *registries])
+        except OSError as exc:
+            run.note(f"the build can reach this host and link-local addresses: {exc}")
+            return
+        try:
+            mine = set(netns.host_addresses()) | {gateway}
+        except OSError:
+            mine = {gateway}
+        for addr in dict.fromkeys(a for a in [*resolvers, *registries] if a in mine):
+            run.note(f"the build can reach this host at {addr}: a resolver, registry or proxy is there")
+
     def _env(self, spec: EnvSpec, date: str | None = None) -> dict[str, str]:
         env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{VENV}/bin:{TOOLS}:{SANDBOX_PATH}",
                "VIRTUAL_ENV": VENV, "UV_CACHE_DIR": "/var/cache/bosun-uv", "UV_PYTHON_DOWNLOADS": "never",
@@ -345,6 +367,7 @@ class Builder:
         spec = det.spec
         api, cid = self.api, run.container
         api.start(cid)
+        self._keep_out(run, cid)
         run.start_watchdog()
         owned = source_tar.with_name("source-owned.tar")
         names = _owned_tar(source_tar, owned, BUILD_UID)

@@ -1,5 +1,7 @@
 """The host's network configuration a build needs to reach the package registries: proxy variables, the CA bundle
-and the pip/uv index configuration. Builds are the only place environments have network; sandboxes never do.
+and the pip/uv index configuration. Builds are the only place environments have network; sandboxes never do (but
+those of ``bosun eval swebench --network``). The registries' and proxies' addresses stay reachable from the build
+when its routes keep the host and link-local addresses out (sandbox/netns.py: build_only).
 
 Index URLs come from uv's and pip's variables and configuration files; ``file://`` indexes and find-links
 directories are host paths the build cannot see and are left out (said in the build log). Credentials inside an
@@ -10,9 +12,11 @@ from __future__ import annotations
 
 import configparser
 import os
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
               "all_proxy")
@@ -30,6 +34,32 @@ class BuildNetwork:
     ca_bundle: bytes | None = None
     """The host's CA bundle, copied into the build at CA_IN_BUILD."""
     notes: list[str] = field(default_factory=list)
+
+    def registry_hosts(self) -> list[str]:
+        """The host names (or address literals) of the indexes, find-links and proxies the build is given."""
+        hosts = []
+        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                     "http_proxy", "https_proxy", "all_proxy"):
+            for url in self.env.get(name, "").split():
+                try:
+                    host = urlsplit(url if "://" in url else f"http://{url}").hostname
+                except ValueError:
+                    continue
+                if host:
+                    hosts.append(host)
+        return list(dict.fromkeys(hosts))
+
+    def registry_addresses(self) -> list[str]:
+        """The IPv4 addresses of :meth:`registry_hosts` as this host resolves them (a name that does not resolve
+        is left out: the build will say so when it fails to reach it)."""
+        found: list[str] = []
+        for host in self.registry_hosts():
+            try:
+                infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
+            except (OSError, UnicodeError):
+                continue
+            found += [str(info[4][0]) for info in infos]
+        return list(dict.fromkeys(found))
 
 
 def _remote(url: str) -> bool:

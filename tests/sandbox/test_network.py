@@ -50,6 +50,18 @@ def test_the_hosts_own_addresses_are_out_of_reach_even_public_ones() -> None:
     assert not any("via" in line for line in lines[2:]), lines  # a resolver on the host is not excepted
 
 
+def test_a_builds_routes_keep_the_host_and_link_local_out_and_the_company_network_in() -> None:
+    lines = netns.bridge_routes("172.17.0.1", "172.17.0.2/16", blocked=netns.BUILD_BLOCKED,
+                                host=["192.0.2.2", "172.17.0.1"],
+                                excepted=["10.0.0.2", "169.254.169.253", "192.0.2.2"]).splitlines()
+    assert "route replace 169.254.0.0/16 dev lo" in lines and "route replace 192.0.2.2/32 dev lo" in lines
+    assert not any(line.startswith(("route replace 10.0.0.0/8", "route replace 192.168.")) for line in lines)
+    # a link-local resolver, and a registry the operator put on this host, are reached through the gateway
+    assert "route replace 169.254.169.253/32 via 172.17.0.1 dev eth0 onlink" in lines
+    assert "route replace 192.0.2.2/32 via 172.17.0.1 dev eth0 onlink" in lines
+    assert not any(line.startswith("route replace 10.0.0.2") for line in lines)  # reachable as it is
+
+
 def test_a_bridge_outside_the_private_ranges_is_out_of_reach_too() -> None:
     lines = netns.public_routes("198.18.0.1", "198.18.0.5/24", []).splitlines()
     assert "route replace 198.18.0.0/24 dev lo" in lines
@@ -68,7 +80,7 @@ def test_a_bridge_that_is_not_ipv4_fails_closed(gateway: str, subnet: str) -> No
 
 def test_a_host_without_nsenter_fails_closed(monkeypatch) -> None:
     monkeypatch.setattr(netns.shutil, "which", lambda _name: None)
-    with pytest.raises(OSError, match="nsenter and ip"):
+    with pytest.raises(OSError, match="iproute2"):
         netns.public_only(1, "172.17.0.1", "172.17.0.2/16", [])
 
 

@@ -37,6 +37,17 @@ def test_the_build_gets_proxies_ca_and_remote_indexes(tmp_path: Path):
     assert net.env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
     assert net.env["UV_INDEX"] == "https://extra.example/simple"  # host-local ones are left out, and said so
     assert any("file:///opt/pypi/simple" in n for n in net.notes) and any("/opt/wheels" in n for n in net.notes)
+    # the build's routes except where the registries and proxies are (sandbox/netns.py: build_only)
+    assert net.registry_hosts() == ["mirror.example", "extra.example", "proxy"]
+
+
+def test_the_registries_addresses_are_those_this_host_resolves(tmp_path: Path):
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = http://10.1.2.3:3141/root/pypi/simple\n")
+    net = build_network({"HTTP_PROXY": "http://user:secret@localhost:3128", "ALL_PROXY": "[::1",
+                         "PIP_CONFIG_FILE": str(conf)})
+    assert net.registry_hosts() == ["10.1.2.3", "localhost"]  # (a URL that does not parse is left out)
+    assert net.registry_addresses() == ["10.1.2.3", "127.0.0.1"]
 
 
 def test_overrides(tmp_path: Path):
