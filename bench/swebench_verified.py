@@ -40,7 +40,7 @@ stopped; ``--again`` judges the selected instances again.
 - ``detected``: the gold patches, the rows' repository renamed ``bosun-detected/<name>`` so that no recipe applies:
   bosun's own detected environment and runner.
 
-``--network``: every variant but ``detected`` is judged with ``bosun eval swebench --network`` (sandboxes that reach
+``--network``: every variant is judged with ``bosun eval swebench --network`` (sandboxes that reach
 the public internet, as the harness's containers do: the instances whose tests call real sites), its results,
 logs and report under ``network/``, kept apart from those judged without; the output says ``"network": true``.
 
@@ -518,8 +518,6 @@ def main() -> int:
                          "the harness's); results and report under network/, apart from those without")
     args = ap.parse_args()
     if args.network:
-        if "detected" in (args.variant or []):
-            ap.error("--network judges through `bosun eval swebench`; the detected variant does not: leave it out")
         global VERDICTS, NETWORK
         VERDICTS, NETWORK = RESULTS / "network", True
         VERDICTS.mkdir(parents=True, exist_ok=True)

@@ -413,7 +413,7 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
               "(incomplete_ids)", file=sys.stderr)
     if args.network and s.sandbox_backend == "bwrap":
         raise ConfigError("--network needs docker sandboxes, and BOSUN_SANDBOX_BACKEND is bwrap (a bwrap sandbox with "
-                          "network would share the host's network namespace); set it to docker or auto")
+                          "network would share the host's network namespace); set it to docker")
     judged = [i for i in given if predictions[i.instance_id].model_patch]
     versionless = sum(1 for i in judged if not i.version and i.repo in RECIPES)
     if versionless:
@@ -440,6 +440,11 @@ async def swebench(args: argparse.Namespace, s: Settings) -> int:
                      incomplete=[i.instance_id for i in instances if i.instance_id not in predictions])
     report["summary"]["wall_s"] = round(time.monotonic() - started, 1)
     report["summary"]["network"] = args.network
+    if args.network:  # (a worker of a bosun before --network ignores it: its instances say nothing of it)
+        without = sorted(i for i, r in report["instances"].items() if r.get("patch_exists") and not r.get("network"))
+        if without:
+            print(f"warning: {len(without)} instance(s) were judged WITHOUT network by workers that do not know "
+                  f"--network (an older bosun): {', '.join(without[:20])}", file=sys.stderr)
     if args.report:
         args.report.write_text(json.dumps(report, indent=2))
     if args.logs:

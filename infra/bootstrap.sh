@@ -18,7 +18,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. system packages ---------------------------------------------------------------------------------------
-PKGS=(docker.io nats-server nginx bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl iproute2 util-linux)
+PKGS=(docker.io nats-server nginx bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl iproute2 util-linux iptables)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -357,7 +357,7 @@ class DockerProvider(SandboxProvider):
             if self.network:
                 self._public_only(state)
             else:
-                netns.blackhole_private_ranges(state["State"]["Pid"])
+                netns.blackhole_private_ranges(netns.namespace_of(state))
         except BaseException:
             with contextlib.suppress(Exception):
                 self.api.remove_container(cid, force=True, v=True)
@@ -370,7 +370,7 @@ class DockerProvider(SandboxProvider):
         UnexpectedEnvironment when that cannot be done (the caller removes the container)."""
         gateway, subnet, resolvers = netns.bridge_of(state)
         try:
-            netns.public_only(state["State"]["Pid"], gateway, subnet, resolvers)
+            netns.public_only(netns.namespace_of(state), gateway, subnet, resolvers)
         except OSError as exc:
             raise UnexpectedEnvironment(f"a docker sandbox with network did not start: {exc}") from None
 

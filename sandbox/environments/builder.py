@@ -337,7 +337,7 @@ class Builder:
         gateway, subnet, resolvers = netns.bridge_of(state)
         registries = self.network.registry_addresses()
         try:
-            netns.build_only(state["State"]["Pid"], gateway, subnet, [*resolvers, *registries])
+            netns.build_only(netns.namespace_of(state), gateway, subnet, resolvers, registries)
         except OSError as exc:
             run.note(f"the build can reach this host and link-local addresses: {exc}")
             return
@@ -345,8 +345,10 @@ class Builder:
             mine = set(netns.host_addresses()) | {gateway}
         except OSError:
             mine = {gateway}
-        for addr in dict.fromkeys(a for a in [*resolvers, *registries] if a in mine):
-            run.note(f"the build can reach this host at {addr}: a resolver, registry or proxy is there")
+        for addr in dict.fromkeys(a for a in resolvers if a in mine):
+            run.note(f"the build can reach this host at {addr} on port 53: its resolver is there")
+        for addr in dict.fromkeys(a for a in registries if a in mine and a not in netns.METADATA):
+            run.note(f"the build can reach this host at {addr}, every port: a registry or proxy is there")
 
     def _env(self, spec: EnvSpec, date: str | None = None) -> dict[str, str]:
         env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{VENV}/bin:{TOOLS}:{SANDBOX_PATH}",

@@ -51,15 +51,40 @@ def test_the_hosts_own_addresses_are_out_of_reach_even_public_ones() -> None:
 
 
 def test_a_builds_routes_keep_the_host_and_link_local_out_and_the_company_network_in() -> None:
-    lines = netns.bridge_routes("172.17.0.1", "172.17.0.2/16", blocked=netns.BUILD_BLOCKED,
-                                host=["192.0.2.2", "172.17.0.1"],
-                                excepted=["10.0.0.2", "169.254.169.253", "192.0.2.2"]).splitlines()
+    reach = netns.build_reach("172.17.0.1", "172.17.0.2/16", ["169.254.169.253"],
+                              ["10.0.0.2", "192.0.2.2", "169.254.169.254"], ["192.0.2.2", "172.17.0.1"])
+    lines = netns.bridge_routes(reach).splitlines()
     assert "route replace 169.254.0.0/16 dev lo" in lines and "route replace 192.0.2.2/32 dev lo" in lines
     assert not any(line.startswith(("route replace 10.0.0.0/8", "route replace 192.168.")) for line in lines)
-    # a link-local resolver, and a registry the operator put on this host, are reached through the gateway
+    # a link-local resolver, and a registry the operator put on this host, are reached through the gateway;
+    # the metadata service never is, even named as a registry
     assert "route replace 169.254.169.253/32 via 172.17.0.1 dev eth0 onlink" in lines
     assert "route replace 192.0.2.2/32 via 172.17.0.1 dev eth0 onlink" in lines
-    assert not any(line.startswith("route replace 10.0.0.2") for line in lines)  # reachable as it is
+    assert not any(line.startswith(("route replace 10.0.0.2", "route replace 169.254.169.254")) for line in lines)
+    rules = netns.bridge_filter(reach).splitlines()
+    assert "-A OUTPUT -d 169.254.169.253/32 -p udp --dport 53 -j ACCEPT" in rules
+    assert "-A OUTPUT -d 192.0.2.2/32 -j ACCEPT" in rules  # the registry: every port
+    assert not any("169.254.169.254" in rule for rule in rules)
+    assert rules.index("-A OUTPUT -d 192.0.2.2/32 -j ACCEPT") < rules.index("-A OUTPUT -d 192.0.2.2/32 -j DROP")
+
+
+def test_the_packet_filter_holds_what_the_routes_cannot() -> None:
+    """Broadcast, multicast and the blocked addresses are dropped whatever interface a socket names; a resolver
+    is open on port 53 only, even when it is the metadata server (GCP's resolver is)."""
+    text = netns.bridge_filter(netns.public_reach("172.17.0.1", "172.17.0.2/16", ["169.254.169.254"],
+                                                  ["192.0.2.2"]))
+    rules = text.splitlines()
+    assert rules[:4] == ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT ACCEPT [0:0]"]
+    assert text.endswith("\nCOMMIT\n")
+    for rule in ("-A OUTPUT -m addrtype --dst-type BROADCAST -j DROP",
+                 "-A OUTPUT -m addrtype --dst-type MULTICAST -j DROP",
+                 "-A OUTPUT -d 169.254.169.254/32 -p udp --dport 53 -j ACCEPT",
+                 "-A OUTPUT -d 169.254.169.254/32 -p tcp --dport 53 -j ACCEPT",
+                 "-A OUTPUT -d 10.0.0.0/8 -j DROP", "-A OUTPUT -d 169.254.0.0/16 -j DROP",
+                 "-A OUTPUT -d 172.17.0.0/16 -j DROP", "-A OUTPUT -d 192.0.2.2/32 -j DROP",
+                 "-A OUTPUT -d 172.17.0.1/32 -j DROP"):
+        assert rule in rules, rule
+    assert "-A OUTPUT -d 169.254.169.254/32 -j ACCEPT" not in rules
 
 
 def test_a_bridge_outside_the_private_ranges_is_out_of_reach_too() -> None:
@@ -113,6 +138,11 @@ def test_the_routes_and_ipv6_in_a_real_namespace_with_a_bridge_like_link() -> No
         assert any(r.startswith("172.16.0.0/12 dev lo") for r in routes), routes
         assert any(r.startswith("10.9.9.9 via 198.51.100.1 dev eth0") for r in routes), routes
         assert ns(inside.pid, "cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6").strip() == "1"
+        rules = ns(inside.pid, "iptables", "-S", "OUTPUT").splitlines()
+        assert "-A OUTPUT -d 10.0.0.0/8 -j DROP" in rules and \
+            "-A OUTPUT -d 10.9.9.9/32 -p udp -m udp --dport 53 -j ACCEPT" in rules, rules
+        assert "-A OUTPUT -d 10.0.0.0/8 -j DROP" not in subprocess.run(["iptables", "-S", "OUTPUT"],
+                                                                      capture_output=True, text=True).stdout
         assert "inet6" not in ns(inside.pid, "ip", "-6", "addr", "show", "dev", "eth0")
         assert "::1" in ns(inside.pid, "ip", "-6", "addr", "show", "dev", "lo")
     finally:
@@ -144,7 +174,9 @@ def internet_host():
     inside = subprocess.Popen(["unshare", "-n", "sh", "-c", "ip link set lo up && exec sleep 600"])
     answering = None
     host = socketserver.ThreadingTCPServer(("0.0.0.0", port), Hello)  # noqa: S104 - the point of the test
-    threading.Thread(target=host.serve_forever, daemon=True).start()
+    echo = socketserver.ThreadingUDPServer(("0.0.0.0", port), Echo)  # noqa: S104
+    for server in (host, echo):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         wait_exec(inside.pid)
         subprocess.run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", str(inside.pid)],
@@ -167,13 +199,20 @@ def internet_host():
         subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
         inside.kill()
         inside.wait()
-        host.shutdown()
-        host.server_close()
+        for server in (host, echo):
+            server.shutdown()
+            server.server_close()
 
 
 class Hello(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         self.request.sendall(b"hello")
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        data, sock = self.request
+        sock.sendto(b"echo " + data, self.client_address)
 
 
 def wait_exec(pid: int) -> None:
@@ -182,6 +221,38 @@ def wait_exec(pid: int) -> None:
         if open(f"/proc/{pid}/cmdline").read().startswith("sleep\0"):
             return
         time.sleep(0.05)
+
+
+AROUND = """
+import socket, struct, sys
+port, eth0 = int(sys.argv[1]), socket.if_nametoindex("eth0")
+for host in sys.argv[2:]:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(1.5)
+    u.setsockopt(socket.IPPROTO_IP, 50, struct.pack("!I", eth0))  # IP_UNICAST_IF: past the routes to lo
+    try:
+        u.sendto(b"ping", (host, port))
+        print("udp-answered", host, u.recv(20))
+    except OSError as e:
+        print("udp-silent", host, type(e).__name__)
+    t = socket.socket()
+    t.settimeout(1.5)
+    try:
+        t.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
+        t.connect((host, port))
+        print("tcp-bound-reached", host)
+    except OSError as e:
+        print("tcp-bound-failed", host, type(e).__name__)
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+b.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+b.settimeout(1.5)
+try:
+    b.sendto(b"ping", ("255.255.255.255", port))
+    print("broadcast-answered", b.recvfrom(20))
+except OSError as e:
+    print("broadcast-silent", type(e).__name__)
+"""
+"""Ways around routes: a UDP socket naming eth0, a TCP socket bound to it, the bridge's limited broadcast."""
 
 
 REACH = """
@@ -217,6 +288,7 @@ async def test_a_sandbox_with_network_reaches_the_internet_and_nothing_local(doc
             own = [a for a in netns.host_addresses() if a not in (gateway, GATEWAY)][:1]
             res = await box.exec(["python3", "-c", REACH, str(port), PUBLIC, gateway, GATEWAY, *own, "10.255.255.1",
                                   "127.0.0.1"], timeout_s=60)
+            around = await box.exec(["python3", "-c", AROUND, str(port), gateway, GATEWAY, *own], timeout_s=60)
             routes = subprocess.run(["nsenter", "-t", str(state["State"]["Pid"]), "-n", "ip", "route"],
                                     capture_output=True, text=True, check=True).stdout
         finally:
@@ -226,6 +298,9 @@ async def test_a_sandbox_with_network_reaches_the_internet_and_nothing_local(doc
             assert f"timeout {host_address}" in res.stdout, res.stdout
         assert "timeout 10.255.255.1" in res.stdout, res.stdout  # the local network
         assert "failed 127.0.0.1 111" in res.stdout, res.stdout  # its own loopback, not the host's
+        # nor around the routes: the packet filter holds
+        assert "answered" not in around.stdout and "reached" not in around.stdout, around.stdout + around.stderr
+        assert around.stdout.count("udp-silent") == len({gateway, GATEWAY, *own}), around.stdout
         for resolver in netns.nameservers(Path("/etc/resolv.conf").read_text()):
             if resolver not in netns.host_addresses() and resolver.startswith(("10.", "192.168.", "172.", "169.254.")):
                 assert f"{resolver} via {gateway}" in routes, routes  # private resolvers stay reachable

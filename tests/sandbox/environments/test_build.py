@@ -200,18 +200,23 @@ def test_remove_and_unknown_ids(envs):
 def test_a_build_reaches_the_registries_and_the_internet_but_not_this_host(envs, tmp_path, request):
     """The build's container (sandbox/netns.py: build_only): a host on the internet answers (tests/sandbox/
     test_network.py's stand-in for one), the registry too (the tiny package's dependency installs), and every
-    address of this host's own, public ones included, is out of reach (a service listening on all of them)."""
+    address of this host's own, public ones included, is out of reach (a service listening on all of them), also
+    for a socket bound to eth0 and for the bridge's broadcast."""
     from sandbox import netns
 
-    from ..test_network import PUBLIC, REACH, internet_host
+    from ..test_network import AROUND, PUBLIC, REACH, internet_host
 
     own = netns.host_addresses()
     with internet_host() as port:
-        setup = f'setup = ["python reach.py {port} {PUBLIC} {" ".join(own)}"]\n'
-        repo = make_repo(tmp_path / "reach", {**TINY, "reach.py": REACH, ".bosun/environment.toml": setup})
+        setup = (f'setup = ["python reach.py {port} {PUBLIC} {" ".join(own)}", '
+                 f'"python around.py {port} {" ".join(own)}"]\n')
+        repo = make_repo(tmp_path / "reach", {**TINY, "reach.py": REACH, "around.py": AROUND,
+                                              ".bosun/environment.toml": setup})
         record = envs.ensure(*envs.detect_repo(str(repo))).record
         request.addfinalizer(lambda: envs.remove(record.env_id))
     log = envs.log_of(record).read_text()
     assert f"reached {PUBLIC} hello" in log, log[-3000:]
     for address in own:
         assert f"timeout {address}" in log, log[-3000:]
+        assert f"udp-silent {address}" in log and f"tcp-bound-failed {address}" in log, log[-3000:]
+    assert "broadcast-silent" in log and "answered" not in log and "tcp-bound-reached" not in log, log[-3000:]
