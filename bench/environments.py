@@ -19,7 +19,9 @@ commit" is what bosun sees: no configuration is added to any of them. For each p
   tests give without bosun's sandbox. ``kept`` = tests passing in the reference that also pass in the sandbox /
   tests passing in the reference (the goal: >= 0.95). ``pass_rate`` = passed / (passed + failed) in the sandbox.
 
-``starts``: sandbox start-up (acquire -> first answer) of the plain image vs an environment, both backends.
+``starts``: sandbox start-up (acquire -> first answer) of the plain image vs an environment, both backends, and
+for docker an environment's sandbox with network (``docker_network_ms``: ``bosun eval swebench --network``, its
+routes and packet filter set at each start).
 """
 
 from __future__ import annotations
@@ -235,7 +237,9 @@ async def main(env_id, n):
     record = EnvStore(default_cache()).find(env_id) if env_id else None
     for backend in ("bwrap", "docker"):
         for label, provider in (("plain", get_provider(backend)),
-                                ("environment", provider_for(record, backend) if record else None)):
+                                ("environment", provider_for(record, backend) if record else None),
+                                ("network", provider_for(record, backend, network=True)
+                                 if record and backend == "docker" else None)):
             if provider is None:
                 continue
             times = []
