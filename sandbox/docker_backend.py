@@ -416,8 +416,9 @@ class DockerProvider(SandboxProvider):
                 "tmp_mb": {"value": lim.tmp_mb, "enforced": True, "how": "tmpfs size"},
                 "nofile": {"value": lim.nofile, "enforced": True, "how": "ulimit nofile"},
                 "network": {"value": "public", "enforced": True,
-                            "how": "default bridge; the host, private, shared and link-local ranges routed to the "
-                                   "loopback, the resolvers excepted (sandbox/netns.py)"}
+                            "how": "default bridge; the host, private, shared and link-local ranges, broadcast and "
+                                   "multicast routed to the loopback and dropped by the namespace's packet filter, "
+                                   "the resolvers on port 53 excepted (sandbox/netns.py)"}
                 if self.network else
                 {"value": "none", "enforced": True,
                  "how": "network_mode=none; private addresses time out (sandbox/netns.py)"},

@@ -57,13 +57,23 @@ def blackhole_private_ranges(pid: int | str) -> str | None:
         return _cannot("nsenter or ip (util-linux, iproute2) is not installed on this host")
     batch = "".join(f"route replace {net} dev lo\n" for net in PRIVATE_RANGES)  # (one process: a sandbox's start)
     try:
-        done = subprocess.run([*_enter(nsenter, pid), ip, "-batch", "-"], input=batch.encode(),
-                              capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return _cannot(f"nsenter failed: {exc}")
-    if done.returncode != 0:
-        return _cannot(done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}")
+        _in_namespace(nsenter, pid, [ip, "-batch", "-"], batch, "nsenter")
+    except OSError as exc:
+        return _cannot(str(exc))
     return None
+
+
+def _in_namespace(nsenter: str, target: int | str, argv: list[str], text: str, what: str) -> None:
+    """Run ``argv`` (the host's program) in the network namespace ``target`` with ``text`` on its stdin;
+    OSError saying ``what`` failed, and how, when it does not exit 0."""
+    try:
+        done = subprocess.run([*_enter(nsenter, target), *argv], input=text.encode(), capture_output=True,
+                              timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError(f"{what} failed: {exc}") from None
+    if done.returncode != 0:
+        raise OSError(f"{what} failed: "
+                      + (done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"))
 
 
 def _cannot(why: str) -> str:
@@ -127,11 +137,6 @@ def build_reach(gateway: str, subnet: str, resolvers: list[str], registries: lis
     :data:`METADATA`)."""
     return Reach(gateway, subnet, BUILD_BLOCKED, tuple(host or ()), tuple(resolvers),
                  tuple(r for r in registries if r not in METADATA))
-
-
-def public_routes(gateway: str, subnet: str, resolvers: list[str], host: list[str] | None = None) -> str:
-    """The ``ip -batch`` text of :func:`public_reach` (kept for its callers)."""
-    return bridge_routes(public_reach(gateway, subnet, resolvers, host))
 
 
 def bridge_routes(reach: Reach) -> str:
@@ -217,17 +222,13 @@ def host_addresses() -> list[str]:
     return found
 
 
-def public_only(target: int | str, gateway: str, subnet: str, resolvers: list[str]) -> None:
+def public_only(target: int | str, gateway: str, subnet: str, resolvers: list[str]) -> Reach:
     """:func:`public_reach` (the host's addresses as they are now) in the network namespace ``target`` (a
     process id or a namespace file); OSError when that fails (the caller destroys the sandbox: one with network is
     never handed out with its local network in reach)."""
-    host = host_addresses()
-    try:
-        reach = public_reach(gateway, subnet, resolvers, host)
-        reach.networks()
-    except ValueError as exc:
-        raise OSError(f"the sandbox's bridge is not IPv4 ({gateway!r}, {subnet!r}): {exc}") from None
+    reach = public_reach(gateway, subnet, resolvers, host_addresses())
     confine(target, reach)
+    return reach
 
 
 BUILD_BLOCKED = ("169.254.0.0/16",)
@@ -236,16 +237,12 @@ metadata service and the credentials it hands out). The private ranges stay reac
 git servers of a company's own network live there."""
 
 
-def build_only(target: int | str, gateway: str, subnet: str, resolvers: list[str], registries: list[str]) -> None:
-    """:func:`build_reach` in the network namespace ``target`` of an environment build's container; OSError when
-    that fails."""
-    host = host_addresses()
-    try:
-        reach = build_reach(gateway, subnet, resolvers, registries, host)
-        reach.networks()
-    except ValueError as exc:
-        raise OSError(f"the build's bridge is not IPv4 ({gateway!r}, {subnet!r}): {exc}") from None
+def build_only(target: int | str, gateway: str, subnet: str, resolvers: list[str], registries: list[str]) -> Reach:
+    """:func:`build_reach` (the host's addresses as they are now) in the network namespace ``target`` of an
+    environment build's container; OSError when that fails."""
+    reach = build_reach(gateway, subnet, resolvers, registries, host_addresses())
     confine(target, reach)
+    return reach
 
 
 def _enter(nsenter: str, target: int | str) -> list[str]:
@@ -254,23 +251,20 @@ def _enter(nsenter: str, target: int | str) -> list[str]:
 
 def confine(target: int | str, reach: Reach) -> None:
     """In the network namespace ``target``: :func:`bridge_routes`, IPv6 off on eth0 (:data:`NO_IPV6`), then
-    :func:`bridge_filter`; OSError when any of it fails."""
+    :func:`bridge_filter`; OSError when any of it fails (a gateway or subnet that is not IPv4 included)."""
     nsenter, ip, restore = shutil.which("nsenter"), shutil.which("ip"), shutil.which("iptables-restore")
     if nsenter is None or ip is None or restore is None:
         raise OSError("nsenter, ip and iptables-restore (util-linux, iproute2, iptables) are needed on the host to "
                       "keep the local network out of a bridged container's reach")
     # (the host's own sh in that namespace only: /proc/sys/net is the namespace's)
-    for what, argv, text in (("setting the container's routes", [ip, "-batch", "-"], bridge_routes(reach)),
+    try:
+        routes, rules = bridge_routes(reach), bridge_filter(reach)
+    except ValueError as exc:
+        raise OSError(f"the container's bridge is not IPv4 ({reach.gateway!r}, {reach.subnet!r}): {exc}") from None
+    for what, argv, text in (("setting the container's routes", [ip, "-batch", "-"], routes),
                              ("switching IPv6 off in the container", ["sh", "-c", NO_IPV6], ""),
-                             ("setting the container's packet filter", [restore, "-w", "5"], bridge_filter(reach))):
-        try:
-            done = subprocess.run([*_enter(nsenter, target), *argv], input=text.encode(), capture_output=True,
-                                  timeout=15, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise OSError(f"{what} failed: {exc}") from None
-        if done.returncode != 0:
-            raise OSError(f"{what} failed: "
-                          + (done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"))
+                             ("setting the container's packet filter", [restore, "-w", "5"], rules)):
+        _in_namespace(nsenter, target, argv, text, what)
 
 
 NO_IPV6 = ('f=/proc/sys/net/ipv6/conf/eth0/disable_ipv6; [ ! -e "$f" ] || { echo 1 > "$f" && ip -6 route flush '

@@ -337,17 +337,14 @@ class Builder:
         gateway, subnet, resolvers = netns.bridge_of(state)
         registries = self.network.registry_addresses()
         try:
-            netns.build_only(netns.namespace_of(state), gateway, subnet, resolvers, registries)
+            reach = netns.build_only(netns.namespace_of(state), gateway, subnet, resolvers, registries)
         except OSError as exc:
             run.note(f"the build can reach this host and link-local addresses: {exc}")
             return
-        try:
-            mine = set(netns.host_addresses()) | {gateway}
-        except OSError:
-            mine = {gateway}
-        for addr in dict.fromkeys(a for a in resolvers if a in mine):
+        mine = {*reach.host, gateway}
+        for addr in dict.fromkeys(a for a in reach.dns if a in mine):
             run.note(f"the build can reach this host at {addr} on port 53: its resolver is there")
-        for addr in dict.fromkeys(a for a in registries if a in mine and a not in netns.METADATA):
+        for addr in dict.fromkeys(a for a in reach.open if a in mine):
             run.note(f"the build can reach this host at {addr}, every port: a registry or proxy is there")
 
     def _env(self, spec: EnvSpec, date: str | None = None) -> dict[str, str]:

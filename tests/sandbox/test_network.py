@@ -30,8 +30,8 @@ the host's end of that link is the host's own address, which a sandbox must not 
 
 
 def test_the_routes_leave_only_the_public_internet() -> None:
-    batch = netns.public_routes("172.17.0.1", "172.17.0.2/16", ["10.255.255.53", "172.17.0.1", "1.1.1.1",
-                                                                "169.254.169.253"])
+    batch = netns.bridge_routes(netns.public_reach("172.17.0.1", "172.17.0.2/16",
+                                                   ["10.255.255.53", "172.17.0.1", "1.1.1.1", "169.254.169.253"]))
     lines = batch.splitlines()
     assert lines[:2] == ["route del 172.17.0.0/16 dev eth0", "route replace default via 172.17.0.1 dev eth0 onlink"]
     for net in netns.LOCAL_RANGES:
@@ -44,8 +44,8 @@ def test_the_routes_leave_only_the_public_internet() -> None:
 
 
 def test_the_hosts_own_addresses_are_out_of_reach_even_public_ones() -> None:
-    lines = netns.public_routes("172.17.0.1", "172.17.0.2/16", ["192.0.2.2", "10.0.0.2"],
-                                ["192.0.2.2", "10.0.0.2", "172.17.0.1"]).splitlines()
+    lines = netns.bridge_routes(netns.public_reach("172.17.0.1", "172.17.0.2/16", ["192.0.2.2", "10.0.0.2"],
+                                                   ["192.0.2.2", "10.0.0.2", "172.17.0.1"])).splitlines()
     assert "route replace 192.0.2.2/32 dev lo" in lines  # public, but the host's: a packet never leaves the machine
     assert not any("via" in line for line in lines[2:]), lines  # a resolver on the host is not excepted
 
@@ -88,7 +88,7 @@ def test_the_packet_filter_holds_what_the_routes_cannot() -> None:
 
 
 def test_a_bridge_outside_the_private_ranges_is_out_of_reach_too() -> None:
-    lines = netns.public_routes("198.18.0.1", "198.18.0.5/24", []).splitlines()
+    lines = netns.bridge_routes(netns.public_reach("198.18.0.1", "198.18.0.5/24", [])).splitlines()
     assert "route replace 198.18.0.0/24 dev lo" in lines
 
 
