@@ -8,7 +8,9 @@ PYTEST_ARGS ?=
 bootstrap:
 	@bash infra/bootstrap.sh
 
-demo: bootstrap
+# The demo installs what bosun needs; the suite also what only its tests use (a browser, nginx).
+demo:
+	@bash infra/bootstrap.sh demo
 	@$(PY) -m entry.demo
 
 test: bootstrap

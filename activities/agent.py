@@ -46,6 +46,7 @@ from agents.context.static import PINNED_FILES, build_static_context, environmen
 from agents.messages import Message
 from agents.plan import PlanError, plan_from_transcript, topological_waves
 from agents.providers import ProviderPool, parse_spec
+from agents.providers.base import MAX_TOKENS
 from agents.router import RouteRequest, fallbacks, load_config, model_fallbacks, route
 from agents.tools.builtin import default_registry
 from agents.tools.escalation import NAME as ESCALATION
@@ -169,7 +170,9 @@ class AgentActivities:
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
         provider = self.providers.get(parse_spec(inp.model), trajectory_text=trajectory, agent_keys=inp.agent_keys,
                                       fetch=self.store.get_text)
-        response = await provider.complete(request.messages, request.tools)
+        async with heartbeating():  # the run's cancel reaches a request its model holds open, and ends it
+            response = await provider.complete(request.messages, request.tools,
+                                               max_tokens=min(MAX_TOKENS, request.profile.max_output_tokens))
         out = settle(request, response, inp.model)
         compaction = None
         if request.compaction is not None:

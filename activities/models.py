@@ -385,6 +385,8 @@ class FinalizeInput(BaseModel):
     head: str | None = None
     """Where the coordinator last moved the branch (None: as this host's copy has it). A copy behind it is moved
     forward to it; one that cannot be is an error, never a smaller result."""
+    deliver_to: str = ""
+    """The repository the task came from (a local path), to create the branch in as a ref; "": not wanted."""
 
 
 class FinalizeResult(BaseModel):
@@ -396,6 +398,10 @@ class FinalizeResult(BaseModel):
     """The head of the task branch, or None when nothing changed."""
     workspace: str
     """A plain checkout of the branch for people to look at (made by the host; no sandbox ever saw it)."""
+    local_branch: str = ""
+    """The branch created in the repository the task came from (``deliver_to``); "" when it was not."""
+    local_note: str = ""
+    """What delivering it there did, or why it did not."""
 
 
 class DiffInput(BaseModel):

@@ -48,7 +48,7 @@ from sandbox.environments.models import Detection, EnvRecord, env_id_for
 from sandbox.environments.repofiles import GitTree
 from sandbox.environments.service import Environments, ensure_timeout_s
 from sandbox.environments.store import key_of
-from sandbox.hostrepo import Imported, TaskRepo
+from sandbox.hostrepo import Delivered, Imported, TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
 
@@ -324,12 +324,15 @@ class WorkspaceActivities:
             head = at or inp.base_commit
             diff, files = repo.diff(inp.base_commit, head)
             view = repo.deliver_view(inp.branch)
-            return diff, files, (head if head != inp.base_commit else None), str(view)
+            local = Delivered("", "")
+            if inp.deliver_to and head != inp.base_commit:
+                local = repo.deliver_to_source(inp.deliver_to, inp.branch, inp.base_commit, head)
+            return diff, files, (head if head != inp.base_commit else None), str(view), local
 
-        diff, files, commit, view = await asyncio.to_thread(work)
+        diff, files, commit, view, local = await asyncio.to_thread(work)
         shown = diff if len(diff) <= DIFF_INLINE_MAX else diff[:DIFF_INLINE_MAX] + "\n[... diff truncated ...]\n"
         return FinalizeResult(diff_ref=self.store.put_text(diff), files_changed=files, commit=commit, workspace=view,
-                              diff=shown)
+                              diff=shown, local_branch=local.branch, local_note=local.note)
 
     @activity.defn
     async def cleanup_task(self, inp: CleanupInput) -> None:

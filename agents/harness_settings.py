@@ -45,6 +45,11 @@ class HarnessSettings(BaseModel):
     (0, 1]. Default 0.7."""
     keep_recent_turns: int | None = Field(None, ge=0, le=50)
     """Assistant turns whose tool outputs compaction leaves whole when it can (0-50). Default 2."""
+    context_window: int | None = Field(None, ge=2048)
+    """The model's context window in tokens (prompt and response), instead of its profile's: for a local server
+    started with less than the model's native window (vLLM ``--max-model-len``, Ollama ``num_ctx``, llama.cpp
+    ``-c``). A response is then asked for at most a quarter of it unless the profile asks for less. Default: the
+    profile's (agents/profiles.py)."""
     router: RouterConfig | None = None
     """The router's configuration (tiers, per-role routing, fallback chains; the format of
     ``BOSUN_ROUTER_CONFIG``'s file), used instead of that file. Default: the worker's ``BOSUN_ROUTER_CONFIG``."""
@@ -53,7 +58,12 @@ class HarnessSettings(BaseModel):
         """The model's profile with these settings' edit tool and prompt flavour over its own."""
         overrides = {k: v for k, v in (("edit_tool", self.edit_tool), ("prompt_variant", self.prompt_variant))
                      if v is not None}
-        return profile_for(parse_spec(model), overrides)
+        profile = profile_for(parse_spec(model), overrides)
+        if self.context_window is None:
+            return profile
+        return profile.model_copy(update={"context_window": self.context_window,
+                                          "max_output_tokens": min(profile.max_output_tokens,
+                                                                   self.context_window // 4)})
 
     @property
     def threshold(self) -> float:
@@ -74,7 +84,7 @@ def parse_harness(value: Any, where: str) -> HarnessSettings:
         return HarnessSettings.model_validate(value)
     except ValidationError as e:
         raise ConfigError(f"{where}: bad harness settings: {describe_validation(e, where='(settings)')} (fields: "
-                          f"{', '.join(HarnessSettings.model_fields)}; docs: README, 'Harness settings')") from None
+                          f"{', '.join(HarnessSettings.model_fields)}; docs/models.md, 'Harness settings')") from None
 
 
 def load_harness(path: Path, flag: str) -> HarnessSettings:

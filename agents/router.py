@@ -140,6 +140,18 @@ class RouterConfig(BaseModel):
     def role(self, role: str) -> RoleRouting:
         return self.roles.get(role, RoleRouting())
 
+    def choices(self) -> list[str]:
+        """Every spec ``auto`` may pick for an agent, fallbacks aside: each listed role's fixed model or its tiers
+        from its minimum up, and every tier (the roles not listed, solo among them, take any)."""
+        picks = list(self.tiers.values())
+        for r in self.roles.values():
+            if r.model != "auto":
+                picks.append(r.model)
+            else:
+                tiers = r.tiers or self.tiers
+                picks += [tiers[t] for t in TIERS[TIERS.index(r.min_tier):]]
+        return list(dict.fromkeys(picks))
+
     def with_override(self, role: str, model: str) -> RouterConfig:
         """A copy where ``role`` uses ``model`` (a spec or ``auto``): the per-run ``--model`` flag."""
         roles = dict(self.roles)

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from infra.cliargs import check_non_negative
+from infra.cliargs import CommandParser, Page, add_command, check_non_negative
 from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
 from sandbox.environments.builder import BuildFailed
@@ -39,23 +39,85 @@ EXIT_BAD_INPUT = 2
 EXIT_CANNOT_BUILD = 3
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bosun env", description="Environments per repository and revision: "
-                                "interpreter, dependencies, the project installed, its test command.")
+REPO = "~/src/calc"
+"""A repository path, for the examples."""
+CODES = {EXIT_FAILED: "an unexpected failure (one line says what)",
+         EXIT_BAD_INPUT: "bad input: no such repository or ref, an invalid environment file, an unknown environment "
+                         "id or Python version, a bad setting"}
+"""The exit codes every `bosun env` subcommand may return beside 0."""
+CANNOT_BUILD = {EXIT_CANNOT_BUILD: "this host cannot build: no Docker engine, not root for debootstrap, no uv"}
+
+ENV_PAGE = Page(
+    description="Environments per repository and revision: the interpreter, the dependencies, the project "
+                "installed and its test command, detected from the repository (or its environment.toml, or "
+                "BOSUN_ENV_OVERRIDES), built once and reused by every task and evaluation on this host (kept in "
+                "BOSUN_ENV_CACHE). A build runs the repository's setup in a docker container (root builds the base "
+                "root filesystems with debootstrap); show, list, rm and prune need neither. Needs no stack.",
+    exit_codes={0: "done (build: the environment is ready)",
+                EXIT_FAILED: "the build failed (the repository's setup: the log's tail, then one line naming the "
+                             "step and the log), or an unexpected failure",
+                EXIT_BAD_INPUT: "bad input (no or an unknown subcommand, no such repository or ref, an invalid "
+                                "environment file, an unknown Python version or environment id)",
+                **CANNOT_BUILD},
+    examples=(f"bosun env show --repo {REPO}", f"bosun env build --repo {REPO} --json", "bosun env list"))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = CommandParser(prog="bosun env", page=ENV_PAGE)
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    b = sub.add_parser("build", help="build (or reuse) the environment of a repository at a revision")
+    b = add_command(sub, "build", help="build (or reuse) the environment of a repository at a revision",
+                    description="Build (or reuse) the environment of a repository at a revision and print it: its "
+                                "id (for `bosun sandbox exec --env`), Python version, test command, images and log. "
+                                "Progress goes to stderr. --json prints exactly one object {env_id, python, cached, "
+                                "outdated, build_s, test_command, backend_refs, log, warnings, seed_unignored, "
+                                "attempts}. A second build of the same revision takes well under a second. Needs a "
+                                "Docker engine (and root, or a base built ahead, for the base root filesystems).",
+                    exit_codes={0: "the environment is ready",
+                                EXIT_FAILED: "the build failed: the log's tail, then one line naming the step and "
+                                             "the log",
+                                EXIT_BAD_INPUT: CODES[EXIT_BAD_INPUT], **CANNOT_BUILD},
+                    examples=(f"bosun env build --repo {REPO}", f"bosun env build --repo {REPO} --ref v1.2.0 --json"))
     b.add_argument("--repo", required=True, help="path of the git repository")
     b.add_argument("--ref", default="HEAD", help="revision (default HEAD)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
-    s = sub.add_parser("show", help="print what detection finds and why, without building")
+    s = add_command(sub, "show", help="print what detection finds and why, without building",
+                    description="Print what detection finds for a revision and why, without building: the "
+                                "interpreter, requirements (declared, guessed from imports, from files), extras, "
+                                "the test command, setup commands, apt packages, stand-ins for public test "
+                                "services, the date dependencies resolve as of, and whether it is built already.",
+                    exit_codes={0: "printed", EXIT_FAILED: CODES[EXIT_FAILED],
+                                EXIT_BAD_INPUT: "no such repository or ref, an invalid environment file or override, "
+                                                "an unknown Python version, or a bad setting"},
+                    examples=(f"bosun env show --repo {REPO}", f"bosun env show --repo {REPO} --ref main --json"))
     s.add_argument("--repo", required=True, help="path of the git repository")
     s.add_argument("--ref", default="HEAD", help="revision (default HEAD)")
     s.add_argument("--json", action="store_true", help="print the detection as JSON")
-    ls = sub.add_parser("list", help="the environments on this host")
-    ls.add_argument("--json", action="store_true")
-    rm = sub.add_parser("rm", help="remove environments")
-    rm.add_argument("env_ids", nargs="+", metavar="ENV_ID")
-    pr = sub.add_parser("prune", help="remove unused environments (bounded disk)")
+    ls = add_command(sub, "list", help="the environments on this host",
+                     description="The environments on this host: id, Python version, size, last use, repository and "
+                                 "commit; `outdated` when an older bosun's build rules made it (it works as built).",
+                     exit_codes={0: "listed (maybe none)", EXIT_FAILED: CODES[EXIT_FAILED],
+                                 EXIT_BAD_INPUT: "a bad setting"},
+                     examples=("bosun env list", "bosun env list --json"))
+    ls.add_argument("--json", action="store_true", help="print the environments as a JSON list")
+    rm = add_command(sub, "rm", help="remove environments",
+                     description="Remove environments (their directory and image). Every id is checked before "
+                                 "anything is removed; the next use of one builds it again.",
+                     exit_codes={0: "removed", EXIT_FAILED: CODES[EXIT_FAILED],
+                                 EXIT_BAD_INPUT: "an id that is not an environment id, or no such environment on this "
+                                                 "host (nothing is removed)"},
+                     examples=("bosun env rm env-0123456789abcdef0123",))
+    rm.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="an environment id, as `bosun env list` shows it")
+    pr = add_command(sub, "prune", help="remove unused environments (bounded disk)",
+                     description="Remove what is not needed: unfinished builds, installer caches no build uses, orphan "
+                                 "images of this cache, the least recently used environments beyond --max-gb or while "
+                                 "the cache's file system has less than --min-free-gb free, and, when asked, those "
+                                 "unused for --older-than-days, those built by older rules (--outdated) and unused "
+                                 "bases. Never one used within the hour: its next use builds it again.",
+                     exit_codes={0: "pruned (or, --dry-run, said what would go)",
+                                 EXIT_FAILED: CODES[EXIT_FAILED],
+                                 EXIT_BAD_INPUT: "a negative or non-finite size or age, or a bad setting"},
+                     examples=("bosun env prune --dry-run", "bosun env prune --max-gb 20 --older-than-days 30",
+                               "bosun env prune --outdated --bases --json"))
     pr.add_argument("--max-gb", type=float, default=None, help="keep the cache under this size (default "
                                                                 "BOSUN_ENV_MAX_GB)")
     pr.add_argument("--min-free-gb", type=float, default=None, help="remove the least recently used while the "
@@ -65,14 +127,23 @@ def _parser() -> argparse.ArgumentParser:
                     "(`bosun env list` marks them; their next use builds them again)")
     pr.add_argument("--bases", action="store_true", help="also remove bases no environment uses")
     pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
-    pr.add_argument("--json", action="store_true")
-    bs = sub.add_parser("bases", help="the base root filesystems (one per Python version)")
+    pr.add_argument("--json", action="store_true", help="print what was removed as one JSON object")
+    bs = add_command(sub, "bases", help="the base root filesystems (one per Python version)",
+                     description="List the base root filesystems environments start from (one per Python version, "
+                                 "with or without a C toolchain), or build some ahead with --build (Debian's "
+                                 "interpreters by debootstrap, needing root; the from-source ones compiled).",
+                     exit_codes={0: "listed (or built)", EXIT_FAILED: "a base could not be built, or an unexpected "
+                                                                      "failure",
+                                 EXIT_BAD_INPUT: "an unknown Python version or suite, or a bad setting",
+                                 **CANNOT_BUILD},
+                     examples=("bosun env bases", "bosun env bases --build 3.11 3.13",
+                               "bosun env bases --build 3.6 --compilers"))
     bs.add_argument("--build", nargs="*", default=None, metavar="VERSION",
                     help=f"build these bases now (Python versions {', '.join(AVAILABLE)} or suites "
                          f"{', '.join(SUITES)}; {', '.join(FROM_SOURCE)}: CPython built from source, named "
                          "only; none: all the Debian ones)")
     bs.add_argument("--compilers", action="store_true", help="the variant with a C toolchain")
-    bs.add_argument("--json", action="store_true")
+    bs.add_argument("--json", action="store_true", help="print the bases as a JSON list")
     return p
 
 
@@ -90,7 +161,7 @@ def _one_line(exc: BaseException) -> str:
 
 def env_main(argv: list[str]) -> int:
     """Entry point of ``bosun env``; ``argv`` are the arguments after ``env``."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -157,6 +228,8 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
     spec = det.spec
     print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): {env_id_for(key)} "
           f"({'built' if record else 'not built yet'}; {spec.origin})")
+    if det.warning:
+        print(f"warning: {det.warning}")
     rows = [("python", spec.python), ("test command", spec.test.text),
             ("install the project", "yes, editable" + (f" with [{','.join(spec.extras)}]" if spec.extras else "")
              if spec.install_project else "no"),

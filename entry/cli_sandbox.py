@@ -25,6 +25,7 @@ import os
 import sys
 from pathlib import Path
 
+from infra.cliargs import CommandParser, Page
 from infra.errors import BosunError, ConfigError
 from infra.settings import Settings
 from sandbox import docker_available, get_provider
@@ -36,9 +37,30 @@ from sandbox.environments.store import EnvStore, default_cache
 EXIT_SANDBOX_FAILED = 3
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bosun sandbox exec",
-                                description="Run one command in a fresh sandbox bound to a workspace.")
+PAGE = Page(
+    description=("Run one command in a fresh sandbox bound to a workspace (the current directory by default, at "
+                 "/workspace), under the rules of agents' tool calls: no network, at most --output-cap bytes kept "
+                 "per stream, the command's whole process tree killed past --timeout. --env ENV_ID runs it in an "
+                 "environment's sandbox (`bosun env build` prints the id): its interpreter, its virtualenv first on "
+                 "PATH, the files its build left in the source tree, and its stand-ins for public test services (a "
+                 "local httpbin.org) started first unless --no-standins. Without --json the command's output is "
+                 "passed through; --json prints one object {exit_code, stdout, stderr, timed_out, duration_s}. Needs "
+                 "docker (and the sandbox image, `make bootstrap`) or bwrap; no stack."),
+    exit_codes={0: "the command exited 0 (--json: the sandbox ran the command, whatever its exit code)",
+                1: "the command exited 1, or ended without an exit code (killed by a signal)",
+                2: "bad usage: no command, a --timeout of 0 or less, a workspace that is not a directory, an unknown "
+                   "--env",
+                3: "the sandbox could not start or run the command (one line says why)",
+                124: "the command timed out (its processes were killed)"},
+    examples=("bosun sandbox exec --json -- python3 -c 'print(1)'",
+              "bosun sandbox exec --env env-0123456789abcdef0123 --timeout 600 -- python -m pytest -q",
+              "bosun sandbox exec --backend bwrap --workspace ~/src/calc -- git status --short"),
+    notes="Without --json, any other exit code is the command's own (so are 1, 2 and 3 when the command returns "
+          "them: --json tells them apart).")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = CommandParser(prog="bosun sandbox exec", page=PAGE)
     p.add_argument("--env", default=None, metavar="ENV_ID", help="run in this environment (bosun env build)")
     p.add_argument("--no-standins", action="store_true",
                    help="with --env: do not start the environment's stand-ins for public test services")
@@ -86,7 +108,7 @@ def exec_main(argv: list[str]) -> int:
     """Entry point of ``bosun sandbox exec``; ``argv`` are the arguments after ``exec``."""
     if argv and argv[0] == "exec":
         argv = argv[1:]
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         print("bosun sandbox exec: no command given (usage: bosun sandbox exec [options] -- CMD [ARGS...])",

@@ -20,16 +20,40 @@ from pathlib import Path
 from agents.search.index import DEFAULT_CACHE, build_index
 from agents.search.ranker import rank_files
 from agents.search.repomap import render_repo_map
-from infra.cliargs import Parser, UsageError
+from infra.cliargs import Page, Parser, UsageError, add_command
+
+CODES = {0: "printed", 2: "bad input: no such repository directory, no or an empty query, both --query and "
+                         "--query-file, a query file that cannot be read, --k or --tokens below 1"}
+SEARCH_PAGE = Page(
+    description="Find the code relevant to a task, as agents do: the repository's files ranked for a task or issue "
+                "text (tree-sitter symbols, BM25 with identifier splitting, stack-trace, path and identifier "
+                "signals), or its repo map. Symbols are cached in --cache-dir; each file is parsed in a helper "
+                "process bounded in CPU time and memory (a file past the bounds is ranked by its text, and stderr "
+                "names it). Needs no stack.",
+    exit_codes={**CODES, 2: "no or an unknown subcommand, or bad input (see each subcommand)"},
+    examples=('bosun search files --repo . --query "HttpClient retries on timeout" --json',
+              'bosun search map --repo . --query "settings from the environment"'))
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = Parser(prog="bosun search", description="Find the code relevant to a task.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
-    files = sub.add_parser("files", help="rank the repository's files for a task")
+def parser() -> argparse.ArgumentParser:
+    ap = Parser(prog="bosun search", page=SEARCH_PAGE)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
+    files = add_command(sub, "files", help="rank the repository's files for a task",
+                        description="Rank the repository's files for a task or issue text, best first: with --json "
+                                    "a JSON list of {path, score}, otherwise one `score  path` line each.",
+                        exit_codes=CODES,
+                        examples=('bosun search files --repo . --query "HttpClient retries on timeout" --k 5 --json',
+                                  "bosun search files --repo ~/src/calc --query-file issue.txt",
+                                  "git log -1 --format=%B | bosun search files --repo . --query-file -"))
     files.add_argument("--k", type=int, default=10, help="how many files (default 10)")
     files.add_argument("--json", action="store_true", help="print a JSON list of {path, score}")
-    repomap = sub.add_parser("map", help="print a repo map ranked for a task")
+    repomap = add_command(sub, "map", help="print a repo map ranked for a task",
+                          description="Print the repository's map (files with their main symbols' signatures), the "
+                                      "files most relevant to the task first, within a token budget; without a "
+                                      "query, ranked by the symbols' references alone.",
+                          exit_codes=CODES,
+                          examples=('bosun search map --repo . --query "settings from the environment"',
+                                    "bosun search map --repo ~/src/calc --tokens 4096"))
     repomap.add_argument("--tokens", type=int, default=1024, help="token budget (default 1024)")
     for p in (files, repomap):
         p.add_argument("--repo", required=True, help="repository directory")
@@ -61,7 +85,7 @@ def _read_query(args: argparse.Namespace, required: bool) -> str:
 def search_main(argv: list[str]) -> int:
     """Run ``bosun search`` with ``argv`` (the words after ``search``); returns the exit code."""
     try:
-        args = _parser().parse_args(argv)
+        args = parser().parse_args(argv)
         repo = Path(args.repo)
         if not repo.is_dir():
             raise UsageError(f"repository directory not found: {args.repo}")

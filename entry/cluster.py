@@ -49,6 +49,7 @@ from entry.stack import (
 )
 from infra import devcerts
 from infra.artifacts import write_json_atomically
+from infra.cliargs import CommandParser, Page, add_command
 from infra.errors import BosunError, ConfigError
 from infra.privatestack import free_port, private_stack_env
 from infra.settings import Settings, load_settings
@@ -553,15 +554,46 @@ def _tail(path: Path, n: int = 300) -> str:
 
 # ---------------------------------------------------------------- the command
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bosun cluster", description=(
-        "A bosun cluster on this machine: 3 NATS JetStream nodes, one Temporal frontend, N worker hosts (each its "
-        "own data dir and worker id). Each host's settings go to HOSTS_DIR/hN/host.env."))
+CLUSTER_PAGE = Page(
+    description="A bosun cluster on this machine, to try one or to test: 3 NATS JetStream nodes, one Temporal "
+                "frontend and N worker hosts (each its own data dir and worker id) under one folder (--dir, default "
+                "BOSUN_DATA_DIR/cluster). Each host's settings go to DIR/hosts/hN/host.env: `. DIR/hosts/h1/host.env` "
+                "points any bosun command at the cluster. Processes are not supervised: one that dies stays down "
+                "until `bosun cluster up`. Needs nats-server and the temporal CLI (and nginx for --tls): `make "
+                "bootstrap` installs them.",
+    exit_codes={0: "done (status: every process is healthy)", 1: "status: some process is down or not healthy yet",
+                2: "bad input (--hosts out of range, a cluster of another shape running), or a process did not start "
+                   "or become healthy (the message names its log)",
+                3: "status: no cluster in that folder, or none of its processes runs"},
+    examples=("bosun cluster up", "bosun cluster up --hosts 2 --tls", "bosun cluster status --json"))
+UP_DOWN = {0: "done", 2: CLUSTER_PAGE.exit_codes[2]}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = CommandParser(prog="bosun cluster", page=CLUSTER_PAGE)
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for action, text in (("up", "start what is not running and wait until healthy (idempotent)"),
-                         ("down", "stop every process the cluster started (the data stays)"),
-                         ("status", "each process with its pid, address and health")):
-        a = sub.add_parser(action, help=text)
+    pages = {"up": dict(help="start what is not running and wait until healthy (idempotent)",
+                        description="Start what is not running (the NATS nodes, Temporal, with --tls nginx, then the "
+                                    "worker hosts) and wait until every part is healthy, then print each process and, "
+                                    "per host, the file of its settings. Running it again starts what is down, on the "
+                                    "same ports (kept in DIR/cluster.json); a failed start stops what it started.",
+                        exit_codes={0: "the cluster is up and healthy", 2: CLUSTER_PAGE.exit_codes[2]},
+                        examples=("bosun cluster up", "bosun cluster up --hosts 2 --tls",
+                                  "bosun cluster up --dir /tmp/bosun-cluster --hosts 0 --json")),
+             "down": dict(help="stop every process the cluster started (the data stays)",
+                          description="Stop every process the cluster started (pid, start time and command line "
+                                      "checked: nothing else is touched). Its data stays in the folder: `bosun cluster "
+                                      "up` starts it again.",
+                          exit_codes={0: "stopped (or no cluster there)", 2: "a setting is wrong"},
+                          examples=("bosun cluster down", "bosun cluster down --dir /tmp/bosun-cluster")),
+             "status": dict(help="each process with its pid, address and health",
+                            description="Each process of the cluster with its pid, address and health, per host the "
+                                        "file of its settings; Temporal's address and Web UI, the NATS URLs.",
+                            exit_codes={0: "every process is healthy", 1: CLUSTER_PAGE.exit_codes[1],
+                                        2: "a setting is wrong", 3: CLUSTER_PAGE.exit_codes[3]},
+                            examples=("bosun cluster status", "bosun cluster status --json"))}
+    for action, page in pages.items():
+        a = add_command(sub, action, **page)
         a.add_argument("--dir", type=Path, help="the cluster's folder (default: BOSUN_DATA_DIR/cluster)")
         if action == "up":
             a.add_argument("--hosts", type=int, default=None, help="worker hosts (default 3, or the running cluster's)")
@@ -581,7 +613,7 @@ def _print_status(st: dict, out=print) -> None:
 
 
 def cluster_main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         folder = args.dir or load_settings().data_dir / "cluster"
         if args.action == "up":

@@ -46,12 +46,24 @@ def main() -> int:
     print("\ndemo: the run's history, read back from Temporal:")
     bosun(["history", wf_id])
     page = f"{ui_url(s, local=True)}run?id={wf_id}"
-    print(f"\ndemo: {'SUCCESS' if rc == 0 else 'FAILED'}. The stack keeps running: `bosun status`, `bosun down`.")
+    me = command()
+    print(f"\ndemo: {'SUCCESS' if rc == 0 else 'FAILED'}. The stack keeps running: `{me} status`, `{me} down`.")
     print(f"demo: the run's page: {page}")
     print(f"demo: Temporal Web UI: http://{s.host}:{s.temporal_ui_port}/namespaces/{s.temporal_namespace}/workflows/"
           f"{wf_id}")
-    print(f"demo: its trace: bosun trace {wf_id}")
+    print(f"demo: its trace: {me} trace {wf_id}; the recent runs: {me} runs")
+    print(f"demo: on your own repository: {me} run --repo PATH \"what to do\" --model SPEC --wait (README: "
+          "'Your repository with a real model')")
     return rc
+
+
+def command() -> str:
+    """How to call bosun from the user's shell: ``bosun`` when the PATH finds this checkout's, else its full path."""
+    mine = Path(sys.executable).with_name("bosun")
+    found = shutil.which("bosun")
+    if found and Path(found).resolve() == mine.resolve():
+        return "bosun"
+    return str(mine)
 
 
 if __name__ == "__main__":

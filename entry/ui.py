@@ -16,11 +16,14 @@ once as ``?token=`` which sets a cookie). Changes (POST) must come from the page
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import errno
 import hmac
 import ipaddress
 import json
 import logging
+import socket
 import sys
 import time
 from collections import OrderedDict
@@ -41,6 +44,7 @@ from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from infra.cliargs import CommandParser, Page
 from infra.errors import ConfigError
 from infra.export import export as export_run
 from infra.history import ClosedRuns, collect
@@ -373,12 +377,58 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     await task
 
 
+PAGE = Page(
+    description="Serve the web view of runs in the foreground until Ctrl-C, on BOSUN_UI_HOST:BOSUN_UI_PORT "
+                "(default 127.0.0.1:8790): the runs table (filtered by status, repository, trigger) and per run its "
+                "phases on a timeline with agents in parallel lanes, every turn and tool call, the diff per file, "
+                "the tests before and after; a running run refreshes itself and has steer, cancel and approve "
+                "buttons. The stack (`bosun up`) runs one already: use this for another address or port. It reads "
+                "Temporal and the artifact store, so it needs the stack (or a cluster's settings). Loopback by "
+                "default; another address needs BOSUN_UI_TOKEN.",
+    exit_codes={0: "stopped (Ctrl-C)",
+                2: "its port is in use (the message says what to set), BOSUN_UI_HOST is not loopback and "
+                   "BOSUN_UI_TOKEN is not set, or another setting is wrong"},
+    examples=("bosun ui", "BOSUN_UI_PORT=8791 bosun ui",
+              'BOSUN_UI_HOST=0.0.0.0 BOSUN_UI_TOKEN="$(openssl rand -hex 32)" bosun ui'))
+
+
+def parser() -> argparse.ArgumentParser:
+    return CommandParser(prog="bosun ui", page=PAGE)
+
+
+def check_port(settings: Settings) -> None:
+    """ConfigError when the web view cannot listen on BOSUN_UI_HOST:BOSUN_UI_PORT (checked as uvicorn binds: every
+    address the host resolves to), saying what to change."""
+    host, port = settings.ui_host, settings.ui_port
+    try:
+        addresses = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise ConfigError(f"BOSUN_UI_HOST={host}: not an address of this host ({e}); set it to one, e.g. "
+                          "127.0.0.1") from None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    raise ConfigError(f"port {port} on {host} is in use (BOSUN_UI_PORT): stop what uses it (`bosun "
+                                      "status` shows whether the stack's web view does) or set BOSUN_UI_PORT to a "
+                                      "free port") from None
+                raise ConfigError(f"cannot listen on {host} port {port} ({e.strerror}): set BOSUN_UI_HOST to an "
+                                  "address of this host and BOSUN_UI_PORT to a free port") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``bosun ui`` / ``python -m entry.ui``: serve the web view in the foreground."""
+    parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()
         check_binding(settings)
+        check_port(settings)
         asyncio.run(serve(settings))
     except ConfigError as e:
         print(f"bosun ui: {e}", file=sys.stderr)

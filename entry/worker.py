@@ -42,6 +42,7 @@ from activities.report import ReportActivities
 from activities.telemetry import Observer, TelemetryInterceptor
 from activities.uploads import UploadsInterceptor
 from activities.workspace import WorkspaceActivities
+from agents.providers import keyed
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
 from infra import telemetry
@@ -239,10 +240,13 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
                    default_heartbeat_throttle_interval=timedelta(seconds=1))
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
     # activities are dispatched eagerly with the workflow task's completion.
+    # Heartbeats go out at least every 2 s: a cancelled run's model call, command or test run hears of it (the
+    # server answers a heartbeat with the cancel) within seconds, not at 80% of its heartbeat timeout.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
                    interceptors=[journal, errors, UploadsInterceptor(), *observed], max_concurrent_activities=64,
-                   identity=me)
+                   identity=me, max_heartbeat_throttle_interval=timedelta(seconds=2),
+                   default_heartbeat_throttle_interval=timedelta(seconds=2))
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
@@ -257,6 +261,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         quota = (f"{settings.sandbox_disk_mb} MB per workspace ({quota_why})" if quota_ok
                  else f"not enforced: {quota_why}")
 
+    keys = keyed(settings)  # which providers have a key here (names only): `bosun run` checks against it
+
     async def beat() -> None:
         while True:
             now = time.time()
@@ -264,7 +270,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
                                            "queues": [settings.task_queue, settings.worker_queue],
                                            "sandbox_backend": backend, "sandbox_user": user,
                                            "disk_quota": quota, "slots": settings.slots, "slots_in_use": hosts.in_use,
-                                           "artifact_store": settings.artifact_store})
+                                           "artifact_store": settings.artifact_store,
+                                           "model_keys": keys})
             if registry is not None:
                 try:
                     await asyncio.to_thread(registry.bridge.run, registry.abeat(HostBeat(

@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
-# bosun's one bootstrap: idempotent; prints what it did. Called by `make bootstrap`, `make demo`, `make test`.
-#   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv; chromium and
-#      chromium-driver for the web view's browser tests; patch for the evaluation's fallback; openssl for local TLS certificates;
-#      nginx: Temporal behind TLS in `bosun cluster up --tls`)
+# bosun's one bootstrap: idempotent; prints what it did. Called by `make demo` (`bootstrap.sh demo`: what the demo
+# and bosun itself need), `make test` and `make bootstrap` (`bootstrap.sh`, or `test`: that, and what the suite
+# needs besides).
+#   1. system packages (docker.io, nats-server, bubblewrap, git, ripgrep, debootstrap, python3-venv; patch for the
+#      evaluation's fallback; openssl for local TLS certificates; for the suite only: chromium and chromium-driver
+#      for the web view's browser tests, nginx for Temporal behind TLS in `bosun cluster up --tls`)
 #   2. .venv with bosun and its dev extras, pinned by constraints.txt (reinstalled only when they change)
 #   3. the Docker daemon, started when it is not running
 #   4. the sandbox image, built locally with debootstrap + docker import (rebuilt only when its recipe changes)
 #   5. the base root filesystem environments of new commits are layered on (Python 3.13, Debian trixie; the 3.9
 #      and 3.11 bases are built when a repository first needs them)
+#   6. `bosun` on the PATH: /usr/local/bin/bosun links to .venv/bin/bosun (root, and nothing else is there)
 # Where it cannot act (not root, no apt) it stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+FOR=${1:-test}
 say() { printf 'bootstrap: %s\n' "$*"; }
 die() { printf 'bootstrap: %s\n' "$*" >&2; exit 1; }
+case "$FOR" in demo|test) ;; *) die "usage: infra/bootstrap.sh [demo|test] (got '$FOR')";; esac
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. system packages ---------------------------------------------------------------------------------------
-PKGS=(docker.io nats-server nginx bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates chromium chromium-driver patch openssl iproute2 util-linux iptables)
+PKGS=(docker.io nats-server bubblewrap git ripgrep debootstrap python3-venv python3-pytest ca-certificates patch openssl iproute2 util-linux iptables)
+if [ "$FOR" = test ]; then PKGS+=(nginx chromium chromium-driver); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -93,5 +99,20 @@ else
   .venv/bin/bosun env bases --build 3.13 2>&1 | sed 's/^bosun env: /bootstrap: /' \
     || die "building the environment base failed (see above); retry with: .venv/bin/bosun env bases --build 3.13"
   say "environment base for Python 3.13 present"
+fi
+# 6. bosun on the PATH -------------------------------------------------------------------------------------------
+LINK=/usr/local/bin/bosun
+here=$(command -v bosun 2>/dev/null || true)
+if [ "$here" != "$LINK" ] && [ -n "$here" ] && [ "$(readlink -f "$here")" = "$ROOT/.venv/bin/bosun" ]; then
+  say "bosun is on the PATH ($here)"
+elif [ -z "$SUDO" ] && { [ ! -e "$LINK" ] && [ ! -L "$LINK" ] || [[ "$(readlink "$LINK" 2>/dev/null)" == */.venv/bin/bosun ]]; }; then
+  if [ "$(readlink "$LINK" 2>/dev/null)" != "$ROOT/.venv/bin/bosun" ]; then
+    ln -sfn "$ROOT/.venv/bin/bosun" "$LINK"
+    say "linked $LINK -> $ROOT/.venv/bin/bosun (bosun is on the PATH)"
+  else
+    say "bosun is on the PATH ($LINK -> $ROOT/.venv/bin/bosun)"
+  fi
+else
+  say "bosun is at $ROOT/.venv/bin/bosun; to call it as \`bosun\`: export PATH=\"$ROOT/.venv/bin:\$PATH\""
 fi
 say "done"

@@ -16,6 +16,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from infra.errors import ConfigError
 
+WHERE_IDS = "`bosun run` prints a run's id as it starts it; `bosun runs` lists the recent ones"
+"""Where run ids come from: said with every unknown id."""
 
 @dataclass
 class Step:
@@ -108,7 +110,8 @@ async def collect_run(client: Client, workflow_id: str) -> Step:
     try:
         return await collect(client, workflow_id)
     except RPCError as e:
-        raise ConfigError(f"no run {workflow_id!r} in namespace {client.namespace}: {e.message}") from None
+        raise ConfigError(f"no run {workflow_id!r} in namespace {client.namespace}: {e.message} "
+                          f"({WHERE_IDS})") from None
 
 
 def _gone(e: RPCError) -> bool:

@@ -1,6 +1,7 @@
 """All of bosun's settings in one model. Every field can be set by an environment variable ``BOSUN_<FIELD>``.
 
-The README lists them (``bosun settings`` prints the values in force).
+docs/settings.md lists them, generated from the docstrings below (``bosun settings --describe`` prints them with their
+meaning, ``bosun settings`` the values in force).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """bosun's configuration. Environment variables use the prefix ``BOSUN_`` (e.g. ``BOSUN_DATA_DIR``)."""
 
-    model_config = SettingsConfigDict(env_prefix="BOSUN_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="BOSUN_", extra="ignore", use_attribute_docstrings=True)
 
     data_dir: Path = Field(default_factory=_default_data_dir)
     """Where all state lives: Temporal's SQLite file, JetStream's store, artifacts, workspaces, logs."""

@@ -56,12 +56,33 @@ def explain(error: BaseException, settings: Settings) -> str:
                                                   text):
         return (f"Temporal at {target} expects TLS: set BOSUN_TEMPORAL_TLS=on (and BOSUN_TEMPORAL_TLS_CA, "
                 "BOSUN_TEMPORAL_TLS_CERT/KEY or BOSUN_TEMPORAL_API_KEY as it requires)")
-    first = text.splitlines()[0][:200] if text else type(error).__name__
+    first = plain_reason(error)
     if settings.temporal_address:
         tls = "" if settings.temporal_tls_on else "; BOSUN_TEMPORAL_TLS=on if it expects TLS"
         return f"cannot reach Temporal at {target} ({first}): check BOSUN_TEMPORAL_ADDRESS{tls}"
     return (f"cannot reach Temporal at {target} ({first}); start the embedded stack with `bosun up`, or set "
             "BOSUN_TEMPORAL_ADDRESS")
+
+
+PLAIN = ((r"ConnectionRefused|Connection refused", "nothing listens there: connection refused"),
+         (r"dns error|failed to lookup address|Name or service not known|nodename nor servname",
+          "its host name does not resolve"),
+         (r"NetworkUnreachable|HostUnreachable|No route to host|Network is unreachable", "no route to that host"),
+         (r"ConnectionReset|Connection reset", "the connection was reset"),
+         (r"timed out|Timeout|deadline", "no answer in time"))
+"""Low-level connection errors (tonic's, the OS's) in plain words: what a person can act on."""
+
+
+def plain_reason(error: BaseException) -> str:
+    """Why a connection failed, in a few plain words (never a transport library's raw text cut mid-word)."""
+    text = str(error)
+    if isinstance(error, TimeoutError) or not text:
+        return "no answer in time"
+    for pattern, words in PLAIN:
+        if re.search(pattern, text, re.IGNORECASE):
+            return words
+    first = re.sub(r"^(Failed client connect: )?(Server connection error: )?", "", text.splitlines()[0]).strip()
+    return first if len(first) <= 160 else first[:160].rsplit(" ", 1)[0] + " ..."
 
 
 def _scrub(text: str, settings: Settings) -> str:

@@ -101,18 +101,20 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def git(git_dir: Path | str | None, *args: str, work_tree: Path | str | None = None, cwd: Path | str | None = None,
         input: bytes | str | None = None, protocols: Iterable[str] = (), config: Iterable[str] = (),
         env: Mapping[str, str] | None = None, check: bool = True, timeout_s: float = 300.0,
-        secret: str | None = None) -> subprocess.CompletedProcess[bytes]:
+        secret: str | None = None, as_user: tuple[int, int] | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ``git ARGS`` on a host-owned repository (``git_dir``), hardened as the module says.
 
     ``protocols``: transport protocols this call may use (``file`` for a local clone, ``https`` for a push).
-    ``config``: more ``-c key=value`` settings. ``secret`` is masked in error messages.
+    ``config``: more ``-c key=value`` settings. ``secret`` is masked in error messages. ``as_user``: (uid, gid)
+    to run as (a root worker writing into a repository someone else owns, so what it writes is theirs).
     Raises GitError (a ConfigError) when git fails and ``check`` is set; output is bytes (callers decode).
     """
     argv = _argv(git_dir, args, work_tree=work_tree, protocols=protocols, config=config)
     data = input.encode("utf-8") if isinstance(input, str) else input
+    who: dict = {} if as_user is None else {"user": as_user[0], "group": as_user[1], "extra_groups": []}
     try:
         proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout_s, env=clean_env(env),
-                              cwd=str(cwd) if cwd is not None else "/")
+                              cwd=str(cwd) if cwd is not None else "/", **who)
     except subprocess.TimeoutExpired:
         raise GitError(f"git {_shown(args)} timed out after {timeout_s:.0f} s") from None
     if check and proc.returncode != 0:

@@ -57,7 +57,16 @@ from sandbox.checkouts import (
     chown_tree,
     finish_scratch,
 )
-from sandbox.hostgit import TRANSPORTS, check_object_id, check_ref, check_revision, git, out, quote_path
+from sandbox.hostgit import (
+    TRANSPORTS,
+    check_object_id,
+    check_ref,
+    check_revision,
+    find_git_dir,
+    git,
+    out,
+    quote_path,
+)
 from sandbox.hostgit import clean_env as git_env
 from sandbox.sources import SourceStore, entries, pack
 
@@ -107,6 +116,16 @@ class Imported:
     """The changed paths, in their shown form (``infra.names``), as every name this module hands out."""
     notes: list[str] = field(default_factory=list)
     """What was left out and why (special files, too-large files, nested repositories)."""
+
+
+@dataclass
+class Delivered:
+    """What delivering the task branch to the repository the task came from gave."""
+
+    branch: str
+    """The branch now in that repository ("" when it was not created)."""
+    note: str
+    """What was done, or why not, for people."""
 
 
 @dataclass
@@ -730,6 +749,56 @@ class TaskRepo:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return self.view
+
+    def deliver_to_source(self, source: str, branch: str, base: str, head: str) -> Delivered:
+        """``branch`` (at ``head``) created in the repository the task was cloned from, when that is a directory
+        on this host: a ref only. Its working tree, index, checked-out branch and uncommitted files are not
+        touched; no hook runs. The commits travel as a bundle (only those after ``base``, unless the repository
+        lacks ``base``); git writes them as the repository's owner, so they stay the owner's. A branch of that
+        name with other commits on it is left as it is. Returns what was done, or why not (never raises for the
+        repository's state)."""
+        check_ref(branch, "branch")
+        check_object_id(base)
+        check_object_id(head)
+        path = Path(source)
+        if not path.is_absolute() or not path.is_dir():
+            return Delivered("", f"{source} is not a directory on this host: the branch stays in bosun's copy")
+        git_dir = find_git_dir(path)
+        if git_dir is None:
+            return Delivered("", f"{source} is no longer a git repository: the branch stays in bosun's copy")
+        owner = git_dir.stat()
+        me = os.geteuid()
+        if me != 0 and owner.st_uid != me:
+            return Delivered("", f"{source} belongs to uid {owner.st_uid} and this worker runs as uid {me}: it may "
+                                 "not write there; the branch stays in bosun's copy")
+        as_user = (owner.st_uid, owner.st_gid) if me == 0 and owner.st_uid != 0 else None
+        ref = f"refs/heads/{branch}"
+        with tempfile.TemporaryDirectory(prefix="bosun-deliver-") as tmp:
+            os.chmod(tmp, 0o755)  # (the owner's git reads the bundle)
+            bundle = Path(tmp) / "task.bundle"
+            for since in (base, None):  # the commits after base; all of them when the repository lacks base
+                bundle.unlink(missing_ok=True)
+                made = git(self.git_dir, "bundle", "create", "--quiet", str(bundle), ref,
+                           *([f"^{since}"] if since else []), check=False)
+                if made.returncode != 0:
+                    return Delivered("", "the task's commits could not be bundled: "
+                                         f"{made.stderr.decode('utf-8', 'replace').strip()[-300:]}")
+                bundle.chmod(0o644)
+                got = git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "--", str(bundle),
+                          f"{ref}:{ref}", protocols=("file",), as_user=as_user, check=False)
+                said = got.stderr.decode("utf-8", "replace").strip()
+                if got.returncode == 0:
+                    return Delivered(branch, f"created {branch} in {source} (a ref only: the working tree, the index "
+                                             "and the checked-out branch are as they were)")
+                if since is None or "prerequisite" not in said.lower():
+                    break
+        if "rejected" in said or "non-fast-forward" in said:
+            why = f"{source} already has a branch {branch} with other commits: left as it is"
+        elif "checked out" in said:
+            why = f"{branch} is checked out in {source}: it was not moved"
+        else:
+            why = f"git could not create {branch} in {source}: {said[-300:] or 'no reason given'}"
+        return Delivered("", why + "; the result is in bosun's copy of the repository")
 
     def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0
              ) -> str:

@@ -35,6 +35,9 @@ def stack_env(data_dir: Path) -> dict[str, str]:
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "router.json").write_text("{}")
     env["BOSUN_ROUTER_CONFIG"] = str(data_dir / "router.json")
+    # No model key of the developer's shell reaches a test stack (a test that needs one sets it).
+    env.update({name: "" for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "BOSUN_ANTHROPIC_API_KEY",
+                                      "BOSUN_OPENAI_API_KEY")})
     return env
 
 

@@ -47,6 +47,9 @@ with workflow.unsafe.imports_passed_through():
 ESCALATION_WAIT = timedelta(hours=1)
 LOCAL_TOOLS = "file-tools-as-local-activities"
 """Patch id: runs recorded before file tool calls became local activities replay the old way."""
+MODEL_HEARTBEAT = timedelta(seconds=30)
+"""A model call heartbeats while it waits for its model: a cancel reaches it within seconds (and ends the request),
+and a worker that died mid-call is noticed within this, not after the call's 10 minutes."""
 LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
 """A file tool call (read, grep, search, check, edit, ...) that runs longer is stopped and retried."""
 
@@ -165,8 +168,11 @@ class AgentWorkflow:
                                        agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref,
                                        harness=inp.harness),
                         task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
-                        retry_policy=policies.MODEL_CALL, summary=f"model turn {self.turn} ({self.model})")
+                        heartbeat_timeout=MODEL_HEARTBEAT, retry_policy=policies.MODEL_CALL,
+                        summary=f"model turn {self.turn} ({self.model})")
                 except ActivityError as e:
+                    if policies.cancelling(e):  # the run is cancelled: stop, never take it as the model failing
+                        raise asyncio.CancelledError() from None
                     kind = _error_type(e) or "Unknown"
                     self._count(kind)
                     self.pending_user = user + self.pending_user  # not seen by any model: keep them
@@ -199,9 +205,11 @@ class AgentWorkflow:
             self.status = "cancelled"
             await self._release(inp)
             raise
-        except Exception:  # not continue-as-new, nor a worker evicting this run from its cache: no release then
-            self.status = "failed"
+        except Exception as e:  # not continue-as-new, nor a worker evicting this run from its cache: no release then
+            self.status = "cancelled" if policies.cancelling(e) else "failed"
             await self._release(inp)
+            if self.status == "cancelled":  # a tool call cancelled with the run
+                raise asyncio.CancelledError() from None
             raise
         self.status = status
         await self._release(inp)
@@ -255,7 +263,7 @@ class AgentWorkflow:
         first, self.spawned = self.spawned + 1, self.spawned + len(plan.runs)
         share = self._share(len(plan.runs))
         self.steps.append(f"  spawning {len(plan.runs)} subagents: {', '.join(r.kind for r in plan.runs)}")
-        outcomes = await asyncio.gather(*[self._subagent(inp, first + i, run, share)
+        outcomes = await policies.gather(*[self._subagent(inp, first + i, run, share)
                                           for i, run in enumerate(plan.runs)])
         return await workflow.execute_activity_method(
             AgentActivities.subagent_results,
@@ -299,6 +307,8 @@ class AgentWorkflow:
                 AgentWorkflow.run, child, id=wf_id, task_queue=queue,
                 static_summary=f"{run.kind} subagent of {inp.agent_id}: {run.task[:100]}")
         except ChildWorkflowError as e:
+            if policies.cancelling(e):  # (the subagent released its own sandbox as it stopped)
+                raise asyncio.CancelledError() from None
             await workflow.execute_activity_method(
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
                 task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
@@ -350,7 +360,7 @@ class AgentWorkflow:
     async def _run_tools(self, inp: AgentInput, calls) -> list[ResultPointer]:
         results: list[ToolResultRef | None] = [None] * len(calls)
         for batch in plan_batches([c.write_key for c in calls]):
-            outs = await asyncio.gather(*[self._tool(inp, calls[i]) for i in batch])
+            outs = await policies.gather(*[self._tool(inp, calls[i]) for i in batch])
             for i, out in zip(batch, outs, strict=True):
                 results[i] = out
                 if out.is_error:

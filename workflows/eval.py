@@ -421,6 +421,8 @@ class EvalInstanceWorkflow:
                 id=task_id, retry_policy=RetryPolicy(maximum_attempts=1),
                 static_summary=f"{item.instance_id} ({out.variant}): {item.task[:100]}")
         except ChildWorkflowError as e:
+            if policies.cancelling(e):
+                raise asyncio.CancelledError() from None
             out.error, out.error_kind = f"the agents' run failed: {e.cause or e}"[:500], "agents"
             return None
         out.task = _task_summary(result) | {"wall_s": round(workflow.time() - began, 2)}
@@ -506,6 +508,8 @@ class EvalWorkflow:
                         await self._let_in(slots)  # (a slot freed while it was starting)
                     outcome = await handle
                 except ChildWorkflowError as e:
+                    if policies.cancelling(e):  # the evaluation is cancelled: stop, no outcome to make
+                        raise asyncio.CancelledError() from None
                     failed.add(child_id)
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
                                               error=f"its workflow ended: {policies.innermost_message(e)}"[:500],
@@ -524,7 +528,7 @@ class EvalWorkflow:
             workflow.set_current_details(f"{done}/{self.total} done, {resolved} resolved")
             return outcome
 
-        results = await asyncio.gather(*[one(item, v, child_id) for (item, v), child_id
+        results = await policies.gather(*[one(item, v, child_id) for (item, v), child_id
                                          in zip(jobs[first:last], ids[first:last], strict=True)])
         if not by_child:
             return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
@@ -559,6 +563,8 @@ class EvalWorkflow:
                         summary=f"keep {len(chunk)} outcomes"))
                     break
                 except ActivityError as e:  # (its worker did not take it, or it cannot: another one, a bit later)
+                    if policies.cancelling(e):
+                        raise asyncio.CancelledError() from None
                     workflow.logger.warning("keeping outcomes on %s failed: %s; binding another worker in a "
                                             "minute", queue, e.cause or e)
                     queue = ""
@@ -600,5 +606,7 @@ class EvalWorkflow:
                         summary=f"{len(commits)} commits from {source}"[:200], **_opts(queue, 150, heartbeat=True))
                     self._fetch_s[source] = fetched.seconds
                 except ActivityError as e:  # (a worker lost for good...): the instances fetch for themselves
+                    if policies.cancelling(e):
+                        raise asyncio.CancelledError() from None
                     workflow.logger.warning("fetching ahead from %s failed: %s", source, e.cause or e)
-        await asyncio.gather(*[fetch(source, commits) for source, commits in by_source.items()])
+        await policies.gather(*[fetch(source, commits) for source, commits in by_source.items()])

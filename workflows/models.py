@@ -63,6 +63,10 @@ class TaskInput(BaseModel):
     harness: HarnessSettings = HarnessSettings()
     """Harness settings for every agent of the task (tool shape, prompt flavour, compaction, router;
     agents/harness_settings.py): what an evaluation's variants vary besides the model. Unset: the defaults."""
+    local_branch: bool = False
+    """When the task ends with changes, create its branch ``bosun/<id>`` in ``repo`` (a local repository) as a
+    ref, leaving its working tree, index and checked-out branch as they are. ``bosun run`` sets it (unless
+    ``--no-branch``); tasks from events and evaluations do not."""
 
 
 def checked_task(fields: dict[str, Any], where: str, *, allowed: tuple[str, ...] | None = None,
@@ -132,6 +136,10 @@ class TaskResult(BaseModel):
     """The environment the task's sandboxes ran in (interpreter, test command, build log), or why there was none."""
     moves: list[HostMove] = []
     """Hosts lost during the run and what moved (the task's coordinator, or an agent run again elsewhere)."""
+    local_branch: str = ""
+    """The branch created in your repository (TaskInput.local_branch), "" when none was."""
+    local_note: str = ""
+    """What creating it did, or why it was not created."""
 
     def all_agents(self) -> list[AgentResult]:
         """Every agent that worked on the result: the solo agent, each subtask's last agent, the debugger rounds and

@@ -69,7 +69,11 @@ class Placement:
                 task_queue=f"{workflow.info().task_queue}-slots", start_to_close_timeout=SLOT_LIMIT,
                 heartbeat_timeout=timedelta(seconds=30), retry_policy=policies.ONCE,
                 cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL, summary=f"slot for {name}"))
-            await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
+            try:
+                await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
+            except asyncio.CancelledError:  # the run is cancelled while it waits for a slot: give the claim up
+                drop(lease)
+                raise
             if claim in self.grants:
                 return self.grants.pop(claim), lease
             # (the holding host went away before it said so: claim again)
@@ -96,7 +100,14 @@ class Placement:
             return await step
         task = asyncio.ensure_future(step)
         while True:
-            await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the run is cancelled: so is the step, and it stops before the run does
+                task.cancel()
+                await workflow.wait([task])
+                if not task.cancelled():
+                    task.exception()  # (retrieved: how it ended is of no interest now)
+                raise
             if task.done():
                 return task.result()
             if watch.exception() is None:

@@ -1,4 +1,5 @@
-"""Retries by error class, in one place (the table in docs/ARCHITECTURE.md, "Retries", mirrors this module).
+"""Retries by error class, in one place (the table in docs/ARCHITECTURE.md, "Retries", mirrors this module), and
+what a cancelled run does (it stops: ``cancelling``, ``gather``).
 
 Whether a failure is retried at all is decided by its class: activities raise bosun's error classes and the
 worker's interceptor marks each failure non-retryable unless the class (or a provider/service error instance)
@@ -11,9 +12,14 @@ how often, and what is final.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
+from typing import Any
 
+from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import is_cancelled_exception
 
 MODEL_CALL = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=60), maximum_attempts=6)
@@ -37,3 +43,28 @@ def innermost_message(e: BaseException) -> str:
     while getattr(e, "cause", None) is not None:
         e = e.cause  # type: ignore[assignment]
     return str(getattr(e, "message", None) or e)
+
+
+def cancelling(e: BaseException) -> bool:
+    """Whether ``e`` is this workflow's own cancellation (a person cancelled the run) reaching it through a step it
+    awaited: an activity or child workflow cancelled with it. Such a failure is never a step's result: the workflow
+    stops (re-raise it as asyncio.CancelledError). Inside a workflow only."""
+    return workflow.cancellation_reason() is not None and is_cancelled_exception(e)
+
+
+async def gather(*steps: Awaitable[Any]) -> list[Any]:
+    """``asyncio.gather`` of a fan-out (agents, instances, tool calls) that, when the run is cancelled, returns only
+    once every branch has stopped: a branch still queued is cancelled at once, but asyncio's gather would give up
+    while the running ones (each cancelling its child workflow, which releases its sandbox) are still going, and
+    the workflow would close with its children cut off. Inside a workflow only."""
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    try:
+        return await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        await workflow.wait_condition(lambda: all(t.done() for t in tasks))
+        for task in tasks:  # (retrieved: none is left "never retrieved")
+            if not task.cancelled():
+                task.exception()
+        raise

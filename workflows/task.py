@@ -83,6 +83,9 @@ HOME_BRANCH = "home-branch-at-head"
 """Patch id: a host that becomes the task's home gets its copy of the task branch set to the task's head even when
 it already holds every checkpoint (a fast-forward merge adds none): before it, the task could deliver the branch as
 the new home last saw it, without the agents' merged work."""
+RESULT_MEMO = "result-in-memo"
+"""Patch id: a finished task keeps its status in its memo (``result``), so `bosun runs` lists it without reading
+each run's history."""
 BUILD_MINUTES_DEFAULT = 150
 """The build activity's time limit when the prepare step did not say (a worker from before it did)."""
 
@@ -367,10 +370,10 @@ class TaskWorkflow:
             finally:
                 self.running.pop(wf_id, None)
         except ChildWorkflowError as e:
+            if policies.cancelling(e):  # the task itself is cancelled, not just this agent: stop here
+                raise asyncio.CancelledError() from None
             kind, why = _failure(e)
             cancelled = isinstance(e.cause, CancelledError)
-            if cancelled and asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise asyncio.CancelledError() from None  # the task itself is being cancelled, not just this agent
             result = AgentResult(agent_id=wf_id, status="cancelled" if cancelled else "failed", turns=0,
                                  tool_calls=0, final_message="", transcript_ref="", model=decision.model,
                                  error_kind=None if cancelled else kind, reason=why[:2000])
@@ -473,16 +476,23 @@ class TaskWorkflow:
         try:
             result = await self._run(inp, queue, wf_id, branch)
         except asyncio.CancelledError:
-            await self._report(inp, queue, wf_id, branch, "cancelled", "The run was cancelled.", None)
-            await self._cleanup(queue, wf_id)
+            await self._cancelled(inp, queue, wf_id, branch)
             raise
         except Exception as e:
+            if policies.cancelling(e):  # one of the coordinator's own steps, cancelled with the task
+                await self._cancelled(inp, queue, wf_id, branch)
+                raise asyncio.CancelledError() from None
             kind, why = _failure(e)
             await self._report(inp, queue, wf_id, branch, "failed", f"The run failed: {kind}: {why[:1500]}", None)
             await self._cleanup(queue, wf_id)
             raise
         await self._cleanup(queue, wf_id)
         return result
+
+    async def _cancelled(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> None:
+        self._enter("cancelled")
+        await self._report(inp, queue, wf_id, branch, "cancelled", "The run was cancelled.", None)
+        await self._cleanup(queue, wf_id)
 
     async def _cleanup(self, queue: str, wf_id: str) -> None:
         await self._act(queue, WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
@@ -583,7 +593,8 @@ class TaskWorkflow:
 
         self._enter("delivering")
         fin = await self._act(queue, WorkspaceActivities.finalize,
-                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head),
+                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
+                                            deliver_to=inp.repo if inp.local_branch else ""),
                               summary=f"deliver {branch}", minutes=5)
 
         if not fin.files_changed:
@@ -600,12 +611,14 @@ class TaskWorkflow:
         lines.append(f"- every step: `bosun history {wf_id}`")
         await self._report(inp, queue, wf_id, branch, status, "\n".join(lines), fin.commit)
         self._enter(f"done: {status}")
+        if workflow.patched(RESULT_MEMO):
+            workflow.upsert_memo({"result": status})
         return TaskResult(status=status, workspace=fin.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
                           debug_rounds=rounds, follow_ups=follow_ups, problems=problems, messages=self.inbox,
                           budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {},
-                          environment=env, moves=self.moves)
+                          environment=env, moves=self.moves, local_branch=fin.local_branch, local_note=fin.local_note)
 
     async def _environment(self, queue: str, wf_id: str, env: EnvironmentState | None) -> EnvironmentState | None:
         """The base commit's environment: as the prepare step found it, or built now (an activity that
@@ -622,6 +635,8 @@ class TaskWorkflow:
         """The repository's environment cannot be built: nothing runs; the result says which step failed and
         shows the log's tail."""
         self._enter("done: environment_failed")
+        if workflow.patched(RESULT_MEMO):
+            workflow.upsert_memo({"result": "environment_failed"})
         why = f"the environment could not be built: {env.reason}"
         skipped = ChecksResult(green=False, exit_code=None, summary=f"not run: {why[:300]}")
         lines = [f"bosun run `{wf_id}`: **environment_failed**", "", f"- {why}"]
@@ -693,7 +708,7 @@ class TaskWorkflow:
             for sid in wave[fits:]:
                 outcomes[sid] = SubtaskOutcome(id=sid, status="skipped", attempts=0, note=self.budget_note)
             wave = wave[:fits]
-            done = await asyncio.gather(*[bounded(sid) for sid in wave])
+            done = await policies.gather(*[bounded(sid) for sid in wave])
             self._enter(f"stitching: wave {w}")
             for sid, (collect, result) in zip(wave, done, strict=True):
                 outcomes[sid], head = await self._settle(inp, queue, branch, by_id[sid], head, collect, result)

@@ -77,6 +77,24 @@ def _key(explicit: object, *env_names: str) -> str | None:
     return None
 
 
+KEYS = {"anthropic": ("BOSUN_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        "openai": ("BOSUN_OPENAI_API_KEY", "OPENAI_API_KEY")}
+"""The providers that need an API key, and where a process finds it (bosun's setting first, then the vendor's own
+variable)."""
+
+
+def keyed(settings=None) -> list[str]:
+    """The providers of ``KEYS`` this process has a key for (names only: what a worker tells about itself)."""
+    return [kind for kind in KEYS if _key(getattr(settings, f"{kind}_api_key", None), KEYS[kind][1])]
+
+
+def missing_key(kind: str, where: str = "this worker") -> ConfigError:
+    """The error of a provider used without its key: which variables, and that the key is read at start."""
+    names = " or ".join(KEYS[kind])
+    return ConfigError(f"no {kind} API key on {where}: set {names} in the environment the worker starts in "
+                       "(`bosun up`, `bosun worker`) and restart it (`bosun down && bosun up`)")
+
+
 def endpoint_auth(settings, base_url: str) -> tuple[str | None, dict[str, str]]:
     """The key and extra headers for an ``openai-compatible:`` endpoint: the longest entry of
     BOSUN_OPENAI_COMPATIBLE_ENDPOINTS that is ``base_url`` or a prefix of it (at a path boundary), else
@@ -118,6 +136,8 @@ def endpoint_for(spec: ModelSpec, settings=None) -> Endpoint:
 
 
 def _http_provider(endpoint: Endpoint) -> Provider:
+    if endpoint.kind in KEYS and not endpoint.api_key:  # (a 401 after the round trip says less, or nothing offline)
+        raise missing_key(endpoint.kind)
     if endpoint.kind == "anthropic":
         return AnthropicProvider(endpoint.model, endpoint.api_key, base_url=endpoint.base_url)
     return OpenAICompatProvider(endpoint.base_url, endpoint.model, endpoint.api_key,

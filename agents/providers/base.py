@@ -6,6 +6,9 @@ import abc
 
 from agents.messages import Message, ModelResponse, ToolSpec
 
+MAX_TOKENS = 4096
+"""The most tokens a response is asked for (a model's profile may ask for fewer: a small local window)."""
+
 
 class Provider(abc.ABC):
     """A model endpoint. Implementations: openai-compatible, anthropic (over httpx), scripted (the test double)."""
@@ -14,7 +17,7 @@ class Provider(abc.ABC):
     """Spec-style name for history, e.g. ``anthropic:claude-sonnet-4-5`` or ``scripted:demo.jsonl``."""
 
     @abc.abstractmethod
-    async def complete(self, messages: list[Message], tools: list[ToolSpec], *, max_tokens: int = 4096
+    async def complete(self, messages: list[Message], tools: list[ToolSpec], *, max_tokens: int = MAX_TOKENS
                        ) -> ModelResponse:
         """Send the conversation (system message first, if any) and return the assistant's answer.
 

@@ -35,7 +35,7 @@ from agents.edits.model import EditOutcome, EditRefused, UpdateFile
 from agents.edits.search_replace import apply_search_replace, parse_blocks
 from agents.edits.udiff import apply_udiff, parse_udiff
 from bench.editcases.baselines import exact_count, first_match, replace_all
-from infra.cliargs import Parser, UsageError
+from infra.cliargs import Page, Parser, UsageError
 
 FORMATS = ("str_replace", "search_replace", "udiff", "apply_patch")
 STRATEGIES = ("bosun", "first-match", "replace-all", "exact-count")
@@ -431,8 +431,23 @@ def format_table(summaries: list[Summary], max_failure_rows: int = 12) -> str:
 # ---- CLI --------------------------------------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = Parser(prog="bosun eval edits", description="Score an edit corpus with the engine or a baseline.")
+PAGE = Page(
+    description="Score an edit corpus with bosun's edit engine or a baseline applier: each case (one JSON line "
+                "{id, format, path, original, edit, expected}, in the formats str_replace, search_replace, udiff "
+                "and apply_patch) is applied and compared with the file expected (or its refusal). Writes one "
+                "result line per case {id, status, result, message} to stdout (or --out), and a summary table "
+                "(correct apply, correct refusal, silent misapply, latency) to stderr (to stdout when --out is "
+                "given). Needs no stack; bench/edits_eval.py makes corpora from real PyPI releases.",
+    exit_codes={0: "scored (whatever the results)",
+                2: "bad input: a case file that cannot be read or a bad line (the message names its number), an "
+                   "unknown --strategy, an --out that cannot be written"},
+    examples=("bosun eval edits --cases cases.jsonl --out results.jsonl",
+              "bosun eval edits --cases cases.jsonl.gz --strategy first-match"))
+"""The page of ``bosun eval edits`` (entry/cli_eval.py lists it among the evaluations)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = Parser(prog="bosun eval edits", page=PAGE)
     ap.add_argument("--cases", required=True, type=Path, help="input JSONL (or .jsonl.gz), one case per line")
     ap.add_argument("--out", type=Path, help="write one result line per case here (default: stdout)")
     ap.add_argument("--strategy", default="bosun", help=f"one of {', '.join(STRATEGIES)} (default bosun)")
@@ -447,7 +462,7 @@ def eval_main(argv: list[str]) -> int:
               "[--out RESULTS.jsonl] [--strategy bosun|first-match|replace-all|exact-count]", file=sys.stderr)
         return 2
     try:
-        args = _parser().parse_args(argv[1:])
+        args = parser().parse_args(argv[1:])
         if args.strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {args.strategy!r} (expected one of {', '.join(STRATEGIES)})")
         cases = load_cases(args.cases)

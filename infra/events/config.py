@@ -33,6 +33,8 @@ CONFIG_FILE_ENV = "BOSUN_EVENTS_CONFIG"
 class TriggerRules(BaseModel):
     """Which events start (or continue, or stop) a TaskWorkflow."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     github_label: str = "bosun"
     """An issue (or pull request) that gets this label starts a task."""
     github_mention: str = "@bosun"
@@ -63,7 +65,7 @@ def env_name(field: str) -> str:
 class EventsConfig(BaseModel):
     """Everything the ingress and the starter need beyond :class:`Settings`."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
     settings: Settings = Field(default_factory=load_settings, exclude=True, repr=False)
     """bosun's settings: webhook secrets, API tokens and URLs, the ingress port (see :data:`SHARED`)."""
@@ -93,6 +95,7 @@ class EventsConfig(BaseModel):
     deadletter_stream: str = "DEADLETTER"
     """Stream holding poison messages (subjects deadletter.>)."""
     deadletter_max_age_s: float = 30 * 24 * 3600.0
+    """Poison messages are kept this long in the dead-letter stream (to look at them, or replay them)."""
     consumer: str = "starter"
     """Durable pull consumer of the starter."""
     ack_wait_s: float = 30.0
@@ -104,6 +107,7 @@ class EventsConfig(BaseModel):
     retry_delay_s: float = 2.0
     """First nak delay for transient failures (Temporal unreachable); doubles per delivery."""
     retry_delay_max_s: float = 60.0
+    """The longest nak delay for transient failures: the doubling of retry_delay_s stops here."""
     ledger_bucket: str = "bosun-deliveries"
     """JetStream key-value bucket recording handled deliveries (delivery id -> workflow id, run id)."""
     ledger_ttl_s: float = 4 * 24 * 3600.0
@@ -128,6 +132,8 @@ class EventsConfig(BaseModel):
     """What a NEW trigger does to a business key whose workflow already finished: start a new run (default),
     only after a failure, or never. Redeliveries of an old delivery never start anything (delivery ledger)."""
     triggers: TriggerRules = TriggerRules()
+    """Which events start, continue or stop a task: a JSON object with any of the fields of TriggerRules
+    (``BOSUN_EVENTS_TRIGGERS='{"github_label": "ai"}'``; the others keep their defaults)."""
 
     # ---------------------------------------------------------------- status back
     post_status: bool = True

@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime
 
 from infra.errors import ConfigError
-from sandbox.environments import imports, interpreters, pyconfig, standins, testcmd
+from sandbox.environments import ecosystems, imports, interpreters, pyconfig, standins, testcmd
 from sandbox.environments.declared import (
     DECLARED_FILE,
     Declared,
@@ -347,7 +347,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    compilers=compilers or bool(apt))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
-                     notes=notes)
+                     notes=notes, warning=ecosystems.unsupported(paths) if origin == "detected" else "")
 
 
 HELPERS_OFFLINE = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"

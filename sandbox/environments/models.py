@@ -161,6 +161,9 @@ class Detection(BaseModel):
     repository: str = ""
     """Where the source came from (a path or URL), for people."""
     notes: list[str] = []
+    warning: str = ""
+    """What detection could not do, said before anything else (a repository of another language than Python, with
+    no declaration: what was found and the declaration that would do); empty when it could."""
 
     def key(self, base_key: str) -> str:
         """The cache key: base + spec + the dependency files' content (+ the tree for per-revision builds)."""

@@ -97,7 +97,7 @@ def test_bad_settings_are_refused_with_the_field_named(value, message):
     with pytest.raises(ConfigError) as e:
         parse_harness(value, "--harness h.json")
     assert str(e.value).startswith("--harness h.json: bad harness settings: ") and message in str(e.value)
-    assert "fields: edit_tool, prompt_variant, compact_at, keep_recent_turns, router" in str(e.value)
+    assert "fields: edit_tool, prompt_variant, compact_at, keep_recent_turns, context_window, router" in str(e.value)
 
 
 def test_a_settings_file_is_read_or_refused(tmp_path):
@@ -112,3 +112,18 @@ def test_a_settings_file_is_read_or_refused(tmp_path):
     bad.write_text("{compact_at: 0.5}")
     with pytest.raises(ConfigError, match=r"--harness .*bad.json: not JSON"):
         load_harness(bad, "--harness")
+
+
+def test_a_context_window_for_a_local_server_compacts_earlier_and_asks_for_less():
+    """A server started with less than the model's native window (vLLM --max-model-len 8192): the window setting
+    is what compaction measures against, and a response is asked for at most a quarter of it."""
+    qwen = "openai-compatible:http://127.0.0.1:8000/v1#Qwen/Qwen3-Coder-30B-A3B-Instruct"
+    native = HarnessSettings().profile(qwen)
+    small = HarnessSettings(context_window=8192).profile(qwen)
+    assert native.context_window == 262_144 and small.context_window == 8192
+    assert small.max_output_tokens == 2048 and small.prompt_budget_tokens == 6144
+    transcript = long_transcript(turns=6, lines=1000)  # about 11k tokens: past 70% of 8192, far from the native
+    assert prepare(transcript, [], [], role_name="solo", model=qwen, base=REG, store_put=put).compaction is None
+    cut = prepare(transcript, [], [], role_name="solo", model=qwen, base=REG, store_put=put,
+                  harness=HarnessSettings(context_window=8192))
+    assert cut.compaction is not None and cut.profile.context_window == 8192

@@ -72,3 +72,18 @@ def test_config_validation():
 def test_decision_is_serializable_for_history():
     d = route("fast_edit", RouteRequest(task_chars=50), CONFIG)
     assert set(d.model_dump()) == {"role", "model", "score", "tier", "factors", "reason"}
+
+
+def test_choices_are_every_model_auto_may_pick():
+    """What `bosun run --model auto` checks for keys before the start: the tiers (roles not listed take any),
+    each role's tiers from its minimum up, and a role's fixed model; not the fallbacks."""
+    config = RouterConfig(tiers={"small": "openai:gpt-5-mini", "medium": "anthropic:claude-sonnet-4-5",
+                                 "large": "openai:gpt-5"},
+                          roles={"planner": RoleRouting(model="anthropic:claude-opus-4-5"),
+                                 "debugger": RoleRouting(min_tier="large", tiers={
+                                     "small": "openai:gpt-4.1-nano", "medium": "openai:gpt-4.1-mini",
+                                     "large": "openai-compatible:http://h:1/v1#big"},
+                                     fallbacks=["anthropic:claude-haiku-4-5"])})
+    assert config.choices() == ["openai:gpt-5-mini", "anthropic:claude-sonnet-4-5", "openai:gpt-5",
+                                "anthropic:claude-opus-4-5", "openai-compatible:http://h:1/v1#big"]
+    assert set(RouterConfig().choices()) == {"openai:gpt-5-mini", "anthropic:claude-sonnet-4-5", "openai:gpt-5"}

@@ -10,8 +10,10 @@ the subtask in the first user message); which turn from the number of assistant 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,11 @@ class FakeModel:
     """Agent key -> (HTTP status, error body) answered instead of a turn (e.g. a 401 for one agent)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     """Every request: wire format, agent, turn, headers."""
+    hold: set[str] = field(default_factory=set)
+    """Agent keys whose requests are held open: the status line and headers go out, then nothing until the client
+    closes the connection (a model that takes its time)."""
+    held: list[dict[str, Any]] = field(default_factory=list)
+    """Each request held: its agent, when it came and when the client closed it (``closed``: None while open)."""
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
@@ -86,9 +93,23 @@ class FakeModel:
         if agent in self.fail:
             status, error = self.fail[agent]
             return JSONResponse(error, status_code=status)
+        if agent in self.hold:
+            return self._held_open(agent)
         turn = self.turn_for(agent, n)
         assert body.get("stream") is True, "bosun streams"
         return StreamingResponse(self._openai_chunks(body["model"], turn), media_type="text/event-stream")
+
+    def _held_open(self, agent: str) -> Response:
+        record: dict[str, Any] = {"agent": agent, "opened": time.monotonic(), "closed": None}
+        self.held.append(record)
+
+        async def nothing():
+            try:
+                await asyncio.Event().wait()  # starlette cancels this when the client disconnects
+                yield b""
+            finally:
+                record["closed"] = time.monotonic()
+        return StreamingResponse(nothing(), media_type="text/event-stream")
 
     async def _openai_chunks(self, model: str, turn: dict[str, Any]):
         cid = f"chatcmpl-{next(self._ids)}"
@@ -126,6 +147,8 @@ class FakeModel:
         if agent in self.fail:
             status, error = self.fail[agent]
             return JSONResponse(error, status_code=status)
+        if agent in self.hold:
+            return self._held_open(agent)
         assert body.get("stream") is True, "bosun streams"
         return StreamingResponse(self._anthropic_events(body["model"], self.turn_for(agent, n)),
                                  media_type="text/event-stream")

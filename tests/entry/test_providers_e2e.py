@@ -116,3 +116,41 @@ async def test_an_agent_whose_model_answers_401_leaves_a_partial_result_reported
     assert "fast_edit-percent-1 (AgentWorkflow): status failed" in text and "ProviderError" in text
     await asyncio.to_thread(wait_for, lambda: not leftovers(st), 30, 0.5, "the run's sandboxes to be gone")
     print(f"partial run with a 401 agent: {took:.1f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,agent", [("team", "planner"), ("solo", "solo")])
+def test_a_run_cancelled_while_its_agent_waits_on_the_model_stops(world, tmp_path, mode, agent):
+    """The model holds the agent's request open (a real model thinking); `bosun cancel` stops the run within
+    seconds: the request is closed, no other model request is made, no sandbox is left, every workflow of the run
+    ends cancelled (team: no fast-edit agent starts after the planner)."""
+    st, model, _, url = world
+    model.requests.clear()
+    model.held.clear()
+    model.hold = {agent}
+    wf = f"e2e-cancel-{mode}"
+    try:
+        started = st.bosun("run", "--repo", str(make_example_repo(tmp_path / "calc")), "--model",
+                           f"openai-compatible:{url}/v1#calc", "--id", wf, "--mode", mode, "fix the failing tests")
+        assert started.returncode == 0, started.stderr
+        wait_for(lambda: model.held, 240, what=f"the {agent}'s model request")
+        asked = len(model.requests)
+        sent = time.monotonic()
+        cancel = st.bosun("cancel", wf)
+        assert cancel.returncode == 0, cancel.stderr
+        wait_for(lambda: "): canceled" in st.bosun("inspect", wf).stdout.splitlines()[0], 60, interval=0.5,
+                 what="the run to end cancelled")
+        took = time.monotonic() - sent
+        wait_for(lambda: model.held[0]["closed"] is not None, 30, interval=0.2, what="the held request to be closed")
+        wait_for(lambda: not leftovers(st, wf), 30, interval=0.5, what="the run's sandboxes to be gone")
+        time.sleep(3)  # (anything the run would still start would have asked by now)
+    finally:
+        model.hold = set()
+    assert len(model.requests) == asked, [r["agent"] for r in model.requests[asked:]]
+    assert [h["agent"] for h in model.held] == [agent]
+    first = "planner" if mode == "team" else "agent-1"
+    assert "): canceled" in st.bosun("inspect", f"{wf}/{first}").stdout
+    text = st.bosun("history", wf).stdout
+    assert "fast_edit" not in text, text
+    print(f"{mode} run cancelled while its model held the request: ended in {took:.1f} s, request closed "
+          f"{model.held[0]['closed'] - sent:.1f} s after the cancel")

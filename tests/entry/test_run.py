@@ -74,7 +74,13 @@ def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
         ([*solo, "--harness", str(tmp_path / "none.json")], "none.json: cannot read it (No such file"),
         ([*solo, "--harness", str(harness)], "bad harness settings: compact_at: Input should be less than or equal "
                                              "to 1"),
-        (["--repo", str(example_repo), "--model", "auto", "--max-turns", "0"], "--max-turns must be at least 1"),
+        ([*solo, "--max-turns", "0"], "--max-turns must be at least 1"),
+        (["--repo", str(example_repo), "--model", "auto"],
+         "(the router's (BOSUN_ROUTER_CONFIG) pick for auto): no API"),
+        ([*solo, "--ref", "no-such-branch"], "--ref no-such-branch: not a branch, tag or commit of"),
+        ([*solo, "--ref=--upload-pack=x"], "--ref '--upload-pack=x' is not a usable"),
+        ([*solo, "--context-window", "100"], "--context-window: bad harness settings: context_window: Input should "
+                                             "be greater than or equal to 2048"),
         (["--repo", str(plain), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}"], "not a git repository"),
         (["--repo", str(example_repo), "--model", f"scripted:{tmp_path / 'missing.jsonl'}"], "does not exist"),
         (["--repo", str(example_repo), "--model", "gemini:pro"], "unknown model spec 'gemini:pro'"),
@@ -83,12 +89,28 @@ def test_bad_input_is_refused_and_starts_nothing(stack, example_repo, tmp_path):
     ]
     for args, message in cases:
         proc = stack.bosun("run", *args, "--id", "it-bad-input", "do something",
-                           env_extra={"ANTHROPIC_API_KEY": "", "BOSUN_ANTHROPIC_API_KEY": ""})
+                           env_extra={"ANTHROPIC_API_KEY": "", "BOSUN_ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": "",
+                                      "BOSUN_OPENAI_API_KEY": ""})
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
     listed = stack.bosun("history", "it-bad-input")
     assert listed.returncode == 2 and "no run 'it-bad-input'" in listed.stderr
+    assert "`bosun runs` lists the recent ones" in listed.stderr
+
+
+def test_a_key_only_this_shell_has_is_refused_before_the_start(stack, example_repo):
+    """The worker reads model keys when `bosun up` starts it: a key exported afterwards in the shell of `bosun run`
+    would never reach the model. The run is refused, saying to restart the stack, and nothing starts."""
+    keys = json.loads((stack.data_dir / "worker-health.json").read_text())["model_keys"]
+    assert keys == [], keys  # (the test stack starts without any key)
+    for spec, var in (("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"), ("openai:gpt-5", "BOSUN_OPENAI_API_KEY")):
+        proc = stack.bosun("run", "--repo", str(example_repo), "--model", spec, "--id", "it-key-shell", "go",
+                           env_extra={var: "sk-only-in-this-shell"})
+        assert proc.returncode == 2, proc.stderr
+        assert "the running worker has no" in proc.stderr and "`bosun down && bosun up`" in proc.stderr
+        assert "sk-only-in-this-shell" not in proc.stderr
+    assert stack.bosun("inspect", "it-key-shell").returncode == 2  # nothing started
 
 
 async def test_recorded_histories_replay_deterministically(stack, fixed_run):
@@ -338,3 +360,66 @@ def test_an_export_of_a_run_with_long_arguments_replays_to_the_same_diff(stack, 
     replayed = json.loads(again.stdout)
     assert replayed["agent"]["status"] == "done", replayed["agent"]
     assert replayed["diff"] == json.loads(long_arguments_run.stdout)["diff"]
+
+
+def _work_state(repo: Path) -> dict:
+    import subprocess
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", "--no-optional-locks", *args], cwd=repo, capture_output=True, check=True).stdout
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*")
+             if p.is_file() and ".git" not in p.relative_to(repo).parts}
+    return {"head": git("symbolic-ref", "HEAD"), "tip": git("rev-parse", "HEAD"), "index": git("ls-files", "-s"),
+            "status": git("status", "--porcelain=v1", "-z", "--untracked-files=all"),
+            "staged": git("diff", "--cached", "--binary"), "files": files}
+
+
+def test_the_result_is_a_branch_in_your_repository_and_your_work_is_untouched(stack, tmp_path):
+    """`bosun run --wait` on a repository with work in progress (an unstaged edit, a staged file, an untracked
+    file, on its own branch): the branch bosun/<id> is there afterwards at the result's commit, and the working
+    tree, index and checked-out branch are exactly as they were. `--no-branch` leaves the repository alone."""
+    import subprocess
+    repo = make_example_repo(tmp_path / "calc")
+    g = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*g, "checkout", "-qb", "my-work"], cwd=repo, check=True)
+    (repo / "README.md").write_text("my unfinished notes\n")
+    (repo / "staged.txt").write_text("staged\n")
+    subprocess.run([*g, "add", "staged.txt"], cwd=repo, check=True)
+    (repo / "scratch.txt").write_text("untracked\n")
+    before = _work_state(repo)
+    proc = stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}", "--id",
+                       "it-branch", "--wait", "--mode", "solo", "fix the failing tests", timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert f"result: the branch bosun/it-branch in your repository {repo}" in proc.stdout
+    assert f"git -C {repo} diff HEAD...bosun/it-branch" in proc.stdout
+    assert _work_state(repo) == before
+    shown = subprocess.run(["git", "show", "bosun/it-branch:calc/stats.py"], cwd=repo, capture_output=True,
+                           text=True, check=True).stdout
+    assert "ordered[middle - 1]" in shown
+    history = stack.bosun("history", "it-branch")
+    assert "result: the branch bosun/it-branch in your repository" in history.stdout
+    quiet = stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{EXAMPLE / 'solo.jsonl'}", "--id",
+                        "it-no-branch", "--wait", "--json", "--mode", "solo", "--no-branch", "fix the failing tests",
+                        timeout=300)
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["local_branch"] == ""
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/heads/bosun"], cwd=repo,
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert refs == ["refs/heads/bosun/it-branch"]
+
+
+def test_bosun_runs_lists_the_recent_runs_newest_first(stack, fixed_run, tmp_path):
+    assert fixed_run[1].returncode == 0
+    listed = stack.bosun("runs", "--json", "--limit", "50")
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    mine = next(r for r in runs if r["id"] == "it-run-1")
+    assert mine["status"] == "succeeded" and mine["trigger"] == "cli" and mine["kind"] == "task"
+    assert mine["repository"] == str(fixed_run[0]) and mine["duration_s"] > 0 and mine["closed"]
+    assert [r["started"] for r in runs] == sorted((r["started"] for r in runs), reverse=True)
+    assert not any("/" in r["id"] for r in runs)  # no agents, no evaluation instances
+    only = json.loads(stack.bosun("runs", "--json", "--status", "succeeded").stdout)
+    assert only and {r["status"] for r in only} == {"succeeded"}
+    text = stack.bosun("runs", "--limit", "1").stdout.splitlines()
+    assert text[0].split()[:3] == ["ID", "STATUS", "TRIGGER"] and len(text) == 2
+    bad = stack.bosun("runs", "--status", "finished")
+    assert bad.returncode == 2 and "--status 'finished': one of running, succeeded" in bad.stderr

@@ -145,3 +145,25 @@ def test_a_bad_setting_stops_the_cli_with_one_line(tmp_path):
     assert proc.stderr.strip() == ("bosun: BOSUN_NATS_PASSWORD is set but BOSUN_NATS_USER is not: they go together "
                                    "(set both, or neither)")
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_a_temporal_that_does_not_answer_is_said_in_plain_words(tmp_path):
+    """Nothing listens at the configured port: one line naming the address, the reason in plain words (not the
+    transport library's error cut mid-word) and what to do."""
+    from tests.conftest import free_port
+    port = free_port()
+    proc = bosun("inspect", "some-run", env={"BOSUN_DATA_DIR": str(tmp_path), "BOSUN_TEMPORAL_PORT": str(port)})
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert line == (f"bosun: cannot reach Temporal at 127.0.0.1:{port} (nothing listens there: connection refused); "
+                    "start the embedded stack with `bosun up`, or set BOSUN_TEMPORAL_ADDRESS"), line
+    assert "tonic" not in line and "\n" not in line
+
+
+def test_connection_errors_in_plain_words():
+    from infra.temporal import plain_reason
+    assert plain_reason(TimeoutError()) == "no answer in time"
+    assert plain_reason(RuntimeError('Failed client connect: dns error: failed to lookup address information')) \
+        == "its host name does not resolve"
+    long = RuntimeError("Failed client connect: " + "word " * 100)
+    assert plain_reason(long).endswith(" ...") and len(plain_reason(long)) <= 164

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -599,3 +600,105 @@ def test_another_host_restores_the_task_from_its_checkpoints(task, tmp_path):
     third = TaskRepo(tmp_path / "host-c", "task-1")
     with pytest.raises(ConfigError):
         third.restore(meta, [(bundles[0][0], fetcher(bundles[0][1])), (bundles[2][0], fetcher(bad))])
+
+
+def _state(src: Path) -> dict:
+    """Everything of a work tree a person works with: HEAD, the index, the status, the files' contents."""
+    def run(*args: str) -> bytes:  # (no fsmonitor, no index refresh: looking changes nothing)
+        return subprocess.run(["git", "--no-optional-locks", "-c", "core.fsmonitor=false", *args], cwd=src,
+                              capture_output=True, check=True).stdout
+    files = {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*")
+             if p.is_file() and ".git" not in p.relative_to(src).parts}
+    status = run("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    return {"head": run("symbolic-ref", "HEAD"), "index": (src / ".git" / "index").read_bytes(), "status": status,
+            "staged": run("diff", "--cached", "--binary"), "files": files}
+
+
+def _worked(repo: TaskRepo, base: str) -> str:
+    ws = repo.materialize("agent", base)
+    (ws / "calc" / "stats.py").write_text((ws / "calc" / "stats.py").read_text() + "\n# fixed\n")
+    imported = repo.import_run("agent", base, "agent work")
+    return repo.merge("bosun/task-1", imported.commit, "merge").head
+
+
+def test_the_result_lands_in_the_source_repository_as_a_ref_only(task, tmp_path):
+    """The branch appears in the user's repository at the task's head; their checked-out branch, index, staged and
+    unstaged changes and untracked files are exactly as they were, and none of their hooks or fsmonitor ran."""
+    repo, base = task
+    head = _worked(repo, base)
+    src = Path(repo.prepared()["source"])
+    (src / "calc" / "report.py").write_text("# my unfinished work\n")  # unstaged
+    (src / "notes.txt").write_text("staged\n")
+    subprocess.run([*G, "add", "notes.txt"], cwd=src, check=True)
+    (src / "scratch.txt").write_text("untracked\n")
+    canary = tmp_path / "canary"
+    for hook in ("reference-transaction", "post-checkout", "post-merge", "pre-auto-gc"):
+        (src / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\necho {hook} >> {canary}\n")
+        (src / ".git" / "hooks" / hook).chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", f"echo fsmonitor >> {canary}"], cwd=src, check=True)
+    before = _state(src)
+    got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
+    assert got.branch == "bosun/task-1" and "a ref only" in got.note
+    tip = subprocess.run(["git", "rev-parse", "bosun/task-1"], cwd=src, capture_output=True, text=True, check=True)
+    assert tip.stdout.strip() == head
+    assert _state(src) == before
+    assert not canary.exists(), canary.read_text()
+    again = repo.deliver_to_source(str(src), "bosun/task-1", base, head)  # delivered twice: the same
+    assert again.branch == "bosun/task-1"
+
+
+def test_a_branch_of_the_same_name_with_other_commits_is_left_alone(task):
+    repo, base = task
+    head = _worked(repo, base)
+    src = Path(repo.prepared()["source"])
+    subprocess.run([*G, "checkout", "-qb", "bosun/task-1"], cwd=src, check=True)
+    (src / "mine.txt").write_text("mine\n")
+    subprocess.run([*G, "add", "mine.txt"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "mine"], cwd=src, check=True)
+    mine = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+    got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
+    assert got.branch == "" and "bosun/task-1" in got.note
+    subprocess.run([*G, "checkout", "-q", "-"], cwd=src, check=True)  # not checked out now: still not moved
+    got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
+    assert got.branch == "" and "other commits" in got.note
+    assert subprocess.run(["git", "rev-parse", "bosun/task-1"], cwd=src, capture_output=True,
+                          text=True).stdout.strip() == mine
+
+
+def test_a_source_that_is_not_a_repository_here_gets_a_note_not_an_error(task, tmp_path):
+    repo, base = task
+    head = _worked(repo, base)
+    for source in ("https://example.com/acme/calc.git", str(tmp_path / "gone"), str(tmp_path)):
+        got = repo.deliver_to_source(source, "bosun/task-1", base, head)
+        assert got.branch == "" and source in got.note
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a root worker writing into a repository another uid owns")
+def test_a_root_worker_writes_the_branch_as_the_repository_owner(task):
+    repo, base = task
+    head = _worked(repo, base)
+    src = Path(repo.prepared()["source"])
+    for folder in [*src.parents][:-1]:  # (the owner reaches their repository, as in a home directory)
+        if folder.stat().st_mode & 0o001 == 0 and str(folder).startswith(tempfile.gettempdir()):
+            folder.chmod(folder.stat().st_mode | 0o011)
+    subprocess.run(["chown", "-R", "65534:65534", str(src)], check=True)
+    before = {p for p in (src / ".git").rglob("*")}
+    got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
+    assert got.branch == "bosun/task-1", got.note
+    new = [p for p in (src / ".git").rglob("*") if p not in before]
+    assert new and all(p.stat().st_uid == 65534 for p in new), [(str(p), p.stat().st_uid) for p in new]
+
+
+def test_a_source_that_lacks_the_base_commit_gets_the_whole_history(task):
+    """The user's repository no longer has the commit the task started from (history rewritten meanwhile): the
+    branch still arrives, with every commit it needs."""
+    repo, base = task
+    head = _worked(repo, base)
+    src = Path(repo.prepared()["source"])
+    subprocess.run(["rm", "-rf", str(src / ".git")], check=True)
+    subprocess.run([*G, "init", "-q"], cwd=src, check=True)
+    subprocess.run([*G, "add", "-A"], cwd=src, check=True)
+    subprocess.run([*G, "commit", "-qm", "rewritten"], cwd=src, check=True)
+    got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
+    assert got.branch == "bosun/task-1", got.note
+    assert subprocess.run(["git", "cat-file", "-t", base], cwd=src, capture_output=True, text=True).stdout == "commit\n"

@@ -132,6 +132,8 @@ class World:
     """Green or red, by the label of the test run (``before``, ``after``, ``after debug round 1``...)."""
     check_seconds: dict[str, float] = field(default_factory=dict)
     """How long a test run takes, by label."""
+    merge_seconds: float = 0.0
+    """How long a merge takes."""
     conflicts: Callable[[str], list[str]] = lambda label: []
     """Conflicting files when merging, by merge label (``subtask a (attempt 1)``)."""
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
@@ -356,7 +358,7 @@ class Stubs:
 
     @activity.defn(name="merge_agent_work")
     async def merge_agent_work(self, inp: MergeInput) -> MergeResult:
-        call = await self._record("merge_agent_work", inp)
+        call = await self._record("merge_agent_work", inp, self.w.merge_seconds)
         conflicts = self.w.conflicts(inp.label)
         if conflicts:
             call.result = MergeResult(merged=False, conflicts=conflicts, head="h" * 40)

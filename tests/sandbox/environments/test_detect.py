@@ -446,3 +446,27 @@ def test_a_project_that_bootstraps_astropy_helpers_from_an_absent_submodule_gets
     # a declaration that says detect = false decides alone
     declared = spec_of({**files, ".bosun/environment.toml": 'detect = false\nrequirements = ["pytest"]\n'}).spec
     assert "astropy-helpers" not in declared.requirements and not declared.prepare
+
+
+@pytest.mark.parametrize("files,found", [
+    ({"package.json": '{"scripts": {"test": "node test.js"}}', "test.js": "", "lib/index.js": ""},
+     "package.json (JavaScript/TypeScript)"),
+    ({"go.mod": "module example.com/x\n\ngo 1.22\n", "main.go": "package main\n"}, "go.mod (Go)"),
+    ({"Cargo.toml": "[package]\nname = \"x\"\n", "src/lib.rs": ""}, "Cargo.toml (Rust)"),
+    ({"pom.xml": "<project/>", "src/main/java/A.java": ""}, "pom.xml (Java (Maven))"),
+])
+def test_a_repository_of_another_language_is_said_to_be_undetected(files, found):
+    """Not silently taken for Python: the detection warns, names what it found and the declaration that would do;
+    with a declaration, or with Python in the repository too, there is no warning."""
+    det = spec_of(files)
+    assert det.warning.startswith("not detected: this is not a Python project") and found in det.warning
+    assert ".bosun/environment.toml" in det.warning and "docs/environments.md" in det.warning
+    assert spec_of({**files, "tools/gen.py": "print(1)\n"}).warning == ""
+    declared = spec_of({**files, ".bosun/environment.toml": 'install = false\ntest_command = "make test"\n'})
+    assert declared.warning == "" and declared.spec.test.text == "make test"
+
+
+def test_a_python_repository_has_no_warning():
+    assert spec_of({"setup.py": SETUP_PY, "demo/__init__.py": ""}).warning == ""
+    assert spec_of({"requirements.txt": "requests\n", "app.py": ""}).warning == ""
+    assert spec_of({"README.md": "hello\n"}).warning == ""  # nothing of any ecosystem: nothing to say
