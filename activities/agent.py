@@ -160,6 +160,10 @@ class AgentActivities:
     @activity.defn
     async def model_call(self, inp: ModelCallInput) -> ModelCallResult:
         """One model turn: load the transcript, prepare the request, call the provider, settle and store."""
+        async with heartbeating():  # (a cancel reaches it, and ends a request its model holds open)
+            return await self._model_call(inp)
+
+    async def _model_call(self, inp: ModelCallInput) -> ModelCallResult:
         transcript = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
         results = [ToolResultText(r.call_id, r.name, self.store.get_text(r.result_ref), r.is_error)
                    for r in inp.tool_results]
@@ -170,9 +174,8 @@ class AgentActivities:
         trajectory = self.store.get_text(inp.trajectory_ref) if inp.trajectory_ref else None
         provider = self.providers.get(parse_spec(inp.model), trajectory_text=trajectory, agent_keys=inp.agent_keys,
                                       fetch=self.store.get_text)
-        async with heartbeating():  # the run's cancel reaches a request its model holds open, and ends it
-            response = await provider.complete(request.messages, request.tools,
-                                               max_tokens=min(MAX_TOKENS, request.profile.max_output_tokens))
+        response = await provider.complete(request.messages, request.tools,
+                                           max_tokens=min(MAX_TOKENS, request.profile.max_output_tokens))
         out = settle(request, response, inp.model)
         compaction = None
         if request.compaction is not None:

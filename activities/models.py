@@ -387,6 +387,8 @@ class FinalizeInput(BaseModel):
     forward to it; one that cannot be is an error, never a smaller result."""
     deliver_to: str = ""
     """The repository the task came from (a local path), to create the branch in as a ref; "": not wanted."""
+    deliver_host: str = ""
+    """The host name of the machine that repository is on ("": this one)."""
 
 
 class FinalizeResult(BaseModel):

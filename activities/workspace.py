@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import tempfile
 from pathlib import Path
 
@@ -325,7 +326,11 @@ class WorkspaceActivities:
             diff, files = repo.diff(inp.base_commit, head)
             view = repo.deliver_view(inp.branch)
             local = Delivered("", "")
-            if inp.deliver_to and head != inp.base_commit:
+            here = socket.gethostname()
+            if inp.deliver_to and head != inp.base_commit and inp.deliver_host not in ("", here):
+                local = Delivered("", f"{inp.deliver_to} is on {inp.deliver_host} and the task ended on {here}: the "
+                                      f"branch stays in bosun's copy there ({repo.view})")
+            elif inp.deliver_to and head != inp.base_commit:
                 local = repo.deliver_to_source(inp.deliver_to, inp.branch, inp.base_commit, head)
             return diff, files, (head if head != inp.base_commit else None), str(view), local
 

@@ -8,6 +8,8 @@ import getpass
 import json
 import os
 import secrets
+import shlex
+import socket
 import sys
 import time
 
@@ -15,7 +17,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
 from agents.harness_settings import HarnessSettings, load_harness, parse_harness
-from agents.providers import KEYS, ModelSpec, keyed, parse_spec
+from agents.providers import KEYS, VENDOR_URLS, ModelSpec, keyed, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import RouterConfig, load_config
 from entry.stack import worker_health
@@ -79,8 +81,11 @@ def _check_ref(repo, ref: str) -> None:
 
 
 def _worker_keys(s: Settings) -> list[str] | None:
-    """The providers the running worker of this machine has a key for (its health record says), or None when no
-    worker here tells (none runs, or a worker elsewhere, or one from before it told)."""
+    """The providers the embedded stack's worker has a key for (its health record says), or None when it cannot
+    tell: no worker runs here, one from before it told, or the workers are elsewhere (BOSUN_TEMPORAL_ADDRESS: a
+    task's model calls run on whichever host takes them)."""
+    if s.temporal_address:
+        return None
     health = worker_health(s)
     keys = health.get("model_keys") if health else None
     return list(keys) if isinstance(keys, list) else None
@@ -91,8 +96,8 @@ def _usable_model(text: str, s: Settings, why: str = "") -> ModelSpec:
     worker. The worker of this machine says which keys it has; without one here, this shell's environment stands
     in for it. ConfigError saying what is missing and how to give it. (No key is read into the run's input.)"""
     spec = parse_spec(text)
-    if spec.kind not in KEYS:
-        return spec
+    if spec.kind not in KEYS or getattr(s, f"{spec.kind}_base_url", None) not in VENDOR_URLS:
+        return spec  # (a gateway of the settings' own may need no key)
     names = " or ".join(KEYS[spec.kind])
     mine = spec.kind in keyed(s)
     worker = _worker_keys(s)
@@ -153,7 +158,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
         TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
                   max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel,
                   budget={k: v for k, v in (("usd", args.budget_usd), ("tokens", args.budget_tokens))
-                          if v is not None}, harness=harness, local_branch=local),
+                          if v is not None}, harness=harness, local_branch=local, local_host=socket.gethostname()),
         id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200],
         memo={"trigger": "cli", "repo": str(repo)})
     label = " (scripted: the test double, no language model)" if spec != "auto" and spec.is_test_double else ""
@@ -201,11 +206,12 @@ def result_lines(result: TaskResult | dict, repo: str) -> list[str]:
     get = result.get if isinstance(result, dict) else lambda k, d=None: getattr(result, k, d)
     branch, note = get("local_branch", "") or "", get("local_note", "") or ""
     if branch:
+        at = shlex.quote(repo)
         return [f"result: the branch {branch} in your repository {repo} (your working tree, index and checked-out "
                 "branch are as they were):",
-                f"  git -C {repo} log --oneline HEAD..{branch}    # its commits",
-                f"  git -C {repo} diff HEAD...{branch}            # its changes",
-                f"  git -C {repo} merge {branch}                  # take them"]
+                f"  git -C {at} log --oneline HEAD..{branch}    # its commits",
+                f"  git -C {at} diff HEAD...{branch}            # its changes",
+                f"  git -C {at} merge {branch}                  # take them"]
     if note:
         return [f"result: not in your repository: {note}"]
     return []
@@ -318,10 +324,14 @@ RUN_STATUSES = ("running", "succeeded", "partial", "failed", "no_changes", "canc
 """What ``bosun runs`` says a run is: running, a finished task's own status, or how Temporal ended it."""
 ENDED = {WorkflowExecutionStatus.FAILED: "failed", WorkflowExecutionStatus.CANCELED: "cancelled",
          WorkflowExecutionStatus.TERMINATED: "terminated", WorkflowExecutionStatus.TIMED_OUT: "timed_out",
-         WorkflowExecutionStatus.RUNNING: "running", WorkflowExecutionStatus.CONTINUED_AS_NEW: "running"}
+         WorkflowExecutionStatus.RUNNING: "running"}
 QUERY = {"running": "ExecutionStatus = 'Running'", "cancelled": "ExecutionStatus = 'Canceled'",
-         "terminated": "ExecutionStatus = 'Terminated'", "timed_out": "ExecutionStatus = 'TimedOut'"}
-"""Statuses Temporal itself knows, asked of its visibility store directly; the others are read per run."""
+         "terminated": "ExecutionStatus = 'Terminated'", "timed_out": "ExecutionStatus = 'TimedOut'",
+         "succeeded": "ExecutionStatus = 'Completed'", "partial": "ExecutionStatus = 'Completed'",
+         "no_changes": "ExecutionStatus = 'Completed'", "environment_failed": "ExecutionStatus = 'Completed'",
+         "failed": "(ExecutionStatus = 'Completed' OR ExecutionStatus = 'Failed')"}
+"""What Temporal's visibility store is asked for each status (a task's own status is read per run)."""
+ROOTS = "(WorkflowType = 'TaskWorkflow' OR WorkflowType = 'EvalWorkflow')"
 
 
 async def runs(args: argparse.Namespace, s: Settings) -> int:
@@ -331,12 +341,10 @@ async def runs(args: argparse.Namespace, s: Settings) -> int:
     if args.limit < 1:
         raise ConfigError(f"--limit {args.limit}: give 1 or more")
     client = await connect(s)
-    query = "(WorkflowType = 'TaskWorkflow' OR WorkflowType = 'EvalWorkflow')"
-    if args.status in QUERY:
-        query += f" AND {QUERY[args.status]}"
+    query = ROOTS + (f" AND {QUERY[args.status]}" if args.status else "")
     found: list[dict] = []
-    async for w in client.list_workflows(query, page_size=100):
-        if w.parent_id:  # an evaluation's instance task: listed under its evaluation
+    async for w in _listed(client, query, args.limit if args.status in (None, "running") else None):
+        if w.parent_id or w.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:  # (an instance; an earlier run)
             continue
         row = await _run_row(client, w)
         if args.status is None or row["status"] == args.status:
@@ -358,9 +366,29 @@ async def runs(args: argparse.Namespace, s: Settings) -> int:
     return 0
 
 
+async def _listed(client, query: str, limit: int | None):
+    """Runs newest first, those no other workflow started (no evaluation's instance tasks) when the visibility
+    store can say so; else all of them (the caller leaves the instances out)."""
+    given = 0
+    try:
+        async for w in client.list_workflows(f"{query} AND ParentWorkflowId IS NULL", limit=limit, page_size=100):
+            given += 1
+            yield w
+        return
+    except RPCError:  # (a visibility store that knows no ParentWorkflowId)
+        if given:
+            raise
+    async for w in client.list_workflows(query, page_size=100):
+        yield w
+
+
 async def _run_row(client, w) -> dict:
     """One run as ``bosun runs`` shows it: id, kind, status, trigger, repository, start (UTC) and seconds."""
-    memo = await w.memo()
+    try:
+        memo = await w.memo()
+    except Exception:  # noqa: BLE001 - a memo this client cannot decode: the run is shown with what is known
+        memo = {}
+    memo = memo if isinstance(memo, dict) else {}
     origin = memo.get("origin") if isinstance(memo.get("origin"), dict) else {}
     evaluation = w.workflow_type == "EvalWorkflow"
     status = ENDED.get(w.status, "")
@@ -368,7 +396,7 @@ async def _run_row(client, w) -> dict:
     if w.status == WorkflowExecutionStatus.COMPLETED:
         status = "succeeded" if evaluation else str(memo.get("result") or "")
     if not evaluation and (not status or not repo):  # (a run from before its memo said so: read from its history)
-        status, repo = await _from_history(client, w.id, status, repo)
+        status, repo = await _from_history(client, w, status, repo)
     end = w.close_time.timestamp() if w.close_time else time.time()
     return {"id": w.id, "kind": "evaluation" if evaluation else "task", "status": status or "completed",
             "trigger": "eval" if evaluation else str(origin.get("source") or memo.get("trigger") or "cli"),
@@ -376,8 +404,8 @@ async def _run_row(client, w) -> dict:
             "duration_s": round(end - w.start_time.timestamp(), 1), "closed": w.close_time is not None}
 
 
-async def _from_history(client, wf_id: str, status: str, repo: str) -> tuple[str, str]:
-    handle = client.get_workflow_handle(wf_id)
+async def _from_history(client, w, status: str, repo: str) -> tuple[str, str]:
+    handle = client.get_workflow_handle(w.id, run_id=w.run_id)  # (this run: an id may have been used again)
     try:
         if not repo:
             async for event in handle.fetch_history_events(page_size=1):

@@ -106,9 +106,10 @@ here=$(command -v bosun 2>/dev/null || true)
 if [ "$here" != "$LINK" ] && [ -n "$here" ] && [ "$(readlink -f "$here")" = "$ROOT/.venv/bin/bosun" ]; then
   say "bosun is on the PATH ($here)"
 elif [ -z "$SUDO" ] && { [ ! -e "$LINK" ] && [ ! -L "$LINK" ] || [[ "$(readlink "$LINK" 2>/dev/null)" == */.venv/bin/bosun ]]; }; then
-  if [ "$(readlink "$LINK" 2>/dev/null)" != "$ROOT/.venv/bin/bosun" ]; then
+  before=$(readlink "$LINK" 2>/dev/null || true)
+  if [ "$before" != "$ROOT/.venv/bin/bosun" ]; then
     ln -sfn "$ROOT/.venv/bin/bosun" "$LINK"
-    say "linked $LINK -> $ROOT/.venv/bin/bosun (bosun is on the PATH)"
+    say "linked $LINK -> $ROOT/.venv/bin/bosun (bosun is on the PATH)${before:+; it pointed to $before, another checkout}"
   else
     say "bosun is on the PATH ($LINK -> $ROOT/.venv/bin/bosun)"
   fi

@@ -752,53 +752,69 @@ class TaskRepo:
 
     def deliver_to_source(self, source: str, branch: str, base: str, head: str) -> Delivered:
         """``branch`` (at ``head``) created in the repository the task was cloned from, when that is a directory
-        on this host: a ref only. Its working tree, index, checked-out branch and uncommitted files are not
-        touched; no hook runs. The commits travel as a bundle (only those after ``base``, unless the repository
-        lacks ``base``); git writes them as the repository's owner, so they stay the owner's. A branch of that
-        name with other commits on it is left as it is. Returns what was done, or why not (never raises for the
-        repository's state)."""
+        on this host that has ``base`` (so it is that repository): a ref only. Its working tree, index,
+        checked-out branch, submodules and uncommitted files are not touched; no hook runs. The commits after
+        ``base`` travel as a bundle that only the repository's owner can read; git writes them as that owner, so
+        they stay the owner's. A branch of that name with other commits on it, or checked out, is left as it is.
+        Returns what was done, or why not: it never raises (the task's result does not depend on it)."""
         check_ref(branch, "branch")
         check_object_id(base)
         check_object_id(head)
-        path = Path(source)
+        try:
+            return self._deliver(Path(source), source, branch, base, head)
+        except (OSError, ConfigError, subprocess.SubprocessError) as e:
+            return Delivered("", f"the branch could not be created in {source}: {str(e)[:300]}; it is in bosun's copy "
+                                 "of the repository")
+
+    def _deliver(self, path: Path, source: str, branch: str, base: str, head: str) -> Delivered:
+        kept = "; the result is in bosun's copy of the repository"
         if not path.is_absolute() or not path.is_dir():
-            return Delivered("", f"{source} is not a directory on this host: the branch stays in bosun's copy")
+            return Delivered("", f"{source} is not a directory on this host" + kept)
         git_dir = find_git_dir(path)
         if git_dir is None:
-            return Delivered("", f"{source} is no longer a git repository: the branch stays in bosun's copy")
-        owner = git_dir.stat()
+            return Delivered("", f"{source} is no longer a git repository" + kept)
+        owner, top = git_dir.stat(), path.stat()
+        if (owner.st_uid, owner.st_gid) != (top.st_uid, top.st_gid):  # (a .git file naming someone else's repository)
+            return Delivered("", f"{source} and its git directory {git_dir} have different owners: nothing written"
+                             + kept)
         me = os.geteuid()
         if me != 0 and owner.st_uid != me:
             return Delivered("", f"{source} belongs to uid {owner.st_uid} and this worker runs as uid {me}: it may "
-                                 "not write there; the branch stays in bosun's copy")
+                                 "not write there" + kept)
         as_user = (owner.st_uid, owner.st_gid) if me == 0 and owner.st_uid != 0 else None
+        if git(git_dir, "cat-file", "-e", f"{base}^{{commit}}", as_user=as_user, check=False,
+               timeout_s=60).returncode != 0:
+            return Delivered("", f"{source} does not have the commit the task started from ({base[:12]}): it is not "
+                                 "the repository the task came from, or its history was rewritten; nothing written"
+                             + kept)
         ref = f"refs/heads/{branch}"
         with tempfile.TemporaryDirectory(prefix="bosun-deliver-") as tmp:
-            os.chmod(tmp, 0o755)  # (the owner's git reads the bundle)
             bundle = Path(tmp) / "task.bundle"
-            for since in (base, None):  # the commits after base; all of them when the repository lacks base
-                bundle.unlink(missing_ok=True)
-                made = git(self.git_dir, "bundle", "create", "--quiet", str(bundle), ref,
-                           *([f"^{since}"] if since else []), check=False)
-                if made.returncode != 0:
-                    return Delivered("", "the task's commits could not be bundled: "
-                                         f"{made.stderr.decode('utf-8', 'replace').strip()[-300:]}")
-                bundle.chmod(0o644)
-                got = git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "--", str(bundle),
-                          f"{ref}:{ref}", protocols=("file",), as_user=as_user, check=False)
-                said = got.stderr.decode("utf-8", "replace").strip()
-                if got.returncode == 0:
-                    return Delivered(branch, f"created {branch} in {source} (a ref only: the working tree, the index "
-                                             "and the checked-out branch are as they were)")
-                if since is None or "prerequisite" not in said.lower():
-                    break
+            made = git(self.git_dir, "bundle", "create", "--quiet", str(bundle), ref, f"^{base}", check=False,
+                       timeout_s=120)
+            if made.returncode != 0:
+                return Delivered("", "the task's commits could not be bundled: "
+                                     f"{made.stderr.decode('utf-8', 'replace').strip()[-300:]}" + kept)
+            if as_user is not None:  # (readable by the owner's git, by no one else)
+                for item in (Path(tmp), bundle):
+                    os.chown(item, *as_user)
+            bundle.chmod(0o600)
+            got = git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+                      "--no-auto-maintenance", "--no-write-commit-graph", "--", str(bundle), f"{ref}:{ref}",
+                      protocols=("file",), as_user=as_user, check=False, timeout_s=120)
+        said = got.stderr.decode("utf-8", "replace").strip()
+        at = git(git_dir, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", as_user=as_user, check=False,
+                 timeout_s=60).stdout.decode().strip()
+        if at == head:  # (what counts is where the branch is, not git's exit code)
+            return Delivered(branch, f"created {branch} in {source} (a ref only: the working tree, the index and the "
+                                     "checked-out branch are as they were)")
         if "rejected" in said or "non-fast-forward" in said:
             why = f"{source} already has a branch {branch} with other commits: left as it is"
         elif "checked out" in said:
             why = f"{branch} is checked out in {source}: it was not moved"
         else:
             why = f"git could not create {branch} in {source}: {said[-300:] or 'no reason given'}"
-        return Delivered("", why + "; the result is in bosun's copy of the repository")
+        return Delivered("", why + kept)
 
     def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0
              ) -> str:

@@ -155,6 +155,7 @@ class AgentWorkflow:
                         errors=self.errors, model=self.model, budget=r.budget, spent=tracker.spent.model_dump(),
                         started_at=r.started_at, pinned_ref=r.pinned_ref, switches=self.switches,
                         spawned=self.spawned)}))
+                policies.stop_if_cancelled()  # (no new model request once the run is cancelled)
                 self._apply_switch()
                 self.turn += 1
                 self.status = "thinking"

@@ -493,6 +493,7 @@ class EvalWorkflow:
 
         async def one(item: EvalItem, variant: Variant | None, child_id: str) -> InstanceOutcome:
             async with children:
+                policies.stop_if_cancelled()  # (no new instance once the evaluation is cancelled)
                 gated = bool(ahead) and len(self._judging) >= slots
                 if not gated:
                     self._judging.add(child_id)

@@ -67,6 +67,8 @@ class TaskInput(BaseModel):
     """When the task ends with changes, create its branch ``bosun/<id>`` in ``repo`` (a local repository) as a
     ref, leaving its working tree, index and checked-out branch as they are. ``bosun run`` sets it (unless
     ``--no-branch``); tasks from events and evaluations do not."""
+    local_host: str = ""
+    """The host name of the machine ``repo`` is on (``bosun run``'s): only a worker there creates the branch."""
 
 
 def checked_task(fields: dict[str, Any], where: str, *, allowed: tuple[str, ...] | None = None,

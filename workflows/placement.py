@@ -72,7 +72,8 @@ class Placement:
             try:
                 await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
             except asyncio.CancelledError:  # the run is cancelled while it waits for a slot: give the claim up
-                drop(lease)
+                if policies.stopping():
+                    drop(lease)
                 raise
             if claim in self.grants:
                 return self.grants.pop(claim), lease
@@ -102,11 +103,9 @@ class Placement:
         while True:
             try:
                 await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:  # the run is cancelled: so is the step, and it stops before the run does
-                task.cancel()
-                await workflow.wait([task])
-                if not task.cancelled():
-                    task.exception()  # (retrieved: how it ended is of no interest now)
+            except asyncio.CancelledError:
+                if policies.stopping():
+                    await self._stop(task, worker_id, watch)
                 raise
             if task.done():
                 return task.result()
@@ -117,6 +116,21 @@ class Placement:
         if cancel:
             task.cancel()
         raise HostGone(watch.result(), task)
+
+    async def _stop(self, task: asyncio.Future, worker_id: str, watch: asyncio.Task) -> None:
+        """The run is cancelled: so is the step, and it stops before the run does, unless its host is lost
+        meanwhile (a step there never hears of the cancel: the run's end ends it)."""
+        task.cancel()
+        while not task.done():
+            await workflow.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                break
+            if watch.exception() is None:
+                self.lost.add(worker_id)
+                break
+            watch = self.watch(worker_id)  # (the watch itself failed: watch again)
+        if task.done() and not task.cancelled():
+            task.exception()  # (retrieved: how it ended is of no interest now)
 
     def stop_watching(self) -> None:
         for watch in self.watches.values():

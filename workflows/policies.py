@@ -45,26 +45,47 @@ def innermost_message(e: BaseException) -> str:
     return str(getattr(e, "message", None) or e)
 
 
+CANCEL_STOPS = "cancel-stops"
+"""Patch id: a run's own cancellation stops it wherever it reaches it. Runs whose cancel was handled before this
+(it was swallowed: the task went on) replay the old way."""
+
+
+def stopping() -> bool:
+    """Whether this workflow is being cancelled (a person asked: the server's cancel request) and stops for it
+    (patch ``cancel-stops``). Then nothing new may start. Inside a workflow only."""
+    return workflow.cancellation_reason() is not None and workflow.patched(CANCEL_STOPS)
+
+
 def cancelling(e: BaseException) -> bool:
     """Whether ``e`` is this workflow's own cancellation (a person cancelled the run) reaching it through a step it
     awaited: an activity or child workflow cancelled with it. Such a failure is never a step's result: the workflow
     stops (re-raise it as asyncio.CancelledError). Inside a workflow only."""
-    return workflow.cancellation_reason() is not None and is_cancelled_exception(e)
+    return is_cancelled_exception(e) and stopping()
+
+
+def stop_if_cancelled() -> None:
+    """Before anything new starts (an agent, a slot claim, a model call): raise asyncio.CancelledError when the run
+    is being cancelled, whatever swallowed the cancel on its way (a step that ended otherwise meanwhile)."""
+    if stopping():
+        raise asyncio.CancelledError()
 
 
 async def gather(*steps: Awaitable[Any]) -> list[Any]:
     """``asyncio.gather`` of a fan-out (agents, instances, tool calls) that, when the run is cancelled, returns only
-    once every branch has stopped: a branch still queued is cancelled at once, but asyncio's gather would give up
-    while the running ones (each cancelling its child workflow, which releases its sandbox) are still going, and
-    the workflow would close with its children cut off. Inside a workflow only."""
+    once every branch has stopped. asyncio's gather gives up at the first branch that fails, and a cancelled
+    branch fails at once when it was queued or in an activity (its cancel resolves at once), while the branches
+    in child workflows are still stopping (each cancels its agent, which releases its sandbox): the workflow would
+    close with its children cut off. Inside a workflow only."""
     tasks = [asyncio.ensure_future(step) for step in steps]
     try:
         return await asyncio.gather(*tasks)
-    except asyncio.CancelledError:
+    except BaseException as e:
+        if not ((isinstance(e, asyncio.CancelledError) or is_cancelled_exception(e)) and stopping()):
+            raise
         for task in tasks:
             task.cancel()
         await workflow.wait_condition(lambda: all(t.done() for t in tasks))
         for task in tasks:  # (retrieved: none is left "never retrieved")
             if not task.cancelled():
                 task.exception()
-        raise
+        raise asyncio.CancelledError() from None

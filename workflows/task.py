@@ -305,6 +305,7 @@ class TaskWorkflow:
         what collecting gave (_NoWork when nothing was collected)."""
         attempt = 0
         while True:
+            policies.stop_if_cancelled()  # (no new claim, no new agent once the task is cancelled)
             attempt += 1
             run = name if attempt == 1 else f"{name}.m{attempt}"
             grant, lease = await self.place.claim(run)
@@ -336,6 +337,7 @@ class TaskWorkflow:
         terminated agent is an AgentResult with status ``failed`` (its error class and reason) and its sandbox is
         released here. Only the task's own cancellation propagates, and (``host``: the agent's placement) the loss
         of its host: HostGone, the agent's workflow ended."""
+        policies.stop_if_cancelled()  # (no new agent once the task is cancelled)
         wf_id = f"{workflow.info().workflow_id}/{name}"
         plan = len(self.plan_info.subtasks) if self.plan_info else 0
         wanted = self.model_override.model if self.model_override else inp.model
@@ -490,7 +492,13 @@ class TaskWorkflow:
         return result
 
     async def _cancelled(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> None:
+        """The run is cancelled: its sandboxes and workspaces go first (within seconds), then the status goes back
+        (which may be retried for minutes)."""
         self._enter("cancelled")
+        if policies.stopping():
+            await self._cleanup(queue, wf_id)
+            await self._report(inp, queue, wf_id, branch, "cancelled", "The run was cancelled.", None)
+            return
         await self._report(inp, queue, wf_id, branch, "cancelled", "The run was cancelled.", None)
         await self._cleanup(queue, wf_id)
 
@@ -594,7 +602,8 @@ class TaskWorkflow:
         self._enter("delivering")
         fin = await self._act(queue, WorkspaceActivities.finalize,
                               FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
-                                            deliver_to=inp.repo if inp.local_branch else ""),
+                                            deliver_to=inp.repo if inp.local_branch else "",
+                                            deliver_host=inp.local_host),
                               summary=f"deliver {branch}", minutes=5)
 
         if not fin.files_changed:

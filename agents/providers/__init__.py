@@ -20,7 +20,7 @@ from agents.providers.anthropic import AnthropicProvider
 from agents.providers.base import Provider
 from agents.providers.openai_compat import OpenAICompatProvider
 from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
-from infra.errors import ConfigError
+from infra.errors import ConfigError, ProviderError
 from infra.settings import parse_endpoints
 
 KINDS = ("openai", "anthropic", "openai-compatible", "scripted")
@@ -66,6 +66,8 @@ def parse_spec(spec: str) -> ModelSpec:
 
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com"
+VENDOR_URLS = (OPENAI_URL, ANTHROPIC_URL)
+"""The vendors' own endpoints, which need a key (a gateway set by BOSUN_*_BASE_URL may not)."""
 
 
 def _key(explicit: object, *env_names: str) -> str | None:
@@ -88,11 +90,13 @@ def keyed(settings=None) -> list[str]:
     return [kind for kind in KEYS if _key(getattr(settings, f"{kind}_api_key", None), KEYS[kind][1])]
 
 
-def missing_key(kind: str, where: str = "this worker") -> ConfigError:
-    """The error of a provider used without its key: which variables, and that the key is read at start."""
+def missing_key(kind: str, where: str = "this worker") -> ProviderError:
+    """The error of a provider used without its key: which variables, and that the key is read at start. Final
+    (never retried), and a ProviderError: a fallback model of another provider is tried next."""
     names = " or ".join(KEYS[kind])
-    return ConfigError(f"no {kind} API key on {where}: set {names} in the environment the worker starts in "
-                       "(`bosun up`, `bosun worker`) and restart it (`bosun down && bosun up`)")
+    return ProviderError(f"no {kind} API key on {where}: set {names} in the environment the worker starts in and "
+                         "restart it (`bosun down && bosun up` for the stack, or the `bosun worker` process)",
+                         retryable=False)
 
 
 def endpoint_auth(settings, base_url: str) -> tuple[str | None, dict[str, str]]:
@@ -136,8 +140,8 @@ def endpoint_for(spec: ModelSpec, settings=None) -> Endpoint:
 
 
 def _http_provider(endpoint: Endpoint) -> Provider:
-    if endpoint.kind in KEYS and not endpoint.api_key:  # (a 401 after the round trip says less, or nothing offline)
-        raise missing_key(endpoint.kind)
+    if endpoint.kind in KEYS and not endpoint.api_key and endpoint.base_url in VENDOR_URLS:
+        raise missing_key(endpoint.kind)  # (a 401 after the round trip says less, or nothing offline)
     if endpoint.kind == "anthropic":
         return AnthropicProvider(endpoint.model, endpoint.api_key, base_url=endpoint.base_url)
     return OpenAICompatProvider(endpoint.base_url, endpoint.model, endpoint.api_key,

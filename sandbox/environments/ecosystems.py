@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from sandbox.environments.declared import DECLARED_FILE
+
 PYTHON_MARKS = re.compile(r"^(setup\.py|setup\.cfg|pyproject\.toml|Pipfile|tox\.ini|pytest\.ini|environment\.ya?ml|"
                           r"requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in))$|\.py$")
 """A repository with any of these (at its top, or a ``.py`` file anywhere) is a Python project for detection."""
@@ -49,7 +51,7 @@ def is_python(paths: list[str]) -> bool:
 def unsupported(paths: list[str]) -> str:
     """The warning for a repository detection cannot handle (no Python marks, another ecosystem's), else ''."""
     others = found(paths)
-    if not others or is_python(paths):
+    if not others or is_python(paths) or DECLARED_FILE in paths:
         return ""
     marks = ", ".join(f"{name} ({what})" for name, what, _ in others)
     example = "\n".join(f"    {line}" for line in others[0][2].splitlines())

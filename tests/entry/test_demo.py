@@ -26,5 +26,12 @@ def test_the_demo_fixes_the_example_and_serves_its_page(tmp_path):
         assert page.startswith(f"http://127.0.0.1:{st.env['BOSUN_UI_PORT']}/run?id=demo-")
         html = httpx.get(page, timeout=30).text
         assert "fast_edit-median-1" in html and "calc/stats.py" in html
+        # the result is a branch in the demo's repository, and the commands it suggests work as printed
+        assert "result: the branch bosun/demo-" in out and "in your repository" in out
+        status = next(line for line in out.splitlines() if "The stack keeps running" in line)
+        command = status.split("`")[1].split()
+        assert command[-1] == "status"
+        assert subprocess.run(command, env={**os.environ, **st.env}, capture_output=True, timeout=60,
+                              stdin=subprocess.DEVNULL).returncode == 0
     finally:
         st.down()

@@ -31,6 +31,23 @@ def test_show_explains_without_building(tmp_path: Path):
     assert data["spec"]["python"] == "3.13" and data["env_id"].startswith("env-")
 
 
+def test_show_says_plainly_when_the_repository_is_not_one_it_detects(tmp_path: Path):
+    """A Node repository is not taken for Python without a word: the warning comes first, names package.json and the
+    declaration that would do; the JSON has it too."""
+    repo = make_repo(tmp_path / "node", {"package.json": '{"scripts": {"test": "node test.js"}}\n',
+                                         "test.js": "require('assert').ok(true)\n"})
+    proc = bosun("env", "show", "--repo", str(repo))
+    assert proc.returncode == 0, proc.stderr
+    second = proc.stdout.splitlines()[1]
+    assert second.startswith("warning: not detected: this is not a Python project (found package.json "
+                             "(JavaScript/TypeScript)"), proc.stdout
+    assert ".bosun/environment.toml" in proc.stdout
+    data = json.loads(bosun("env", "show", "--repo", str(repo), "--json").stdout)
+    assert data["warning"].startswith("not detected:")
+    python = bosun("env", "show", "--repo", str(make_repo(tmp_path / "tiny", TINY)), "--json")
+    assert json.loads(python.stdout)["warning"] == ""
+
+
 @pytest.mark.docker
 def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     repo = make_repo(tmp_path / "tiny", TINY)

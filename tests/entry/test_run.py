@@ -423,3 +423,16 @@ def test_bosun_runs_lists_the_recent_runs_newest_first(stack, fixed_run, tmp_pat
     assert text[0].split()[:3] == ["ID", "STATUS", "TRIGGER"] and len(text) == 2
     bad = stack.bosun("runs", "--status", "finished")
     assert bad.returncode == 2 and "--status 'finished': one of running, succeeded" in bad.stderr
+
+
+def test_a_repository_bosun_cannot_detect_is_said_so_as_the_run_starts(stack, tmp_path):
+    from tests.sandbox.envfixtures import make_repo
+    repo = make_repo(tmp_path / "node", {"package.json": '{"scripts": {"test": "node test.js"}}\n',
+                                         "test.js": "require('assert').ok(true)\n"})
+    done = tmp_path / "done.jsonl"
+    done.write_text('{"content": "nothing to do"}\n')
+    proc = stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{done}", "--id", "it-node", "--wait",
+                       "--mode", "solo", "look around", timeout=300)
+    assert f"bosun: warning: {repo} at HEAD: not detected: this is not a Python project (found package.json" \
+        in proc.stderr, proc.stderr
+    assert "status: no_changes" in proc.stdout, proc.stdout + proc.stderr

@@ -60,6 +60,27 @@ def finished(proc: subprocess.CompletedProcess[str]) -> dict:
                              ) from None
 
 
+def untouched_but_the_branch(repo: Path, before: dict[str, str], branch: str) -> None:
+    """The user's repository: every object file it had is as it was, and all it gained is the task's branch
+    (bosun's delivery): new packs holding exactly the commits, trees and blobs of ``branch`` that were not there."""
+    after = object_hashes(repo / ".git")
+    assert {k: after.get(k) for k in before} == before
+    new = sorted(k for k in after if k not in before)
+    assert all(k.startswith("objects/pack/") for k in new), new
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+    got = set()
+    for idx in (k for k in new if k.endswith(".idx")):
+        got |= {line.split()[0] for line in git("verify-pack", "-v", str(repo / ".git" / idx)).splitlines()
+                if len(line.split()) >= 3 and len(line.split()[0]) == 40}
+    others = [r for r in git("for-each-ref", "--format=%(refname)").split() if r != f"refs/heads/{branch}"]
+    branch_has = {line.split()[0] for line in git("rev-list", "--objects", f"refs/heads/{branch}").splitlines()}
+    new_in_it = {line.split()[0] for line in git("rev-list", "--objects", f"refs/heads/{branch}", "--not",
+                                                 *others).splitlines()}
+    assert new_in_it <= got <= branch_has, (sorted(got - branch_has), sorted(new_in_it - got))
+
+
 def object_hashes(git_dir: Path) -> dict[str, str]:
     """sha256 of every loose object and pack file: what an attacker who wrote into the object store would change."""
     out = {}
@@ -105,7 +126,7 @@ def test_workspace_git_metadata_never_runs_on_the_host(backend_stack, tmp_path):
     assert ".gitattributes" in result["files_changed"]
     fsck(Path(result["workspace"]) / ".git")
     fsck(Settings(data_dir=st.data_dir).workspaces_dir / f"hb-git-{backend}.git")
-    assert object_hashes(repo / ".git") == before  # the user's repository is untouched
+    untouched_but_the_branch(repo, before, f"bosun/hb-git-{backend}")  # the user's repository: only the branch
     assert not canary.exists()
 
 
@@ -161,7 +182,7 @@ def test_agents_cannot_write_the_repository_or_each_other(backend_stack, tmp_pat
     task_repo = Settings(data_dir=st.data_dir).workspaces_dir / f"hb-objects-{backend}.git"
     fsck(task_repo)
     fsck(repo / ".git")
-    assert object_hashes(repo / ".git") == before
+    untouched_but_the_branch(repo, before, f"bosun/hb-objects-{backend}")
     hist = st.bosun("history", f"hb-objects-{backend}").stdout
     assert "WROTE /run/bosun" not in hist
 

@@ -657,7 +657,7 @@ def test_a_branch_of_the_same_name_with_other_commits_is_left_alone(task):
     subprocess.run([*G, "commit", "-qm", "mine"], cwd=src, check=True)
     mine = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
     got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
-    assert got.branch == "" and "bosun/task-1" in got.note
+    assert got.branch == "" and ("checked out" in got.note or "other commits" in got.note), got.note
     subprocess.run([*G, "checkout", "-q", "-"], cwd=src, check=True)  # not checked out now: still not moved
     got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
     assert got.branch == "" and "other commits" in got.note
@@ -689,9 +689,9 @@ def test_a_root_worker_writes_the_branch_as_the_repository_owner(task):
     assert new and all(p.stat().st_uid == 65534 for p in new), [(str(p), p.stat().st_uid) for p in new]
 
 
-def test_a_source_that_lacks_the_base_commit_gets_the_whole_history(task):
-    """The user's repository no longer has the commit the task started from (history rewritten meanwhile): the
-    branch still arrives, with every commit it needs."""
+def test_a_repository_without_the_base_commit_is_not_written(task):
+    """The directory at the task's source path no longer has the commit the task started from (another repository
+    there now, or its history rewritten): nothing is written into it, and the note says why."""
     repo, base = task
     head = _worked(repo, base)
     src = Path(repo.prepared()["source"])
@@ -700,5 +700,45 @@ def test_a_source_that_lacks_the_base_commit_gets_the_whole_history(task):
     subprocess.run([*G, "add", "-A"], cwd=src, check=True)
     subprocess.run([*G, "commit", "-qm", "rewritten"], cwd=src, check=True)
     got = repo.deliver_to_source(str(src), "bosun/task-1", base, head)
-    assert got.branch == "bosun/task-1", got.note
-    assert subprocess.run(["git", "cat-file", "-t", base], cwd=src, capture_output=True, text=True).stdout == "commit\n"
+    assert got.branch == "" and "does not have the commit the task started from" in got.note
+    assert subprocess.run(["git", "cat-file", "-t", base], cwd=src, capture_output=True, text=True).returncode != 0
+    assert subprocess.run(["git", "rev-parse", "--verify", "-q", "bosun/task-1"], cwd=src).returncode != 0
+
+
+def test_a_result_that_moves_a_submodule_touches_nothing_of_the_submodule(task, tmp_path):
+    """The task's commit points a submodule at another commit: the branch arrives, and git does not go and fetch
+    into the user's submodule (no recursion: a ref only)."""
+    repo, base = task
+    src = Path(repo.prepared()["source"])
+    sub = tmp_path / "sub"
+    sub.mkdir()
+
+    def commit_in_sub(i: int) -> str:
+        (sub / "f.txt").write_text(f"{i}\n")
+        subprocess.run([*G, "add", "-A"], cwd=sub, check=True)
+        subprocess.run([*G, "commit", "-qm", f"c{i}"], cwd=sub, check=True)
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=sub, capture_output=True, text=True).stdout.strip()
+    subprocess.run([*G, "init", "-q"], cwd=sub, check=True)
+    commit_in_sub(1)
+    subprocess.run([*G, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "sub"], cwd=src,
+                   check=True)
+    subprocess.run([*G, "commit", "-qm", "submodule"], cwd=src, check=True)
+    c2 = commit_in_sub(2)  # (the user's submodule has not fetched it)
+    repo2 = TaskRepo(tmp_path / "workspaces2", "task-2")
+    base2 = repo2.prepare(str(src), "HEAD")
+    repo2.start_branch("bosun/task-2", base2)
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index"), "GIT_DIR": str(repo2.git_dir)}
+    run = lambda *a: subprocess.run(["git", *a], env=env, capture_output=True, text=True, check=True).stdout.strip()  # noqa: E731
+    run("read-tree", base2)
+    run("update-index", "--cacheinfo", f"160000,{c2},sub")
+    tree = run("write-tree")
+    head = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-p", base2,
+                           "-m", "move sub"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    run("update-ref", "refs/heads/bosun/task-2", head)
+    modules = src / ".git" / "modules" / "sub"
+    refs_before = subprocess.run(["git", f"--git-dir={modules}", "for-each-ref"], capture_output=True,
+                                 text=True).stdout
+    got = repo2.deliver_to_source(str(src), "bosun/task-2", base2, head)
+    assert got.branch == "bosun/task-2", got.note
+    assert subprocess.run(["git", f"--git-dir={modules}", "for-each-ref"], capture_output=True,
+                          text=True).stdout == refs_before

@@ -134,6 +134,8 @@ class World:
     """How long a test run takes, by label."""
     merge_seconds: float = 0.0
     """How long a merge takes."""
+    collect_seconds: float = 0.0
+    """How long collecting an agent's work takes."""
     conflicts: Callable[[str], list[str]] = lambda label: []
     """Conflicting files when merging, by merge label (``subtask a (attempt 1)``)."""
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
@@ -349,7 +351,7 @@ class Stubs:
 
     @activity.defn(name="collect_agent_work")
     async def collect_agent_work(self, inp: CollectInput) -> CollectResult:
-        call = await self._record("collect_agent_work", inp)
+        call = await self._record("collect_agent_work", inp, self.w.collect_seconds)
         if not self.w.agents.get(inp.name, AgentScript()).changes:
             return CollectResult(commit=None, files=[])
         call.result = self.w._commit()

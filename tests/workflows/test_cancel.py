@@ -6,14 +6,17 @@ a model call that never returns stands for an agent waiting on its model."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import CancelledError
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from tests.workflows.conftest import slots_worker, task_input
 from tests.workflows.harness import REF, AgentScript, Stubs, Turn, World
@@ -43,6 +46,9 @@ PHASES: dict[str, Callable[[], tuple[World, dict, Callable[[World], Callable[[],
     "fan-out wave, some queued": lambda: (
         World(plan=plan(("a", []), ("b", []), ("c", [])), hang={"fast_edit-a-1", "fast_edit-b-1", "fast_edit-c-1"}),
         {"max_parallel": 2}, lambda w: _model_calls_of(w, "fast_edit-a-1", "fast_edit-b-1")),
+    "fan-out wave, one agent waiting, one collected": lambda: (
+        World(plan=plan(("a", []), ("b", [])), hang={"fast_edit-a-1"}, collect_seconds=120), {},
+        lambda w: lambda: _model_calls_of(w, "fast_edit-a-1")() and _started(w, "collect_agent_work")()),
     "tests before": lambda: (World(check_seconds={"before": 120}), {}, lambda w: _started(w, "run_checks", "before")),
     "merge": lambda: (World(merge_seconds=120), {}, lambda w: _started(w, "merge_agent_work")),
     "verify": lambda: (World(check_seconds={"after": 120}), {}, lambda w: _started(w, "run_checks", "after")),
@@ -95,7 +101,8 @@ async def test_a_cancelled_task_stops_in_every_phase(env, phase):
     assert inits <= {c.input.agent_id for c in world.named("release_sandbox")}, "every agent's sandbox released"
     await _agents_closed(env, world)
     assert [c.input.status for c in world.named("report_status")] == ["cancelled"]
-    assert world.calls[-1].name == "cleanup_task"
+    names = [c.name for c in world.calls]
+    assert names[-2:] == ["cleanup_task", "report_status"], names  # sandboxes first, then the status back
 
 
 def _items(n: int) -> list[EvalItem]:
@@ -166,3 +173,49 @@ async def test_a_cancelled_task_on_hosts_that_share_their_state_stops_its_agents
     await _agents_closed(env, world)
     assert [c.input.agent_id for c in world.named("release_sandbox")] == [f"{wf_id}/planner"]
     assert sorted(world.released) == sorted(c.input.claim for c in world.named("hold_slot"))
+
+
+async def test_a_cancel_while_the_agents_host_is_gone_ends_when_the_host_is_found_lost(env):
+    """The agent's host died (its worker is gone, so its agent never hears of the cancel); the cancel waits for the
+    host's watch, not for ever: once the host is found lost, the task ends cancelled and cleans up."""
+    world = World(shared=True, hang={"planner"})
+    world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
+    shared, h2 = Stubs(world, "shared", world.queue), Stubs(world, "h2", f"{world.queue}@h2")
+    async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      activities=shared.all()), slots_worker(env, world, h2):
+        agent_host = Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all())
+        async with agent_host:
+            handle = await env.client.start_workflow(TaskWorkflow.run, task_input(), id=f"t-{uuid.uuid4().hex[:8]}",
+                                                     task_queue=world.queue)
+            for _ in range(300):
+                if _model_calls_of(world, "planner")():
+                    break
+                await asyncio.sleep(0.1)
+            assert _model_calls_of(world, "planner")()
+        await handle.cancel()  # (h2's worker is gone: its planner never takes the cancel)
+        await asyncio.sleep(2)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING  # waiting for the agent
+        world.lost.setdefault("h2", asyncio.Event()).set()  # the watch finds h2 lost
+        with pytest.raises(WorkflowFailureError) as ended:
+            await asyncio.wait_for(handle.result(), 30)
+    assert isinstance(ended.value.cause, CancelledError)
+    assert [c.input.drop_repository for c in world.named("cleanup_task")] == [False]  # (h2, lost, not waited for)
+
+
+HISTORIES = Path(__file__).parent / "histories"
+CANCELLED_BEFORE = sorted(HISTORIES.glob("task-cancel-old*.json"))
+"""A team task cancelled while its planner waited on its model, recorded with commit c6c4430 (before the patch
+``cancel-stops``): that code swallowed the cancel, ran the fast-edit agent and completed the task."""
+
+
+@pytest.mark.parametrize("path", CANCELLED_BEFORE, ids=[p.stem for p in CANCELLED_BEFORE])
+def test_a_cancel_handled_before_the_patch_replays_the_old_way(path):
+    """A worker upgraded while such a run is still going replays it as it went (no new command where the old code
+    went on), instead of failing its workflow task for good."""
+    replayer = Replayer(workflows=[TaskWorkflow, AgentWorkflow], data_converter=pydantic_data_converter)
+    history = WorkflowHistory.from_json(path.stem.replace("__", "/"), path.read_text())
+    result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+    events = [e["eventType"] for e in json.loads(path.read_text())["events"]]
+    assert "EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED" in events or path.stem != "task-cancel-old"
+    assert len(CANCELLED_BEFORE) == 3

@@ -104,20 +104,23 @@ async def test_an_agents_model_calls_share_one_connection(https_server, tmp_path
 
 
 def test_a_provider_without_its_key_is_refused_at_once_naming_where_the_key_goes(tmp_path, monkeypatch):
-    """No key for anthropic or openai on the worker: a ConfigError (final, never retried) naming the variables and
-    that the worker reads them when it starts; the worker's health tells which providers have a key."""
+    """No key for anthropic or openai on the worker: a final ProviderError (never retried; a fallback model of
+    another provider is tried next) naming the variables and that the worker reads them when it starts; the
+    worker's health tells which providers have a key; a gateway of the settings' own may need none."""
     from agents.providers import keyed
-    from infra.errors import ConfigError
+    from infra.errors import ProviderError
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "BOSUN_ANTHROPIC_API_KEY", "BOSUN_OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     settings = Settings(data_dir=tmp_path)
     assert keyed(settings) == []
     for spec, names in (("anthropic:claude-sonnet-4-5", "BOSUN_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY"),
                         ("openai:gpt-5", "BOSUN_OPENAI_API_KEY or OPENAI_API_KEY")):
-        with pytest.raises(ConfigError) as e:
+        with pytest.raises(ProviderError) as e:
             ProviderPool(settings).get(parse_spec(spec))
-        assert names in str(e.value) and "restart it" in str(e.value) and not ConfigError.retryable
+        assert names in str(e.value) and "restart it" in str(e.value) and not e.value.retryable
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-vendor-variable")
     assert keyed(Settings(data_dir=tmp_path)) == ["openai"]
     assert keyed(Settings(data_dir=tmp_path, anthropic_api_key=SecretStr("sk-ant-x"))) == ["anthropic", "openai"]
     ProviderPool(settings).get(parse_spec("openai-compatible:http://127.0.0.1:9/v1#local"))  # needs no key
+    gateway = Settings(data_dir=tmp_path, anthropic_base_url="http://127.0.0.1:9")
+    ProviderPool(gateway).get(parse_spec("anthropic:claude-sonnet-4-5"))
