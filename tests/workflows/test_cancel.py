@@ -71,6 +71,21 @@ async def _agents_closed(env, world: World) -> None:
     assert all(s in want[i] for i, s in got.items()), got
 
 
+async def cancel_once(handle, reached: Callable[[], object], what: Callable[[], object]):
+    """Wait (up to 30 s) until ``reached()``, cancel the run, wait for its end (up to 30 s): the failure it ended
+    with, when the cancel was sent and how long the run took to end."""
+    for _ in range(300):
+        if reached():
+            break
+        await asyncio.sleep(0.1)
+    assert reached(), f"the run never got there: {what()}"
+    sent = time.monotonic()
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as ended:
+        await asyncio.wait_for(handle.result(), 30)
+    return ended.value, sent, time.monotonic() - sent
+
+
 @pytest.mark.parametrize("phase", list(PHASES))
 async def test_a_cancelled_task_stops_in_every_phase(env, phase):
     world, fields, reached = PHASES[phase]()
@@ -81,17 +96,8 @@ async def test_a_cancelled_task_stops_in_every_phase(env, phase):
                       activities=stubs.all(), max_concurrent_activities=64), slots_worker(env, world, stubs):
         handle = await env.client.start_workflow(TaskWorkflow.run, task_input(**fields), id=wf_id,
                                                  task_queue=world.queue, memo={"origin": ORIGIN})
-        for _ in range(300):
-            if reached(world)():
-                break
-            await asyncio.sleep(0.1)
-        assert reached(world)(), f"the task never reached the phase {phase}: {[c.name for c in world.calls]}"
-        sent = time.monotonic()
-        await handle.cancel()
-        with pytest.raises(WorkflowFailureError) as ended:
-            await asyncio.wait_for(handle.result(), 30)
-        took = time.monotonic() - sent
-    assert isinstance(ended.value.cause, CancelledError), ended.value.cause
+        ended, sent, took = await cancel_once(handle, reached(world), lambda: [c.name for c in world.calls])
+    assert isinstance(ended.cause, CancelledError), ended.cause
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
     assert took < 20, f"the cancel took {took:.1f} s"
     late = [(c.name, getattr(c.input, "agent_id", "") or getattr(c.input, "label", "")) for c in world.calls
@@ -127,17 +133,8 @@ async def test_a_cancelled_evaluation_stops_its_instances(env, mode):
             EvalWorkflow.run, EvalInput(run_id="c", items=_items(3), max_parallel=1, variants=variants),
             id=eval_id, task_queue=world.queue)
         busy = (lambda: world.named("eval_instance")) if mode == "judging" else _model_calls_of(world, "agent-1")
-        for _ in range(300):
-            if busy():
-                break
-            await asyncio.sleep(0.1)
-        assert busy(), [c.name for c in world.calls]
-        sent = time.monotonic()
-        await handle.cancel()
-        with pytest.raises(WorkflowFailureError) as ended:
-            await asyncio.wait_for(handle.result(), 30)
-        took = time.monotonic() - sent
-    assert isinstance(ended.value.cause, CancelledError), ended.value.cause
+        ended, sent, took = await cancel_once(handle, busy, lambda: [c.name for c in world.calls])
+    assert isinstance(ended.cause, CancelledError), ended.cause
     assert took < 20, f"the cancel took {took:.1f} s"
     late = [c.name for c in world.calls if c.name in STEPS and c.started > sent]
     assert late == [], f"started after the cancel: {late}"
@@ -156,19 +153,12 @@ async def test_a_cancelled_task_on_hosts_that_share_their_state_stops_its_agents
     async with home_and_agent_hosts(env, world):
         wf_id = f"t-cancel-{uuid.uuid4().hex[:8]}"
         handle = await env.client.start_workflow(TaskWorkflow.run, task_input(), id=wf_id, task_queue=world.queue)
-        for _ in range(300):
-            if _model_calls_of(world, "planner")():
-                break
-            await asyncio.sleep(0.1)
-        sent = time.monotonic()
-        await handle.cancel()
-        with pytest.raises(WorkflowFailureError) as ended:
-            await asyncio.wait_for(handle.result(), 30)
+        ended, sent, _ = await cancel_once(handle, _model_calls_of(world, "planner"), lambda: world.calls)
         for _ in range(50):  # (the slot's hold ends once its activity hears of the cancel)
             if len(world.released) == len(world.named("hold_slot")):
                 break
             await asyncio.sleep(0.1)
-    assert isinstance(ended.value.cause, CancelledError)
+    assert isinstance(ended.cause, CancelledError)
     assert [c.name for c in world.calls if c.name in STEPS and c.started > sent] == []
     await _agents_closed(env, world)
     assert [c.input.agent_id for c in world.named("release_sandbox")] == [f"{wf_id}/planner"]
