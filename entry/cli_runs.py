@@ -52,8 +52,9 @@ def _validate_run(args: argparse.Namespace, s: Settings):
                                 "--context-window")
     if spec_text == "auto":
         spec: ModelSpec | str = "auto"
-        _router_usable(harness.router or router, s, "the router's (BOSUN_ROUTER_CONFIG)" if harness.router is None
-                       else "the router's (--harness router)")
+        whose = "--harness router" if harness.router is not None else \
+            f"BOSUN_ROUTER_CONFIG={s.router_config}" if s.router_config else "the router's default tiers"
+        _router_usable(harness.router or router, s, whose)
     else:
         spec = _usable_model(spec_text, s)
     trajectory = None
@@ -120,7 +121,7 @@ def _router_usable(router: RouterConfig, s: Settings, whose: str) -> None:
     """``--model auto``: every model the router may pick for an agent is usable (its key present): a run that
     could route to a model without its key would fail only when it did."""
     for spec in router.choices():
-        _usable_model(spec, s, f" ({whose} pick for auto)")
+        _usable_model(spec, s, f" (one that --model auto may pick: {whose})")
 
 
 def _failure_chain(e: BaseException) -> str:
