@@ -60,6 +60,7 @@ from agents.tools.subagents import brief as subagent_brief
 from agents.tools.subagents import refusal as subagent_refusal
 from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
+from environments.runtime import resolve
 from infra.artifacts import ArtifactStore
 from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
 from infra.names import show_text
@@ -99,7 +100,7 @@ class AgentActivities:
         """With a store, sandboxes, registry and ledger of its own (tests, benchmarks); the worker shares them."""
 
         store = open_store(settings)
-        return cls(settings, store, SandboxManager(settings.sandbox_backend, settings.sandbox_image),
+        return cls(settings, store, SandboxManager(settings.sandbox_backend, settings.sandbox_image, resolve),
                    default_registry(), CallLedger(settings.data_dir / "tool-calls", store))
 
     def all(self) -> list:

@@ -36,13 +36,13 @@ from agents.evaluation.harness import (
 )
 from agents.evaluation.recipes import RECIPES, Recipe, declaration, recipe_for
 from agents.evaluation.swebench import Instance, Prediction, instance_report
+from environments.builder import BuildFailed
+from environments.repofiles import GitTree
+from environments.service import Environments
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
 from sandbox.base import ExecResult, Sandbox
-from sandbox.environments.builder import BuildFailed
-from sandbox.environments.repofiles import GitTree
-from sandbox.environments.service import Environments
 from sandbox.hostgit import OBJECT_ID, find_git_dir
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
@@ -425,13 +425,13 @@ class EvalActivities:
 
     def environment_notice(self, env_id: str) -> str:
         """The environment's warnings (what its workspaces do not get), for the top of an instance's log: a verdict
-        they may explain should say so where it is read. The record is the one the instance's sandbox was made
-        from, which the sandbox manager keeps (no second read of it); "" when the environment is gone."""
+        they may explain should say so where it is read. They are those the instance's sandbox was made from, which
+        the sandbox manager keeps (no second read of the record); "" when the environment is gone."""
         try:
-            record = self.sandboxes.environment(env_id, self.settings.env_cache).record
+            run = self.sandboxes.environment(env_id, self.settings.env_cache).run
         except UnexpectedEnvironment:
             return ""
-        return "".join(f"[environment {env_id}: warning: {w}]\n" for w in record.warnings)
+        return "".join(f"[environment {env_id}: warning: {w}]\n" for w in run.warnings)
 
     async def _staged_for(self, key: str, given: tuple[str, str, str, Recipe]) -> Judging | None:
         """The workspace and sandbox eval_prepare set up ahead for this instance, if it did (on this worker),

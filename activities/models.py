@@ -35,7 +35,7 @@ class PrepareInput(BaseModel):
 
 
 class EnvironmentState(BaseModel):
-    """The task's environment (sandbox/environments): what the prepare step found, or what its build gave."""
+    """The task's environment (environments/): what the prepare step found, or what its build gave."""
 
     status: Literal["ready", "needed", "failed", "unavailable", "off"]
     """ready: built (or cached), the task's sandboxes run in it; needed: build_environment builds it; failed: the

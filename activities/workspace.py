@@ -39,16 +39,15 @@ from activities.models import (
     RestoreInput,
     RestoreResult,
 )
-from agents.tools.commands import PYTEST_ENV, test_invocation
-from agents.tools.pytest_report import parse_pytest_output
+from agents.tools.commands import PYTEST_ENV, read_report, test_invocation
+from environments.builder import BuildFailed, read_tail
+from environments.models import Detection, EnvRecord, env_id_for
+from environments.repofiles import GitTree
+from environments.service import Environments, ensure_timeout_s
+from environments.store import key_of
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
-from sandbox.environments.builder import BuildFailed, read_tail
-from sandbox.environments.models import Detection, EnvRecord, env_id_for
-from sandbox.environments.repofiles import GitTree
-from sandbox.environments.service import Environments, ensure_timeout_s
-from sandbox.environments.store import key_of
 from sandbox.hostrepo import Delivered, Imported, TaskRepo
 from sandbox.manager import SandboxManager
 from sandbox.snapshot import SnapshotRefused
@@ -139,7 +138,7 @@ class WorkspaceActivities:
         return PrepareResult(repository=str(repo.git_dir), base_commit=base, environment=env,
                              checkpoint=await self._checkpoint(repo, [base], []))
 
-    # -- the task's environment (sandbox/environments) -------------------------------------------------------
+    # -- the task's environment (environments/) -------------------------------------------------------
 
     def _environments(self, progress=lambda _m: None) -> Environments:
         return Environments(self.settings, progress=progress)
@@ -193,7 +192,7 @@ class WorkspaceActivities:
     @activity.defn
     async def build_environment(self, inp: EnvironmentInput) -> EnvironmentState:
         """Build the environment of the task's base commit (or find it built meanwhile): the repository's setup
-        runs in a build container with network (sandbox/environments/builder.py); heartbeats carry the progress.
+        runs in a build container with network (environments/builder.py); heartbeats carry the progress.
         The build log goes to the artifact store. A failing build is a result (``failed``, with the step and the
         log's tail), never retried; a host that cannot build gives ``unavailable``."""
         repo = self.repo(inp.workflow_id)
@@ -245,7 +244,7 @@ class WorkspaceActivities:
             finally:
                 await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
-        report = parse_pytest_output(output, None if res.timed_out else res.exit_code)
+        report = read_report(box.environment, output, None if res.timed_out else res.exit_code)
         return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(is_pytest),
                             failed=report.failed, passed_count=report.counts.get("passed", len(report.passed)),
                             output_ref=self.store.put_text(output))
@@ -265,7 +264,7 @@ class WorkspaceActivities:
 
         def work() -> Imported:
             env = TaskRepo.environment_for(repo.run_dir(inp.name))
-            unignored = self.sandboxes.environment(*env).record.seed_unignored if env else []
+            unignored = list(self.sandboxes.environment(*env).run.unignored) if env else []
             return repo.import_run(inp.name, inp.parent, inp.message, unignored=unignored)
 
         try:

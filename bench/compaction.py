@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.context import compact, estimate_tokens, transcript_tokens  # noqa: E402
 from agents.messages import Message, ToolCall  # noqa: E402
-from agents.tools.pytest_report import parse_pytest_output  # noqa: E402
+from environments.results import parse_pytest_output  # noqa: E402
 from tests.agents.realdata import machine_python, produce  # noqa: E402
 
 ERROR_LINE = re.compile(r"^E\s+(?P<text>(assert |[A-Za-z_][\w.]*(Error|Exception)\b).*)$")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.tools.pytest_report import parse_pytest_output  # noqa: E402
+from environments.results import parse_pytest_output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BOSUN = str(Path(sys.executable).parent / "bosun")
@@ -229,8 +229,8 @@ def starts(env_id: str | None, n: int) -> dict:
 import asyncio, json, statistics, sys, tempfile, time
 from pathlib import Path
 from sandbox import get_provider
-from sandbox.environments.runtime import provider_for
-from sandbox.environments.store import EnvStore, default_cache
+from environments.runtime import provider_for
+from environments.store import EnvStore, default_cache
 async def main(env_id, n):
     out = {}
     ws = Path(tempfile.mkdtemp()); (ws / "x").write_text("x")

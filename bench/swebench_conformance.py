@@ -40,8 +40,8 @@ from agents.evaluation.recipes import recipe_for  # noqa: E402
 from agents.evaluation.swebench import Instance  # noqa: E402
 from bench.environments import CACHE  # noqa: E402
 from bench.swebench_real import INSTANCES, LOGS  # noqa: E402
-from sandbox.environments.pyconfig import req_name  # noqa: E402
-from sandbox.environments.service import uv_binary  # noqa: E402
+from environments.pyconfig import req_name  # noqa: E402
+from environments.service import uv_binary  # noqa: E402
 
 KEYS = ROOT / "bench" / "data" / "swebench_verified_keys.jsonl"
 VENVS = CACHE.parent / "swebench-ref"
@@ -179,7 +179,7 @@ DELIBERATE = {("sphinx-doc/sphinx", "jinja2"): "Sphinx 3.0-4.4: the harness's ow
               ("psf/requests", "httpbin.org"): "requests before 2.8: its tests call httpbin.org over HTTP and "
                                                "HTTPS, which the harness's containers reached; bosun's sandboxes "
                                                "have no network, so a local httpbin stands in for that name "
-                                               "(Recipe.standin, sandbox/environments/standins.py)"}
+                                               "(Recipe.standin, environments/standins.py)"}
 """Pins bosun does not copy, and why (reported with the comparison)."""
 
 

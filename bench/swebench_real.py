@@ -164,7 +164,7 @@ sys.exit(0 if test(*args, verbose="--verbose" in sys.argv or "-v" in sys.argv) e
 SKLEARN_GITIGNORE = """# bosun's bench: scikit-learn's sdists leave out the repository's .gitignore; these are
 # its lines for what a build makes, so that the mirror's workspaces look like the
 # repository's (a build product it does not name still goes into workspaces, listed
-# as not ignored: sandbox/environments, seed_unignored).
+# as not ignored: environments/, seed_unignored).
 *.pyc
 *.so
 *.pyd

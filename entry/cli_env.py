@@ -1,4 +1,4 @@
-"""``bosun env``: environments per repository and revision (sandbox/environments).
+"""``bosun env``: environments per repository and revision (environments/).
 
     bosun env build --repo PATH [--ref REF] [--json]     build or reuse; exit 0 when ready
     bosun env show  --repo PATH [--ref REF] [--json]     what detection finds and why (nothing is built)
@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from typing import Any
 
+from environments.builder import BuildFailed
+from environments.interpreters import AVAILABLE, FROM_SOURCE, SUITES, interpreter
+from environments.models import env_id_for
+from environments.service import Environments
 from infra.cliargs import CommandParser, Page, add_command, check_non_negative
 from infra.errors import BosunError, ConfigError, UnexpectedEnvironment
 from infra.settings import load_settings
-from sandbox.environments.builder import BuildFailed
-from sandbox.environments.interpreters import AVAILABLE, FROM_SOURCE, SUITES, interpreter
-from sandbox.environments.models import env_id_for
-from sandbox.environments.service import Environments
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -198,7 +199,7 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
     out = {"env_id": record.env_id, "python": record.python, "cached": prepared.cached, "outdated": record.outdated,
            "build_s": round(time.monotonic() - started, 3), "test_command": record.test_command,
            "backend_refs": record.backend_refs, "log": str(envs.log_of(record)), "warnings": record.warnings,
-           "seed_unignored": record.seed_unignored, "attempts": record.attempts}
+           "seed_unignored": record.seed_unignored, "attempts": record.attempts, "toolchain": record.toolchain}
     if args.json:
         print(json.dumps(out))
     else:
@@ -208,6 +209,8 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
               f"  log: {out['log']}")
         if record.attempts:
             print(f"  install: {record.attempts[-1]}")
+        if record.toolchain:
+            print("  toolchain (npm registry): " + ", ".join(f"{k} {v}" for k, v in record.toolchain.items()))
         if record.seed_unignored:
             shown = record.seed_unignored[:5] + (["..."] if len(record.seed_unignored) > 5 else [])
             print(f"  left out of diffs: {len(record.seed_unignored)} path(s) the build made that .gitignore does "
@@ -230,7 +233,29 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
           f"({'built' if record else 'not built yet'}; {spec.origin})")
     if det.warning:
         print(f"warning: {det.warning}")
-    rows = [("python", spec.python), ("test command", spec.test.text),
+    if spec.node is not None:
+        node = spec.node
+        rows = [("node", f"{node.line} (its newest release, from the npm registry)" if node.line.isdigit()
+                 else node.line), ("package manager", f"{node.package_manager} {node.pm_version}".strip()),
+                ("install", shlex.join(node.install) + (f" (as of {node.before})" if node.before else "")),
+                ("test command", spec.test.text + (f" ({node.runner})" if node.runner else "")),
+                ("workspaces", "yes" if node.workspaces else "no"),
+                ("per revision", "yes" if spec.per_revision else "no"),
+                ("base", f"python {spec.python}, with compilers (for native modules)")]
+    else:
+        rows = _python_rows(spec)
+    for name, value in rows:
+        print(f"  {name:22} {value}")
+    print("why:")
+    for r in det.reasons:
+        print(f"  - {r.field}: {r.value[:100]}  <- {r.source}")
+    for note in det.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _python_rows(spec: Any) -> list[tuple[str, str]]:
+    return [("python", spec.python), ("test command", spec.test.text),
             ("install the project", "yes, editable" + (f" with [{','.join(spec.extras)}]" if spec.extras else "")
              if spec.install_project else "no"),
             ("requirements", ", ".join(spec.requirements) or "-"), ("guessed from imports", ", ".join(spec.guessed)
@@ -241,14 +266,6 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
             ("apt packages", " ".join(spec.apt) or "-"), ("compilers", "yes" if spec.compilers else "no"),
             ("per revision", "yes" if spec.per_revision else "no"),
             ("stand-ins", ", ".join(spec.standins) + " (started before the tests)" if spec.standins else "-")]
-    for name, value in rows:
-        print(f"  {name:22} {value}")
-    print("why:")
-    for r in det.reasons:
-        print(f"  - {r.field}: {r.value[:100]}  <- {r.source}")
-    for note in det.notes:
-        print(f"  note: {note}")
-    return 0
 
 
 def _row(record: Any, envs: Environments) -> dict[str, Any]:

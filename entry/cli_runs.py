@@ -21,13 +21,13 @@ from agents.providers import KEYS, VENDOR_URLS, ModelSpec, keyed, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import RouterConfig, load_config
 from entry.stack import worker_health
+from environments.ecosystems import unsupported
 from infra import telemetry
 from infra.errors import ConfigError
 from infra.history import WHERE_IDS, collect_run, render, to_json
 from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.temporal import connect
-from sandbox.environments.ecosystems import unsupported
 from sandbox.hostgit import check_revision, git
 from sandbox.hostrepo import check_source_repo as check_repo
 from workflows.models import TaskInput, TaskResult, branch_name

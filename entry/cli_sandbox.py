@@ -25,14 +25,14 @@ import os
 import sys
 from pathlib import Path
 
+from environments.runtime import provider_for
+from environments.standins import wrap
+from environments.store import EnvStore, default_cache
 from infra.cliargs import CommandParser, Page
 from infra.errors import BosunError, ConfigError
 from infra.settings import Settings
 from sandbox import docker_available, get_provider
 from sandbox.base import SandboxProvider
-from sandbox.environments.runtime import provider_for
-from sandbox.environments.standins import wrap
-from sandbox.environments.store import EnvStore, default_cache
 
 EXIT_SANDBOX_FAILED = 3
 

@@ -45,6 +45,7 @@ from activities.workspace import WorkspaceActivities
 from agents.providers import keyed
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
+from environments.runtime import resolve
 from infra import telemetry
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
@@ -216,7 +217,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     store = open_store(settings)
     registry = HostRegistry(settings, store.bridge) if isinstance(store, NatsArtifactStore) else None
     hosts = HostActivities(settings, registry)
-    sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image)
+    sandboxes = SandboxManager(settings.sandbox_backend, settings.sandbox_image, resolve)
     calls = CallLedger(settings.data_dir / "tool-calls", store)
     agent = AgentActivities(settings, store, sandboxes, default_registry(), calls)
     workspace = WorkspaceActivities(settings, store, sandboxes)

@@ -207,6 +207,10 @@ class Settings(BaseSettings):
     """Free space to leave on the environment cache's file system: before a build when there is less, after every
     build and on `bosun env prune`, the least recently used environments go while there is less (never one used
     within the hour). 0: no floor."""
+    env_npm_registry: str = "https://registry.npmjs.org"
+    """npm registry JavaScript/TypeScript environments take Node, npm, yarn and pnpm from (their tarballs, checked
+    against the registry's sha512, kept in the environment cache's ``toolchains/``) and install their dependencies
+    from (a project's own ``.npmrc`` may name another)."""
     env_debian_mirror: str = "http://deb.debian.org/debian"
     """Debian mirror debootstrap builds the base root filesystems (Python 3.9, 3.11, 3.13) from."""
     env_python_sources: Path | None = None

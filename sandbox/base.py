@@ -43,8 +43,22 @@ class Limits(BaseModel):
     """Open file descriptors per process."""
 
 
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""PATH in every sandbox (an environment's puts its own tools first)."""
+ENV_ROOT = "/opt/bosun-env"
+"""Where a sandbox of an environment sees the environment's own directory (environments/)."""
+VENV = f"{ENV_ROOT}/venv"
+SEED = f"{ENV_ROOT}/seed.tar"
+"""Files the build left in the source tree (compiled extensions, generated version files): put into a workspace
+(never over an existing file) before its sandbox serves anything."""
+SEED_EXCLUDE = f"{ENV_ROOT}/seed-exclude"
+"""Git exclude patterns for the seed's files that git does not ignore: every scratch ``.git`` the host makes names it
+as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leaves them out as the host's import does
+(``EnvRecord.seed_unignored``)."""
+
+
 class EnvironmentInfo(BaseModel):
-    """The environment a sandbox runs in (sandbox/environments): what an agent and the test runs need to know."""
+    """The environment a sandbox runs in (environments/): what an agent and the test runs need to know."""
 
     env_id: str
     python: str
@@ -57,7 +71,12 @@ class EnvironmentInfo(BaseModel):
     """The whole command as one shell line (for people)."""
     venv: str = "/opt/bosun-env/venv"
     standins: list[str] = []
-    """Public test services answered by a local stand-in while the tests run (sandbox/environments/standins.py)."""
+    """Public test services answered by a local stand-in while the tests run (environments/standins.py)."""
+    runner: str = ""
+    """The test runner the test command calls, for reading its results (environments/results.py: ``RUNNERS``;
+    "": pytest's output; ``unknown``: the exit code only)."""
+    test_separator: bool = False
+    """Test ids given to the test command go after ``--`` (``npm test -- FILE``)."""
 
 
 class ExecResult(BaseModel):

@@ -3,7 +3,7 @@
 Layout inside a sandbox (built on bwrap's own tmpfs root, remounted read-only at the end):
 
 - /usr, /etc, /opt, /srv and the /bin, /lib... links: read-only binds of the host's -- or, in an environment
-  (sandbox/environments), of its base's root filesystem, with the environment's own directory (virtualenv, seed)
+  (environments/), of its base's root filesystem, with the environment's own directory (virtualenv, seed)
   bound read-only at /opt/bosun-env; /sys/devices/system/cpu only.
   Files and directories there that are not world-readable (/etc/shadow, ssh host keys...) are masked: the
   sandbox may run as the worker's uid (without capabilities) and must still not see what only that uid may read.
@@ -49,14 +49,21 @@ from typing import Any
 
 from infra.errors import UnexpectedEnvironment
 from sandbox import cgroups, netns, seccomp
-from sandbox.base import OBJECTS_IN_SANDBOX, SANDBOX_ENV, WORKSPACE_PATH, Limits, SandboxProvider
+from sandbox.base import (  # noqa: F401  (SANDBOX_PATH: bwrap's PATH, imported from here by others)
+    ENV_ROOT,
+    OBJECTS_IN_SANDBOX,
+    SANDBOX_ENV,
+    SANDBOX_PATH,
+    WORKSPACE_PATH,
+    Limits,
+    SandboxProvider,
+)
 from sandbox.client import STREAM_LIMIT, TOOLSERVER_PATH, ClientSandbox, ProcessChannel, ToolClient, scrubbed_env
 from sandbox.gitguard import git_mounts
 
 SERVER_IN_SANDBOX = "/run/bosun/toolserver"
-ENV_DIR_IN_SANDBOX = "/opt/bosun-env"
-"""Where an environment's own directory (virtualenv, seed) appears (sandbox/environments/models.ENV_ROOT)."""
-SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ENV_DIR_IN_SANDBOX = ENV_ROOT
+"""Where an environment's own directory (virtualenv, seed) appears."""
 RO_TOP_DIRS = ("usr", "etc", "opt", "srv", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level host directories visible (read-only) in the sandbox; everything else at / is absent."""
 SCAN_FOR_SECRETS = ("etc", "opt", "srv")
@@ -133,7 +140,7 @@ async def _stop_half_started(proc: asyncio.subprocess.Process, joining: asyncio.
 @functools.lru_cache(maxsize=8)
 def _host_layout(root: str = "/") -> tuple[list[str], list[str]]:
     """bwrap arguments for the read-only system part, and the list of masked paths (computed once per process
-    and root). ``root``: the host's own ``/``, or an environment's base root filesystem (sandbox/environments),
+    and root). ``root``: the host's own ``/``, or an environment's base root filesystem (environments/),
     whose directories then take the place of the host's."""
     args: list[str] = []
     masked: list[str] = []

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from sandbox import diskquota
-from sandbox.environments.models import SEED_EXCLUDE
-from sandbox.environments.store import file_lock
+from sandbox.base import SEED_EXCLUDE
+from sandbox.caches import file_lock
 from sandbox.hostgit import check_object_id, git
 
 CHECKOUT_CONFIG = (f"checkout.workers={min(4, os.cpu_count() or 1)}", "checkout.thresholdForParallelism=1000")
@@ -58,7 +58,7 @@ def borrowing_scratch(dest: Path, objects_git: Path, shallow: Path | None) -> Pa
 
 def finish_scratch(scratch: Path) -> None:
     """A hooks folder, bosun's identity, and the exclude file of the environment a sandbox may have (its seed's files
-    git does not ignore, sandbox/environments/models.py; a sandbox without one has no such file, which git
+    git does not ignore, environments/models.py; a sandbox without one has no such file, which git
     tolerates)."""
     (scratch / "hooks").mkdir(exist_ok=True)
     with open(scratch / "config", "a", encoding="utf-8") as f:

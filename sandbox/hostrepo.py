@@ -342,7 +342,7 @@ class TaskRepo:
             self.set_branch(branch, head)
         return applied
 
-    # -- the task's environment (sandbox/environments) --------------------------------------------------------
+    # -- the task's environment (environments/) --------------------------------------------------------
 
     @property
     def env_marker(self) -> Path:

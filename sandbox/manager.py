@@ -2,13 +2,15 @@
 it died, released by key or by key prefix (a task's agents).
 
 A run workspace of a task whose prepare step built an environment (``K.env.json``, see sandbox/hostrepo.py) gets
-a sandbox of that environment (sandbox/environments/runtime.py); any other workspace, the plain sandbox image.
+a sandbox of that environment (sandbox/envruntime.py; the worker hands the manager a way to look environments up:
+environments/runtime.py ``resolve``); any other workspace, the plain sandbox image.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from opentelemetry import trace
@@ -17,18 +19,24 @@ from infra import telemetry
 from infra.errors import ConfigError, UnexpectedEnvironment
 from sandbox import diskquota, get_provider
 from sandbox.base import Sandbox, SandboxProvider
-from sandbox.environments.runtime import EnvironmentProvider, provider_for
-from sandbox.environments.store import EnvStore, default_cache
+from sandbox.envruntime import EnvironmentProvider, EnvironmentRun, provider_for
 from sandbox.hostrepo import TaskRepo
 from sandbox.pool import PooledProvider
 
 _tracer = trace.get_tracer("bosun.sandbox")
 
 
+Resolve = Callable[[str, Path | None], EnvironmentRun]
+"""An environment by id and cache (None: the default one), as its sandboxes run it; UnexpectedEnvironment when it
+is gone (environments/runtime.py: ``resolve``)."""
+
+
 class SandboxManager:
-    def __init__(self, backend: str, image: str) -> None:
+    def __init__(self, backend: str, image: str, environments: Resolve | None = None) -> None:
         self.backend = backend
         self.image = image
+        self.resolve = environments
+        """How this manager finds an environment's sandboxes; None: it runs plain sandboxes only."""
         self._boxes: dict[str, Sandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._provider: SandboxProvider | None = None
@@ -69,12 +77,10 @@ class SandboxManager:
         cached = self._env_providers.get(name)
         if cached is not None:
             return cached
-        try:
-            record = EnvStore(cache or default_cache()).find(env_id)
-        except ConfigError as exc:
-            raise UnexpectedEnvironment(f"the task's environment is gone from this host ({exc}); run the task "
-                                        "again to rebuild it") from None
-        provider = provider_for(record, backend, pooled=True, network=network)
+        if self.resolve is None:
+            raise UnexpectedEnvironment(f"this worker's sandboxes cannot run environments, and the task's is "
+                                        f"{env_id}")
+        provider = provider_for(self.resolve(env_id, cache), backend, pooled=True, network=network)
         self._env_providers[name] = provider
         return provider
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from infra.errors import ConfigError
 from sandbox import diskquota
+from sandbox.caches import KEEP_RECENT_S, dir_size_mb, file_lock, prunable
 from sandbox.checkouts import CheckoutTemplates, stale_builds
-from sandbox.environments.store import KEEP_RECENT_S, dir_size_mb, file_lock, prunable
 from sandbox.hostgit import TRANSPORTS, check_object_id, git, out
 
 log = logging.getLogger(__name__)

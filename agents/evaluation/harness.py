@@ -18,7 +18,7 @@ commands; activities/eval.py runs them in a network-off sandbox of the instance'
    compiles (the harness re-runs its install after applying a prediction);
 4. ``tests``: the files the test patch modifies are reset to the base commit (``git checkout BASE FILES``), the
    test patch is applied (``git apply -v``; when it does not apply the tests still run, as in the harness), the
-   stand-ins started (a local httpbin.org for requests before 2.8: sandbox/environments/standins.py), and the
+   stand-ins started (a local httpbin.org for requests before 2.8: environments/standins.py), and the
    test command runs on the test patch's files -- stdout and stderr one stream, between the harness's markers.
 
 Test selection (``directives``): every ``diff --git a/... b/PATH`` of the test patch, data files left out
@@ -35,7 +35,7 @@ import shlex
 from agents.evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
 from agents.evaluation.swebench import Instance, patched_files
 from agents.evaluation.testlogs import parse
-from sandbox.environments import standins
+from environments import standins
 
 APPLY = ("git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
          "patch --batch --fuzz=5 -p1 -i")

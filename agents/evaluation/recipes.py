@@ -2,14 +2,14 @@
 
 The published SWE-bench results come from the harness's own environments (conda, pinned packages, the repository's
 requirement files, a few edits of its files) and its own test commands and log parsers. bosun judges the same
-instances in environments of its own (sandbox/environments), so for the repositories the harness knows it follows
+instances in environments of its own (environments/), so for the repositories the harness knows it follows
 the harness's recipe: the same test command and parser, the same pinned packages and requirement files, the same
 edits and variables. Where bosun cannot do the same thing it does the nearest one, and says so here:
 
 - interpreters: the harness's Python 3.5-3.8 become 3.9 and 3.10 becomes 3.11 (the interpreters environments have;
   xarray takes 3.9, where its pinned numpy 1.23.0 has wheels); where the harness's is older, the versions are
   first resolved as if for it (``resolve_for_python``: the versions its images had) and installed on ours.
-  astropy before 3.0 keeps the harness's Python 3.6 (built from CPython's source: sandbox/environments/bases.py):
+  astropy before 3.0 keeps the harness's Python 3.6 (built from CPython's source: environments/bases.py):
   its pins of 2017 (numpy 1.16.0, Cython 0.27.3, pytest 3.3.1) neither install nor run on 3.9;
 - conda packages become PyPI requirements of the same name; an ``environment.yml``'s packages are soft
   requirements (dropped when the index does not know them);
@@ -33,11 +33,11 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox.environments import standins
-from sandbox.environments.declared import Declared
-from sandbox.environments.detect import HELPERS_OFFLINE
-from sandbox.environments.models import VENV
-from sandbox.environments.pyconfig import conda_requirements, req_name
+from environments import standins
+from environments.declared import Declared
+from environments.detect import HELPERS_OFFLINE
+from environments.models import VENV
+from environments.pyconfig import conda_requirements, req_name
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
 """Packages the recipes do not pin are resolved as of this moment (SWE-bench Verified's release: the harness's
@@ -94,7 +94,7 @@ class Recipe(BaseModel):
     the build compiles (the harness re-runs its install after applying a prediction)."""
     standin: tuple[str, ...] = ()
     """Public test services the tests reach by name (``httpbin.org``: requests before 2.8), answered by a local
-    stand-in that the judging script starts (sandbox/environments/standins.py): the harness's containers have the
+    stand-in that the judging script starts (environments/standins.py): the harness's containers have the
     network, bosun's sandboxes do not."""
 
 

@@ -11,13 +11,13 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agents.edits import language_for, syntax_errors
-from agents.tools.pytest_report import parse_pytest_output
 from agents.tools.registry import Args, ToolContext, ToolOutput
+from environments import standins
+from environments.results import TestReport, parse_output
 from infra.errors import InvalidArguments, ToolFailed
 from infra.names import name_bytes, os_name, shown
 from sandbox import bounded
 from sandbox.base import EnvironmentInfo
-from sandbox.environments import standins
 
 TEST_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 PYTEST_FLAGS = ["-rfEsxXp", "--tb=short", "-q", "-p", "no:cacheprovider"]
@@ -104,7 +104,12 @@ def test_invocation(env: EnvironmentInfo | None, args: list[str]) -> tuple[list[
         return [*PYTEST, *args], True
     if env.test_kind == "pytest":
         return [*env.test_argv, *PYTEST_FLAGS, *args, *([] if names_tests(args) else env.test_paths)], True
-    return shlex.join([*env.test_argv, *args]), False
+    return shlex.join([*env.test_argv, *(["--"] if args and env.test_separator else []), *args]), False
+
+
+def read_report(env: EnvironmentInfo | None, output: str, exit_code: int | None) -> TestReport:
+    """The results of a test run in a sandbox of ``env``, read as its runner writes them (environments/results.py)."""
+    return parse_output(env.runner if env is not None else "", output, exit_code)
 
 
 async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
@@ -114,7 +119,7 @@ async def run_tests(ctx: ToolContext, a: RunTestsArgs) -> ToolOutput:
         cmd = standins.wrap(cmd, env.standins)
     res = await ctx.sandbox.exec(cmd, timeout_s=min(a.timeout_s, ctx.command_timeout_s),
                                  output_cap=ctx.output_cap, env=PYTEST_ENV)
-    report = parse_pytest_output(res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
+    report = read_report(env, res.stdout + "\n" + res.stderr, None if res.timed_out else res.exit_code)
     head = f"{'pytest' if is_pytest else 'tests'}: {report.headline(is_pytest)}"
     if report.failed:
         head += "\nfailed: " + ", ".join(report.failed)

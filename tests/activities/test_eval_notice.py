@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from activities.eval import EvalActivities
+from environments.models import EnvRecord, EnvSpec
+from environments.runtime import resolve
+from environments.store import EnvStore
 from infra.settings import Settings
-from sandbox.environments.models import EnvRecord, EnvSpec
-from sandbox.environments.store import EnvStore
 from sandbox.manager import SandboxManager
 
 
@@ -29,7 +30,7 @@ def test_the_environments_warnings_head_the_log_and_an_unknown_one_adds_nothing(
         store.commit(staging, _record(key, warnings, tmp_path / "roots"))
     # the record comes from the sandbox manager, which made (and keeps) the instance's sandbox provider from it
     acts = EvalActivities(Settings(data_dir=tmp_path / "data", env_cache=tmp_path / "envs"), store=None,
-                          sandboxes=SandboxManager("bwrap", "unused"))  # type: ignore[arg-type]  # store unused
+                          sandboxes=SandboxManager("bwrap", "unused", resolve))  # type: ignore[arg-type]  # store unused
     assert acts.environment_notice(f"env-{warned}") == \
         f"[environment env-{warned}: warning: 1 compiled module(s) ... (pkg/_x.so) ...]\n"
     assert acts.environment_notice(f"env-{clean}") == ""

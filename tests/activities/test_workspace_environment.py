@@ -8,9 +8,9 @@ import pytest
 
 from activities import workspace
 from activities.models import EnvironmentInput
+from environments.detect import detect
+from environments.repofiles import MemoryFiles
 from infra.errors import ConfigError
-from sandbox.environments.detect import detect
-from sandbox.environments.repofiles import MemoryFiles
 
 
 def test_the_activity_stores_only_the_end_of_a_build_log(tmp_path: Path, monkeypatch):
@@ -69,10 +69,11 @@ async def test_collect_leaves_out_the_files_the_environment_put_there_that_git_d
     """A build whose products git does not ignore (no ``*.so`` in .gitignore): workspaces get them, and the import of
     an agent's work leaves them out, by the record's list, never a tracked file."""
     from activities.models import CollectInput
+    from environments.models import EnvRecord, EnvSpec
+    from environments.runtime import resolve
+    from environments.store import EnvStore
     from infra.artifacts import ArtifactStore
     from infra.settings import Settings
-    from sandbox.environments.models import EnvRecord, EnvSpec
-    from sandbox.environments.store import EnvStore
     from sandbox.hostrepo import TaskRepo
     from sandbox.manager import SandboxManager
     from tests.conftest import make_example_repo
@@ -90,7 +91,7 @@ async def test_collect_leaves_out_the_files_the_environment_put_there_that_git_d
         seed=True, seed_unignored=["build/", "calc/_speedups.so", "calc/stats.py", "weird [x]*.txt "]))
     settings = Settings(data_dir=tmp_path / "data", env_cache=tmp_path / "envs")
     acts = workspace.WorkspaceActivities(settings, store=ArtifactStore(settings.artifacts_dir),
-                                         sandboxes=SandboxManager("bwrap", "unused"))
+                                         sandboxes=SandboxManager("bwrap", "unused", resolve))
     repo = TaskRepo(settings.workspaces_dir, "wf")
     base = repo.prepare(str(make_example_repo(tmp_path / "src")), "HEAD")
 

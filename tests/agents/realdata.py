@@ -205,7 +205,7 @@ class PytestRun:
     def as_run_tests(self) -> str:
         """The text the run_tests tool returns (headline, failed ids with their messages, the last 12,000
         characters), as agents/tools/commands.py builds it."""
-        from agents.tools.pytest_report import parse_pytest_output
+        from environments.results import parse_pytest_output
 
         report = parse_pytest_output(self.output, self.exit_code)
         head = f"pytest: {report.headline()}"

@@ -21,7 +21,7 @@ from agents.context.compaction import COMPACTED_MARK
 from agents.messages import Message, ToolCall
 from agents.profiles import profile_for
 from agents.providers import parse_spec
-from agents.tools.pytest_report import parse_pytest_output
+from environments.results import parse_pytest_output
 
 ERROR_LINE = re.compile(r"^E\s+(?P<text>(assert |[A-Za-z_][\w.]*(Error|Exception)\b).*)$")
 PINNED = build_static_context(os_name="Linux", instructions={

@@ -18,7 +18,7 @@ from tests.sandbox.conftest import chown_tree
 from tests.sandbox.envfixtures import TINY, make_repo
 
 BUILD_KEYS = {"env_id", "python", "cached", "outdated", "build_s", "test_command", "backend_refs", "log",
-              "warnings", "seed_unignored", "attempts"}
+              "warnings", "seed_unignored", "attempts", "toolchain"}
 
 
 def test_show_explains_without_building(tmp_path: Path):
@@ -32,15 +32,13 @@ def test_show_explains_without_building(tmp_path: Path):
 
 
 def test_show_says_plainly_when_the_repository_is_not_one_it_detects(tmp_path: Path):
-    """A Node repository is not taken for Python without a word: the warning comes first, names package.json and the
+    """A Go repository is not taken for Python without a word: the warning comes first, names go.mod and the
     declaration that would do; the JSON has it too."""
-    repo = make_repo(tmp_path / "node", {"package.json": '{"scripts": {"test": "node test.js"}}\n',
-                                         "test.js": "require('assert').ok(true)\n"})
+    repo = make_repo(tmp_path / "go", {"go.mod": "module example.com/x\n\ngo 1.22\n", "x.go": "package x\n"})
     proc = bosun("env", "show", "--repo", str(repo))
     assert proc.returncode == 0, proc.stderr
     second = proc.stdout.splitlines()[1]
-    assert second.startswith("warning: not detected: this is not a Python project (found package.json "
-                             "(JavaScript/TypeScript)"), proc.stdout
+    assert second.startswith("warning: not detected: this is not a Python project (found go.mod (Go)"), proc.stdout
     assert ".bosun/environment.toml" in proc.stdout
     data = json.loads(bosun("env", "show", "--repo", str(repo), "--json").stdout)
     assert data["warning"].startswith("not detected:")
@@ -137,8 +135,8 @@ def test_bad_overrides_setting_is_refused(tmp_path: Path):
 
 
 def test_list_and_prune_say_which_environments_older_rules_built(tmp_path: Path):
-    from sandbox.environments.models import EnvRecord, EnvSpec
-    from sandbox.environments.store import EnvStore
+    from environments.models import EnvRecord, EnvSpec
+    from environments.store import EnvStore
 
     store, key = EnvStore(tmp_path / "cache"), "e" * 20
     store.ensure_dirs()

@@ -484,7 +484,7 @@ async def _runs_and_replays(stack, wf_id: str, children: list[str]) -> None:
 def test_an_environment_whose_build_leaves_files_in_the_tree_is_judged_with_them(stack, tmp_path):
     """The build's files (compiled extensions, in real projects) are put into each instance's workspace when its
     sandbox starts, after the checkout (the sandbox of an environment without them starts while the checkout
-    runs: sandbox/environments' writes_on_start); the tests see them."""
+    runs: environments/' writes_on_start); the tests see them."""
     path, repo = calc_instances(tmp_path, files={".bosun/environment.toml": 'setup = ["echo built > calc/BUILT.txt"]\n',
                                                  ".gitignore": "calc/BUILT.txt\n"})
     rows = [json.loads(line) for line in path.read_text().splitlines()]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from environments.runtime import provider_for
 from sandbox.base import Limits, Sandbox
 from sandbox.bwrap import BwrapProvider
-from sandbox.environments.runtime import provider_for
 from sandbox.image import BUILD_SCRIPT, image_tag
 
 from .envfixtures import tiny_environment
@@ -30,7 +30,7 @@ UNPRIVILEGED = ("docker", "bwrap-user", "envbwrap", "envdocker")
 """Backend variants whose workspace is owned by SANDBOX_UID (they run as it)."""
 ENV_BACKENDS = [pytest.param("envbwrap", id="envbwrap", marks=pytest.mark.docker),
                 pytest.param("envdocker", id="envdocker", marks=pytest.mark.docker)]
-"""Sandboxes of an environment (sandbox/environments: the tiny package's), for the attack suite: the same rules must
+"""Sandboxes of an environment (environments/: the tiny package's), for the attack suite: the same rules must
 hold with another root filesystem and a virtualenv (building the environment needs the docker engine)."""
 BACKENDS = [pytest.param("bwrap", id="bwrap"),  # workspace owned by root: the sandbox is uid 0 without capabilities
             pytest.param("bwrap-user", id="bwrap-user"),  # workspace owned by uid 1000: bwrap runs unprivileged

@@ -7,9 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from environments.models import EnvRecord
+from environments.service import Environments
 from infra.settings import Settings
-from sandbox.environments.models import EnvRecord
-from sandbox.environments.service import Environments
 
 FIXED_DATE = "2025-06-02T10:00:00+00:00"
 """A repository of that day gets Python 3.13, whose base the bootstrap builds."""

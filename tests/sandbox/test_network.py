@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from environments.runtime import provider_for
 from infra.errors import ConfigError
 from infra.privatestack import free_port
 from sandbox import netns
-from sandbox.environments.runtime import provider_for
 
 from .conftest import TEST_LIMITS, prepare_workspace
 from .test_attacks import py

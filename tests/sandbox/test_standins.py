@@ -16,9 +16,9 @@ import pytest
 
 from agents.tools.builtin import default_registry
 from agents.tools.registry import ToolContext
+from environments import standins
+from environments.declared import Declared
 from sandbox.base import Sandbox
-from sandbox.environments import standins
-from sandbox.environments.declared import Declared
 
 from .conftest import ENV_BACKENDS
 from .envfixtures import host_environments, make_repo

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from activities.models import EnvironmentState
+from environments.bases import BASE_BUILD_MAX_S
+from environments.service import ensure_timeout_s
 from infra.settings import Settings
-from sandbox.environments.bases import BASE_BUILD_MAX_S
-from sandbox.environments.service import ensure_timeout_s
 from workflows.task import BUILD_MINUTES_DEFAULT, build_minutes
 
 

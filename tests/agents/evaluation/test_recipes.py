@@ -10,9 +10,9 @@ from agents.evaluation.recipes import (
     declaration,
     recipe_for,
 )
-from sandbox.environments.detect import detect
-from sandbox.environments.pyconfig import conda_requirements
-from sandbox.environments.repofiles import MemoryFiles
+from environments.detect import detect
+from environments.pyconfig import conda_requirements
+from environments.repofiles import MemoryFiles
 
 
 @pytest.mark.parametrize("repo,version,python,parser", [

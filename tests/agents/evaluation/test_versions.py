@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from agents.evaluation.versions import derive, from_files, from_releases, from_tag, of_commit
-from sandbox.environments.repofiles import GitTree
+from environments.repofiles import GitTree
 
 FILES = {
     # the version files of SWE-bench Verified instances' base commits (their lines as written there)

@@ -1,0 +1,657 @@
+"""Building an environment: the repository's setup runs in a docker container on the base image, with network,
+as an unprivileged user; the result becomes an image layered on the base (docker) and a directory (bwrap).
+
+The build container: the base image, the user ``bosun`` (uid 1000), every capability dropped, no new privileges,
+docker's default seccomp profile, the default bridge network (the registries are reachable; the host, on any of
+its addresses, the other containers and link-local addresses, a cloud's metadata service among them, are not:
+sandbox/netns.py, build_only), memory and pids limits. The source (``git archive`` of the commit) and the tools
+(uv, the host's CA bundle) are copied in through the engine into anonymous volumes that are never part of the
+image (and go with the build container); the installer's cache is the environment's own, for the build only.
+Steps, each logged under a header in ``build.log``:
+
+1. ``prepare``: the declared commands that edit the source before the install; ``virtualenv``: ``uv venv`` at
+   /opt/bosun-env/venv with the base's python3;
+2. ``install``: ``uv pip install`` of the project (editable), its test extras, test requirements and pytest
+   plugins, as of the commit's date, with the checks that pytest starts (every plugin loads) and that the tests
+   collect; what fails on this interpreter is moved to a later date (environments/installer.py);
+3. ``setup``: the declared setup commands, or detection's (tox's ``pip install`` commands, a Dockerfile's or
+   devcontainer's): one of detection's that fails is noted and the build goes on (``setup_best_effort``);
+4. ``seed``: the files the build left in the source tree (compiled extensions, generated version files) are kept
+   as /opt/bosun-env/seed.tar, to be put into each workspace. Those git does not ignore are listed
+   (``seed-unignored``, ``seed-exclude``: as files, or as the top directory the build made) so that diffs, in the
+   sandbox and on the host, leave them out as if the repository's .gitignore named them;
+5. ``image``: ``docker commit`` as ``bosun-env:<key>``; ``export``: /opt/bosun-env streamed out and unpacked
+   by the rules of environments/unpack.py for bwrap.
+
+Any failing step ends the build with ``BuildFailed`` naming the step, with the log's tail; nothing of a failed build
+is kept but its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import tarfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from environments.bases import BUILD_UID, BaseInfo
+from environments.imports import is_test_file, local_names
+from environments.installer import TOOLS, UV, collect_sample, install, uv_config
+from environments.interpreters import interpreter, interpreter_env
+from environments.models import ENV_ROOT, NODE, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
+from environments.netconf import CA_IN_BUILD, PROXY_VARS, BuildNetwork
+from environments.store import CACHE_LABEL
+from environments.toolchains import REGISTRY, Tarball
+from environments.unpack import ExportRefused, unpack
+from infra.errors import BosunError, UnexpectedEnvironment
+from sandbox import netns
+from sandbox.bwrap import SANDBOX_PATH
+from sandbox.docker_backend import LABEL as SANDBOX_LABEL
+from sandbox.docker_backend import LABEL_OWNER, owner_tag
+
+NODE_TOOLCHAIN = r"""
+set -e
+N=@NODE@
+T=@TOOLS@
+mkdir -p "$N/lib/node_modules"
+tar -xzf "$T/node.tgz" -C "$N" --strip-components=1 --no-same-owner --no-same-permissions
+for p in npm yarn pnpm corepack; do
+  if [ -f "$T/$p.tgz" ]; then
+    mkdir -p "$N/lib/node_modules/$p"
+    tar -xzf "$T/$p.tgz" -C "$N/lib/node_modules/$p" --strip-components=1 --no-same-owner --no-same-permissions
+  fi
+done
+link() {
+  if [ -f "$N/lib/node_modules/$1" ]; then
+    chmod 755 "$N/lib/node_modules/$1"; ln -sf "../lib/node_modules/$1" "$N/bin/$2"
+  fi
+}
+link npm/bin/npm-cli.js npm; link npm/bin/npx-cli.js npx
+link yarn/bin/yarn.js yarn; link yarn/bin/yarn.js yarnpkg
+link pnpm/bin/pnpm.cjs pnpm; link pnpm/bin/pnpx.cjs pnpx
+link corepack/dist/corepack.js corepack
+chmod 755 "$N/bin/node"
+echo "node $(node --version), npm $(npm --version)"
+if [ -x "$N/bin/corepack" ]; then corepack enable --install-directory "$N/bin" && corepack install; fi
+for pm in yarn pnpm; do if [ -e "$N/bin/$pm" ]; then echo "$pm $($pm --version)"; fi; done
+"""
+"""Node and its package managers, unpacked from the tarballs the host fetched and checked (environments/toolchains.py)
+into ENV_ROOT/node, with corepack's shims when the project names a yarn 2+ (its ``packageManager``)."""
+NODE_QUIET = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PUPPETEER_SKIP_CHROMIUM_DOWNLOAD": "1",
+              "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1", "CYPRESS_INSTALL_BINARY": "0",
+              "ELECTRON_SKIP_BINARY_DOWNLOAD": "1", "HUSKY": "0", "HUSKY_SKIP_INSTALL": "1",
+              "DISABLE_OPENCOLLECTIVE": "1", "ADBLOCK": "1", "npm_config_fund": "false", "npm_config_audit": "false",
+              "npm_config_update_notifier": "false", "npm_config_progress": "false", "CI": "true"}
+"""What an install should not do in a build: download browsers and app binaries from hosts the build does not reach
+(the tests get none either), set up git hooks (there is no .git), advertise."""
+INSTALL_CACHE = "/var/cache/bosun-uv"
+"""Where the installers' cache of the environment (its own, for the build only: store.uv_cache) is in the build."""
+LOG_TAIL = 25
+LOG_HEAD_BYTES = 8 << 20
+"""Bytes of build.log kept from its start..."""
+LOG_TAIL_BYTES = 2 << 20
+"""...and from its end; what lies between is cut (the log says how much)."""
+OUTPUT_KEPT = 64 * 1024
+"""Bytes of a step's output kept in memory (its end: where installers and pytest say what went wrong)."""
+LABEL = "bosun.env"
+UNIGNORED_LIMIT = 5000
+"""Most entries (files, or directories the build made) a seed keeps that git does not ignore; beyond, none."""
+SEED_SCRIPT = r"""
+import os, subprocess, sys
+LIMIT = @LIMIT@
+listed = set(open('/opt/bosun-tools/source-files', 'rb').read().decode('utf-8', 'surrogateescape').split('\0'))
+source_dirs = set()
+for path in listed:
+    d = os.path.dirname(path)
+    while d and d not in source_dirs:
+        source_dirs.add(d)
+        d = os.path.dirname(d)
+new = []
+for dirpath, dirs, files in os.walk('/workspace'):
+    dirs[:] = [d for d in dirs if d != '.git']
+    dirs[:] = [d for d in dirs if d != '__pycache__']
+    for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
+        rel = os.path.relpath(os.path.join(dirpath, name), '/workspace')
+        if rel not in listed and not rel.endswith(('.pyc', '.pyo')):
+            new.append(rel)
+if not new:
+    print('seed: the build left nothing in the source tree')
+    sys.exit(0)
+subprocess.run(['git', 'init', '-q', '/tmp/seedgit'], check=True)
+out = subprocess.run(['git', '--git-dir=/tmp/seedgit/.git', '--work-tree=/workspace', 'check-ignore', '--no-index',
+                      '--stdin', '-z'], input='\0'.join(new).encode('utf-8', 'surrogateescape'),
+                     stdout=subprocess.PIPE).stdout
+ignored = [p for p in out.decode('utf-8', 'surrogateescape').split('\0') if p]
+rest = sorted(set(new) - set(ignored))
+
+def entry_of(path):
+    # the file itself when its directory is the source's, else the top directory the build made ('build/')
+    parts = path.split('/')
+    for i in range(1, len(parts)):
+        top = '/'.join(parts[:i])
+        if top not in source_dirs:
+            return top + '/'
+    return path
+
+def expressible(entry):
+    try:
+        entry.encode('utf-8')
+    except UnicodeEncodeError:
+        return False
+    return '\n' not in entry and '\r' not in entry
+
+def pattern(entry):
+    body = ''.join('\\' + c if c in '*?[\\' else c for c in entry.rstrip('/'))
+    trailing = len(body) - len(body.rstrip(' '))
+    return '/' + body.rstrip(' ') + '\\ ' * trailing + ('/' if entry.endswith('/') else '')
+
+entries = {}
+for path in rest:
+    entries.setdefault(entry_of(path), []).append(path)
+kept = sorted(e for e in entries if expressible(e))
+too_many = len(kept) > LIMIT
+if too_many:
+    kept = []
+left = sorted(p for e in set(entries) - set(kept) for p in entries[e])
+if left:
+    why = 'more than %d of them' % LIMIT if too_many else 'names with a line break or not UTF-8'
+    print('seed: warning: %d file(s) the build made do not go into workspaces: git does not ignore them and bosun '
+          'cannot leave them out of diffs (%s): %s%s' % (len(left), why, ' '.join(repr(p) for p in left[:3]),
+                                                       ' ...' if len(left) > 3 else ''))
+if kept:
+    with open('/opt/bosun-env/seed-unignored', 'wb') as f:
+        f.write('\0'.join(kept).encode('utf-8'))
+    with open('/opt/bosun-env/seed-exclude', 'wb') as f:
+        f.write(('# bosun seed: files the environment build made that git does not ignore (diffs leave them out)\n'
+                 + ''.join(pattern(e) + '\n' for e in kept)).encode('utf-8'))
+    print('seed: %d file(s) git does not ignore are kept as if .gitignore named them: %s%s'
+          % (sum(len(entries[e]) for e in kept), ' '.join(kept[:5]), ' ...' if len(kept) > 5 else ''))
+seeded = ignored + [p for e in kept for p in entries[e]]
+if seeded:
+    with open('/tmp/seed-list', 'wb') as f:
+        f.write('\0'.join(seeded).encode('utf-8', 'surrogateescape'))
+    subprocess.run(['tar', '-cf', '/opt/bosun-env/seed.tar', '-C', '/workspace', '--null', '-T', '/tmp/seed-list'],
+                   check=True)
+    print('seed: kept %d file(s) the build made, e.g. %s' % (len(seeded), ' '.join(sorted(seeded)[:5])))
+""".replace("@LIMIT@", str(UNIGNORED_LIMIT))
+
+
+class CappedLog:
+    """``build.log``, bounded: the first ``head`` bytes are written as they come, then only the last ``tail`` bytes
+    are kept (in memory, written after a line saying how many bytes were cut, on every flush). A setup step that
+    prints forever fills neither the disk nor the memory."""
+
+    def __init__(self, f: IO[bytes], head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES) -> None:
+        self.f = f
+        self.head = head
+        self.tail = tail
+        self.written = 0
+        self.cut = 0
+        self.kept = bytearray()
+
+    def write(self, data: bytes) -> int:
+        room = self.head - self.written
+        if room > 0:
+            self.f.write(data[:room])
+            self.written += min(room, len(data))
+            data = data[room:]
+        if data:
+            self.kept += data
+            if len(self.kept) > self.tail:
+                over = len(self.kept) - self.tail
+                del self.kept[:over]
+                self.cut += over
+        return len(data)
+
+    def flush(self) -> None:
+        if self.written >= self.head and (self.kept or self.cut):
+            self.f.seek(self.head)
+            if self.cut:
+                self.f.write(f"\n[... {self.cut} bytes of output cut: build.log keeps the first {self.head} and the "
+                             f"last {self.tail} bytes ...]\n".encode())
+            self.f.write(self.kept)
+            self.f.truncate()
+        self.f.flush()
+
+
+class BuildFailed(BosunError):
+    """The repository's environment could not be built: a step failed (the repository's setup, its
+    dependencies, the index). Not retried: the same inputs fail the same way."""
+
+    kind = "EnvironmentFailed"
+
+    def __init__(self, step: str, reason: str, tail: str, log: Path | None = None) -> None:
+        where = f"; log: {log}" if log else ""
+        super().__init__(f"environment build failed at step '{step}': {reason}{where}")
+        self.step = step
+        self.reason = reason
+        self.tail = tail
+        self.log = log
+
+
+@dataclass
+class Outcome:
+    image: str
+    exported: Path
+    seed: bool
+    date_used: str | None
+    attempts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unignored: list[str] = field(default_factory=list)
+    image_mb: float = 0.0
+    layer_mb: float = 0.0
+
+
+class _StreamFile(io.RawIOBase):
+    """A byte-chunk iterator as a readable file (docker's get_archive -> tarfile's stream mode)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+def _owned_tar(source: Path, dest: Path, uid: int) -> list[str]:
+    """``source`` (a tar) written to ``dest`` with every member owned by ``uid`` (the build user must write the
+    tree), streamed member by member; returns its files."""
+    names: list[str] = []
+    with tarfile.open(source, mode="r|") as src, tarfile.open(dest, mode="w|") as dst:
+        for member in src:
+            if member.type == tarfile.XGLTYPE or member.name in ("pax_global_header",):
+                continue
+            member.uid = member.gid = uid
+            member.uname = member.gname = "bosun"
+            if member.isreg() or member.issym():
+                names.append(member.name)
+            dst.addfile(member, src.extractfile(member) if member.isreg() else None)
+    return names
+
+
+def _tools_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:") as tar:
+        for name, (data, mode) in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            info.uid = info.gid = BUILD_UID
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+class Builder:
+    """Builds one environment (see the module docstring). ``api``: a docker APIClient; ``uv``: the uv binary
+    copied into the build; ``progress``: one line per event, for people (stderr, heartbeat details)."""
+
+    def __init__(self, api: Any, *, uv: Path, network: BuildNetwork, timeout_s: float, memory_mb: int,
+                 cpus: float = 0.0, progress: Callable[[str], None] = lambda _m: None, cache: str = "",
+                 toolchain: dict[str, Tarball] | None = None, npm_registry: str = REGISTRY) -> None:
+        self.api = api
+        self.toolchain = toolchain or {}
+        """A JavaScript/TypeScript environment's tarballs by role (node, npm, yarn, pnpm, corepack)."""
+        self.npm_registry = npm_registry
+        self.cache = cache
+        """The cache the environment goes into (its image's ``CACHE_LABEL``)."""
+        self.uv = uv
+        self.network = network
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.cpus = cpus
+        self.progress = progress
+
+    def build(self, det: Detection, base: BaseInfo, key: str, source_tar: Path, staging: Path,
+              uv_cache: Path) -> Outcome:
+        """Run the steps; writes ``staging/build.log`` and ``staging/root`` (the export). Raises BuildFailed."""
+        spec = det.spec
+        log_path = staging / "build.log"
+        deadline = time.monotonic() + self.timeout_s
+        with open(log_path, "wb") as f:
+            log = CappedLog(f)
+            run = _Run(self, log, log_path, deadline)
+            log.write(f"bosun environment build {key}\nrepository {det.repository} commit {det.commit}\n"
+                      f"base {base.name} (python {base.python})\nspec {spec.canonical()}\n".encode())
+            for note in self.network.notes + det.notes:
+                log.write(f"note: {note}\n".encode())
+            cid = self._create(base, spec, key, uv_cache)
+            run.container = cid
+            try:
+                return self._steps(run, det, base, key, source_tar, staging)
+            finally:
+                run.stop_watchdog()
+                log.flush()
+                with contextlib.suppress(Exception):
+                    self.api.remove_container(cid, force=True, v=True)
+
+    def _create(self, base: BaseInfo, spec: EnvSpec, key: str, uv_cache: Path) -> str:
+        from docker.types import Mount  # noqa: PLC0415
+
+        # The source and the tools go into anonymous volumes mounted, not declared: a declared volume (the
+        # container's ``volumes``) would pass to the committed image, and docker would make (and, unless told,
+        # keep) an empty volume for every sandbox of it. Removed with the build container (``v=True``).
+        scratch = [Mount(path, None, type="volume", labels={LABEL: key}) for path in ("/workspace", TOOLS)]
+        host_config = self.api.create_host_config(
+            network_mode="bridge", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            # exec: builds compile and run probes in a temporary folder (scikit-learn's OpenMP check); docker's tmpfs
+            # is noexec unless told.
+            tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=4g,mode=1777",
+                   "/var/tmp": "rw,exec,nosuid,nodev,size=1g,mode=1777"},
+            mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=4096,
+            nano_cpus=int(self.cpus * 1e9) if self.cpus > 0 else None, init=True,
+            binds={str(uv_cache): {"bind": INSTALL_CACHE, "mode": "rw"}}, mounts=scratch,
+            log_config={"type": "none", "config": {}})
+        created = self.api.create_container(
+            image=base.docker_tag, command=["sleep", "infinity"], user=f"{BUILD_UID}:{BUILD_UID}",
+            working_dir="/workspace", host_config=host_config,
+            # the sandbox labels: a build whose process dies is removed by the reaper like any orphan sandbox
+            labels={LABEL: key, "bosun.env.build": "1", SANDBOX_LABEL: "1", LABEL_OWNER: owner_tag()},
+            name=f"bosun-envbuild-{key}-{int(time.time())}",
+            use_config_proxy=False)
+        return created["Id"]
+
+    def _keep_out(self, run: _Run, cid: str) -> None:
+        """Before anything runs in the build container: the host (every address of its own), the other containers
+        and link-local addresses (a cloud's metadata service) out of its reach, its resolvers and the configured
+        registries and proxies excepted (sandbox/netns.py: build_only). Best effort, as the sandboxes' private
+        routes: a host that cannot set them says so in the build log, and the build goes on as before."""
+        state = self.api.inspect_container(cid)
+        gateway, subnet, resolvers = netns.bridge_of(state)
+        registries = self.network.registry_addresses()
+        try:
+            reach = netns.build_only(netns.namespace_of(state), gateway, subnet, resolvers, registries)
+        except OSError as exc:
+            run.note(f"the build can reach this host and link-local addresses: {exc}")
+            return
+        mine = {*reach.host, gateway}
+        for addr in dict.fromkeys(a for a in reach.dns if a in mine):
+            run.note(f"the build can reach this host at {addr} on port 53: its resolver is there")
+        for addr in dict.fromkeys(a for a in reach.open if a in mine):
+            run.note(f"the build can reach this host at {addr}, every port: a registry or proxy is there")
+
+    def _env(self, spec: EnvSpec, date: str | None = None) -> dict[str, str]:
+        env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{VENV}/bin:{TOOLS}:{SANDBOX_PATH}",
+               "VIRTUAL_ENV": VENV, "UV_CACHE_DIR": INSTALL_CACHE, "UV_PYTHON_DOWNLOADS": "never",
+               "UV_NO_PROGRESS": "1", "UV_LINK_MODE": "copy", "UV_HTTP_TIMEOUT": "120",
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1",
+               "UV_PYTHON": f"{VENV}/bin/python"}
+        env.update(self.network.env)
+        if spec.scm_version:
+            env["SETUPTOOLS_SCM_PRETEND_VERSION"] = spec.scm_version
+        if date:
+            env["UV_EXCLUDE_NEWER"] = date
+        env.update(spec.env)
+        return env
+
+    def _steps(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: Path,
+               staging: Path) -> Outcome:
+        spec = det.spec
+        api, cid = self.api, run.container
+        api.start(cid)
+        self._keep_out(run, cid)
+        run.start_watchdog()
+        owned = source_tar.with_name("source-owned.tar")
+        names = _owned_tar(source_tar, owned, BUILD_UID)
+        tools = {"uv": (self.uv.read_bytes(), 0o755),
+                 "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
+                 "seed.py": (SEED_SCRIPT.encode(), 0o644)}
+        if self.network.ca_bundle is not None:
+            tools["ca.crt"] = (self.network.ca_bundle, 0o644)
+        run.header("copy in", f"the source ({len(names)} files) and the tools")
+        with open(owned, "rb") as source:
+            copied = api.put_archive(cid, TOOLS, _tools_tar(tools)) and api.put_archive(cid, "/workspace", source)
+        owned.unlink()
+        if not copied:
+            raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
+        for i, cmd in enumerate(spec.prepare, 1):
+            self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
+            run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
+        if spec.node is not None:
+            return self._finish(run, det, base, key, staging, spec, self._node(run, spec), None, [])
+        self.progress(f"building: virtualenv (python {base.python})")
+        python = interpreter(spec.python).path
+        run.step("virtualenv", [UV, "venv", "--python", python, VENV], self._env(spec))
+        fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python {python} {VENV}"]
+        installed = install(
+            run, spec, self._env(spec),
+            put_requirements=lambda text: api.put_archive(cid, TOOLS, _tools_tar({"requirements.txt": (text.encode(),
+                                                                                                        0o644)})),
+            fresh_venv=lambda: run.step("virtualenv (again)", fresh, self._env(spec)), progress=self.progress,
+            local=local_names(names), sample=collect_sample(spec, [n for n in names if is_test_file(n)]))
+        if installed is None:
+            raise run.failed("install", "the dependencies could not be installed")
+        used = installed.date
+        setup_env = self._env(spec, used)
+        if used:  # setup commands' `uv pip install` resolve as the install did (same dates, same moved packages)
+            api.put_archive(cid, TOOLS, _tools_tar({"uv.toml": (uv_config(used, installed.moved).encode(), 0o644)}))
+            setup_env["UV_CONFIG_FILE"] = f"{TOOLS}/uv.toml"
+            setup_env.pop("UV_EXCLUDE_NEWER", None)
+        return self._finish(run, det, base, key, staging, spec, setup_env, used, installed.history)
+
+    def _node(self, run: _Run, spec: EnvSpec) -> dict[str, str]:
+        """Node and its package manager into ENV_ROOT/node, then the project's dependencies as its lockfile pins
+        them (tried twice: a registry's hiccup is not the repository's); returns the environment of the steps
+        after (the setup commands)."""
+        node = spec.node
+        assert node is not None
+        missing = [role for role in ("node", "npm") if role not in self.toolchain]
+        if missing:
+            raise UnexpectedEnvironment(f"the build has no {', '.join(missing)} tarball (environments/toolchains.py)")
+        self.progress(f"building: node {self.toolchain['node'].version} and {node.package_manager}")
+        tarballs = {f"{role}.tgz": (t.path.read_bytes(), 0o644) for role, t in self.toolchain.items()}
+        if not self.api.put_archive(run.container, TOOLS, _tools_tar(tarballs)):
+            raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build container")
+        env = self._node_env(spec)
+        script = NODE_TOOLCHAIN.replace("@NODE@", NODE).replace("@TOOLS@", TOOLS)
+        run.step("toolchain", ["sh", "-c", script], env)
+        self.progress(f"building: install ({shlex.join(node.install)[:80]})")
+        rc, _ = run.step("install", list(node.install), env, check=False)
+        if rc != 0:
+            run.note("the install failed: trying it once more (a registry's hiccup is not the repository's)")
+            run.step("install (again)", list(node.install), env)
+        return env
+
+    def _node_env(self, spec: EnvSpec) -> dict[str, str]:
+        """The environment of a JavaScript/TypeScript build's steps: Node first on PATH, the package managers'
+        caches in the environment's own installer cache, the proxies and CA bundle, nothing downloaded that the
+        build does not reach."""
+        node = spec.node
+        assert node is not None
+        env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{NODE}/bin:/workspace/node_modules/.bin:{TOOLS}:"
+               f"{SANDBOX_PATH}", "npm_config_cache": f"{INSTALL_CACHE}/npm", "YARN_CACHE_FOLDER":
+               f"{INSTALL_CACHE}/yarn", "npm_config_store_dir": f"{INSTALL_CACHE}/pnpm-store",
+               "COREPACK_HOME": f"{ENV_ROOT}/corepack", "npm_config_registry": self.npm_registry, **NODE_QUIET}
+        if node.before:
+            env["npm_config_before"] = node.before
+        env.update({k: v for k, v in self.network.env.items() if k in PROXY_VARS})
+        if self.network.ca_bundle is not None:
+            env.update({"NODE_EXTRA_CA_CERTS": CA_IN_BUILD, "npm_config_cafile": CA_IN_BUILD})
+        env.update(spec.env)
+        return env
+
+    def _finish(self, run: _Run, det: Detection, base: BaseInfo, key: str, staging: Path, spec: EnvSpec,
+                setup_env: dict[str, str], used: str | None, history: list[str]) -> Outcome:
+        """The steps after the install, for every ecosystem: setup, seed, image, export."""
+        api, cid = self.api, run.container
+        for i, cmd in enumerate(spec.setup, 1):
+            self.progress(f"building: setup {i}/{len(spec.setup)}: {cmd[:80]}")
+            rc, _ = run.step(f"setup {i}: {cmd[:120]}", ["sh", "-c", cmd], setup_env, check=not spec.setup_best_effort)
+            if rc != 0:
+                run.note(f"setup {i} failed (exit {rc}): it is detection's (a Dockerfile, a devcontainer or tox), not "
+                         "a declaration's, so the build goes on without it")
+        self.progress("building: seed, image, export")
+        run.step("seed", ["/usr/bin/python3", f"{TOOLS}/seed.py"], {**self._env(spec), "PYTHONDONTWRITEBYTECODE": "1"})
+        seed = "seed: kept" in run.last_output
+        warnings = [line.split("seed: warning: ", 1)[1] for line in run.last_output.splitlines()
+                    if line.startswith("seed: warning: ")]
+        tag = f"bosun-env:{key}"
+        run.header("image", f"docker commit as {tag}")
+        changes = [f"ENV {k}={shlex.quote(v)}" for k, v in {**interpreter_env(spec.python), **spec.sandbox_env(),
+                                                             "PATH": spec.path()}.items() if k not in spec.env]
+        changes += ["ENV LANG=C.UTF-8", "ENV HOME=/tmp/home", "WORKDIR /workspace", f"USER {BUILD_UID}:{BUILD_UID}",
+                   'CMD ["sleep", "infinity"]', f"LABEL {LABEL}={key}", f"LABEL bosun.base={base.name}",
+                   # the build container's sandbox labels must not pass to the image: every container of it
+                   # would look like an orphan of the (finished) build to the reaper
+                   f"LABEL {SANDBOX_LABEL}=image {LABEL_OWNER}=none bosun.env.build=done",
+                   f"LABEL {CACHE_LABEL}={json.dumps(self.cache)}"]
+        changes += [f"ENV {k}={shlex.quote(v)}" for k, v in spec.env.items()]
+        api.commit(cid, repository="bosun-env", tag=key, changes=changes,
+                   message=f"bosun environment {key} for {det.repository}@{det.commit[:12]}")
+        exported = self._export(run, tag, staging / "root")
+        unignored = self._unignored(run, tag, exported)
+        image = api.inspect_image(tag)
+        base_img = api.inspect_image(base.docker_tag)
+        size = float(image.get("Size") or 0)
+        return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history, warnings=warnings,
+                       unignored=unignored,
+                       image_mb=round(size / 1e6, 1),
+                       layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
+
+
+    def _unignored(self, run: _Run, tag: str, exported: Path) -> list[str]:
+        """The seed's files git does not ignore, as the seed script listed them in the export (read as data: the
+        build ran the repository's code); a list that is not valid fails the build at step ``seed``."""
+        try:
+            fd = os.open(exported / "seed-unignored", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            reason = f"its list of files git does not ignore cannot be read ({exc.strerror})"
+        else:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(SEED_UNIGNORED_MAX + 1)
+            try:
+                return parse_unignored(data)
+            except ValueError as exc:
+                reason = f"its list of files git does not ignore is not valid: {exc}"
+        with contextlib.suppress(Exception):
+            self.api.remove_image(tag, force=True)
+        run.note(reason)
+        raise run.failed("seed", reason)
+
+    def _export(self, run: _Run, tag: str, exported: Path) -> Path:
+        """``ENV_ROOT`` of the build container unpacked at ``exported`` by environments/unpack.py's rules;
+        output breaking them fails the build at step ``export`` (the image is removed)."""
+        run.header("export", f"{ENV_ROOT} for bwrap")
+        try:
+            stream, _stat = self.api.get_archive(run.container, ENV_ROOT)
+            unpack(io.BufferedReader(_StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
+        except BosunError as exc:
+            with contextlib.suppress(Exception):
+                self.api.remove_image(tag, force=True)
+            if isinstance(exc, ExportRefused):
+                run.note(str(exc))
+                raise run.failed("export", str(exc)) from None
+            raise
+        return exported
+
+
+class _Run:
+    """One build's log, steps and deadline."""
+
+    def __init__(self, builder: Builder, log: CappedLog, log_path: Path, deadline: float) -> None:
+        self.builder = builder
+        self.log = log
+        self.log_path = log_path
+        self.deadline = deadline
+        self.container = ""
+        self.last_output = ""
+        self.timed_out = False
+        self._stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    def start_watchdog(self) -> None:
+        def watch() -> None:
+            if not self._stop.wait(max(0.0, self.deadline - time.monotonic())):
+                self.timed_out = True
+                with contextlib.suppress(Exception):
+                    self.builder.api.kill(self.container)
+
+        self._watchdog = threading.Thread(target=watch, daemon=True, name="envbuild-deadline")
+        self._watchdog.start()
+
+    def stop_watchdog(self) -> None:
+        self._stop.set()
+
+    def header(self, name: str, detail: str = "") -> None:
+        self.log.write(f"\n==> {name}{': ' + detail if detail else ''}\n".encode())
+        self.log.flush()
+
+    def note(self, text: str) -> None:
+        self.log.write(f"note: {text}\n".encode())
+
+    def step(self, name: str, cmd: list[str], env: dict[str, str], *, check: bool = True) -> tuple[int, str]:
+        """Run ``cmd`` in the build container as the build user; returns (exit code, its output)."""
+        self.header(name, shlex.join(cmd))
+        started = time.monotonic()
+        api = self.builder.api
+        try:
+            exec_id = api.exec_create(self.container, cmd, environment=env, workdir="/workspace",
+                                      user=f"{BUILD_UID}:{BUILD_UID}")["Id"]
+            output = bytearray()
+            for chunk in api.exec_start(exec_id, stream=True):
+                self.log.write(chunk)
+                output += chunk
+                if len(output) > 2 * OUTPUT_KEPT:
+                    del output[:-OUTPUT_KEPT]
+            rc = api.exec_inspect(exec_id).get("ExitCode")
+        except Exception as exc:  # noqa: BLE001 - the engine's errors: the container died (or the deadline)
+            if self.timed_out:
+                raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)"
+                                  ) from None
+            raise UnexpectedEnvironment(f"environment build: the docker engine failed during '{name}': {exc}"
+                                        ) from None
+        if self.timed_out:
+            raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)")
+        text = bytes(output[-OUTPUT_KEPT:]).decode("utf-8", "replace")
+        self.last_output = text
+        rc = -1 if rc is None else int(rc)
+        self.log.write(f"[{name}: exit {rc} after {time.monotonic() - started:.1f} s]\n".encode())
+        self.log.flush()
+        if check and rc != 0:
+            raise self.failed(name, f"exit {rc}")
+        return rc, text
+
+    def failed(self, step: str, reason: str) -> BuildFailed:
+        self.log.flush()
+        tail = log_tail(self.log_path)
+        last = next((line for line in reversed(tail.splitlines()) if line.strip() and not line.startswith("[")), "")
+        return BuildFailed(step, f"{reason}: {last.strip()[:300]}" if last else reason, tail, self.log_path)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL) -> str:
+    return "\n".join(read_tail(path, 64_000).splitlines()[-lines:])
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of a file as text (never the whole file in memory); "" when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
+    except OSError:
+        return ""
+    cut = f"[... the first {size - limit} bytes of the log are not shown ...]\n" if size > limit else ""
+    return cut + data.decode("utf-8", "replace")

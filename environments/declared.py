@@ -1,0 +1,308 @@
+"""Declared environments: ``.bosun/environment.toml`` in the repository, an operator's override file for
+repositories you do not control (``BOSUN_ENV_OVERRIDES``), and the hints a Dockerfile or devcontainer.json gives.
+
+environment.toml (every key optional; unknown keys are refused, so a typo never goes unnoticed)::
+
+    python = "3.11"                  # 3.9, 3.11 or 3.13 (or base = "bookworm"); 3.6, built from source
+    apt = ["libxml2-dev"]            # extra Debian packages in the base
+    install = true                   # install the project (editable) and its detected dependencies first
+    extras = ["test"]                # extras of the project to install with it
+    requirements = ["pytest<5"]      # more requirement specifiers
+    overrides = ["astroid==2.15.5"]  # pins that win over the requirement files' (as a pip install run after them)
+    requirement_files = ["requirements/ci.txt"]
+    soft_requirements = ["netCDF4"]  # installed when the index has them and they install; dropped otherwise
+    exclude_newer = "2019-12-01"     # resolve as of this date; false: the newest versions
+    resolve_for_python = "3.6"       # resolve versions as if for this older Python, install them on ours
+    build_isolation = false          # build the project against the installed packages (numpy, cython)
+    project_last = true              # install the requirements first, then the project on its own: what it
+                                     # requires wins over their pins (as pip installs run one after the other)
+    prepare = ["sed -i 's/==1.2/>=1.2/' setup.py"]    # run in the source before the install, with network
+    setup = ["python setup.py build_ext --inplace"]   # run after the install, with network
+    test_command = "python -m pytest tests"
+    compilers = true                 # a C toolchain and Python headers in the base
+    detect = false                   # install only what this file names: no extras, requirement files, pytest
+                                     # plugins or imports that detection would add beside it
+    standins = ["httpbin.org"]       # public test services the tests call, answered in the sandbox by a local
+                                     # stand-in (its package a requirement; environments/standins.py)
+    [env]
+    DJANGO_SETTINGS_MODULE = "tests.settings"
+
+The file is the repository's own (hostile) content like setup.py: it only shapes a build that runs in a
+container, never anything on the host.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+import tomllib
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from environments.bases import check_packages
+from environments.interpreters import SUITES, interpreter
+from environments.standins import KNOWN
+from infra.errors import ConfigError, describe_validation
+
+DECLARED_FILE = ".bosun/environment.toml"
+RESERVED_ENV = {"PATH", "HOME", "TMPDIR", "VIRTUAL_ENV", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "USER",
+                "PWD", "SHELL", "UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS"}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class Declared(BaseModel):
+    """The schema of environment.toml (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    python: str | None = None
+    base: str | None = None
+    apt: list[str] = []
+    install: bool = True
+    extras: list[str] = []
+    requirements: list[str] = []
+    overrides: list[str] = []
+    requirement_files: list[str] = []
+    soft_requirements: list[str] = []
+    exclude_newer: str | bool | None = None
+    resolve_for_python: str | None = None
+    build_isolation: bool = True
+    project_last: bool = False
+    prepare: list[str] = []
+    setup: list[str] = []
+    test_command: str | None = None
+    compilers: bool = False
+    detect: bool = True
+    standins: list[str] = []
+    env: dict[str, str] = {}
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str | None) -> str | None:
+        return None if v is None else interpreter(v).version
+
+    @field_validator("resolve_for_python")
+    @classmethod
+    def _resolve_for(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"3\.\d{1,2}", v):
+            raise ValueError(f"resolve_for_python {v[:20]!r}: a Python version, major.minor (3.6)")
+        return v
+
+    @field_validator("base")
+    @classmethod
+    def _base(cls, v: str | None) -> str | None:
+        if v is not None and v not in SUITES:
+            raise ValueError(f"base {v!r} is not available: use one of {', '.join(SUITES)}")
+        return v
+
+    @field_validator("apt")
+    @classmethod
+    def _apt(cls, v: list[str]) -> list[str]:
+        return check_packages(v, "apt")
+
+    @field_validator("extras")
+    @classmethod
+    def _extras(cls, v: list[str]) -> list[str]:
+        for extra in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", extra):
+                raise ValueError(f"extra {extra[:40]!r} is not a valid extra name")
+        return v
+
+    @field_validator("requirement_files")
+    @classmethod
+    def _files(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if path.startswith("/") or ".." in path.split("/") or "\n" in path or path.startswith("-"):
+                raise ValueError(f"requirement file {path[:60]!r} must be a path inside the repository")
+        return v
+
+    @field_validator("requirements", "soft_requirements", "prepare", "setup")
+    @classmethod
+    def _lines(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if "\n" in item or "\0" in item or not item.strip():
+                raise ValueError(f"{item[:40]!r}: one non-empty line each")
+        return v
+
+    @field_validator("standins")
+    @classmethod
+    def _standins(cls, v: list[str]) -> list[str]:
+        for host in v:
+            if host not in KNOWN:
+                raise ValueError(f"standins: no stand-in is known for {host[:60]!r}; known: {', '.join(KNOWN)}")
+        return list(dict.fromkeys(v))
+
+    @field_validator("test_command")
+    @classmethod
+    def _test(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                if not shlex.split(v):
+                    raise ValueError("test_command is empty")
+            except ValueError as exc:
+                raise ValueError(f"test_command is not a valid command line: {exc}") from None
+        return v
+
+    @field_validator("exclude_newer")
+    @classmethod
+    def _date(cls, v: str | bool | None) -> str | bool | None:
+        if v is True:
+            raise ValueError("exclude_newer: a date (2019-12-01) or false")
+        if isinstance(v, str):
+            parse_date(v)
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not ENV_NAME.match(name) or name in RESERVED_ENV or name.startswith("BOSUN_"):
+                raise ValueError(f"env: {name[:40]!r} cannot be set (a valid name, and not one of "
+                                 f"{', '.join(sorted(RESERVED_ENV))} or BOSUN_*)")
+            if "\0" in value:
+                raise ValueError(f"env: the value of {name} contains a NUL byte")
+        return v
+
+    @property
+    def python_version(self) -> str | None:
+        return self.python or (SUITES[self.base] if self.base else None)
+
+
+def parse_date(text: str) -> datetime:
+    """A date or RFC 3339 time as an aware UTC datetime; ValueError otherwise."""
+    t = text.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", t):
+            return datetime.combine(date.fromisoformat(t), datetime.max.time().replace(microsecond=0), tzinfo=UTC)
+        stamp = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} is not a date (YYYY-MM-DD) or an RFC 3339 time") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def parse_declared(text: str, where: str) -> Declared:
+    """environment.toml text -> Declared; ConfigError naming the file and what is wrong."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    if isinstance(data.get("environment"), dict) and len(data) == 1:
+        data = data["environment"]  # a [environment] table is accepted too
+    try:
+        return Declared.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {describe_validation(exc, where=where, first_only=True)}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+# -- the operator's override map ---------------------------------------------------------------------------------
+
+
+def load_overrides(value: str | None) -> dict[str, Path]:
+    """BOSUN_ENV_OVERRIDES: a JSON object, or the path of a JSON or TOML file holding one, from a repository
+    (a path, a URL, or a glob pattern over either) to an environment file. ConfigError when unusable."""
+    if not value or not value.strip():
+        return {}
+    text = value.strip()
+    source = "BOSUN_ENV_OVERRIDES"
+    if not text.startswith("{"):
+        path = Path(text).expanduser()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"BOSUN_ENV_OVERRIDES: cannot read {path}: {exc.strerror or exc}") from None
+        source = str(path)
+    try:
+        raw: Any = tomllib.loads(text) if source.endswith(".toml") else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{source}: not a JSON{' or TOML' if source.endswith('.toml') else ''} object: "
+                          f"{str(exc)[:160]}") from None
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise ConfigError(f"{source}: expected an object from repository (path, URL or pattern) to an environment "
+                          "file path")
+    out: dict[str, Path] = {}
+    for repo, env_file in raw.items():
+        path = Path(env_file).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{source}: the environment file for {repo!r} ({env_file}) does not exist")
+        out[repo] = path
+    return out
+
+
+def override_for(overrides: dict[str, Path], repository: str) -> Path | None:
+    """The override file for ``repository``: an exact match (path resolved), else the first pattern that
+    matches."""
+    candidates = {repository.rstrip("/")}
+    if not re.match(r"^[a-z+]+://", repository):
+        candidates.add(str(Path(repository).expanduser().resolve()))
+    for key, path in overrides.items():
+        if key.rstrip("/") in candidates:
+            return path
+        if not re.match(r"^[a-z+]+://", key) and not any(c in key for c in "*?["):
+            if str(Path(key).expanduser().resolve()) in candidates:
+                return path
+    for key, path in overrides.items():
+        if any(c in key for c in "*?[") and any(fnmatch.fnmatch(c, key) for c in candidates):
+            return path
+    return None
+
+
+# -- hints from a Dockerfile or devcontainer.json ---------------------------------------------------------------
+
+
+def dockerfile_hints(text: str) -> dict[str, Any]:
+    """python version (from ``FROM python:X.Y``), apt packages (``apt-get install``) and ENV of a Dockerfile.
+    Its RUN steps are not run: the base images it names are not reachable and bosun builds its own."""
+    hints: dict[str, Any] = {"apt": [], "env": {}}
+    joined = re.sub(r"\\\r?\n", " ", text)
+    for line in joined.splitlines()[:2000]:
+        line = line.strip()
+        m = re.match(r"(?i)^FROM\s+(?:--platform=\S+\s+)?(?:\S+/)?python:(\d+\.\d+)", line)
+        if m and "python" not in hints:
+            hints["python"] = m.group(1)
+        if re.match(r"(?i)^RUN\b", line):
+            for seg in re.split(r"&&|;|\|\|", line[3:]):
+                words = seg.split()
+                if "install" in words and any(w in ("apt-get", "apt") for w in words):
+                    hints["apt"] += [w for w in words[words.index("install") + 1:]
+                                     if not w.startswith("-") and re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", w)]
+        m = re.match(r"(?i)^ENV\s+([A-Za-z_][A-Za-z0-9_]*)[ =](.*)$", line)
+        if m and m.group(1) not in RESERVED_ENV and "$" not in m.group(2):
+            hints["env"][m.group(1)] = m.group(2).strip().strip('"')
+    return hints
+
+
+def devcontainer_hints(text: str) -> dict[str, Any]:
+    """python version (image tag or the python feature's version) and setup commands (postCreateCommand...)."""
+    hints: dict[str, Any] = {"setup": []}
+    stripped = re.sub(r"^\s*//.*$", "", text, flags=re.M)
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return hints
+    if not isinstance(data, dict):
+        return hints
+    image = str(data.get("image", ""))
+    m = re.search(r"python:(?:\d+-)?(\d+\.\d+)", image)
+    if m:
+        hints["python"] = m.group(1)
+    for feature, opts in (data.get("features") or {}).items() if isinstance(data.get("features"), dict) else []:
+        if "python" in feature and isinstance(opts, dict) and re.fullmatch(r"\d+\.\d+", str(opts.get("version"))):
+            hints["python"] = str(opts["version"])
+    for key in ("onCreateCommand", "updateContentCommand", "postCreateCommand"):
+        cmd = data.get(key)
+        if isinstance(cmd, str) and cmd.strip() and "\n" not in cmd:
+            hints["setup"].append(cmd.strip())
+        elif isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd):
+            hints["setup"].append(shlex.join(cmd))
+    env = data.get("containerEnv") or data.get("remoteEnv")
+    if isinstance(env, dict):
+        hints["env"] = {k: v for k, v in env.items() if isinstance(v, str) and ENV_NAME.match(k)
+                        and k not in RESERVED_ENV and "$" not in v}
+    return hints
