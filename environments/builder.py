@@ -48,6 +48,7 @@ from environments.installer import TOOLS, UV, collect_sample, install, uv_config
 from environments.interpreters import interpreter, interpreter_env
 from environments.models import ENV_ROOT, NODE, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
 from environments.netconf import CA_IN_BUILD, PROXY_VARS, BuildNetwork
+from environments.node import install_attempts
 from environments.store import CACHE_LABEL
 from environments.toolchains import REGISTRY, Tarball
 from environments.unpack import ExportRefused, unpack
@@ -427,7 +428,8 @@ class Builder:
             self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
             run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         if spec.node is not None:
-            return self._finish(run, det, base, key, staging, spec, self._node(run, spec), None, [])
+            env = self._node(run, spec)
+            return self._finish(run, det, base, key, staging, spec, env, None, run.attempts)
         self.progress(f"building: virtualenv (python {base.python})")
         python = interpreter(spec.python).path
         run.step("virtualenv", [UV, "venv", "--python", python, VENV], self._env(spec))
@@ -464,12 +466,16 @@ class Builder:
         env = self._node_env(spec)
         script = NODE_TOOLCHAIN.replace("@NODE@", NODE).replace("@TOOLS@", TOOLS)
         run.step("toolchain", ["sh", "-c", script], env)
-        self.progress(f"building: install ({shlex.join(node.install)[:80]})")
-        rc, _ = run.step("install", list(node.install), env, check=False)
-        if rc != 0:
-            run.note("the install failed: trying it once more (a registry's hiccup is not the repository's)")
-            run.step("install (again)", list(node.install), env)
-        return env
+        attempts = install_attempts(node)
+        for i, (cmd, extra, why) in enumerate(attempts, 1):
+            self.progress(f"building: install {i}/{len(attempts)} ({shlex.join(cmd)[:80]})")
+            step_env = {k: v for k, v in env.items() if k != "npm_config_before"} | extra
+            rc, _ = run.step(f"install {i}: {why}", cmd, step_env, check=False)
+            run.attempts.append(f"{shlex.join(cmd)}{' (before ' + extra['npm_config_before'] + ')' if extra else ''}: "
+                                f"{'ok' if rc == 0 else f'exit {rc}'}")
+            if rc == 0:
+                return env
+        raise run.failed("install", "the dependencies could not be installed (every attempt is in the log)")
 
     def _node_env(self, spec: EnvSpec) -> dict[str, str]:
         """The environment of a JavaScript/TypeScript build's steps: Node first on PATH, the package managers'
@@ -576,6 +582,8 @@ class _Run:
         self.deadline = deadline
         self.container = ""
         self.last_output = ""
+        self.attempts: list[str] = []
+        """Each install attempt of a JavaScript/TypeScript build and how it ended (the record's ``attempts``)."""
         self.timed_out = False
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None

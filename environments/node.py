@@ -177,6 +177,25 @@ def install_command(pm: str, pm_version: str, lockfile: str) -> list[str]:
     return ["npm", "install", "--no-audit", "--no-fund"]
 
 
+def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], str]]:
+    """The installs a build tries in turn, each (command, its variables, why): the spec's own (frozen to the
+    lockfile, or as of the commit's date), then what npm users fall back to when that fails: an install that
+    updates a lockfile out of step with package.json, peer-dependency conflicts let through (npm 7+ refuses what
+    npm 6 accepted), and at last the newest versions (an old range no version of that date satisfies)."""
+    first = (list(node.install), {"npm_config_before": node.before} if node.before else {}, "as detected")
+    if node.package_manager != "npm":
+        return [first]
+    plain = ["npm", "install", "--no-audit", "--no-fund"]
+    dated = {"npm_config_before": node.before} if node.before else {}
+    out = [first]
+    if node.install[:2] == ["npm", "ci"]:
+        out.append((plain, {}, "the lockfile is out of step with package.json: npm install updates it"))
+    out.append(([*plain, "--legacy-peer-deps"], dated, "peer-dependency conflicts let through (as npm 6 did)"))
+    if node.before:
+        out.append(([*plain, "--legacy-peer-deps"], {}, "the newest versions: none of the commit's date satisfies"))
+    return out
+
+
 def runner_of(script: str) -> str:
     """The test runner a script calls ("" when it names none bosun knows)."""
     words = f" {script} "

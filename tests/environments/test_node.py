@@ -204,3 +204,16 @@ async def test_a_javascript_project_builds_from_the_npm_registry_and_its_tests_r
     report = parse_output(record.spec.node.runner, res.stdout + "\n" + res.stderr, res.exit_code)
     assert res.exit_code != 0 and report.counts == {"passed": 1, "failed": 1}, res.stdout[-2000:]
     assert report.failed == ["empty strings do not count"] and report.passed == ["numbers and numeric strings count"]
+
+
+def test_an_install_that_fails_falls_back_as_npm_users_do():
+    from environments.node import install_attempts
+    frozen = install_attempts(NodeSpec(line="18", install=["npm", "ci", "--no-audit", "--no-fund"]))
+    assert [cmd[:3] for cmd, _, _ in frozen] == [["npm", "ci", "--no-audit"], ["npm", "install", "--no-audit"],
+                                                  ["npm", "install", "--no-audit"]]
+    assert frozen[-1][0][-1] == "--legacy-peer-deps" and all(extra == {} for _, extra, _ in frozen)
+    dated = install_attempts(NodeSpec(line="12", install=["npm", "install", "--no-audit", "--no-fund"],
+                                      before="2020-11-10T23:59:59Z"))
+    assert [extra for _, extra, _ in dated] == [{"npm_config_before": "2020-11-10T23:59:59Z"}] * 2 + [{}]
+    assert "newest versions" in dated[-1][2]
+    assert len(install_attempts(NodeSpec(line="18", package_manager="yarn", install=["yarn", "install"]))) == 1

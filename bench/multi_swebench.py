@@ -1,0 +1,184 @@
+"""Multi-SWE-bench gold patches in bosun's **detected** environments, judged as its harness judges them. Prints JSON.
+
+Run: ``.venv/bin/python bench/multi_swebench.py --instances ROWS.jsonl [--instances ...] --repo ORG/NAME=MIRROR ...
+[--only ID] [--limit N] [--out DIR]``.
+
+The rows are Multi-SWE-bench's (``org``, ``repo``, ``number``, ``base.sha``, ``fix_patch``, ``test_patch``,
+``f2p_tests``, ``p2p_tests``); each repository comes from a local mirror (a bare clone with the instances'
+commits). For each instance, exactly as an external benchmark would drive bosun, through its public commands:
+
+1. a checkout of ``base.sha`` (a local clone of the mirror) and ``bosun env build --repo CHECKOUT --json``:
+   the environment bosun **detects** (no declaration is added);
+2. a workspace of the checkout with ``test.patch`` and ``fix.patch`` applied (``git apply``, as the harness does);
+3. the harness's test command for the repository (``RECIPES``: what its ``fix-run.sh`` runs) in the environment's
+   sandbox, ``bosun sandbox exec --env ID --workspace WS --json`` (no network);
+4. the output read by bosun's reader of the runner (environments/results.py), its test ids put in the harness's
+   form (``RECIPES``: ``FILE`` and ``FILE:TITLE`` for jest, the bare title for mocha);
+5. resolved when every ``f2p_tests`` and ``p2p_tests`` id passed (and none of them failed).
+
+Reported per instance: ``built`` (the environment's build, s), ``env_id``, ``node`` and package manager,
+``resolved``, the f2p/p2p ids missing or failed; overall ``resolved`` / ``judged`` and per repository. Logs of each
+run go to ``--out`` (default ``~/.cache/bosun-bench/multi-swebench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from environments.results import parse_output  # noqa: E402
+
+BOSUN = str(Path(sys.executable).parent / "bosun")
+OUT = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench")) / "multi-swebench"
+SANDBOX_UID = 64000
+"""The uid the sandboxes run as (the workspace is theirs)."""
+
+RECIPES: dict[str, dict[str, str]] = {
+    "iamkun/dayjs": {"run": "npm test -- --verbose", "runner": "jest", "ids": "jest"},
+    "anuraghazra/github-readme-stats": {"run": "npm run test -- --verbose", "runner": "jest", "ids": "jest"},
+    "darkreader/darkreader": {"run": "npm run test:ci", "runner": "jest", "ids": "jest"},
+    "Kong/insomnia": {"run": "npm test -- --verbose", "runner": "jest", "ids": "jest"},
+    "expressjs/express": {"run": "npm test", "runner": "mocha", "ids": "fulltitle"},
+    "axios/axios": {"run": "npm test -- --reporter console", "runner": "mocha", "ids": "title"},
+}
+"""Per repository: the harness's test command of the fix run (what its ``fix-run.sh`` runs, less what only reports
+elsewhere), the runner whose output it is, and the harness's form of a test id: ``jest``: ``FILE`` per suite and
+``FILE:TITLE`` per test (the leaf title); ``title``: the leaf title; ``fulltitle``: the describe chain and the title
+joined by spaces (mocha's ``fullTitle``)."""
+TITLE_FORM = {("expressjs/express", n) for n in (4212, 4852, 5555, 5841)}
+"""Pull requests whose harness reads spec output (bare titles) instead of mocha's JSON (full titles)."""
+
+
+def harness_ids(report, form: str, output: str) -> tuple[set[str], set[str]]:
+    """(passed ids, failed ids) in the harness's form, from bosun's report of the run."""
+    passed, failed = set(), set()
+    for tid in report.passed:
+        passed.add(_form(tid, form))
+    for tid in report.failed:
+        failed.add(_form(tid, form))
+    if form == "jest":  # suites: a `PASS FILE` / `FAIL FILE` line is an id of its own
+        for line in output.splitlines():
+            words = line.strip().split()
+            if len(words) >= 2 and words[0] in ("PASS", "FAIL"):
+                (passed if words[0] == "PASS" else failed).add(words[1])
+    return passed - failed, failed
+
+
+def _form(tid: str, form: str) -> str:
+    parts = tid.split(" > ")
+    if form == "jest":
+        return f"{parts[0]}:{parts[-1]}" if len(parts) > 1 else parts[0]
+    if form == "fulltitle":
+        return " ".join(parts)
+    return parts[-1]
+
+
+def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-c", "advice.detachedHead=false", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def bosun(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([BOSUN, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def judge(row: dict, mirror: Path, out: Path, timeout_s: float) -> dict:
+    key = f"{row['org']}/{row['repo']}"
+    iid = f"{row['org']}__{row['repo']}-{row['number']}"
+    recipe = RECIPES.get(key)
+    result: dict = {"instance_id": iid, "repo": key, "resolved": False}
+    if recipe is None:
+        return {**result, "error": f"no recipe for {key}"}
+    logs = out / iid
+    logs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="msb-") as tmp:
+        checkout = Path(tmp) / row["repo"]
+        made = git("clone", "-q", "--shared", "--no-checkout", str(mirror), str(checkout))
+        sha = row["base"]["sha"]
+        if made.returncode or git("checkout", "-q", sha, cwd=checkout).returncode:
+            return {**result, "error": f"cannot check out {sha}: {made.stderr[-300:]}"}
+        started = time.monotonic()
+        built = bosun("env", "build", "--repo", str(checkout), "--json", timeout=3600)
+        result["built_s"] = round(time.monotonic() - started, 1)
+        (logs / "build.stderr").write_text(built.stderr)
+        if built.returncode != 0:
+            return {**result, "error": "build failed: " + (built.stderr.strip().splitlines() or ["?"])[-1][:300]}
+        env = json.loads(built.stdout)
+        result.update(env_id=env["env_id"], toolchain=env.get("toolchain", {}))
+        ws = Path(tmp) / "ws"
+        shutil.copytree(checkout, ws, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+        for name in ("test", "fix"):
+            (ws / f".{name}.patch").write_text(row[f"{name}_patch"])
+        applied = subprocess.run(["git", "apply", "--whitespace=nowarn", ".test.patch", ".fix.patch"], cwd=ws,
+                                 capture_output=True, text=True)
+        for name in ("test", "fix"):
+            (ws / f".{name}.patch").unlink()
+        if applied.returncode != 0:
+            return {**result, "error": f"the patches do not apply: {applied.stderr[-300:]}"}
+        subprocess.run(["chown", "-R", f"{SANDBOX_UID}:{SANDBOX_UID}", str(ws)], check=True)
+        started = time.monotonic()
+        ran = bosun("sandbox", "exec", "--env", env["env_id"], "--workspace", str(ws), "--json", "--timeout",
+                    str(timeout_s), "--output-cap", str(8 << 20), "--", "sh", "-c", recipe["run"],
+                    timeout=timeout_s + 300)
+        result["test_s"] = round(time.monotonic() - started, 1)
+    try:
+        res = json.loads(ran.stdout)
+    except ValueError:
+        return {**result, "error": f"sandbox exec failed: {ran.stderr[-300:]}"}
+    output = res.get("stdout", "") + "\n" + res.get("stderr", "")
+    (logs / "test_output.txt").write_text(output)
+    report = parse_output(recipe["runner"], output, res.get("exit_code"))
+    form = "title" if (key, row["number"]) in TITLE_FORM else recipe["ids"]
+    passed, failed = harness_ids(report, form, output)
+    wanted = list(row.get("f2p_tests") or {}) + list(row.get("p2p_tests") or {})
+    missing = [t for t in wanted if t not in passed]
+    result.update(resolved=not missing, exit_code=res.get("exit_code"), counts=report.counts,
+                  f2p=len(row.get("f2p_tests") or {}), p2p=len(row.get("p2p_tests") or {}),
+                  not_passed=missing[:20], not_passed_count=len(missing), failed_named=sorted(failed)[:10])
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--instances", action="append", required=True, type=Path, help="Multi-SWE-bench rows (JSONL)")
+    p.add_argument("--repo", action="append", default=[], metavar="ORG/NAME=MIRROR", help="a repository's mirror")
+    p.add_argument("--only", action="append", default=[], help="only these instance ids (ORG__REPO-NUMBER)")
+    p.add_argument("--limit", type=int, default=0, help="at most this many instances per repository (0: all)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds the tests of one instance may take")
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args()
+    mirrors = dict(pair.split("=", 1) for pair in args.repo)
+    rows = [json.loads(line) for f in args.instances for line in f.read_text().splitlines() if line.strip()]
+    seen: dict[str, int] = {}
+    results = []
+    for row in rows:
+        key = f"{row['org']}/{row['repo']}"
+        iid = f"{row['org']}__{row['repo']}-{row['number']}"
+        if (args.only and iid not in args.only) or key not in mirrors:
+            continue
+        if args.limit and seen.get(key, 0) >= args.limit:
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        got = judge(row, Path(mirrors[key]), args.out, args.timeout)
+        print(json.dumps(got), file=sys.stderr, flush=True)
+        results.append(got)
+    per_repo: dict[str, dict[str, int]] = {}
+    for r in results:
+        s = per_repo.setdefault(r["repo"], {"judged": 0, "resolved": 0})
+        s["judged"] += 1
+        s["resolved"] += int(r["resolved"])
+    print(json.dumps({"judged": len(results), "resolved": sum(r["resolved"] for r in results),
+                      "repositories": per_repo, "instances": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
