@@ -12,8 +12,9 @@ import re
 from environments.declared import DECLARED_FILE
 
 PYTHON_MARKS = re.compile(r"^(setup\.py|setup\.cfg|pyproject\.toml|Pipfile|tox\.ini|pytest\.ini|environment\.ya?ml|"
-                          r"requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in))$|\.py$")
-"""A repository with any of these (at its top, or a ``.py`` file anywhere) is a Python project for detection."""
+                          r"requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in))$")
+"""A repository with any of these at its top is a Python project for detection."""
+JS_FILE = re.compile(r"\.(js|mjs|cjs|jsx|ts|mts|cts|tsx)$")
 
 OTHERS: tuple[tuple[str, str, str], ...] = (
     ("go.mod", "Go", 'install = false\napt = ["golang-go"]\nsetup = ["go mod download"]\n'
@@ -43,8 +44,13 @@ def found(paths: list[str]) -> list[tuple[str, str, str]]:
 
 
 def is_python(paths: list[str]) -> bool:
-    """Whether ``paths`` show a Python project (its configuration at the top, or any ``.py`` file)."""
-    return any(PYTHON_MARKS.search(p) if p.endswith(".py") else PYTHON_MARKS.match(p) for p in paths)
+    """Whether ``paths`` show a Python project: its configuration at the top, or Python files at least as many as
+    JavaScript/TypeScript ones (outside hidden folders: a CI job's script in .github/ makes no project Python)."""
+    if any(PYTHON_MARKS.match(p) for p in paths if "/" not in p or p.startswith("requirements/")):
+        return True
+    code = [p for p in paths if not any(part.startswith(".") or part == "node_modules" for part in p.split("/")[:-1])]
+    py = sum(1 for p in code if p.endswith(".py"))
+    return py > 0 and py >= sum(1 for p in code if JS_FILE.search(p))
 
 
 def unsupported(paths: list[str]) -> str:

@@ -143,7 +143,9 @@ class Toolchains:
         major = int(node.split(".")[0])
         npm_line = NPM_FOR_NODE.get(major, 10)
         try:
-            npm = self.newest("npm", str(npm_line), node=node)
+            # (an install as of a date needs npm 7 or later: npm 6 reads the registry's short documents, which
+            # carry no publication times, and refuses every version with --before)
+            npm = self.newest("npm", ">=7.0.0" if spec.before else str(npm_line), node=node)
         except UnexpectedEnvironment:
             npm = self.newest("npm", str(npm_line - 1), node=node)
         out = {"node": self.fetch(package, node), "npm": self.fetch("npm", npm)}

