@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python bench/search.py [--limit N] [--project NAME]``. Prints JSON with
 recall@1/5/10 on the tuning and held-out splits (plus a plain-BM25 baseline) and the index build
-time for a repository of about 1,500 code files.
+time for a repository of about 1,500 code files. ``bench/search.py multiswebench ROWS.jsonl ...``: the same
+measure on Multi-SWE-bench instances (JavaScript, TypeScript), each repository at its base commit.
 
 Data: ``bench/data/search/cases.json`` lists real GitHub issues (SWE-bench Lite and Verified
 instances) with the files their fixing commit changed. The projects' sources are not stored here:
@@ -425,12 +426,72 @@ def evaluate(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, objec
     }
 
 
+def multi_swebench_cases(files: list[Path], mirrors: Path) -> list[dict]:
+    """Cases from Multi-SWE-bench rows (JavaScript, TypeScript...): the query is the resolved issues' titles and
+    bodies, the gold the code files the fix patch changes; the source is the repository at ``base.sha``, from
+    the mirror ``mirrors/<org>+<repo>/repo`` (``fetch``). Rows without an issue text or a code file are left out."""
+    import ast  # noqa: PLC0415  (the dataset writes resolved_issues as a Python literal)
+
+    cases = []
+    for path in files:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            issues = row.get("resolved_issues") or []
+            if isinstance(issues, str):
+                try:
+                    issues = ast.literal_eval(issues)
+                except (ValueError, SyntaxError):
+                    issues = []
+            query = "\n".join(f"{i.get('title') or ''}\n{i.get('body') or ''}" for i in issues
+                              if isinstance(i, dict)).strip()
+            gold = sorted({m for m in re.findall(r"^diff --git a/(\S+) b/", row.get("fix_patch", ""), re.M)
+                           if Path(m).suffix in CODE_EXTENSIONS})
+            if query and gold:
+                cases.append({"instance_id": f"{row['org']}__{row['repo']}-{row['number']}", "query": query,
+                              "gold": gold, "repo": f"{row['org']}/{row['repo']}", "sha": row["base"]["sha"],
+                              "mirror": str(mirrors / f"{row['org']}+{row['repo']}" / "repo"), "split": "all"})
+    return cases
+
+
+def evaluate_checkouts(cases: list[dict], cache_dir: Path, k: int = 10) -> dict[str, object]:
+    """``evaluate`` for cases whose source is a repository at a commit (``multi_swebench_cases``)."""
+    ranked: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
+    per_project: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for case in cases:
+        groups[(case["mirror"], case["sha"])].append(case)
+    t_start = time.perf_counter()
+    for (mirror, sha), group in sorted(groups.items()):
+        with tempfile.TemporaryDirectory(prefix="search-") as tmp:
+            archive = subprocess.run(["git", "-C", mirror, "archive", "--format=tar", sha], capture_output=True)
+            if archive.returncode != 0:
+                print(f"warning: {mirror} has no {sha[:12]}; {len(group)} cases skipped", file=sys.stderr)
+                continue
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+            index = build_index(Path(tmp), cache_dir=cache_dir)
+            plain = plain_bm25(index)
+            for case in group:
+                comps = components(index, case["query"])
+                tops = {"bosun": [p for p, _ in combine(index, comps, DEFAULT_WEIGHTS, k)],
+                        "bm25_identifier_split": [p for p, _ in combine(index, comps, BM25_ONLY, k)],
+                        "bm25_plain": [p for p, _ in plain.search(_words(case["query"]), k)]}
+                for name, top in tops.items():
+                    ranked[name].append((top, case["gold"]))
+                per_project[case["repo"]].append((tops["bosun"], case["gold"]))
+    return {"cases": len(ranked["bosun"]), "systems": {name: _metrics(r) for name, r in ranked.items()},
+            "per_project_recall@5": {p: [len(r), _metrics(r)["recall@5"]] for p, r in sorted(per_project.items())},
+            "eval_seconds": round(time.perf_counter() - t_start, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd")
     prep = sub.add_parser("prepare", help="rebuild the case list from SWE-bench task JSON files")
     prep.add_argument("sources", nargs="+", type=Path)
     prep.add_argument("--out", type=Path, default=DATA)
+    msb = sub.add_parser("multiswebench", help="localisation on Multi-SWE-bench rows (JavaScript, TypeScript...)")
+    msb.add_argument("rows", nargs="+", type=Path, help="JSONL files of Multi-SWE-bench instances")
+    msb.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="where owner+name/repo mirrors are")
     ap.add_argument("--limit", type=int, default=0, help="evaluate at most N cases (0 = all)")
     ap.add_argument("--project", default="", help="only cases of this PyPI project")
     ap.add_argument("--split", default="", help="only cases of this split (tune or heldout)")
@@ -438,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
         prepare(args.sources, args.out)
+        return 0
+    if args.cmd == "multiswebench":
+        print(json.dumps(evaluate_checkouts(multi_swebench_cases(args.rows, args.mirrors), args.cache_dir), indent=2))
         return 0
     cases = json.loads(DATA.read_text())["cases"]
     if args.project:

@@ -210,7 +210,8 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
         if record.attempts:
             print(f"  install: {record.attempts[-1]}")
         if record.toolchain:
-            print("  toolchain (npm registry): " + ", ".join(f"{k} {v}" for k, v in record.toolchain.items()))
+            print(f"  toolchain ({'Debian' if record.spec.native else 'npm registry'}): "
+                  + ", ".join(f"{k} {v}" for k, v in record.toolchain.items()))
         if record.seed_unignored:
             shown = record.seed_unignored[:5] + (["..."] if len(record.seed_unignored) > 5 else [])
             print(f"  left out of diffs: {len(record.seed_unignored)} path(s) the build made that .gitignore does "
@@ -242,6 +243,14 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
                 ("workspaces", "yes" if node.workspaces else "no"),
                 ("per revision", "yes" if spec.per_revision else "no"),
                 ("base", f"python {spec.python}, with compilers (for native modules)")]
+    elif spec.native is not None:
+        native = spec.native
+        rows = [("toolchain", f"{native.package} (Debian's, in the base)"),
+                ("dependencies", " && ".join(spec.setup) + " (at build time, with network)" if spec.setup else "-"),
+                ("test command", next((r.value for r in det.reasons if r.field == "test_command"), spec.test.text)
+                 + f" ({native.runner}" + (f"; offline: {' '.join(f'{k}={v}' for k, v in native.offline.items())})"
+                                           if native.offline else ")")),
+                ("base", f"python {spec.python}, with compilers and {' '.join(spec.apt)}")]
     else:
         rows = _python_rows(spec)
     for name, value in rows:

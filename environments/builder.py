@@ -33,6 +33,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import tarfile
 import threading
@@ -249,6 +250,8 @@ class Outcome:
     unignored: list[str] = field(default_factory=list)
     image_mb: float = 0.0
     layer_mb: float = 0.0
+    toolchain: dict[str, str] = field(default_factory=dict)
+    """The toolchain the base's Debian packages gave (a Go or Rust project's), by role and version."""
 
 
 class _StreamFile(io.RawIOBase):
@@ -430,6 +433,13 @@ class Builder:
         if spec.node is not None:
             env = self._node(run, spec)
             return self._finish(run, det, base, key, staging, spec, env, None, run.attempts)
+        if spec.native is not None:  # Debian's toolchain is in the base; the setup commands fetch the dependencies
+            env = self._tool_env(spec, SANDBOX_PATH, {"SSL_CERT_FILE": CA_IN_BUILD, "CARGO_HTTP_CAINFO": CA_IN_BUILD})
+            run.step("toolchain", ["sh", "-c", spec.native.versions or "true"], env)
+            found = dict(re.findall(r"^([a-z]+) (\S+)", run.last_output, re.M))
+            outcome = self._finish(run, det, base, key, staging, spec, env, None, [])
+            outcome.toolchain = {n: v[:40] for n, v in list(found.items())[:4]}
+            return outcome
         self.progress(f"building: virtualenv (python {base.python})")
         python = interpreter(spec.python).path
         run.step("virtualenv", [UV, "venv", "--python", python, VENV], self._env(spec))
@@ -483,15 +493,22 @@ class Builder:
         build does not reach."""
         node = spec.node
         assert node is not None
-        env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": f"{NODE}/bin:/workspace/node_modules/.bin:{TOOLS}:"
-               f"{SANDBOX_PATH}", "npm_config_cache": f"{INSTALL_CACHE}/npm", "YARN_CACHE_FOLDER":
-               f"{INSTALL_CACHE}/yarn", "npm_config_store_dir": f"{INSTALL_CACHE}/pnpm-store",
-               "COREPACK_HOME": f"{ENV_ROOT}/corepack", "npm_config_registry": self.npm_registry, **NODE_QUIET}
+        env = {"npm_config_cache": f"{INSTALL_CACHE}/npm", "YARN_CACHE_FOLDER": f"{INSTALL_CACHE}/yarn",
+               "npm_config_store_dir": f"{INSTALL_CACHE}/pnpm-store", "COREPACK_HOME": f"{ENV_ROOT}/corepack",
+               "npm_config_registry": self.npm_registry, **NODE_QUIET}
         if node.before:
             env["npm_config_before"] = node.before
+        return self._tool_env(spec, f"{NODE}/bin:/workspace/node_modules/.bin:{TOOLS}:{SANDBOX_PATH}", {
+            "NODE_EXTRA_CA_CERTS": CA_IN_BUILD, "npm_config_cafile": CA_IN_BUILD}, env)
+
+    def _tool_env(self, spec: EnvSpec, path: str, ca: dict[str, str],
+                  own: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of a build's steps outside Python's installer (Node's, Go's, Rust's): ``path``, the
+        tool's ``own`` variables, the proxies, the CA bundle under the tool's ``ca`` variables, the spec's."""
+        env = {"HOME": "/tmp/home", "LANG": "C.UTF-8", "PATH": path, **(own or {})}
         env.update({k: v for k, v in self.network.env.items() if k in PROXY_VARS})
         if self.network.ca_bundle is not None:
-            env.update({"NODE_EXTRA_CA_CERTS": CA_IN_BUILD, "npm_config_cafile": CA_IN_BUILD})
+            env.update(ca)
         env.update(spec.env)
         return env
 

@@ -13,7 +13,19 @@ import hashlib
 import re
 from datetime import UTC, datetime
 
-from environments import ecosystems, imports, interpreters, node, pyconfig, standins, testcmd, toolchains
+from environments import (
+    ecosystems,
+    golang,
+    imports,
+    interpreters,
+    java,
+    node,
+    pyconfig,
+    rust,
+    standins,
+    testcmd,
+    toolchains,
+)
 from environments.declared import (
     DECLARED_FILE,
     Declared,
@@ -61,9 +73,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     wanted += [p for p in paths if pyconfig.CONDA_FILE.match(p) or pyconfig.CI_CONDA_FILE.match(p)][:30]
     test_files, dev_files = pyconfig.requirement_files(paths)
     wanted += test_files + dev_files
-    node_repo = "package.json" in present and not ecosystems.is_python(paths)
-    if node_repo:
-        wanted += [p for p in node.NODE_FILES if p in present and p not in wanted]
+    kind = ecosystems.kind(paths)
+    own_files = {"node": node.NODE_FILES, "go": golang.GO_FILES, "rust": rust.RUST_FILES,
+                 "java": java.JAVA_FILES}.get(kind, ())
+    wanted += [p for p in own_files if p in present and p not in wanted]
     texts = files.read_many(wanted)
     reasons: list[Reason] = []
     notes: list[str] = []
@@ -85,9 +98,12 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     elif DECLARED_FILE in present:
         raise ConfigError(f"{DECLARED_FILE}: cannot be read (larger than the limit, or not text)")
 
-    if node_repo and declared is None:
+    if kind == "node" and declared is None:
         return _node(files, texts, present, commit_date=commit_date, repository=repository, commit=commit,
                      tree=tree)
+    if kind in NATIVE and declared is None:
+        return _native(kind, files, texts, present, commit_date=commit_date, repository=repository, commit=commit,
+                       tree=tree)
 
     facts = pyconfig.Facts()
     if "pyproject.toml" in texts:
@@ -386,6 +402,30 @@ def _node(files: RepoFiles, texts: dict[str, str], present: set[str], *, commit_
     spec = EnvSpec(origin="detected", python=python, install_project=False, node=spec_node,
                    test=test or TestCommand(kind="command", argv=[spec_node.package_manager, "test"]),
                    compilers=True, per_revision=bool(builds), env={"CI": "true"})
+    return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
+                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
+
+
+NATIVE = {"go": (golang, "go.mod: a Go module"), "rust": (rust, "Cargo.toml: a Rust package"),
+          "java": (java, "a Java project (Maven or Gradle)")}
+"""The ecosystems whose toolchain is Debian's and whose dependencies their own tool fetches: module, origin."""
+
+
+def _native(kind: str, files: RepoFiles, texts: dict[str, str], present: set[str], *,
+            commit_date: datetime | None, repository: str, commit: str, tree: str) -> Detection:
+    """A Go, Rust or Java repository's environment (environments/golang.py, rust.py, java.py): Debian's toolchain
+    in the base, the dependencies fetched by its own tool at build time; the base's Python only runs the build's
+    tools. Keyed by what pins the dependencies (by content, however large)."""
+    module, what = NATIVE[kind]
+    native, apt, setup, test, reasons, notes = module.plan(module.facts(texts, present))
+    python = max(interpreters.AVAILABLE, key=interpreters.vkey)  # (the bootstrap's base: none to build first)
+    reasons.insert(0, Reason(field="origin", value="detected", source=what))
+    reasons.append(Reason(field="python", value=python, source="the newest base's: the build's own tools (nothing "
+                                                               "is installed into it)"))
+    own = {"go": golang.GO_FILES, "rust": rust.RUST_FILES, "java": java.JAVA_FILES}[kind]
+    shaping = {p: f"blob:{cid}" for p in own if p in present and (cid := files.content_id(p))}
+    spec = EnvSpec(origin="detected", python=python, install_project=False, native=native, apt=apt,
+                   setup=setup, test=test, compilers=True, env=dict(module.ENV))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
 

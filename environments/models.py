@@ -82,6 +82,26 @@ class NodeSpec(BaseModel):
     """No lockfile: what npm installs is resolved as of this moment (``--before``)."""
 
 
+class NativeSpec(BaseModel):
+    """The Go, Rust or Java part of an environment (environments/golang.py, rust.py, java.py): Debian's toolchain in
+    the base (``EnvSpec.apt``), the dependencies fetched by the setup commands into ENV_ROOT, the tests offline."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    language: Literal["go", "rust", "java"]
+    package: str
+    """The Debian package of the toolchain (``golang-go``, ``cargo``, ``openjdk-21-jdk-headless``)."""
+    offline: dict[str, str] = {}
+    """Variables of the sandboxes only: the dependency fetchers off (``GOPROXY=off``, ``CARGO_NET_OFFLINE``)."""
+    versions: str = ""
+    """A shell command printing ``NAME VERSION`` lines of the toolchain (run in the build; the record keeps them)."""
+
+    @property
+    def runner(self) -> str:
+        """How the test command's results read (environments/results.py)."""
+        return {"go": "go", "rust": "cargo", "java": "junit"}[self.language]
+
+
 class EnvSpec(BaseModel):
     """What an environment is made of. Its canonical JSON (with the contents of the files it was read from) is
     the cache key, so everything that changes the build must be in here."""
@@ -155,11 +175,16 @@ class EnvSpec(BaseModel):
     node: NodeSpec | None = None
     """A JavaScript/TypeScript project: Node, its package manager and the install (environments/node.py); the
     Python parts then install nothing."""
+    native: NativeSpec | None = None
+    """A Go, Rust or Java project: Debian's toolchain, the dependencies its own tool fetches (environments/golang.py,
+    rust.py, java.py); the Python parts then install nothing."""
 
     def path(self) -> str:
         """PATH in the environment's sandboxes (and its build, before the build's tools): its tools first."""
         if self.node is not None:
             return f"{NODE}/bin:/workspace/node_modules/.bin:{SANDBOX_PATH}"
+        if self.native is not None:
+            return SANDBOX_PATH
         return f"{VENV}/bin:{SANDBOX_PATH}"
 
     def sandbox_env(self) -> dict[str, str]:
@@ -168,6 +193,8 @@ class EnvSpec(BaseModel):
             return {"CI": "true", "COREPACK_HOME": f"{ENV_ROOT}/corepack", "COREPACK_ENABLE_NETWORK": "0",
                     "npm_config_offline": "true", "npm_config_update_notifier": "false", "HOME": "/tmp/home",
                     **self.env}
+        if self.native is not None:
+            return {"HOME": "/tmp/home", **self.env, **self.native.offline}
         return {"VIRTUAL_ENV": VENV, **self.env}
 
     def canonical(self) -> str:

@@ -1,13 +1,13 @@
 """Reading a test run's results, for every runner an environment's test command calls: pytest's terminal output
 (run with ``-rA``), and the default (or CI) output of jest, vitest, mocha, node's test runner, TAP producers (tap,
-tape, node --test's TAP), ava, ``go test -json`` and ``cargo test``: the passed and failed test ids, failure
-messages, counts and the runner's summary line.
+tape, node --test's TAP), ava, ``go test -json``, ``cargo test`` and JUnit XML reports (Maven's Surefire, Gradle):
+the passed and failed test ids, failure messages, counts and the runner's summary line.
 
 The output is the repository's tests' own text: read as data, bounded by what the sandbox kept, never run. What a
 parser cannot read gives no ids and no counts (``parse_output``: a runner bosun does not know gives the exit code
 and the output's tail only, never a wrong count). Test ids are ``FILE > title`` where the runner says which file
-(jest, vitest), else the title path joined by `` > `` (mocha, node's runner, ava), ``PACKAGE/TestName`` (go) or
-the test's path (cargo)."""
+(jest, vitest), else the title path joined by `` > `` (mocha, node's runner, ava), ``PACKAGE/TestName`` (go),
+the test's path (cargo) or ``CLASS#name`` (JUnit XML)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def parse_pytest_output(output: str, exit_code: int | None) -> TestReport:
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 """Terminal escapes (colours, cursor moves, hyperlinks): removed before anything is read."""
-RUNNERS = ("pytest", "jest", "vitest", "mocha", "node-test", "tap", "ava", "go", "cargo")
+RUNNERS = ("pytest", "jest", "vitest", "mocha", "node-test", "tap", "ava", "go", "cargo", "junit")
 """The runners whose output is read (an environment's ``runner``; "" or another name: exit code and tail only)."""
 
 
@@ -328,7 +328,7 @@ def _go(lines: list[str], report: TestReport) -> None:
     report.summary = ", ".join(f"{v} {k}" for k, v in report.counts.items())
 
 
-_CARGO_TEST = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)")
+_CARGO_TEST = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
 _CARGO_SUMMARY = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 
 
@@ -349,5 +349,44 @@ def _cargo(lines: list[str], report: TestReport) -> None:
     report.summary = summary[-1] if len(summary) == 1 else ", ".join(f"{v} {k}" for k, v in report.counts.items())
 
 
+_JUNIT_CASE = re.compile(r"<testcase\b[^>]*?(?:/>|>.*?</testcase>)", re.S)
+_JUNIT_MAX_CASES = 100_000
+
+
+def _junit(lines: list[str], report: TestReport) -> None:
+    """JUnit XML reports in the output (Surefire's, Gradle's, any runner's ``TEST-*.xml``, printed after the run):
+    each ``<testcase>`` on its own, parsed by the standard library's XML parser (no DTD, no entity of the
+    report's; one that does not parse is passed over); ``CLASS#name``, failed when it has a ``failure`` or
+    ``error``, skipped with ``skipped``. A test in several reports (a rerun) keeps its last status."""
+    import xml.etree.ElementTree as ET  # noqa: PLC0415, N817  (stdlib; only JUnit reports are XML)
+
+    final: dict[str, tuple[str, str]] = {}
+    for n, m in enumerate(_JUNIT_CASE.finditer("\n".join(lines))):
+        if n >= _JUNIT_MAX_CASES or "<!DOCTYPE" in m[0] or "<!ENTITY" in m[0]:
+            break
+        try:
+            case = ET.fromstring(m[0])
+        except ET.ParseError:
+            continue
+        name, cls = case.get("name", "").strip(), case.get("classname", "").strip()
+        if not name:
+            continue
+        tid = f"{cls}#{name}" if cls else name
+        bad = case.find("failure")
+        bad = bad if bad is not None else case.find("error")
+        if bad is not None:
+            final[tid] = ("failed", (bad.get("message") or bad.text or "").strip())
+        elif case.find("skipped") is not None:
+            final[tid] = ("skipped", "")
+        else:
+            final[tid] = ("passed", "")
+    for tid, (status, message) in final.items():
+        _add(report, status, tid, message)
+    skipped = sum(1 for status, _ in final.values() if status == "skipped")
+    report.counts = {k: v for k, v in (("passed", len(report.passed)), ("failed", len(report.failed)),
+                                       ("skipped", skipped)) if v}
+    report.summary = ", ".join(f"{v} {k}" for k, v in report.counts.items())
+
+
 _READERS = {"jest": _jest, "vitest": _vitest, "mocha": _mocha, "node-test": _tap, "tap": _tap, "ava": _ava,
-            "go": _go, "cargo": _cargo}
+            "go": _go, "cargo": _cargo, "junit": _junit}

@@ -17,11 +17,11 @@ from sandbox.envruntime import provider_for as run_provider
 
 
 def info_of(record: EnvRecord) -> EnvironmentInfo:
-    test, node = record.spec.test, record.spec.node
+    test, node, native = record.spec.test, record.spec.node, record.spec.native
+    runner = (node.runner or "unknown") if node is not None else native.runner if native is not None else ""
     return EnvironmentInfo(env_id=record.env_id, python=record.python, test_kind=test.kind, test_argv=test.argv,
                            test_paths=test.paths, test_command=record.test_command, venv=VENV,
-                           standins=list(record.spec.standins),
-                           runner=(node.runner or "unknown") if node is not None else "",
+                           standins=list(record.spec.standins), runner=runner,
                            test_separator=node is not None and node.package_manager in ("npm", "pnpm"))
 
 

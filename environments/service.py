@@ -37,7 +37,7 @@ DETECTED_KEEP_S = 7 * 86400
 earlier one unreachable; one still in use is made again in milliseconds)."""
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
                   "interpreters.py", "models.py", "repofiles.py", "standins.py", "ecosystems.py", "node.py",
-                  "toolchains.py", "bases.py")
+                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py")
 
 
 def _detector_code() -> bytes:
@@ -280,7 +280,7 @@ class Environments:
             size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,
                      "bwrap": dir_size_mb(outcome.exported), "base": 0.0},
             exclude_newer_used=outcome.date_used, attempts=outcome.attempts, warnings=outcome.warnings,
-            seed_unignored=outcome.unignored, rules=BUILD_RULES, toolchain=describe(toolchain),
+            seed_unignored=outcome.unignored, rules=BUILD_RULES, toolchain=describe(toolchain) | outcome.toolchain,
             last_used=time.time())
         self.store.commit(staging, record)
         self.progress(f"environment {record.env_id} ready in {record.build_s:.0f} s (image {outcome.image_mb:.0f} MB,"

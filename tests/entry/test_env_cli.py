@@ -32,18 +32,31 @@ def test_show_explains_without_building(tmp_path: Path):
 
 
 def test_show_says_plainly_when_the_repository_is_not_one_it_detects(tmp_path: Path):
-    """A Go repository is not taken for Python without a word: the warning comes first, names go.mod and the
+    """A Ruby repository is not taken for Python without a word: the warning comes first, names the Gemfile and the
     declaration that would do; the JSON has it too."""
-    repo = make_repo(tmp_path / "go", {"go.mod": "module example.com/x\n\ngo 1.22\n", "x.go": "package x\n"})
+    repo = make_repo(tmp_path / "ruby", {"Gemfile": "source 'https://rubygems.org'\n", "lib/x.rb": "puts 1\n"})
     proc = bosun("env", "show", "--repo", str(repo))
     assert proc.returncode == 0, proc.stderr
     second = proc.stdout.splitlines()[1]
-    assert second.startswith("warning: not detected: this is not a Python project (found go.mod (Go)"), proc.stdout
+    assert second.startswith("warning: not detected: this is not a Python project (found Gemfile (Ruby)"), \
+        proc.stdout
     assert ".bosun/environment.toml" in proc.stdout
     data = json.loads(bosun("env", "show", "--repo", str(repo), "--json").stdout)
     assert data["warning"].startswith("not detected:")
     python = bosun("env", "show", "--repo", str(make_repo(tmp_path / "tiny", TINY)), "--json")
     assert json.loads(python.stdout)["warning"] == ""
+
+
+def test_show_names_a_go_or_rust_repositorys_toolchain_and_test_command(tmp_path: Path):
+    go = make_repo(tmp_path / "go", {"go.mod": "module example.com/x\n\ngo 1.22\n", "x.go": "package x\n",
+                                     "x_test.go": "package x\n"})
+    proc = bosun("env", "show", "--repo", str(go))
+    assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout + proc.stderr
+    assert "golang-go (Debian's, in the base)" in proc.stdout and "go test -json ./... (go; offline: GOPROXY=off" \
+        in proc.stdout
+    rs = make_repo(tmp_path / "rs", {"Cargo.toml": '[package]\nname = "x"\nversion = "0.1.0"\n', "src/lib.rs": ""})
+    data = json.loads(bosun("env", "show", "--repo", str(rs), "--json").stdout)
+    assert data["spec"]["native"]["language"] == "rust" and data["spec"]["setup"] == ["cargo fetch"]
 
 
 @pytest.mark.docker

@@ -427,11 +427,11 @@ def test_bosun_runs_lists_the_recent_runs_newest_first(stack, fixed_run, tmp_pat
 
 def test_a_repository_bosun_cannot_detect_is_said_so_as_the_run_starts(stack, tmp_path):
     from tests.sandbox.envfixtures import make_repo
-    repo = make_repo(tmp_path / "go", {"go.mod": "module example.com/x\n\ngo 1.22\n", "x.go": "package x\n"})
+    repo = make_repo(tmp_path / "ruby", {"Gemfile": "source 'https://rubygems.org'\n", "lib/x.rb": "puts 1\n"})
     done = tmp_path / "done.jsonl"
     done.write_text('{"content": "nothing to do"}\n')
     proc = stack.bosun("run", "--repo", str(repo), "--model", f"scripted:{done}", "--id", "it-node", "--wait",
                        "--mode", "solo", "look around", timeout=300)
-    assert f"bosun: warning: {repo} at HEAD: not detected: this is not a Python project (found go.mod (Go)" \
-        in proc.stderr, proc.stderr
+    assert (f"bosun: warning: {repo} at HEAD: not detected: this is not a Python project "
+            "(found Gemfile (Ruby)") in proc.stderr, proc.stderr
     assert "status: no_changes" in proc.stdout, proc.stdout + proc.stderr

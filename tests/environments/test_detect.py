@@ -450,9 +450,8 @@ def test_a_project_that_bootstraps_astropy_helpers_from_an_absent_submodule_gets
 
 @pytest.mark.parametrize("files,found", [
     ({"CMakeLists.txt": "project(x)\n", "src/x.c": ""}, "CMakeLists.txt (C/C++ (CMake))"),
-    ({"go.mod": "module example.com/x\n\ngo 1.22\n", "main.go": "package main\n"}, "go.mod (Go)"),
-    ({"Cargo.toml": "[package]\nname = \"x\"\n", "src/lib.rs": ""}, "Cargo.toml (Rust)"),
-    ({"pom.xml": "<project/>", "src/main/java/A.java": ""}, "pom.xml (Java (Maven))"),
+    ({"Gemfile": "source 'https://rubygems.org'\n", "lib/x.rb": ""}, "Gemfile (Ruby)"),
+    ({"composer.json": "{}\n", "src/A.php": ""}, "composer.json (PHP)"),
 ])
 def test_a_repository_of_another_language_is_said_to_be_undetected(files, found):
     """Not silently taken for Python: the detection warns, names what it found and the declaration that would do;

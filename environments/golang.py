@@ -1,0 +1,107 @@
+"""Go repositories (pure): what go.mod and go.work say, and the environment that builds and tests them.
+
+The toolchain is Debian's ``golang-go`` in the base (the Go release of the base's suite: ``DEBIAN_GO``); Go's own
+downloads (go.dev, a ``toolchain`` line's newer release) are not used, so ``GOTOOLCHAIN=local``. The build runs
+``go mod download`` with network (GOPROXY as the build's network gives it) into ENV_ROOT/go, kept in the
+environment; the tests run ``go test -json ./...`` with ``GOPROXY=off``: what the module needs must be in that cache
+(or in ``vendor/``). The build cache is the sandbox's own (/tmp), never the workspace's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from environments.models import ENV_ROOT, NativeSpec, Reason, TestCommand
+
+GO_FILES = ("go.mod", "go.sum", "go.work", "go.work.sum", "vendor/modules.txt")
+"""What detection reads (and what keys the environment: the dependencies they pin)."""
+DEBIAN_GO = "1.24"
+"""The Go of the base's Debian suite (trixie's golang-go)."""
+GO_ROOT = f"{ENV_ROOT}/go"
+ENV = {"GOPATH": GO_ROOT, "GOMODCACHE": f"{GO_ROOT}/mod", "GOCACHE": "/tmp/go-build", "GOTOOLCHAIN": "local",
+       "GOFLAGS": "-modcacherw", "GOTELEMETRY": "off"}
+"""Variables of the build and of the sandboxes (the module cache writable by its owner, so it exports as files)."""
+OFFLINE = {"GOPROXY": "off", "GOSUMDB": "off"}
+"""Variables of the sandboxes only: nothing is downloaded while the tests run."""
+
+_GO_LINE = re.compile(r"^go\s+(\d+\.\d+(?:\.\d+)?)\s*(?://.*)?$", re.M)
+_TOOLCHAIN_LINE = re.compile(r"^toolchain\s+go(\S+)", re.M)
+_MODULE_LINE = re.compile(r"^module\s+\"?([^\s\"]+)", re.M)
+_REQUIRE_ONE = re.compile(r"^require\s+(?!\()\S+\s+\S+", re.M)
+_REQUIRE_BLOCK = re.compile(r"^require\s*\(\s*$(.*?)^\s*\)", re.M | re.S)
+_USE_ONE = re.compile(r"^use\s+(?!\()(\S+)", re.M)
+_USE_BLOCK = re.compile(r"^use\s*\(\s*$(.*?)^\s*\)", re.M | re.S)
+
+
+@dataclass
+class GoFacts:
+    module: str = ""
+    go: str = ""
+    """go.mod's ``go`` line: the language version the module needs."""
+    toolchain: str = ""
+    """go.mod's ``toolchain`` line (the release its authors use; never downloaded here)."""
+    requires: int = 0
+    """Modules go.mod requires (direct and indirect)."""
+    workspace: list[str] = field(default_factory=list)
+    """go.work's ``use`` directories."""
+    vendored: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+def facts(texts: dict[str, str], present: set[str]) -> GoFacts:
+    """The facts of go.mod and go.work (read as data: a line that is not Go's grammar is passed over)."""
+    f = GoFacts(vendored="vendor/modules.txt" in present)
+    mod = texts.get("go.mod", "")
+    if m := _MODULE_LINE.search(mod):
+        f.module = m[1][:200]
+    if m := _GO_LINE.search(mod):
+        f.go = m[1]
+    if m := _TOOLCHAIN_LINE.search(mod):
+        f.toolchain = m[1][:40]
+    f.requires = len(_REQUIRE_ONE.findall(mod)) + sum(
+        1 for block in _REQUIRE_BLOCK.findall(mod) for line in block.splitlines()
+        if line.strip() and not line.strip().startswith("//"))
+    work = texts.get("go.work", "")
+    uses = _USE_ONE.findall(work) + [line.split("//")[0].strip() for block in _USE_BLOCK.findall(work)
+                                     for line in block.splitlines()]
+    f.workspace = [u for u in uses if u][:100]
+    if "go.mod" not in texts and not f.workspace:
+        f.notes.append("go.mod cannot be read (larger than the limit, or not text)")
+    return f
+
+
+def plan(f: GoFacts) -> tuple[NativeSpec, list[str], list[str], TestCommand, list[Reason], list[str]]:
+    """(the Go part, the Debian packages, the setup commands, the test command, the reasons, the notes)."""
+    reasons = [Reason(field="toolchain", value=f"golang-go (Go {DEBIAN_GO})",
+                      source="Debian's, in the base: Go's own downloads are not used (GOTOOLCHAIN=local)")]
+    notes = list(f.notes)
+    if f.go:
+        reasons.append(Reason(field="go", value=f.go, source="go.mod's go line"))
+        if _vkey(f.go)[:2] > _vkey(DEBIAN_GO)[:2]:
+            notes.append(f"go.mod needs Go {f.go}, newer than Debian's {DEBIAN_GO}: go refuses to build it "
+                         "(GOTOOLCHAIN=local; Go's own downloads are not reached from here)")
+    if f.toolchain:
+        reasons.append(Reason(field="toolchain line", value=f.toolchain,
+                              source="go.mod (not downloaded: Debian's Go builds the module when its go line allows)"))
+    setup: list[str] = []
+    if f.vendored:
+        reasons.append(Reason(field="dependencies", value="vendor/", source="vendor/modules.txt: go uses them"))
+    elif f.requires or f.workspace:
+        setup = ["go mod download"]
+        reasons.append(Reason(field="dependencies", value="go mod download",
+                              source=f"go.mod requires {f.requires} module(s)" + (
+                                  f"; go.work uses {len(f.workspace)} module(s)" if f.workspace else "")
+                              + ": fetched at build time, the tests run with GOPROXY=off"))
+    else:
+        reasons.append(Reason(field="dependencies", value="none", source="go.mod requires no module"))
+    test = TestCommand(kind="command", argv=["go", "test", "-json", "./..."])
+    reasons.append(Reason(field="test_command", value=test.text,
+                          source="Go's own runner, every package" + (" of the workspace" if f.workspace else "")))
+    native = NativeSpec(language="go", package="golang-go", offline=dict(OFFLINE),
+                        versions='echo "go $(go env GOVERSION | sed s/^go//)"')
+    return native, ["golang-go"], setup, test, reasons, notes

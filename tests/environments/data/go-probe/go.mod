@@ -1,0 +1,3 @@
+module example.com/probe
+
+go 1.21
