@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,7 +80,8 @@ def _form(tid: str, form: str) -> str:
         return f"{parts[0]}:{parts[-1]}" if len(parts) > 1 else parts[0]
     if form == "fulltitle":
         return " ".join(parts)
-    return parts[-1]
+    # the harness's spec reader drops a last parenthesised word as if it were a duration ("... String (text)")
+    return re.sub(r"\s\(\d*\.?\d*\s*\w+\)$", "", parts[-1])
 
 
 def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

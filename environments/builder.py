@@ -49,9 +49,9 @@ from environments.installer import TOOLS, UV, collect_sample, install, uv_config
 from environments.interpreters import interpreter, interpreter_env
 from environments.models import ENV_ROOT, NODE, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
 from environments.netconf import CA_IN_BUILD, PROXY_VARS, BuildNetwork
-from environments.node import install_attempts
+from environments.node import NEWEST, install_attempts
 from environments.store import CACHE_LABEL
-from environments.toolchains import REGISTRY, Tarball
+from environments.toolchains import REGISTRY, Tarball, describe
 from environments.unpack import ExportRefused, unpack
 from infra.errors import BosunError, UnexpectedEnvironment
 from sandbox import netns
@@ -311,9 +311,12 @@ class Builder:
 
     def __init__(self, api: Any, *, uv: Path, network: BuildNetwork, timeout_s: float, memory_mb: int,
                  cpus: float = 0.0, progress: Callable[[str], None] = lambda _m: None, cache: str = "",
-                 toolchain: dict[str, Tarball] | None = None, npm_registry: str = REGISTRY) -> None:
+                 toolchain: dict[str, Tarball] | None = None, npm_registry: str = REGISTRY,
+                 fallback: dict[str, Tarball] | None = None) -> None:
         self.api = api
         self.toolchain = toolchain or {}
+        self.fallback = fallback or {}
+        """Node and npm of the install that takes the newest versions (Toolchains.fallback_for)."""
         """A JavaScript/TypeScript environment's tarballs by role (node, npm, yarn, pnpm, corepack)."""
         self.npm_registry = npm_registry
         self.cache = cache
@@ -432,7 +435,9 @@ class Builder:
             run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         if spec.node is not None:
             env = self._node(run, spec)
-            return self._finish(run, det, base, key, staging, spec, env, None, run.attempts)
+            outcome = self._finish(run, det, base, key, staging, spec, env, None, run.attempts)
+            outcome.toolchain = run.switched
+            return outcome
         if spec.native is not None:  # Debian's toolchain is in the base; the setup commands fetch the dependencies
             env = self._tool_env(spec, SANDBOX_PATH, {"SSL_CERT_FILE": CA_IN_BUILD, "CARGO_HTTP_CAINFO": CA_IN_BUILD})
             run.step("toolchain", ["sh", "-c", spec.native.versions or "true"], env)
@@ -478,6 +483,14 @@ class Builder:
         run.step("toolchain", ["sh", "-c", script], env)
         attempts = install_attempts(node)
         for i, (cmd, extra, why) in enumerate(attempts, 1):
+            if why == NEWEST and self.fallback:  # the newest versions need a Node that still runs them
+                tarballs = {f"{role}.tgz": (t.path.read_bytes(), 0o644) for role, t in self.fallback.items()}
+                if not self.api.put_archive(run.container, TOOLS, _tools_tar(tarballs)):
+                    raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build "
+                                                "container")
+                run.step("toolchain (again): the oldest Node still supported, for the newest versions",
+                         ["sh", "-c", f"rm -rf {NODE} node_modules && {script}"], env)
+                run.switched = describe(self.fallback)
             self.progress(f"building: install {i}/{len(attempts)} ({shlex.join(cmd)[:80]})")
             step_env = {k: v for k, v in env.items() if k != "npm_config_before"} | extra
             rc, _ = run.step(f"install {i}: {why}", cmd, step_env, check=False)
@@ -599,6 +612,8 @@ class _Run:
         self.deadline = deadline
         self.container = ""
         self.last_output = ""
+        self.switched: dict[str, str] = {}
+        """The toolchain an install attempt switched to (role -> version), over the one the build started with."""
         self.attempts: list[str] = []
         """Each install attempt of a JavaScript/TypeScript build and how it ended (the record's ``attempts``)."""
         self.timed_out = False

@@ -16,6 +16,12 @@ NODE = f"{ENV_ROOT}/node"
 """Where a JavaScript/TypeScript environment's Node and package managers are, inside its sandboxes."""
 SEED_UNIGNORED_MAX = 4 << 20
 """Bytes of the seed's list of files git does not ignore read back from a build (5,000 entries fit many times)."""
+NODE_TOOLCHAIN_RULES = 3
+"""The version of the rules that pick a JavaScript/TypeScript environment's Node and package manager releases at
+build time (environments/toolchains.py), which its spec does not name: part of such an environment's cache key, so
+a change of them builds it again. 2: an install as of a date (no lockfile) gets npm 7 or later (npm 6's
+``--before`` refused every version, and the newest ones were installed); 3: the install that takes the newest
+versions runs on the oldest Node line still supported."""
 BUILD_RULES = 7
 """The version of the build's rules that change what an environment holds without changing its cache key (the
 installer's choices, what the seed keeps). Each record keeps the version it was built by; ``bosun env list`` marks
@@ -229,6 +235,8 @@ class Detection(BaseModel):
             h.update(f"file={path}\0{self.files[path]}\n".encode())
         if self.spec.per_revision:
             h.update(f"tree={self.tree}\n".encode())
+        if self.spec.node is not None:
+            h.update(f"node_toolchain_rules={NODE_TOOLCHAIN_RULES}\n".encode())
         return h.hexdigest()[:20]
 
 

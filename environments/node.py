@@ -20,7 +20,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import nodesemver
@@ -113,6 +113,17 @@ def lts_line(day: date) -> int:
     return line
 
 
+LTS_SUPPORT = timedelta(days=913)
+"""How long an LTS line is supported after it becomes LTS (30 months)."""
+
+
+def supported_line(day: date) -> int:
+    """The oldest LTS line still supported on ``day``: the Node the newest versions of packages still run on (the
+    install that takes them when none of the commit's date satisfies its ranges)."""
+    alive = [major for major, since in LTS if since <= day < since + LTS_SUPPORT]
+    return alive[0] if alive else LTS[-1][0]
+
+
 def node_line(wanted: tuple[str, str] | None, day: date) -> tuple[str, str]:
     """The Node line (a major, or an exact version a file names) and why, as of ``day``."""
     lts = lts_line(day)
@@ -177,11 +188,18 @@ def install_command(pm: str, pm_version: str, lockfile: str) -> list[str]:
     return ["npm", "install", "--no-audit", "--no-fund"]
 
 
+NEWEST = "the newest versions: none of the commit's date satisfies"
+"""Why the install that takes the newest versions is tried (on the oldest Node still supported, when the
+commit's is older: ``supported_line``)."""
+
+
 def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], str]]:
     """The installs a build tries in turn, each (command, its variables, why): the spec's own (frozen to the
     lockfile, or as of the commit's date), then what npm users fall back to when that fails: an install that
     updates a lockfile out of step with package.json, peer-dependency conflicts let through (npm 7+ refuses what
-    npm 6 accepted), and at last the newest versions (an old range no version of that date satisfies)."""
+    npm 6 accepted), the newest versions (an old range no version of that date satisfies), and at last the
+    install without the project's own lifecycle scripts (``prepare: husky install && husky set ...`` fails in a
+    source without .git), the dependencies' scripts run by ``npm rebuild``."""
     first = (list(node.install), {"npm_config_before": node.before} if node.before else {}, "as detected")
     if node.package_manager != "npm":
         return [first]
@@ -192,7 +210,11 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
         out.append((plain, {}, "the lockfile is out of step with package.json: npm install updates it"))
     out.append(([*plain, "--legacy-peer-deps"], dated, "peer-dependency conflicts let through (as npm 6 did)"))
     if node.before:
-        out.append(([*plain, "--legacy-peer-deps"], {}, "the newest versions: none of the commit's date satisfies"))
+        out.append(([*plain, "--legacy-peer-deps"], {}, NEWEST))
+    again = shlex.join([*plain, "--legacy-peer-deps", "--ignore-scripts"])
+    out.append((["sh", "-c", f"{again} && npm rebuild"], dated,
+                "the project's own install scripts failed (a git hook set-up without .git, a build step): the "
+                "dependencies installed without them, their own scripts run by npm rebuild"))
     return out
 
 

