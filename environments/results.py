@@ -329,6 +329,7 @@ def _go(lines: list[str], report: TestReport) -> None:
 
 
 _CARGO_TEST = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
+_DOCTEST_MODE = re.compile(r" - compile(?: fail)?$")
 _CARGO_SUMMARY = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 
 
@@ -338,8 +339,8 @@ def _cargo(lines: list[str], report: TestReport) -> None:
     for line in lines:
         t = _CARGO_TEST.match(line)
         if t:
-            if t[2] != "ignored":
-                _add(report, "passed" if t[2] == "ok" else "failed", t[1])
+            if t[2] != "ignored":  # (a doc-test that only compiles says so after its name: not part of it)
+                _add(report, "passed" if t[2] == "ok" else "failed", _DOCTEST_MODE.sub("", t[1]))
             continue
         s = _CARGO_SUMMARY.match(line)
         if s:

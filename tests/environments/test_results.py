@@ -207,11 +207,12 @@ def test_go_cargo_and_ava():
     cargo = ("running 3 tests\ntest parse::ok_case ... ok\ntest parse::bad_case ... FAILED\ntest slow ... ignored\n"
              "\ntest result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out\n"
              "   Doc-tests x\n\nrunning 2 tests\ntest src/lib.rs - Cfg::probe (line 371) ... ok\n"
-             "test src/lib.rs - (line 18) ... ignored, needs a network\n\n"
-             "test result: ok. 1 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n")
+             "test src/lib.rs - (line 18) ... ignored, needs a network\n"
+             "test src/lib.rs - Key<T>::with (line 159) - compile fail ... ok\n\n"
+             "test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n")
     c = parse_output("cargo", cargo, 101)
-    assert c.passed == ["parse::ok_case", "src/lib.rs - Cfg::probe (line 371)"] and c.failed == ["parse::bad_case"]
-    assert c.counts == {"passed": 2, "failed": 1, "skipped": 2}
+    assert c.passed == ["parse::ok_case", "src/lib.rs - Cfg::probe (line 371)", "src/lib.rs - Key<T>::with (line 159)"]
+    assert c.failed == ["parse::bad_case"] and c.counts == {"passed": 3, "failed": 1, "skipped": 2}
     ava = "  ✔ adds (5ms)\n  ✘ [fail]: divides Error thrown\n  ─\n\n  1 test failed\n  1 test passed\n"
     a = parse_output("ava", ava, 1)
     assert a.counts == {"failed": 1, "passed": 1} and a.passed == ["adds"] and len(a.failed) == 1
