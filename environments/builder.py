@@ -489,7 +489,7 @@ class Builder:
                     raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build "
                                                 "container")
                 run.step("toolchain (again): the oldest Node still supported, for the newest versions",
-                         ["sh", "-c", f"rm -rf {NODE} node_modules && {script}"], env)
+                         ["sh", "-c", f"rm -rf {NODE} && {script}"], env)
                 run.switched = describe(self.fallback)
             self.progress(f"building: install {i}/{len(attempts)} ({shlex.join(cmd)[:80]})")
             step_env = {k: v for k, v in env.items() if k != "npm_config_before"} | extra

@@ -422,8 +422,13 @@ def _native(kind: str, files: RepoFiles, texts: dict[str, str], present: set[str
     reasons.insert(0, Reason(field="origin", value="detected", source=what))
     reasons.append(Reason(field="python", value=python, source="the newest base's: the build's own tools (nothing "
                                                                "is installed into it)"))
-    own = {"go": golang.GO_FILES, "rust": rust.RUST_FILES, "java": java.JAVA_FILES}[kind]
-    shaping = {p: f"blob:{cid}" for p in own if p in present and (cid := files.content_id(p))}
+    own = set({"go": golang.GO_FILES, "rust": rust.RUST_FILES, "java": java.JAVA_FILES}[kind])
+    # (a workspace's members and a build's modules pin dependencies too: every such file, by content)
+    names = {"go": {"go.mod", "go.sum"}, "rust": {"Cargo.toml"},
+             "java": {"pom.xml", "build.gradle", "build.gradle.kts", "libs.versions.toml", "gradle.properties"}}[kind]
+    own |= set([p for p in sorted(present) if p.rsplit("/", 1)[-1] in names and not
+                any(part in ("vendor", "testdata", "target", "node_modules") for part in p.split("/")[:-1])][:500])
+    shaping = {p: f"blob:{cid}" for p in sorted(own) if p in present and (cid := files.content_id(p))}
     spec = EnvSpec(origin="detected", python=python, install_project=False, native=native, apt=apt,
                    setup=setup, test=test, compilers=True, env=dict(module.ENV))
     return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,

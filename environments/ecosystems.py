@@ -18,6 +18,9 @@ PYTHON_MARKS = re.compile(r"^(setup\.py|setup\.cfg|pyproject\.toml|Pipfile|tox\.
 CODE_FILE = re.compile(r"\.(js|mjs|cjs|jsx|ts|mts|cts|tsx|go|rs|java|kt)$")
 """Source files of the other ecosystems detection knows: a repository with more of them than .py files is not a
 Python project unless its Python configuration says so."""
+SOURCES = {"node": re.compile(r"\.(js|mjs|cjs|jsx|ts|mts|cts|tsx)$"), "go": re.compile(r"\.go$"),
+           "rust": re.compile(r"\.rs$"), "java": re.compile(r"\.(java|kt)$")}
+"""Each detected ecosystem's source files (which one a repository with the marks of several is)."""
 DETECTED = {"package.json": "node", "go.mod": "go", "go.work": "go", "Cargo.toml": "rust", "pom.xml": "java",
             "build.gradle": "java", "build.gradle.kts": "java", "settings.gradle": "java",
             "settings.gradle.kts": "java"}
@@ -56,8 +59,14 @@ def kind(paths: list[str]) -> str:
     """The ecosystem detection builds ``paths`` as: ``python`` (also when nothing is recognised), ``node``, ``go``,
     ``rust`` or ``java``."""
     top = {p for p in paths if "/" not in p}
-    marks = [DETECTED[name] for name in DETECTED if name in top]
-    return "python" if not marks or is_python(paths) else marks[0]
+    marks = list(dict.fromkeys(DETECTED[name] for name in DETECTED if name in top))
+    if not marks or is_python(paths):
+        return "python"
+    if len(marks) == 1:
+        return marks[0]
+    # several (a Go module with a package.json for its commit hooks): the one with the most source files
+    counts = {kind: sum(1 for p in paths if SOURCES[kind].search(p)) for kind in marks}
+    return max(marks, key=lambda kind: counts[kind])
 
 
 def unsupported(paths: list[str]) -> str:

@@ -18,6 +18,8 @@ GO_FILES = ("go.mod", "go.sum", "go.work", "go.work.sum", "vendor/modules.txt")
 """What detection reads (and what keys the environment: the dependencies they pin)."""
 DEBIAN_GO = "1.24"
 """The Go of the base's Debian suite (trixie's golang-go)."""
+DEBIAN_GO_RELEASE = "1.24.4"
+"""Its release (what a go line naming a patch release is compared with)."""
 GO_ROOT = f"{ENV_ROOT}/go"
 ENV = {"GOPATH": GO_ROOT, "GOMODCACHE": f"{GO_ROOT}/mod", "GOCACHE": "/tmp/go-build", "GOTOOLCHAIN": "local",
        "GOFLAGS": "-modcacherw", "GOTELEMETRY": "off"}
@@ -25,13 +27,34 @@ ENV = {"GOPATH": GO_ROOT, "GOMODCACHE": f"{GO_ROOT}/mod", "GOCACHE": "/tmp/go-bu
 OFFLINE = {"GOPROXY": "off", "GOSUMDB": "off"}
 """Variables of the sandboxes only: nothing is downloaded while the tests run."""
 
-_GO_LINE = re.compile(r"^go\s+(\d+\.\d+(?:\.\d+)?)\s*(?://.*)?$", re.M)
-_TOOLCHAIN_LINE = re.compile(r"^toolchain\s+go(\S+)", re.M)
-_MODULE_LINE = re.compile(r"^module\s+\"?([^\s\"]+)", re.M)
-_REQUIRE_ONE = re.compile(r"^require\s+(?!\()\S+\s+\S+", re.M)
-_REQUIRE_BLOCK = re.compile(r"^require\s*\(\s*$(.*?)^\s*\)", re.M | re.S)
-_USE_ONE = re.compile(r"^use\s+(?!\()(\S+)", re.M)
-_USE_BLOCK = re.compile(r"^use\s*\(\s*$(.*?)^\s*\)", re.M | re.S)
+_GO_LINE = re.compile(r"go\s+(\d+\.\d+(?:\.\d+)?)\s*(?://.*)?$")
+_TOOLCHAIN_LINE = re.compile(r"toolchain\s+go(\S+)")
+_MODULE_LINE = re.compile(r"module\s+\"?([^\s\"]+)")
+_MAX_LINES = 20_000
+
+
+def _directives(text: str) -> list[tuple[str, str]]:
+    """(verb, the rest) of each directive of a go.mod or go.work, a block's lines under its verb (``require (``
+    ... ``)``): one pass over the lines, comments dropped, at most ``_MAX_LINES``."""
+    out: list[tuple[str, str]] = []
+    block = ""
+    for raw in text.splitlines()[:_MAX_LINES]:
+        line = raw.split("//", 1)[0].strip()
+        if not line:
+            continue
+        if block:
+            if line == ")":
+                block = ""
+            else:
+                out.append((block, line))
+            continue
+        verb, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if rest == "(":
+            block = verb
+        else:
+            out.append((verb, rest))
+    return out
 
 
 @dataclass
@@ -57,19 +80,16 @@ def facts(texts: dict[str, str], present: set[str]) -> GoFacts:
     """The facts of go.mod and go.work (read as data: a line that is not Go's grammar is passed over)."""
     f = GoFacts(vendored="vendor/modules.txt" in present)
     mod = texts.get("go.mod", "")
-    if m := _MODULE_LINE.search(mod):
-        f.module = m[1][:200]
-    if m := _GO_LINE.search(mod):
-        f.go = m[1]
-    if m := _TOOLCHAIN_LINE.search(mod):
-        f.toolchain = m[1][:40]
-    f.requires = len(_REQUIRE_ONE.findall(mod)) + sum(
-        1 for block in _REQUIRE_BLOCK.findall(mod) for line in block.splitlines()
-        if line.strip() and not line.strip().startswith("//"))
-    work = texts.get("go.work", "")
-    uses = _USE_ONE.findall(work) + [line.split("//")[0].strip() for block in _USE_BLOCK.findall(work)
-                                     for line in block.splitlines()]
-    f.workspace = [u for u in uses if u][:100]
+    for verb, rest in _directives(mod):
+        if verb == "module" and not f.module and (m := _MODULE_LINE.match(f"module {rest}")):
+            f.module = m[1][:200]
+        elif verb == "go" and not f.go and (m := _GO_LINE.match(f"go {rest}")):
+            f.go = m[1]
+        elif verb == "toolchain" and not f.toolchain and (m := _TOOLCHAIN_LINE.match(f"toolchain {rest}")):
+            f.toolchain = m[1][:40]
+        elif verb == "require" and len(rest.split()) >= 2:
+            f.requires += 1
+    f.workspace = [rest.split()[0] for verb, rest in _directives(texts.get("go.work", "")) if verb == "use"][:100]
     if "go.mod" not in texts and not f.workspace:
         f.notes.append("go.mod cannot be read (larger than the limit, or not text)")
     return f
@@ -82,7 +102,7 @@ def plan(f: GoFacts) -> tuple[NativeSpec, list[str], list[str], TestCommand, lis
     notes = list(f.notes)
     if f.go:
         reasons.append(Reason(field="go", value=f.go, source="go.mod's go line"))
-        if _vkey(f.go)[:2] > _vkey(DEBIAN_GO)[:2]:
+        if _vkey(f.go) > _vkey(DEBIAN_GO_RELEASE):
             notes.append(f"go.mod needs Go {f.go}, newer than Debian's {DEBIAN_GO}: go refuses to build it "
                          "(GOTOOLCHAIN=local; Go's own downloads are not reached from here)")
     if f.toolchain:

@@ -197,9 +197,9 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
     """The installs a build tries in turn, each (command, its variables, why): the spec's own (frozen to the
     lockfile, or as of the commit's date), then what npm users fall back to when that fails: an install that
     updates a lockfile out of step with package.json, peer-dependency conflicts let through (npm 7+ refuses what
-    npm 6 accepted), the newest versions (an old range no version of that date satisfies), and at last the
-    install without the project's own lifecycle scripts (``prepare: husky install && husky set ...`` fails in a
-    source without .git), the dependencies' scripts run by ``npm rebuild``."""
+    npm 6 accepted), the install without the project's own lifecycle scripts (``prepare: husky install && husky
+    set ...`` fails in a source without .git; the dependencies' scripts run by ``npm rebuild``), and at last the
+    newest versions (an old range no version of that date satisfies; on a newer Node: ``supported_line``)."""
     first = (list(node.install), {"npm_config_before": node.before} if node.before else {}, "as detected")
     if node.package_manager != "npm":
         return [first]
@@ -209,12 +209,13 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
     if node.install[:2] == ["npm", "ci"]:
         out.append((plain, {}, "the lockfile is out of step with package.json: npm install updates it"))
     out.append(([*plain, "--legacy-peer-deps"], dated, "peer-dependency conflicts let through (as npm 6 did)"))
-    if node.before:
-        out.append(([*plain, "--legacy-peer-deps"], {}, NEWEST))
     again = shlex.join([*plain, "--legacy-peer-deps", "--ignore-scripts"])
     out.append((["sh", "-c", f"{again} && npm rebuild"], dated,
                 "the project's own install scripts failed (a git hook set-up without .git, a build step): the "
                 "dependencies installed without them, their own scripts run by npm rebuild"))
+    if node.before:  # (no lockfile of the repository's: what the attempts before wrote goes, with their modules)
+        newest = shlex.join([*plain, "--legacy-peer-deps"])
+        out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest}"], {}, NEWEST))
     return out
 
 

@@ -350,23 +350,43 @@ def _cargo(lines: list[str], report: TestReport) -> None:
     report.summary = summary[-1] if len(summary) == 1 else ", ".join(f"{v} {k}" for k, v in report.counts.items())
 
 
-_JUNIT_CASE = re.compile(r"<testcase\b[^>]*?(?:/>|>.*?</testcase>)", re.S)
 _JUNIT_MAX_CASES = 100_000
+
+
+def _junit_cases(text: str):
+    """The ``<testcase>`` elements of ``text``, each as its own text, found by plain searches (linear: an
+    unclosed element ends the search, never a rescan)."""
+    pos = 0
+    for _ in range(_JUNIT_MAX_CASES):
+        start = text.find("<testcase", pos)
+        if start < 0:
+            return
+        head_end = text.find(">", start)
+        if head_end < 0:
+            return
+        if text[head_end - 1] == "/":
+            end = head_end + 1
+        else:
+            close = text.find("</testcase>", head_end)
+            if close < 0:
+                return
+            end = close + len("</testcase>")
+        yield text[start:end]
+        pos = end
 
 
 def _junit(lines: list[str], report: TestReport) -> None:
     """JUnit XML reports in the output (Surefire's, Gradle's, any runner's ``TEST-*.xml``, printed after the run):
-    each ``<testcase>`` on its own, parsed by the standard library's XML parser (no DTD, no entity of the
-    report's; one that does not parse is passed over); ``CLASS#name``, failed when it has a ``failure`` or
-    ``error``, skipped with ``skipped``. A test in several reports (a rerun) keeps its last status."""
+    each ``<testcase>`` on its own, parsed by the standard library's XML parser (no DTD, so no entity of the
+    report's is defined; one that does not parse is passed over); ``CLASS#name``, failed when it has a
+    ``failure`` or ``error``, skipped with ``skipped``. A test in several reports (a rerun) keeps its last
+    status."""
     import xml.etree.ElementTree as ET  # noqa: PLC0415, N817  (stdlib; only JUnit reports are XML)
 
     final: dict[str, tuple[str, str]] = {}
-    for n, m in enumerate(_JUNIT_CASE.finditer("\n".join(lines))):
-        if n >= _JUNIT_MAX_CASES or "<!DOCTYPE" in m[0] or "<!ENTITY" in m[0]:
-            break
+    for element in _junit_cases("\n".join(lines)):
         try:
-            case = ET.fromstring(m[0])
+            case = ET.fromstring(element)
         except ET.ParseError:
             continue
         name, cls = case.get("name", "").strip(), case.get("classname", "").strip()

@@ -21,6 +21,8 @@ RUST_FILES = ("Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml
 """What detection reads (and what keys the environment: the dependencies they pin)."""
 DEBIAN_RUST = "1.85"
 """The Rust of the base's Debian suite (trixie's rustc)."""
+DEBIAN_RUST_RELEASE = "1.85.1"
+"""Its release (what a rust-version naming a patch release is compared with)."""
 CARGO_HOME = f"{ENV_ROOT}/cargo"
 ENV = {"CARGO_HOME": CARGO_HOME, "CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0", "RUST_BACKTRACE": "0"}
 """Variables of the build and of the sandboxes."""
@@ -63,7 +65,7 @@ def facts(texts: dict[str, str], present: set[str]) -> RustFacts:
     f = RustFacts(locked="Cargo.lock" in present)
     try:
         doc = tomllib.loads(texts.get("Cargo.toml", ""))
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         f.notes.append(f"Cargo.toml is not valid TOML ({str(exc)[:120]}): cargo will say the same")
         doc = {}
     package = doc.get("package") if isinstance(doc.get("package"), dict) else {}
@@ -78,7 +80,7 @@ def facts(texts: dict[str, str], present: set[str]) -> RustFacts:
         try:
             tool = tomllib.loads(texts["rust-toolchain.toml"]).get("toolchain")
             f.channel = str(tool.get("channel", ""))[:40] if isinstance(tool, dict) else ""
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             f.notes.append("rust-toolchain.toml is not valid TOML: passed over")
     elif "rust-toolchain" in texts:
         first = texts["rust-toolchain"].strip().splitlines()
@@ -88,7 +90,7 @@ def facts(texts: dict[str, str], present: set[str]) -> RustFacts:
             try:
                 tool = tomllib.loads(texts["rust-toolchain"]).get("toolchain")
                 f.channel = str(tool.get("channel", ""))[:40] if isinstance(tool, dict) else ""
-            except tomllib.TOMLDecodeError:
+            except (tomllib.TOMLDecodeError, RecursionError):
                 f.notes.append("rust-toolchain is not valid TOML: passed over")
     return f
 
@@ -100,14 +102,14 @@ def plan(f: RustFacts) -> tuple[NativeSpec, list[str], list[str], TestCommand, l
     notes = list(f.notes)
     if f.rust_version:
         reasons.append(Reason(field="rust-version", value=f.rust_version, source="Cargo.toml's package.rust-version"))
-        if _vkey(f.rust_version)[:2] > _vkey(DEBIAN_RUST)[:2]:
+        if _vkey(f.rust_version) > _vkey(DEBIAN_RUST_RELEASE):
             notes.append(f"Cargo.toml needs rustc {f.rust_version}, newer than Debian's {DEBIAN_RUST}: cargo refuses "
                          "to build it")
     if f.channel:
         reasons.append(Reason(field="channel", value=f.channel, source="rust-toolchain (not installed: Debian's "
                                                                       "rustc builds it)"))
         if f.channel.startswith("nightly") or (f.channel[:1].isdigit() and
-                                               _vkey(f.channel)[:2] > _vkey(DEBIAN_RUST)[:2]):
+                                               _vkey(f.channel) > _vkey(DEBIAN_RUST_RELEASE)):
             notes.append(f"rust-toolchain asks for {f.channel}; Debian's rustc {DEBIAN_RUST} is what runs here "
                          "(a nightly feature fails to build)")
     if f.members:

@@ -243,7 +243,10 @@ class Environments:
         self.progress(f"building environment {env_id_for(key)} for {det.repository}@{det.commit[:12]} on {base.name} "
                       f"(python {base.python})")
         toolchain = self.toolchains().for_node(spec.node) if spec.node is not None else {}
-        fallback = self.toolchains().fallback_for(spec.node) if spec.node is not None else {}
+        try:  # (only the last install attempt needs it: a registry that fails it here fails no build)
+            fallback = self.toolchains().fallback_for(spec.node) if spec.node is not None else {}
+        except UnexpectedEnvironment:
+            fallback = {}
         staging = self.store.staging(key)
         builder = Builder(api, uv=uv, network=build_network(), timeout_s=self.settings.env_build_timeout_s,
                           memory_mb=self.settings.env_build_memory_mb, progress=self.progress,

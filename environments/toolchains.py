@@ -148,8 +148,8 @@ class Toolchains:
             # (an install as of a date needs npm 7 or later: npm 6 reads the registry's short documents, which
             # carry no publication times, and refuses every version with --before)
             npm = self.newest("npm", ">=7.0.0" if spec.before else str(npm_line), node=node)
-        except UnexpectedEnvironment:
-            npm = self.newest("npm", str(npm_line - 1), node=node)
+        except UnexpectedEnvironment:  # (as of a date on Node 8 or 10: no npm 7 runs there, the line's own does)
+            npm = self.newest("npm", str(npm_line if spec.before else npm_line - 1), node=node)
         out = {"node": self.fetch(package, node), "npm": self.fetch("npm", npm)}
         if spec.package_manager == "yarn":
             classic = spec.pm_version if spec.pm_version.startswith("1.") else "1"

@@ -40,7 +40,7 @@ def test_a_go_module_is_detected_with_debians_go_and_its_dependencies_fetched_at
 
 def test_go_details_a_workspace_a_vendor_folder_and_a_go_newer_than_debians():
     f = golang.facts({"go.work": "go 1.22\n\nuse (\n\t./api // the API\n\t./cli\n)\nuse ./extra\n"}, {"go.work"})
-    assert f.workspace == ["./extra", "./api", "./cli"]
+    assert f.workspace == ["./api", "./cli", "./extra"]
     assert golang.plan(f)[2] == ["go mod download"]
     vendored = golang.plan(golang.facts({"go.mod": "module m\ngo 1.20\nrequire a v1\n"}, {"go.mod",
                                                                                        "vendor/modules.txt"}))
@@ -51,6 +51,12 @@ def test_go_details_a_workspace_a_vendor_folder_and_a_go_newer_than_debians():
     assert "needs Go 1.99, newer than Debian's" in newer[5][0]
     hostile = golang.facts({"go.mod": "module " + "x" * 5000 + "\ngo notaversion\nrequire (\n"}, {"go.mod"})
     assert len(hostile.module) == 200 and hostile.go == "" and hostile.requires == 0
+    patch = golang.plan(golang.facts({"go.mod": "module m\n\ngo 1.24.99\n"}, {"go.mod"}))
+    assert "newer than Debian's" in patch[5][0]  # a patch release newer than Debian's is refused by go too
+    import time
+    started = time.monotonic()  # one pass over the lines: 100,000 unclosed blocks cost nothing
+    many = golang.facts({"go.mod": "require (\n" * 100_000, "go.work": "use (\n" * 100_000}, {"go.mod", "go.work"})
+    assert many.requires <= golang._MAX_LINES and len(many.workspace) <= 100 and time.monotonic() - started < 2
 
 
 def test_a_rust_package_is_detected_with_debians_cargo_and_its_workspace():
@@ -67,11 +73,20 @@ def test_a_rust_package_is_detected_with_debians_cargo_and_its_workspace():
     assert "4 dependencies, pinned by Cargo.lock" in why["dependencies"][1] and why["workspace"][0] == "crates/*"
     assert any("nightly-2024-01-01" in n for n in det.notes)
     assert set(det.files) == {"Cargo.toml", "Cargo.lock", "rust-toolchain.toml"}
+    members = detect(MemoryFiles({"Cargo.toml": cargo, "crates/a/Cargo.toml": "[package]\nname = 'a'\n",
+                                  "target/x/Cargo.toml": "", "src/lib.rs": ""}))
+    assert set(members.files) == {"Cargo.toml", "crates/a/Cargo.toml"}  # a member's dependencies key it too
+    go_work = detect(MemoryFiles({"go.work": "go 1.22\nuse ./api\n", "api/go.mod": "module a\n", "api/go.sum": "",
+                                  "api/a.go": "", "vendor/x/go.mod": "", "b.go": ""}))
+    assert set(go_work.files) == {"go.work", "api/go.mod", "api/go.sum"}
 
 
 def test_rust_files_that_are_not_valid_are_notes_not_crashes():
     f = rust.facts({"Cargo.toml": "[package\nname=", "rust-toolchain": "[toolchain\n"}, {"Cargo.toml"})
     assert f.package == "" and f.dependencies == 0 and len(f.notes) == 2
+    deep = rust.facts({"Cargo.toml": "a = " + "[" * 100_000, "rust-toolchain.toml": "b = " + "{x = " * 50_000},
+                      {"Cargo.toml"})
+    assert deep.package == "" and len(deep.notes) == 2  # (tomllib recurses: too deep is a note, not a crash)
     legacy = rust.facts({"Cargo.toml": '[package]\nname = "x"\n[workspace]\nmembers = "no-list"\n',
                          "rust-toolchain": "1.99.0\n"}, {"Cargo.toml"})
     assert legacy.channel == "1.99.0" and legacy.members == []
@@ -84,6 +99,7 @@ def test_the_ecosystem_is_the_projects_not_its_scripts():
     assert ecosystems.kind([*go_repo, "setup.py"]) == "python"  # Python's configuration at the top decides
     assert ecosystems.kind(["go.mod", "x.py", "y.py", "z.go"]) == "python"
     assert ecosystems.kind(["package.json", "go.mod", "a.js"]) == "node"
+    assert ecosystems.kind(["package.json", "go.mod", "commitlint.config.js", "a.go", "cmd/b.go"]) == "go"
     assert ecosystems.unsupported(go_repo) == "" and ecosystems.unsupported(["Cargo.toml", "src/lib.rs"]) == ""
     assert ecosystems.kind(["pom.xml", "src/main/java/A.java"]) == "java"
     assert ecosystems.kind(["settings.gradle.kts", "app/build.gradle.kts", "app/src/main/kotlin/A.kt"]) == "java"
@@ -100,7 +116,8 @@ def test_a_maven_project_is_detected_with_debians_jdk_and_maven_and_read_by_its_
     assert spec.native is not None and spec.native.language == "java" and spec.native.runner == "junit"
     assert spec.apt == ["openjdk-21-jdk-headless", "maven"] and spec.setup[0].startswith("mvn -B -ntp -q")
     assert spec.env["MAVEN_OPTS"] == "-Dmaven.repo.local=/opt/bosun-env/m2"
-    assert spec.test.argv[:2] == ["sh", "-c"] and "mvn -B -o -ntp test" in spec.test.argv[2]
+    assert spec.test.argv[:2] == ["sh", "-c"] and "mvn -B -o -ntp " in spec.test.argv[2]
+    assert "-Dmaven.test.failure.ignore=true" in spec.setup[0]  # (Surefire resolves its provider only by running)
     why = {r.field: r.value for r in det.reasons}
     assert why["jdk"] == "openjdk-21-jdk-headless" and set(det.files) == {"pom.xml"}
     assert any("asks for Java 8" in r.source for r in det.reasons)
@@ -116,9 +133,11 @@ def test_a_gradle_project_gets_the_jdk_its_build_names(files, jdk, wrapper):
     f = java.facts(files, set(files))
     assert f.tool == "gradle" and f.java == jdk and f.wrapper == wrapper
     _, apt, _, test, _, notes = java.plan(f)
-    assert apt[0] == f"openjdk-{java.jdk_for(jdk)}-jdk-headless"
-    assert ("./gradlew" if wrapper else "gradle --no-daemon") in test.argv[2]
-    assert ("gradle" in apt) == (not wrapper) and bool(notes) == (not wrapper)
+    assert apt[0] == f"openjdk-{25 if jdk == 25 else 21}-jdk-headless"
+    assert ("./gradlew" if wrapper else "gradle --no-daemon") in test.argv[2] and "cleanTest test" in test.argv[2]
+    assert ("gradle" in apt) == (not wrapper)
+    assert any("no gradlew" in n for n in notes) == (not wrapper)
+    assert any("toolchain, which the base's suite does not have" in n for n in notes) == (jdk == 17)
 
 
 def test_java_versions_out_of_reach_are_notes():
@@ -126,6 +145,35 @@ def test_java_versions_out_of_reach_are_notes():
     assert f.java == 30 and java.jdk_for(30) == 25 and "newer than Debian's JDK 25" in java.plan(f)[5][0]
     assert java.feature("1.8") == 8 and java.feature("17.0.2") == 17 and java.feature("x") == 0
     assert java.facts({"pom.xml": "<java.version>999999</java.version>"}, {"pom.xml"}).java == 0
+    old = java.facts({"pom.xml": "<maven.compiler.source>1.6</maven.compiler.source>"}, {"pom.xml"})
+    assert old.java == 6 and "compiles Java 8 and later only" in java.plan(old)[5][0]
+
+
+def test_the_java_test_command_prints_this_runs_reports_alone_on_stdout(tmp_path):
+    """The script's report dump, run by a real shell: the reports written after the run started (not an earlier
+    run's) come out on stdout under their markers, from any module, and read right; the build tool gets run_tests'
+    arguments ("$@") and writes its own output to stderr."""
+    import os
+    import subprocess
+
+    det = detect(MemoryFiles({"pom.xml": POM, "src/A.java": ""}))
+    assert 'test "$@" >&2; rc=$?; ' in det.spec.test.argv[2] and det.spec.test.argv[3:] == ["tests"]
+    stamp = str(tmp_path / "stamp")
+    stale = tmp_path / "core" / "target" / "surefire-reports"
+    stale.mkdir(parents=True)
+    (stale / "TEST-Old.xml").write_text('<testsuite><testcase classname="Old" name="gone"/></testsuite>')
+    os.utime(stale / "TEST-Old.xml", (1_000_000_000, 1_000_000_000))
+    fresh = tmp_path / "api" / "target" / "surefire-reports"
+    fresh.mkdir(parents=True)
+    report = ('<testsuite><testcase classname="a.B" name="ok"/><testcase classname="a.B" name="bad">'
+              '<failure message="expected 1"/></testcase></testsuite>')
+    script = f"touch {stamp}; sleep 1; printf '%s' '{report}' > api/target/surefire-reports/TEST-a.B.xml; " + \
+        java._DUMP.replace(java.STAMP, stamp)
+    ran = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "<!-- bosun: junit report ./api/target/surefire-reports/TEST-a.B.xml -->" in ran.stdout
+    got = parse_output("junit", ran.stdout, 1)
+    assert got.passed == ["a.B#ok"] and got.failed == ["a.B#bad"] and "Old#gone" not in ran.stdout
 
 
 def test_junit_reports_are_read_as_a_real_runner_writes_them(tmp_path):
@@ -150,6 +198,12 @@ def test_junit_reports_are_read_as_a_real_runner_writes_them(tmp_path):
 
 
 def test_hostile_junit_reports_are_data():
+    import time
+    started = time.monotonic()  # plain searches: 100,000 unclosed cases and a DOCTYPE in a test's output cost nothing
+    assert parse_output("junit", '<testcase name="x">' * 100_000, 1).passed == []
+    html = ('<testcase name="a" classname="C"><system-out><![CDATA[<!DOCTYPE html>]]></system-out></testcase>'
+            '<testcase name="b" classname="C"><failure message="m"/></testcase>')
+    assert parse_output("junit", html, 1).failed == ["C#b"] and time.monotonic() - started < 2
     bomb = ('<?xml version="1.0"?><!DOCTYPE t [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
             '<testsuite><testcase name="x" classname="&b;"/></testsuite>')
     assert parse_output("junit", bomb, 1).passed == []
