@@ -1,7 +1,7 @@
 """Multi-SWE-bench gold patches in bosun's **detected** environments, judged as its harness judges them. Prints JSON.
 
 Run: ``.venv/bin/python bench/multi_swebench.py --instances ROWS.jsonl [--instances ...] --repo ORG/NAME=MIRROR ...
-[--only ID] [--limit N] [--out DIR]``.
+[--only ID] [--limit N] [--out DIR] [--harness DIR]``.
 
 The rows are Multi-SWE-bench's (``org``, ``repo``, ``number``, ``base.sha``, ``fix_patch``, ``test_patch``,
 ``f2p_tests``, ``p2p_tests``); each repository comes from a local mirror (a bare clone with the instances'
@@ -15,6 +15,12 @@ commits). For each instance, exactly as an external benchmark would drive bosun,
 4. the output read by bosun's reader of the runner (environments/results.py), its test ids put in the harness's
    form (``RECIPES``: ``FILE`` and ``FILE:TITLE`` for jest, the bare title for mocha);
 5. resolved when every ``f2p_tests`` and ``p2p_tests`` id passed (and none of them failed).
+
+Rows of SWE-bench Multimodal (JavaScript/TypeScript repositories; converted to these field names, with the
+``test_cmd`` of its ``eval.sh``, its ``log_parser`` and ``eval_type``) are judged by that harness's own code: the
+row's test command runs in step 3, and its log parser and grading (``swebench.harness``: ``PARSER_REGISTRY``,
+``get_eval_tests_report``, fail-only repositories, "the suite ran", the exit-code cross-check) read the output;
+``--harness DIR`` names where ``pip install --target DIR swebench`` put it.
 
 Reported per instance: ``built`` (the environment's build, s), ``env_id``, ``node`` and package manager,
 ``resolved``, the f2p/p2p ids missing or failed; overall ``resolved`` / ``judged`` and per repository. Logs of each
@@ -92,10 +98,35 @@ def bosun(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run([BOSUN, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def judge(row: dict, mirror: Path, out: Path, timeout_s: float) -> dict:
+def harness_verdict(row: dict, output: str, exit_code: int | None) -> dict:
+    """SWE-bench's own reading of a run (its log parser and grading, ``swebench.harness``) for a row that names
+    its ``log_parser``: ``resolved`` and the f2p/p2p tests that did not pass."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from swebench.harness.constants import EvalType, ResolvedStatus, TestStatus  # noqa: PLC0415
+    from swebench.harness.grading import SUITE_RAN, get_eval_tests_report, get_resolution_status  # noqa: PLC0415
+    from swebench.harness.log_parsers import PARSER_REGISTRY  # noqa: PLC0415
+
+    spec = SimpleNamespace(instance_id=row.get("instance_id", ""), repo=f"{row['org']}/{row['repo']}",
+                           version=row.get("version", ""))
+    status = PARSER_REGISTRY[row["log_parser"]](output, spec)
+    if not status and not SUITE_RAN.search(output):
+        return {"resolved": False, "error": "the suite did not run (no result, no summary)"}
+    if exit_code not in (None, 0) and status and not any(
+            v in (TestStatus.FAILED.value, TestStatus.ERROR.value) for v in status.values()):
+        return {"resolved": False, "error": f"exit {exit_code} with no failure in the log"}
+    report = get_eval_tests_report(status, {"FAIL_TO_PASS": row["f2p_tests"], "PASS_TO_PASS": row["p2p_tests"]},
+                                   eval_type=EvalType(row.get("eval_type") or "pass_and_fail"))
+    missing = report["FAIL_TO_PASS"]["failure"] + report["PASS_TO_PASS"]["failure"]
+    return {"resolved": get_resolution_status(report) == ResolvedStatus.FULL.value, "not_passed": missing[:20],
+            "not_passed_count": len(missing), "counts": {"parsed": len(status)}}
+
+
+def judge(row: dict, mirror: Path, out: Path, timeout_s: float, patches: tuple[str, ...] = ("test", "fix")) -> dict:
     key = f"{row['org']}/{row['repo']}"
     iid = f"{row['org']}__{row['repo']}-{row['number']}"
-    recipe = RECIPES.get(key)
+    recipe = RECIPES.get(key) or ({"run": row["test_cmd"], "runner": "", "ids": "harness"}
+                                  if row.get("log_parser") and row.get("test_cmd") else None)
     result: dict = {"instance_id": iid, "repo": key, "resolved": False}
     if recipe is None:
         return {**result, "error": f"no recipe for {key}"}
@@ -117,11 +148,11 @@ def judge(row: dict, mirror: Path, out: Path, timeout_s: float) -> dict:
         result.update(env_id=env["env_id"], toolchain=env.get("toolchain", {}))
         ws = Path(tmp) / "ws"
         shutil.copytree(checkout, ws, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-        for name in ("test", "fix"):
+        for name in patches:
             (ws / f".{name}.patch").write_text(row[f"{name}_patch"])
-        applied = subprocess.run(["git", "apply", "--whitespace=nowarn", ".test.patch", ".fix.patch"], cwd=ws,
+        applied = subprocess.run(["git", "apply", "--whitespace=nowarn", *(f".{n}.patch" for n in patches)], cwd=ws,
                                  capture_output=True, text=True)
-        for name in ("test", "fix"):
+        for name in patches:
             (ws / f".{name}.patch").unlink()
         if applied.returncode != 0:
             return {**result, "error": f"the patches do not apply: {applied.stderr[-300:]}"}
@@ -137,6 +168,10 @@ def judge(row: dict, mirror: Path, out: Path, timeout_s: float) -> dict:
         return {**result, "error": f"sandbox exec failed: {ran.stderr[-300:]}"}
     output = res.get("stdout", "") + "\n" + res.get("stderr", "")
     (logs / "test_output.txt").write_text(output)
+    if recipe["ids"] == "harness":
+        f2p, p2p = row["f2p_tests"], row["p2p_tests"]
+        return {**result, **harness_verdict(row, output, res.get("exit_code")), "exit_code": res.get("exit_code"),
+                "f2p": len(f2p), "p2p": len(p2p)}
     report = parse_output(recipe["runner"], output, res.get("exit_code"))
     form = "title" if (key, row["number"]) in TITLE_FORM else recipe["ids"]
     passed, failed = harness_ids(report, form, output)
@@ -156,7 +191,13 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=0, help="at most this many instances per repository (0: all)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds the tests of one instance may take")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--test-only", action="store_true", help="apply the test patch alone (the judge's check: no "
+                                                             "instance may resolve without its fix)")
+    p.add_argument("--harness", type=Path, help="where `pip install --target DIR swebench` put SWE-bench's harness "
+                                                "(rows that name a log_parser are judged by it)")
     args = p.parse_args()
+    if args.harness:
+        sys.path.insert(0, str(args.harness))
     mirrors = dict(pair.split("=", 1) for pair in args.repo)
     rows = [json.loads(line) for f in args.instances for line in f.read_text().splitlines() if line.strip()]
     seen: dict[str, int] = {}
@@ -169,7 +210,8 @@ def main() -> int:
         if args.limit and seen.get(key, 0) >= args.limit:
             continue
         seen[key] = seen.get(key, 0) + 1
-        got = judge(row, Path(mirrors[key]), args.out, args.timeout)
+        got = judge(row, Path(mirrors[key]), args.out / ("test-only" if args.test_only else "gold"), args.timeout,
+                    ("test",) if args.test_only else ("test", "fix"))
         print(json.dumps(got), file=sys.stderr, flush=True)
         results.append(got)
     per_repo: dict[str, dict[str, int]] = {}

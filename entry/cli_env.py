@@ -251,8 +251,24 @@ def show(envs: Environments, args: argparse.Namespace) -> int:
                  + f" ({native.runner}" + (f"; offline: {' '.join(f'{k}={v}' for k, v in native.offline.items())})"
                                            if native.offline else ")")),
                 ("base", f"python {spec.python}, with compilers and {' '.join(spec.apt)}")]
+    elif spec.image is not None:
+        image = spec.image
+        rows = [("image", f"{image.dockerfile} (built locally" + (f", context {image.context}" if image.context else "")
+                 + (f", target {image.target}" if image.target else "") + ")" if image.dockerfile else
+                 f"{image.image} (pulled when this engine lacks it)"),
+                ("declared in", image.source), ("prepare commands", " && ".join(spec.prepare) or "-"),
+                ("setup commands", " && ".join(spec.setup) + " (in the image, with network)" if spec.setup else "-"),
+                ("test command", spec.test.text + f" ({image.runner or 'unknown'})"),
+                ("sandboxes", "docker only (the system is the image's)"),
+                ("per revision", "yes" if spec.per_revision else "no")]
     else:
         rows = _python_rows(spec)
+    if spec.node_part is not None:
+        part = spec.node_part
+        rows.append(("part " + (part.root or "(top)"), f"JavaScript/TypeScript: node {part.line}, "
+                     f"{part.package_manager} ({shlex.join(part.install)}); tests: "
+                     + (f"{part.test} ({part.runner or 'unknown'}), after the main ones" if part.test else
+                        "not run (the CI does not run them)")))
     for name, value in rows:
         print(f"  {name:22} {value}")
     print("why:")

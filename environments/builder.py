@@ -33,6 +33,7 @@ import contextlib
 import io
 import json
 import os
+import posixpath
 import re
 import shlex
 import tarfile
@@ -47,7 +48,17 @@ from environments.bases import BUILD_UID, BaseInfo
 from environments.imports import is_test_file, local_names
 from environments.installer import TOOLS, UV, collect_sample, install, uv_config
 from environments.interpreters import interpreter, interpreter_env
-from environments.models import ENV_ROOT, NODE, SEED_UNIGNORED_MAX, VENV, Detection, EnvSpec, parse_unignored
+from environments.models import (
+    ENV_ROOT,
+    NODE,
+    SEED_UNIGNORED_MAX,
+    VENV,
+    Detection,
+    EnvSpec,
+    ImageSpec,
+    NodeSpec,
+    parse_unignored,
+)
 from environments.netconf import CA_IN_BUILD, PROXY_VARS, BuildNetwork
 from environments.node import NEWEST, install_attempts
 from environments.store import CACHE_LABEL
@@ -252,6 +263,10 @@ class Outcome:
     layer_mb: float = 0.0
     toolchain: dict[str, str] = field(default_factory=dict)
     """The toolchain the base's Debian packages gave (a Go or Rust project's), by role and version."""
+    tool_python: str = ""
+    """An image environment's python3 (the tool server's in its sandboxes)."""
+    part_failed: bool = False
+    """The JavaScript/TypeScript part beside the main ecosystem could not be installed (the build went on)."""
 
 
 class _StreamFile(io.RawIOBase):
@@ -292,9 +307,15 @@ def _owned_tar(source: Path, dest: Path, uid: int) -> list[str]:
     return names
 
 
-def _tools_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+def _tools_tar(files: dict[str, tuple[bytes, int]], dirs: tuple[str, ...] = ()) -> bytes:
+    """Files (name -> bytes, mode) and directories, the build user's, as a tar to copy into a container."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:") as tar:
+        for name in dirs:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+            info.uid = info.gid = BUILD_UID
+            tar.addfile(info)
         for name, (data, mode) in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -303,6 +324,42 @@ def _tools_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+
+def context_tar(source_tar: Path, dest: Path, folder: str, extra: dict[str, str]) -> None:
+    """The build context of a Dockerfile: the members of ``source_tar`` under ``folder`` ("": all), renamed
+    relative to it, plus ``extra`` (name in the context -> a member's name: a Dockerfile from outside it)."""
+    prefix = f"{folder.strip('/')}/" if folder else ""
+    with tarfile.open(source_tar) as src, tarfile.open(dest, "w:") as out:
+        wanted = {v: k for k, v in extra.items()}
+        for member in src:
+            name = member.name.removeprefix("./")
+            data = src.extractfile(member) if member.isfile() else None
+            if name in wanted:
+                copy = tarfile.TarInfo(wanted[name])
+                copy.size, copy.mode, copy.mtime = member.size, member.mode, member.mtime
+                out.addfile(copy, src.extractfile(member))
+            if prefix and not name.startswith(prefix):
+                continue
+            member.name = name[len(prefix):] if prefix else name
+            if member.name:
+                out.addfile(member, data)
+
+
+IMAGE_CHECK = r"""
+missing=""
+for tool in sh tar git sleep; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done
+py=$(command -v python3 || true)
+if [ -z "$py" ] || ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  missing="$missing python3(>=3.11)"
+fi
+if [ -n "$missing" ]; then
+  echo "the image lacks what bosun's sandboxes need:$missing (install them in the image)"; exit 3
+fi
+echo "$py $("$py" -c 'import platform; print(platform.python_version())')"
+"""
+"""What a sandbox of an image needs in it: a shell, tar (the seed), git (the agents' diffs), sleep, and Python 3.11
+or later (the tool server); prints the interpreter's path and version."""
 
 
 class Builder:
@@ -351,7 +408,9 @@ class Builder:
                 with contextlib.suppress(Exception):
                     self.api.remove_container(cid, force=True, v=True)
 
-    def _create(self, base: BaseInfo, spec: EnvSpec, key: str, uv_cache: Path) -> str:
+    def _create(self, base: BaseInfo, spec: EnvSpec, key: str, uv_cache: Path | None, *, image: str = "",
+                network: str = "bridge") -> str:
+        """The build container: of ``base`` (or ``image``) on ``network``, with the installer's cache bound."""
         from docker.types import Mount  # noqa: PLC0415
 
         # The source and the tools go into anonymous volumes mounted, not declared: a declared volume (the
@@ -359,21 +418,21 @@ class Builder:
         # keep) an empty volume for every sandbox of it. Removed with the build container (``v=True``).
         scratch = [Mount(path, None, type="volume", labels={LABEL: key}) for path in ("/workspace", TOOLS)]
         host_config = self.api.create_host_config(
-            network_mode="bridge", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            network_mode=network, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             # exec: builds compile and run probes in a temporary folder (scikit-learn's OpenMP check); docker's tmpfs
             # is noexec unless told.
             tmpfs={"/tmp": "rw,exec,nosuid,nodev,size=4g,mode=1777",
                    "/var/tmp": "rw,exec,nosuid,nodev,size=1g,mode=1777"},
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=4096,
             nano_cpus=int(self.cpus * 1e9) if self.cpus > 0 else None, init=True,
-            binds={str(uv_cache): {"bind": INSTALL_CACHE, "mode": "rw"}}, mounts=scratch,
+            binds={str(uv_cache): {"bind": INSTALL_CACHE, "mode": "rw"}} if uv_cache else None, mounts=scratch,
             log_config={"type": "none", "config": {}})
         created = self.api.create_container(
-            image=base.docker_tag, command=["sleep", "infinity"], user=f"{BUILD_UID}:{BUILD_UID}",
+            image=image or base.docker_tag, command=["sleep", "infinity"], user=f"{BUILD_UID}:{BUILD_UID}",
             working_dir="/workspace", host_config=host_config,
             # the sandbox labels: a build whose process dies is removed by the reaper like any orphan sandbox
             labels={LABEL: key, "bosun.env.build": "1", SANDBOX_LABEL: "1", LABEL_OWNER: owner_tag()},
-            name=f"bosun-envbuild-{key}-{int(time.time())}",
+            name=f"bosun-envbuild-{key}-{int(time.time())}{'-image' if image else ''}",
             use_config_proxy=False)
         return created["Id"]
 
@@ -417,24 +476,16 @@ class Builder:
         api.start(cid)
         self._keep_out(run, cid)
         run.start_watchdog()
+        if spec.image is not None:
+            return self._image(run, det, base, key, source_tar, staging)
         owned = source_tar.with_name("source-owned.tar")
         names = _owned_tar(source_tar, owned, BUILD_UID)
-        tools = {"uv": (self.uv.read_bytes(), 0o755),
-                 "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
-                 "seed.py": (SEED_SCRIPT.encode(), 0o644)}
-        if self.network.ca_bundle is not None:
-            tools["ca.crt"] = (self.network.ca_bundle, 0o644)
-        run.header("copy in", f"the source ({len(names)} files) and the tools")
-        with open(owned, "rb") as source:
-            copied = api.put_archive(cid, TOOLS, _tools_tar(tools)) and api.put_archive(cid, "/workspace", source)
-        owned.unlink()
-        if not copied:
-            raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
+        self._copy_in(run, owned, names, {"uv": (self.uv.read_bytes(), 0o755)})
         for i, cmd in enumerate(spec.prepare, 1):
             self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
             run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], self._env(spec))
         if spec.node is not None:
-            env = self._node(run, spec)
+            env = self._node(run, spec, spec.node)
             outcome = self._finish(run, det, base, key, staging, spec, env, None, run.attempts)
             outcome.toolchain = run.switched
             return outcome
@@ -442,6 +493,7 @@ class Builder:
             env = self._tool_env(spec, SANDBOX_PATH, {"SSL_CERT_FILE": CA_IN_BUILD, "CARGO_HTTP_CAINFO": CA_IN_BUILD})
             run.step("toolchain", ["sh", "-c", spec.native.versions or "true"], env)
             found = dict(re.findall(r"^([a-z]+) (\S+)", run.last_output, re.M))
+            self._part(run, spec)
             outcome = self._finish(run, det, base, key, staging, spec, env, None, [])
             outcome.toolchain = {n: v[:40] for n, v in list(found.items())[:4]}
             return outcome
@@ -463,14 +515,140 @@ class Builder:
             api.put_archive(cid, TOOLS, _tools_tar({"uv.toml": (uv_config(used, installed.moved).encode(), 0o644)}))
             setup_env["UV_CONFIG_FILE"] = f"{TOOLS}/uv.toml"
             setup_env.pop("UV_EXCLUDE_NEWER", None)
+        self._part(run, spec)
         return self._finish(run, det, base, key, staging, spec, setup_env, used, installed.history)
 
-    def _node(self, run: _Run, spec: EnvSpec) -> dict[str, str]:
+    def _copy_in(self, run: _Run, owned: Path, names: list[str], tools: dict[str, tuple[bytes, int]]) -> None:
+        """The source (the build user's) into /workspace, the seed script, the source's file list and the CA bundle
+        beside ``tools`` into TOOLS."""
+        tools = {**tools, "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
+                 "seed.py": (SEED_SCRIPT.encode(), 0o644)}
+        if self.network.ca_bundle is not None:
+            tools["ca.crt"] = (self.network.ca_bundle, 0o644)
+        run.header("copy in", f"the source ({len(names)} files) and the tools")
+        with open(owned, "rb") as source:
+            copied = self.api.put_archive(run.container, TOOLS, _tools_tar(tools)) and \
+                self.api.put_archive(run.container, "/workspace", source)
+        owned.unlink()
+        if not copied:
+            raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
+
+    def _image(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: Path,
+               staging: Path) -> Outcome:
+        """A declared image environment (environments/image.py): the repository's image (its Dockerfile built with
+        the commit's files, or the image named), then the steps of every build in a container of it, all sharing
+        the network namespace of the build container (``run.container``: reach limited by ``_keep_out``)."""
+        spec = det.spec
+        assert spec.image is not None
+        holder = run.container
+        system = self._system(run, spec.image, key, source_tar, staging, holder)
+        work = ""
+        try:
+            work = self._create(base, spec, key, None, image=system, network=f"container:{holder}")
+            run.container = work
+            self.api.start(work)
+            # /opt/bosun-env (the seed's place) made for the build user, as a base has it
+            made = self.api.put_archive(work, "/", _tools_tar({}, dirs=(ENV_ROOT.lstrip("/"),)))
+            if not made:
+                raise UnexpectedEnvironment("the docker engine refused to make /opt/bosun-env in the build container")
+            config = self.api.inspect_image(system).get("Config") or {}
+            own = dict(item.split("=", 1) for item in config.get("Env") or [] if "=" in item)
+            env = self._tool_env(spec, own.get("PATH") or SANDBOX_PATH,
+                                 {"SSL_CERT_FILE": CA_IN_BUILD, "NODE_EXTRA_CA_CERTS": CA_IN_BUILD},
+                                 {k: v for k, v in own.items() if k != "PATH"})
+            run.step("image check", ["sh", "-c", IMAGE_CHECK], env)
+            python = run.last_output.strip().splitlines()[-1].split()
+            owned = source_tar.with_name("source-owned.tar")
+            self._copy_in(run, owned, _owned_tar(source_tar, owned, BUILD_UID), {})
+            for i, cmd in enumerate(spec.prepare, 1):
+                run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], env)
+            outcome = self._finish(run, det, base, key, staging, spec, env, None, [], python=python[0],
+                                   parent=system)
+        finally:
+            run.container = holder
+            if work:
+                with contextlib.suppress(Exception):
+                    self.api.remove_container(work, force=True, v=True)
+            if system != spec.image.image:  # the built system stays as the environment's layers
+                with contextlib.suppress(Exception):
+                    self.api.remove_image(system, noprune=True)
+        outcome.tool_python = python[0]
+        outcome.toolchain = {"image": spec.image.image or spec.image.dockerfile, "python": python[1][:20]}
+        return outcome
+
+    def _system(self, run: _Run, image: ImageSpec, key: str, source_tar: Path, staging: Path, holder: str) -> str:
+        """The repository's image: its Dockerfile built (the classic builder, every RUN in ``holder``'s network
+        namespace, memory-limited as the build), or the image named (pulled when this engine lacks it)."""
+        from docker.errors import APIError, ImageNotFound  # noqa: PLC0415
+
+        if image.image:
+            run.header("image", image.image)
+            try:
+                self.api.inspect_image(image.image)
+                return image.image
+            except ImageNotFound:
+                pass
+            self.progress(f"building: pull {image.image}")
+            name, _, tag = image.image.rpartition(":") if ":" in image.image.rsplit("/", 1)[-1] else (
+                image.image, "", "latest")
+            try:
+                for event in self.api.pull(name, tag=tag or None, stream=True, decode=True):
+                    if event.get("error"):
+                        raise run.failed("image", f"{image.image} cannot be pulled: {event['error'][:300]}")
+            except APIError as exc:
+                raise run.failed("image", f"{image.image} is not on this engine and cannot be pulled: "
+                                          f"{exc.explanation or exc}") from None
+            return image.image
+        tag = f"bosun-envsrc:{key}"
+        context = image.context
+        dockerfile = posixpath.relpath(image.dockerfile, context or ".")
+        run.header("dockerfile", f"docker build -f {image.dockerfile} {context or '.'}"
+                   + "".join(f" --build-arg {k}" for k in image.build_args)
+                   + (f" --target {image.target}" if image.target else ""))
+        self.progress(f"building: docker build -f {image.dockerfile}")
+        tar = staging / "context.tar"
+        if dockerfile.startswith("../"):  # as docker's own CLI: a Dockerfile outside the context goes into it
+            dockerfile = ".bosun.Dockerfile"
+        context_tar(source_tar, tar, context, {dockerfile: image.dockerfile} if dockerfile == ".bosun.Dockerfile"
+                    else {})
+        memory = self.memory_mb * 1024 * 1024
+        try:
+            with open(tar, "rb") as f:
+                for event in self.api.build(
+                        fileobj=f, custom_context=True, dockerfile=dockerfile, tag=tag, rm=True, forcerm=True,
+                        pull=False, decode=True, buildargs=image.build_args or None, target=image.target or None,
+                        network_mode=f"container:{holder}", container_limits={"memory": memory, "memswap": memory},
+                        timeout=max(30, int(run.deadline - time.monotonic()))):
+                    if "stream" in event:
+                        run.log.write(str(event["stream"]).encode("utf-8", "replace"))
+                    if event.get("error"):
+                        raise run.failed("dockerfile", str(event["error"])[:300])
+        except APIError as exc:
+            raise run.failed("dockerfile", f"{exc.explanation or exc}"[:300]) from None
+        except BuildFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the engine's read timed out: the build's deadline
+            raise run.failed("dockerfile", f"the image build did not finish in time ({exc})"[:300]) from None
+        finally:
+            tar.unlink(missing_ok=True)
+        return tag
+
+    def _part(self, run: _Run, spec: EnvSpec) -> None:
+        """The JavaScript/TypeScript part beside the main ecosystem (environments/parts.py), in its folder: best
+        effort (the main ecosystem's environment is built without it, and the build log says why)."""
+        if spec.node_part is None:
+            return
+        try:
+            self._node(run, spec, spec.node_part)
+        except (BuildFailed, UnexpectedEnvironment) as exc:
+            run.note(f"the JavaScript/TypeScript part in {spec.node_part.root or 'the top'} is not installed "
+                     f"({getattr(exc, 'reason', exc)}); the environment is built without it")
+            run.part_failed = True
+
+    def _node(self, run: _Run, spec: EnvSpec, node: NodeSpec) -> dict[str, str]:
         """Node and its package manager into ENV_ROOT/node, then the project's dependencies as its lockfile pins
-        them (tried twice: a registry's hiccup is not the repository's); returns the environment of the steps
-        after (the setup commands)."""
-        node = spec.node
-        assert node is not None
+        them (tried twice: a registry's hiccup is not the repository's), in the folder of ``node`` (a part's, or
+        the top); returns the environment of the steps after (the setup commands)."""
         missing = [role for role in ("node", "npm") if role not in self.toolchain]
         if missing:
             raise UnexpectedEnvironment(f"the build has no {', '.join(missing)} tarball (environments/toolchains.py)")
@@ -478,7 +656,7 @@ class Builder:
         tarballs = {f"{role}.tgz": (t.path.read_bytes(), 0o644) for role, t in self.toolchain.items()}
         if not self.api.put_archive(run.container, TOOLS, _tools_tar(tarballs)):
             raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build container")
-        env = self._node_env(spec)
+        env = self._node_env(spec, node)
         script = NODE_TOOLCHAIN.replace("@NODE@", NODE).replace("@TOOLS@", TOOLS)
         run.step("toolchain", ["sh", "-c", script], env)
         attempts = install_attempts(node)
@@ -493,25 +671,26 @@ class Builder:
                 run.switched = describe(self.fallback)
             self.progress(f"building: install {i}/{len(attempts)} ({shlex.join(cmd)[:80]})")
             step_env = {k: v for k, v in env.items() if k != "npm_config_before"} | extra
-            rc, _ = run.step(f"install {i}: {why}", cmd, step_env, check=False)
+            where = ["sh", "-c", 'cd "$0" && exec "$@"', node.root] if node.root else []
+            rc, _ = run.step(f"install {i}: {why}" + (f" (in {node.root})" if node.root else ""), where + cmd,
+                             step_env, check=False)
             run.attempts.append(f"{shlex.join(cmd)}{' (before ' + extra['npm_config_before'] + ')' if extra else ''}: "
                                 f"{'ok' if rc == 0 else f'exit {rc}'}")
             if rc == 0:
                 return env
         raise run.failed("install", "the dependencies could not be installed (every attempt is in the log)")
 
-    def _node_env(self, spec: EnvSpec) -> dict[str, str]:
+    def _node_env(self, spec: EnvSpec, node: NodeSpec) -> dict[str, str]:
         """The environment of a JavaScript/TypeScript build's steps: Node first on PATH, the package managers'
         caches in the environment's own installer cache, the proxies and CA bundle, nothing downloaded that the
         build does not reach."""
-        node = spec.node
-        assert node is not None
         env = {"npm_config_cache": f"{INSTALL_CACHE}/npm", "YARN_CACHE_FOLDER": f"{INSTALL_CACHE}/yarn",
                "npm_config_store_dir": f"{INSTALL_CACHE}/pnpm-store", "COREPACK_HOME": f"{ENV_ROOT}/corepack",
                "npm_config_registry": self.npm_registry, **NODE_QUIET}
         if node.before:
             env["npm_config_before"] = node.before
-        return self._tool_env(spec, f"{NODE}/bin:/workspace/node_modules/.bin:{TOOLS}:{SANDBOX_PATH}", {
+        bins = posixpath.join("/workspace", node.root, "node_modules/.bin")
+        return self._tool_env(spec, f"{NODE}/bin:{bins}:{TOOLS}:{SANDBOX_PATH}", {
             "NODE_EXTRA_CA_CERTS": CA_IN_BUILD, "npm_config_cafile": CA_IN_BUILD}, env)
 
     def _tool_env(self, spec: EnvSpec, path: str, ca: dict[str, str],
@@ -526,8 +705,10 @@ class Builder:
         return env
 
     def _finish(self, run: _Run, det: Detection, base: BaseInfo, key: str, staging: Path, spec: EnvSpec,
-                setup_env: dict[str, str], used: str | None, history: list[str]) -> Outcome:
-        """The steps after the install, for every ecosystem: setup, seed, image, export."""
+                setup_env: dict[str, str], used: str | None, history: list[str], *, python: str = "/usr/bin/python3",
+                parent: str = "") -> Outcome:
+        """The steps after the install, for every ecosystem: setup, seed, image, export. ``python``: the system's
+        interpreter (the seed's); ``parent``: the image the build container runs (default: the base's)."""
         api, cid = self.api, run.container
         for i, cmd in enumerate(spec.setup, 1):
             self.progress(f"building: setup {i}/{len(spec.setup)}: {cmd[:80]}")
@@ -536,14 +717,16 @@ class Builder:
                 run.note(f"setup {i} failed (exit {rc}): it is detection's (a Dockerfile, a devcontainer or tox), not "
                          "a declaration's, so the build goes on without it")
         self.progress("building: seed, image, export")
-        run.step("seed", ["/usr/bin/python3", f"{TOOLS}/seed.py"], {**self._env(spec), "PYTHONDONTWRITEBYTECODE": "1"})
+        seed_env = {**self._env(spec), "PATH": setup_env.get("PATH") or SANDBOX_PATH, "PYTHONDONTWRITEBYTECODE": "1"}
+        run.step("seed", [python, f"{TOOLS}/seed.py"], seed_env)
         seed = "seed: kept" in run.last_output
         warnings = [line.split("seed: warning: ", 1)[1] for line in run.last_output.splitlines()
                     if line.startswith("seed: warning: ")]
         tag = f"bosun-env:{key}"
         run.header("image", f"docker commit as {tag}")
-        changes = [f"ENV {k}={shlex.quote(v)}" for k, v in {**interpreter_env(spec.python), **spec.sandbox_env(),
-                                                             "PATH": spec.path()}.items() if k not in spec.env]
+        own = spec.sandbox_env() if spec.image is not None else {**interpreter_env(spec.python), **spec.sandbox_env(),
+                                                                  "PATH": spec.path()}
+        changes = [f"ENV {k}={shlex.quote(v)}" for k, v in own.items() if k not in spec.env]
         changes += ["ENV LANG=C.UTF-8", "ENV HOME=/tmp/home", "WORKDIR /workspace", f"USER {BUILD_UID}:{BUILD_UID}",
                    'CMD ["sleep", "infinity"]', f"LABEL {LABEL}={key}", f"LABEL bosun.base={base.name}",
                    # the build container's sandbox labels must not pass to the image: every container of it
@@ -556,10 +739,10 @@ class Builder:
         exported = self._export(run, tag, staging / "root")
         unignored = self._unignored(run, tag, exported)
         image = api.inspect_image(tag)
-        base_img = api.inspect_image(base.docker_tag)
+        base_img = api.inspect_image(parent or base.docker_tag)
         size = float(image.get("Size") or 0)
         return Outcome(image=tag, exported=exported, seed=seed, date_used=used, attempts=history, warnings=warnings,
-                       unignored=unignored,
+                       unignored=unignored, part_failed=run.part_failed,
                        image_mb=round(size / 1e6, 1),
                        layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
 
@@ -617,6 +800,8 @@ class _Run:
         self.attempts: list[str] = []
         """Each install attempt of a JavaScript/TypeScript build and how it ended (the record's ``attempts``)."""
         self.timed_out = False
+        self.part_failed = False
+        """The JavaScript/TypeScript part beside the main ecosystem could not be installed."""
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
 

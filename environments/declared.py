@@ -27,6 +27,17 @@ environment.toml (every key optional; unknown keys are refused, so a typo never 
     [env]
     DJANGO_SETTINGS_MODULE = "tests.settings"
 
+Or the system as an image of the repository's own (environments/image.py); then nothing is installed beside it,
+only ``setup``, ``prepare``, ``test_command`` and ``env`` apply, and its sandboxes run on docker::
+
+    dockerfile = "docker/dev.Dockerfile"   # built with the commit's files (context: the repository's root)
+    context = "docker"                     # the build context's folder, when not the root
+    target = "test"                        # a stage of a multi-stage Dockerfile
+    image = "ghcr.io/acme/dev:3"           # or an image to start from (pulled when this engine lacks it)
+    devcontainer = true                    # or the repository's devcontainer.json (a path: another one)
+    [build_args]
+    NODE_VERSION = "20"
+
 The file is the repository's own (hostile) content like setup.py: it only shapes a build that runs in a
 container, never anything on the host.
 """
@@ -42,14 +53,19 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from environments.bases import check_packages
+from environments.image import STAGE, checked_args, checked_image, inside, strip_jsonc
 from environments.interpreters import SUITES, interpreter
 from environments.standins import KNOWN
 from infra.errors import ConfigError, describe_validation
 
 DECLARED_FILE = ".bosun/environment.toml"
+PYTHON_KEYS = {"python", "base", "apt", "install", "extras", "requirements", "overrides", "requirement_files",
+               "soft_requirements", "exclude_newer", "resolve_for_python", "build_isolation", "project_last",
+               "compilers", "detect", "standins"}
+"""The keys of a Python install, which an image declaration refuses."""
 RESERVED_ENV = {"PATH", "HOME", "TMPDIR", "VIRTUAL_ENV", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "USER",
                 "PWD", "SHELL", "UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -80,6 +96,68 @@ class Declared(BaseModel):
     detect: bool = True
     standins: list[str] = []
     env: dict[str, str] = {}
+    dockerfile: str | None = None
+    context: str | None = None
+    build_args: dict[str, str] = {}
+    target: str | None = None
+    image: str | None = None
+    devcontainer: bool | str = False
+
+    @field_validator("dockerfile", "context")
+    @classmethod
+    def _inside(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _plain(inside, v, info.field_name)
+
+    @field_validator("devcontainer")
+    @classmethod
+    def _devcontainer(cls, v: bool | str) -> bool | str:
+        if isinstance(v, str):
+            return _plain(inside, v, "devcontainer")
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        return None if v is None else _plain(checked_image, v)
+
+    @field_validator("build_args")
+    @classmethod
+    def _args(cls, v: dict[str, str]) -> dict[str, str]:
+        return _plain(checked_args, v)
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str | None) -> str | None:
+        if v is not None and not STAGE.match(v):
+            raise ConfigError(f"target {v[:40]!r} is not a stage name")
+        return v
+
+    @model_validator(mode="after")
+    def _one_image(self) -> Declared:
+        given = [k for k in ("dockerfile", "image", "devcontainer") if getattr(self, k)]
+        if len(given) > 1:
+            raise ConfigError(f"{' and '.join(given)}: name one image (a Dockerfile, an image or a devcontainer)")
+        if not given and (self.context or self.build_args or self.target):
+            raise ConfigError("context, build_args and target belong to a dockerfile: name it (dockerfile = \"...\")")
+        if given and (self.context or self.build_args or self.target) and given[0] != "dockerfile":
+            raise ConfigError(f"context, build_args and target belong to a dockerfile, not to {given[0]}")
+        if given:
+            wrong = sorted(k for k in self.model_fields_set & PYTHON_KEYS)
+            if wrong:
+                raise ConfigError(f"{', '.join(wrong)}: with {given[0]} the image is the system, and nothing is "
+                                 "installed beside it (install it in the image, or in setup commands)")
+        return self
+
+    @property
+    def wants_image(self) -> bool:
+        return bool(self.dockerfile or self.image or self.devcontainer)
+
+    @property
+    def devcontainer_path(self) -> str | None:
+        """The devcontainer.json it names (``True``: the repository's usual places, the first one present)."""
+        if not self.devcontainer:
+            return None
+        return self.devcontainer if isinstance(self.devcontainer, str) else ""
 
     @field_validator("python")
     @classmethod
@@ -171,6 +249,14 @@ class Declared(BaseModel):
     @property
     def python_version(self) -> str | None:
         return self.python or (SUITES[self.base] if self.base else None)
+
+
+def _plain(check: Any, *args: Any) -> Any:
+    """``check(*args)`` with its ValueError as a ConfigError (said as it is, without pydantic's wording)."""
+    try:
+        return check(*args)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_date(text: str) -> datetime:
@@ -281,9 +367,8 @@ def dockerfile_hints(text: str) -> dict[str, Any]:
 def devcontainer_hints(text: str) -> dict[str, Any]:
     """python version (image tag or the python feature's version) and setup commands (postCreateCommand...)."""
     hints: dict[str, Any] = {"setup": []}
-    stripped = re.sub(r"^\s*//.*$", "", text, flags=re.M)
     try:
-        data = json.loads(stripped)
+        data = json.loads(strip_jsonc(text))
     except ValueError:
         return hints
     if not isinstance(data, dict):

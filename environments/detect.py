@@ -10,7 +10,9 @@ hashes of the files that shaped it (the cache key), and notes about what it coul
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
+import shlex
 from datetime import UTC, datetime
 
 from environments import (
@@ -20,6 +22,7 @@ from environments import (
     interpreters,
     java,
     node,
+    parts,
     pyconfig,
     rust,
     standins,
@@ -28,13 +31,16 @@ from environments import (
 )
 from environments.declared import (
     DECLARED_FILE,
+    ENV_NAME,
+    RESERVED_ENV,
     Declared,
     devcontainer_hints,
     dockerfile_hints,
     parse_date,
     parse_declared,
 )
-from environments.models import Detection, EnvSpec, Reason, TestCommand
+from environments.image import DEVCONTAINER_FILES, read_devcontainer
+from environments.models import Detection, EnvSpec, ImageSpec, Reason, TestCommand
 from environments.repofiles import RepoFiles
 from environments.setuppy import read_setup_py
 from infra.errors import ConfigError
@@ -98,6 +104,13 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     elif DECLARED_FILE in present:
         raise ConfigError(f"{DECLARED_FILE}: cannot be read (larger than the limit, or not text)")
 
+    undetected = kind == "python" and not ecosystems.is_python(paths)
+    own_dc = next((p for p in DEVCONTAINER_FILES if p in present), None)
+    if (declared is not None and declared.wants_image) or (declared is None and undetected and own_dc and
+                                                           read_devcontainer(texts.get(own_dc, ""), own_dc).image):
+        where = DECLARED_FILE if origin == "declared" else override[0] if override else own_dc or ""
+        return _image(files, texts, present, declared, where, kind, undetected, reasons, shaping,
+                      commit_date=commit_date, repository=repository, commit=commit, tree=tree)
     if kind == "node" and declared is None:
         return _node(files, texts, present, commit_date=commit_date, repository=repository, commit=commit,
                      tree=tree)
@@ -368,9 +381,28 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                    standins=stand_ins,
                    env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
                    compilers=compilers or bool(apt))
-    return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
-                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
-                     notes=notes, warning=ecosystems.unsupported(paths) if origin == "detected" else "")
+    det = Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
+                    commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
+                    notes=notes, warning=ecosystems.unsupported(paths) if origin == "detected" else "")
+    return with_part(det, files, paths, texts, commit_date) if origin == "detected" else det
+
+
+def with_part(det: Detection, files: RepoFiles, paths: list[str], texts: dict[str, str],
+              commit_date: datetime | None) -> Detection:
+    """``det`` with the JavaScript/TypeScript part the repository's CI installs beside its main ecosystem
+    (environments/parts.py), when it has one."""
+    found = parts.node_part(paths, texts, files.read_many, commit_date)
+    if found is None:
+        return det
+    spec_node, reasons, notes, keyed = found
+    if spec_node.package_manager == "pnpm" and not spec_node.pm_version:
+        lock = files.read_many([posixpath.join(spec_node.root, "pnpm-lock.yaml")])
+        line = toolchains.PNPM_FOR_LOCKFILE.get(toolchains.lockfile_version(next(iter(lock.values()), "")), 8)
+        spec_node = spec_node.model_copy(update={"pm_version": str(line)})
+    shaping = dict(det.files) | {p: f"blob:{cid}" for p in keyed if (cid := files.content_id(p))}
+    spec = det.spec.model_copy(update={"node_part": spec_node, "compilers": True})
+    return det.model_copy(update={"spec": spec, "reasons": det.reasons + reasons, "notes": det.notes + notes,
+                                  "files": shaping})
 
 
 def _node(files: RepoFiles, texts: dict[str, str], present: set[str], *, commit_date: datetime | None,
@@ -406,6 +438,116 @@ def _node(files: RepoFiles, texts: dict[str, str], present: set[str], *, commit_
                      commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
 
 
+def _image(files: RepoFiles, texts: dict[str, str], present: set[str], declared: Declared | None, where: str,
+           kind: str, undetected: bool, reasons: list[Reason], shaping: dict[str, str], *,
+           commit_date: datetime | None, repository: str, commit: str, tree: str) -> Detection:
+    """A declared image environment (environments/image.py): a Dockerfile or image of ``declared``, or of the
+    devcontainer.json it names (``declared`` None: the repository's own, detection having found no ecosystem).
+    The test command is the declaration's, else the one detection finds for the repository's ecosystem."""
+    notes: list[str] = []
+    setup: list[str] = []
+    env: dict[str, str] = {}
+    if declared is not None and not declared.devcontainer:
+        image = ImageSpec(source=where, dockerfile=declared.dockerfile or "", context=declared.context or "",
+                          build_args=declared.build_args, target=declared.target or "", image=declared.image or "")
+    else:
+        named = declared.devcontainer_path if declared is not None else ""
+        path = named or next((p for p in DEVCONTAINER_FILES if p in present), "")
+        if path not in present:
+            raise ConfigError(f"{where}: devcontainer = {declared.devcontainer if declared else ''!r}, and the "
+                              f"repository has no {path or ' or '.join(DEVCONTAINER_FILES)}")
+        text = texts.get(path) or files.read_many([path]).get(path)
+        if text is None:
+            raise ConfigError(f"{path}: cannot be read (larger than the limit, or not text)")
+        found = read_devcontainer(text, path)
+        if found.image is None:
+            raise ConfigError(f"{path}: names no image and no build.dockerfile: bosun builds the environment from "
+                              "one of them")
+        image, setup, notes = found.image, found.setup, found.notes
+        shaping[path] = _sha(text)
+        for name, value in found.env.items():
+            if ENV_NAME.match(name) and name not in RESERVED_ENV and not name.startswith("BOSUN_") and \
+                    "\0" not in value:
+                env[name] = value
+            else:
+                notes.append(f"{path}: the variable {name[:40]!r} is left out (bosun sets it, or it is not a name)")
+        reasons.append(Reason(field="origin", value="declared", source=f"{path}: a devcontainer" + (
+            "" if declared is not None else " (detection recognises no ecosystem in the repository)")))
+    copies = False
+    if image.dockerfile:
+        content = files.read_many([image.dockerfile]).get(image.dockerfile)
+        if content is None:
+            raise ConfigError(f"{image.source}: the Dockerfile {image.dockerfile} is not in the repository at this "
+                              "commit (or cannot be read)")
+        shaping[image.dockerfile] = _sha(content)
+        copies = bool(re.search(r"(?im)^\s*(?:COPY|ADD)\s+(?!.*--from=)", content))
+        reasons.append(Reason(field="image", value=image.dockerfile, source=f"{image.source}: built locally" +
+                              (f" (context {image.context or '.'})" if image.context else "")))
+    else:
+        reasons.append(Reason(field="image", value=image.image, source=f"{image.source}: the image named"))
+    if declared is not None:
+        setup += declared.setup
+        env.update(declared.env)
+    test, runner = _image_test(files, texts, present, declared, kind, undetected, where,
+                               commit_date=commit_date, repository=repository, commit=commit, tree=tree)
+    reasons.append(Reason(field="test_command", value=test.text, source=(
+        "declared" if declared is not None and declared.test_command else f"detected ({kind})")))
+    python = max(interpreters.AVAILABLE, key=interpreters.vkey)  # (the build's helper container; none is installed)
+    spec = EnvSpec(origin="declared" if declared is None else "override" if where != DECLARED_FILE else "declared",
+                   python=python, install_project=False, image=image.model_copy(update={"runner": runner}),
+                   prepare=declared.prepare if declared is not None else [], setup=setup, env=env, test=test,
+                   per_revision=copies or bool(setup) or bool(declared and declared.prepare))
+    if spec.per_revision:
+        reasons.append(Reason(field="per_revision", value="yes", source="the image copies the source, or setup "
+                              "commands run in it: what they make belongs to this revision"))
+    warning = "" if NO_TEST_COMMAND not in test.argv else (
+        f"no test command: the environment is the image of {image.source}, and bosun recognises no ecosystem in the "
+        f"repository to find its tests; declare them: test_command = \"...\" in {DECLARED_FILE}")
+    return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit, warning=warning,
+                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
+
+
+def _image_test(files: RepoFiles, texts: dict[str, str], present: set[str], declared: Declared | None, kind: str,
+                undetected: bool, where: str, **where_from) -> tuple[TestCommand, str]:
+    """An image environment's test command and the runner that reads its results: the declaration's (the runner
+    from its first words), else the detected ecosystem's."""
+    if declared is not None and declared.test_command:
+        argv = shlex.split(declared.test_command)
+        return TestCommand(kind="command", argv=argv), runner_of(argv)
+    if kind == "node":
+        det = _node(files, texts, present, **where_from)
+        return det.spec.test, (det.spec.node.runner if det.spec.node else "") or "unknown"
+    if kind in NATIVE:
+        det = _native(kind, files, texts, present, **where_from)
+        return det.spec.test, det.spec.native.runner if det.spec.native else "unknown"
+    if not undetected:
+        return TestCommand(), "pytest"
+    if declared is None:  # the repository's devcontainer, used unasked: the environment still serves the agents
+        return TestCommand(kind="command", argv=["sh", "-c", NO_TEST_COMMAND]), "unknown"
+    raise ConfigError(f"{where}: the environment is an image, and bosun recognises no ecosystem in the repository to "
+                      f"find its tests: declare them, test_command = \"...\" in {DECLARED_FILE}")
+
+
+NO_TEST_COMMAND = (f"echo 'bosun: no test command is known for this repository: declare one, test_command = \"...\" "
+                   f"in {DECLARED_FILE}' >&2; exit 2")
+"""The test command of an environment from a devcontainer in a repository of no known ecosystem (said, and a
+failure, where tests run)."""
+
+
+def runner_of(argv: list[str]) -> str:
+    """The runner a declared test command calls, as far as its first words say (results.parse_output's names);
+    "unknown": the exit code and the output's tail only."""
+    words = [w for w in argv[:4] if not w.startswith("-")]
+    first = words[0].rsplit("/", 1)[-1] if words else ""
+    if first in ("pytest", "py.test") or words[1:2] == ["pytest"] or "pytest" in words[:3]:
+        return "pytest"
+    if first == "go" and "test" in words:
+        return "go"
+    if first == "cargo" and "test" in words:
+        return "cargo"
+    return first if first in ("jest", "vitest", "mocha", "ava", "tap") else "unknown"
+
+
 NATIVE = {"go": (golang, "go.mod: a Go module"), "rust": (rust, "Cargo.toml: a Rust package"),
           "java": (java, "a Java project (Maven or Gradle)")}
 """The ecosystems whose toolchain is Debian's and whose dependencies their own tool fetches: module, origin."""
@@ -431,8 +573,9 @@ def _native(kind: str, files: RepoFiles, texts: dict[str, str], present: set[str
     shaping = {p: f"blob:{cid}" for p in sorted(own) if p in present and (cid := files.content_id(p))}
     spec = EnvSpec(origin="detected", python=python, install_project=False, native=native, apt=apt,
                    setup=setup, test=test, compilers=True, env=dict(module.ENV))
-    return Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
-                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
+    det = Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
+                    commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
+    return with_part(det, files, sorted(present), texts, commit_date)
 
 
 HELPERS_OFFLINE = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"

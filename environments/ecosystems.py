@@ -81,4 +81,6 @@ def unsupported(paths: list[str]) -> str:
             "file or .py file), and bosun detects only Python, JavaScript/TypeScript, Go, Rust and Java environments "
             "so far. Without a declaration its tests would run as `python -m pytest` in a Python environment, which "
             "finds none. Declare the environment "
-            f"in .bosun/environment.toml, for example:\n{example}\n(docs/environments.md)")
+            f"in .bosun/environment.toml, for example:\n{example}\nor name the image that has its tools: "
+            'dockerfile = "Dockerfile" (or a .devcontainer/devcontainer.json with an image or build.dockerfile) '
+            "and its test_command (docs/environments.md)")

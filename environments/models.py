@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import shlex
 from typing import Literal
 
@@ -86,6 +87,10 @@ class NodeSpec(BaseModel):
     workspaces: bool = False
     before: str = ""
     """No lockfile: what npm installs is resolved as of this moment (``--before``)."""
+    root: str = ""
+    """A part's folder in the repository (environments/parts.py); "": the top."""
+    test: str = ""
+    """A part's test command, run in its folder after the main ecosystem's tests; "": its tests are not run."""
 
 
 class NativeSpec(BaseModel):
@@ -106,6 +111,28 @@ class NativeSpec(BaseModel):
     def runner(self) -> str:
         """How the test command's results read (environments/results.py)."""
         return {"go": "go", "rust": "cargo", "java": "junit"}[self.language]
+
+
+class ImageSpec(BaseModel):
+    """A declared image environment (environments/image.py): the system is the repository's own image, built
+    from its Dockerfile (or named), not a base bosun makes; the setup commands then run in it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    """The file that declared it (``.devcontainer/devcontainer.json``, ``.bosun/environment.toml``)."""
+    dockerfile: str = ""
+    """The Dockerfile's path in the repository; "" with ``image``."""
+    context: str = ""
+    """The build context's folder in the repository ("": the repository's root)."""
+    build_args: dict[str, str] = {}
+    """``--build-arg`` values."""
+    target: str = ""
+    """The build stage (``--target``); "": the last one."""
+    image: str = ""
+    """An image reference to start from instead of a Dockerfile (pulled when this engine does not have it)."""
+    runner: str = ""
+    """The test runner whose results the test command prints (environments/results.py; "unknown": exit code)."""
 
 
 class EnvSpec(BaseModel):
@@ -184,24 +211,38 @@ class EnvSpec(BaseModel):
     native: NativeSpec | None = None
     """A Go, Rust or Java project: Debian's toolchain, the dependencies its own tool fetches (environments/golang.py,
     rust.py, java.py); the Python parts then install nothing."""
+    node_part: NodeSpec | None = None
+    """A JavaScript/TypeScript part beside the main ecosystem (environments/parts.py): its Node and dependencies,
+    installed in its folder (``root``); its tests run after the main ones when the CI runs them."""
+    image: ImageSpec | None = None
+    """A declared image (a Dockerfile, a devcontainer's): the system is the image's, the setup commands run in it,
+    nothing else is installed; its sandboxes run on docker only."""
 
     def path(self) -> str:
-        """PATH in the environment's sandboxes (and its build, before the build's tools): its tools first."""
+        """PATH in the environment's sandboxes (and its build, before the build's tools): its tools first ("" for an
+        image: the image's own)."""
+        if self.image is not None:
+            return ""
         if self.node is not None:
             return f"{NODE}/bin:/workspace/node_modules/.bin:{SANDBOX_PATH}"
+        part = "" if self.node_part is None else \
+            f"{NODE}/bin:{posixpath.join('/workspace', self.node_part.root, 'node_modules/.bin')}:"
         if self.native is not None:
-            return SANDBOX_PATH
-        return f"{VENV}/bin:{SANDBOX_PATH}"
+            return f"{part}{SANDBOX_PATH}"
+        return f"{VENV}/bin:{part}{SANDBOX_PATH}"
 
     def sandbox_env(self) -> dict[str, str]:
         """The variables of every process in the environment's sandboxes beside PATH (the interpreter's aside)."""
+        node = {"CI": "true", "COREPACK_HOME": f"{ENV_ROOT}/corepack", "COREPACK_ENABLE_NETWORK": "0",
+                "npm_config_offline": "true", "npm_config_update_notifier": "false", "HOME": "/tmp/home"}
         if self.node is not None:
-            return {"CI": "true", "COREPACK_HOME": f"{ENV_ROOT}/corepack", "COREPACK_ENABLE_NETWORK": "0",
-                    "npm_config_offline": "true", "npm_config_update_notifier": "false", "HOME": "/tmp/home",
-                    **self.env}
+            return {**node, **self.env}
+        part = node if self.node_part is not None else {}
         if self.native is not None:
-            return {"HOME": "/tmp/home", **self.env, **self.native.offline}
-        return {"VIRTUAL_ENV": VENV, **self.env}
+            return {"HOME": "/tmp/home", **part, **self.env, **self.native.offline}
+        if self.image is not None:
+            return {"HOME": "/tmp/home", **self.env}
+        return {"VIRTUAL_ENV": VENV, **part, **self.env}
 
     def canonical(self) -> str:
         """The spec as key material: fields left at their defaults are not in it, so a field added later (with
@@ -235,7 +276,7 @@ class Detection(BaseModel):
             h.update(f"file={path}\0{self.files[path]}\n".encode())
         if self.spec.per_revision:
             h.update(f"tree={self.tree}\n".encode())
-        if self.spec.node is not None:
+        if self.spec.node is not None or self.spec.node_part is not None:
             h.update(f"node_toolchain_rules={NODE_TOOLCHAIN_RULES}\n".encode())
         return h.hexdigest()[:20]
 
@@ -285,6 +326,9 @@ class EnvRecord(BaseModel):
     toolchain: dict[str, str] = {}
     """The toolchain the build installed beside the base's Python, by role and version (node, npm, yarn, pnpm),
     from the npm registry (environments/toolchains.py)."""
+    tool_python: str = ""
+    """The interpreter that runs the tool server in the environment's sandboxes ("": the base's /usr/bin/python3;
+    an image environment's own python3)."""
 
     @property
     def outdated(self) -> bool:

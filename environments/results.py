@@ -101,6 +101,39 @@ def parse_output(runner: str, output: str, exit_code: int | None) -> TestReport:
     return report
 
 
+PART_MARK = "::bosun-tests-part::"
+"""The line a polyglot test run prints before each part's output (``PART_MARK`` + the part's folder)."""
+
+
+def parse_parts(runner: str, parts: dict[str, str], output: str, exit_code: int | None) -> TestReport:
+    """The report of a test run of several parts (the main ecosystem's output, then each part's after its
+    ``PART_MARK`` line): each segment read by its runner (``parts``: folder -> runner), its ids under the part's
+    folder, the reports merged; the exit code is the run's."""
+    if not parts or PART_MARK not in output:
+        return parse_output(runner, output, exit_code)
+    segments = f"\n{output}".split(f"\n{PART_MARK}")
+    merged = parse_output(runner, segments[0], exit_code) if segments[0].strip() else TestReport(exit_code=exit_code)
+    for segment in segments[1:]:
+        root, _, text = segment.partition("\n")
+        if root not in parts:
+            continue
+        got = parse_output(parts[root], text, exit_code)
+        merged.passed += [_under(root, t) for t in got.passed]
+        merged.failed += [_under(root, t) for t in got.failed]
+        merged.messages.update({_under(root, t): m for t, m in got.messages.items()})
+        for name, n in got.counts.items():
+            merged.counts[name] = merged.counts.get(name, 0) + n
+        merged.summary = "; ".join(x for x in (merged.summary, f"{root or 'top'}: {got.summary}" if got.summary
+                                               else "") if x)
+    merged.exit_code = exit_code
+    return merged
+
+
+def _under(root: str, tid: str) -> str:
+    """A part's test id in the repository's terms (under the part's folder)."""
+    return tid if not root or tid.startswith(f"{root}/") else f"{root}/{tid}"
+
+
 def _add(report: TestReport, status: str, tid: str, message: str = "") -> None:
     tid = tid.strip()
     if not tid:

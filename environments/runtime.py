@@ -11,22 +11,28 @@ from environments.interpreters import interpreter_env
 from environments.models import VENV, EnvRecord
 from environments.store import EnvStore, default_cache
 from infra.errors import ConfigError, UnexpectedEnvironment
-from sandbox.base import EnvironmentInfo, Limits
+from sandbox.base import EnvironmentInfo, Limits, TestPart
 from sandbox.envruntime import EnvironmentProvider, EnvironmentRun
 from sandbox.envruntime import provider_for as run_provider
 
 
 def info_of(record: EnvRecord) -> EnvironmentInfo:
-    test, node, native = record.spec.test, record.spec.node, record.spec.native
-    runner = (node.runner or "unknown") if node is not None else native.runner if native is not None else ""
+    test, node, native, image = record.spec.test, record.spec.node, record.spec.native, record.spec.image
+    runner = (node.runner or "unknown") if node is not None else native.runner if native is not None else \
+        image.runner if image is not None else ""
     return EnvironmentInfo(env_id=record.env_id, python=record.python, test_kind=test.kind, test_argv=test.argv,
                            test_paths=test.paths, test_command=record.test_command, venv=VENV,
                            standins=list(record.spec.standins), runner=runner,
-                           test_separator=node is not None and node.package_manager in ("npm", "pnpm"))
+                           test_separator=node is not None and node.package_manager in ("npm", "pnpm"),
+                           parts=[TestPart(root=part.root, command=part.test, runner=part.runner or "unknown",
+                                           test_separator=part.package_manager in ("npm", "pnpm"))
+                                  for part in (record.spec.node_part,) if part is not None and part.test])
 
 
 def sandbox_env(record: EnvRecord) -> dict[str, str]:
     """Variables of every process in the environment's sandboxes."""
+    if record.spec.image is not None:  # the image's own PATH and interpreter
+        return record.spec.sandbox_env()
     return {"PATH": record.spec.path(), **interpreter_env(record.spec.python), **record.spec.sandbox_env()}
 
 
@@ -35,7 +41,10 @@ def run_of(record: EnvRecord) -> EnvironmentRun:
     return EnvironmentRun(env_id=record.env_id, info=info_of(record), env=sandbox_env(record),
                           docker_image=record.backend_refs.get("docker", ""),
                           bwrap_dir=record.backend_refs.get("bwrap", ""), rootfs=record.rootfs, seed=record.seed,
-                          unignored=tuple(record.seed_unignored), warnings=tuple(record.warnings))
+                          unignored=tuple(record.seed_unignored), warnings=tuple(record.warnings),
+                          python=record.tool_python or "/usr/bin/python3",
+                          docker_only=f"its system is the image of {record.spec.image.source}"
+                          if record.spec.image is not None else "")
 
 
 def provider_for(record: EnvRecord, backend: str, *, limits: Limits | None = None, pooled: bool = False,

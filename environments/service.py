@@ -37,7 +37,7 @@ DETECTED_KEEP_S = 7 * 86400
 earlier one unreachable; one still in use is made again in milliseconds)."""
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
                   "interpreters.py", "models.py", "repofiles.py", "standins.py", "ecosystems.py", "node.py",
-                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py")
+                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py", "image.py")
 
 
 def _detector_code() -> bytes:
@@ -242,9 +242,15 @@ class Environments:
                                  progress=self.progress)
         self.progress(f"building environment {env_id_for(key)} for {det.repository}@{det.commit[:12]} on {base.name} "
                       f"(python {base.python})")
-        toolchain = self.toolchains().for_node(spec.node) if spec.node is not None else {}
+        node = spec.node or spec.node_part
+        try:
+            toolchain = self.toolchains().for_node(node) if node is not None else {}
+        except UnexpectedEnvironment:
+            if spec.node is not None:
+                raise
+            toolchain = {}  # a part's: the environment is built without it (the build log says so)
         try:  # (only the last install attempt needs it: a registry that fails it here fails no build)
-            fallback = self.toolchains().fallback_for(spec.node) if spec.node is not None else {}
+            fallback = self.toolchains().fallback_for(node) if node is not None else {}
         except UnexpectedEnvironment:
             fallback = {}
         staging = self.store.staging(key)
@@ -274,11 +280,16 @@ class Environments:
         # Built: the installer cache is never read again (a build of this key comes only after the environment
         # is removed), and it is often as large as the environment itself.
         self.store.remove_uv_cache(key)
+        if outcome.part_failed and spec.node_part is not None:  # its tests are not run: nothing to run them with
+            spec = spec.model_copy(update={"node_part": spec.node_part.model_copy(update={"test": ""})})
+            outcome.warnings.append(f"the JavaScript/TypeScript part in {spec.node_part.root or 'the top'} could not "
+                                    "be installed (build.log says why): its tests are not run")
         record = EnvRecord(
-            env_id=env_id_for(key), key=key, python=base.python, base=base.name, spec=spec,
+            env_id=env_id_for(key), key=key, python=outcome.toolchain.get("python", base.python) if spec.image else
+            base.python, base=base.name, spec=spec, tool_python=outcome.tool_python,
             test_command=spec.test.text, backend_refs={"docker": outcome.image, "bwrap": str(self.store.env_dir(key)
                                                                                           / "root")},
-            rootfs=base.rootfs, seed=outcome.seed, repository=det.repository, commit=det.commit,
+            rootfs="" if spec.image else base.rootfs, seed=outcome.seed, repository=det.repository, commit=det.commit,
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             build_s=round(time.monotonic() - started, 1),
             size_mb={"docker_image": outcome.image_mb, "docker_layer": outcome.layer_mb,

@@ -57,6 +57,21 @@ as ``core.excludesFile`` (sandbox/checkouts.py), so that git in the sandbox leav
 (``EnvRecord.seed_unignored``)."""
 
 
+class TestPart(BaseModel):
+    """A part of a polyglot repository whose tests run after the main ecosystem's (environments/parts.py)."""
+
+    __test__ = False  # not a pytest test class
+
+    root: str
+    """Its folder in the workspace ("": the top)."""
+    command: str
+    """Its test command, one shell line run in that folder."""
+    runner: str = ""
+    """How its results read (environments/results.py)."""
+    test_separator: bool = False
+    """Test ids go after ``--`` (``npm test -- FILE``)."""
+
+
 class EnvironmentInfo(BaseModel):
     """The environment a sandbox runs in (environments/): what an agent and the test runs need to know."""
 
@@ -77,6 +92,8 @@ class EnvironmentInfo(BaseModel):
     "": pytest's output; ``unknown``: the exit code only)."""
     test_separator: bool = False
     """Test ids given to the test command go after ``--`` (``npm test -- FILE``)."""
+    parts: list[TestPart] = []
+    """The parts whose tests run after the main ones (a polyglot repository's front end)."""
 
 
 class ExecResult(BaseModel):

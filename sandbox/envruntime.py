@@ -48,6 +48,11 @@ class EnvironmentRun:
     """The seed's files git does not ignore: an agent's work is read back without them."""
     warnings: tuple[str, ...] = ()
     """What the build made that will not work as it did in the build (said where its tests' verdicts are read)."""
+    python: str = "/usr/bin/python3"
+    """The interpreter of the environment's system that runs the tool server."""
+    docker_only: str = ""
+    """Why the environment runs on docker only (an image of the repository's own: bwrap has no root filesystem of
+    it); "": both backends."""
 
 
 class EnvironmentProvider(SandboxProvider):
@@ -107,8 +112,12 @@ def provider_for(run: EnvironmentRun, backend: str, *, limits: Limits | None = N
         if not run.docker_image:
             raise UnexpectedEnvironment(f"environment {run.env_id} has no docker image; build it again with "
                                         f"`bosun env build`")
-        inner: SandboxProvider = DockerProvider(limits, image=run.docker_image, python="/usr/bin/python3",
+        inner: SandboxProvider = DockerProvider(limits, image=run.docker_image, python=run.python,
                                                 env=dict(run.env), network=network)
+    elif backend == "bwrap" and run.docker_only:
+        raise ConfigError(f"environment {run.env_id} runs on the docker backend only ({run.docker_only}), and the "
+                          "sandbox backend here is bwrap: use docker (BOSUN_SANDBOX_BACKEND=docker for a worker, "
+                          "--backend docker for a command)")
     elif backend == "bwrap":
         env_dir, rootfs = Path(run.bwrap_dir), Path(run.rootfs)
         if not run.bwrap_dir or not env_dir.is_dir() or not (rootfs / "usr").is_dir():

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from agents.edits import language_for, syntax_errors
 from agents.tools.registry import Args, ToolContext, ToolOutput
 from environments import standins
-from environments.results import TestReport, parse_output
+from environments.results import PART_MARK, TestReport, parse_output, parse_parts
 from infra.errors import InvalidArguments, ToolFailed
 from infra.names import name_bytes, os_name, shown
 from sandbox import bounded
@@ -102,13 +102,43 @@ def test_invocation(env: EnvironmentInfo | None, args: list[str]) -> tuple[list[
     arguments as they are and runs through the shell."""
     if env is None:
         return [*PYTEST, *args], True
+    if env.parts:
+        return _with_parts(env, args)
+    return _main_invocation(env, args)
+
+
+def _main_invocation(env: EnvironmentInfo, args: list[str]) -> tuple[list[str] | str, bool]:
     if env.test_kind == "pytest":
         return [*env.test_argv, *PYTEST_FLAGS, *args, *([] if names_tests(args) else env.test_paths)], True
     return shlex.join([*env.test_argv, *(["--"] if args and env.test_separator else []), *args]), False
 
 
+def _with_parts(env: EnvironmentInfo, args: list[str]) -> tuple[str, bool]:
+    """A polyglot repository's test run: without arguments, the main ecosystem's tests and then each part's in its
+    folder (each part's output after a ``PART_MARK`` line, stderr with stdout: read in order); with test ids all
+    under one part's folder, that part's alone (the ids relative to it)."""
+    named = [a for a in args if not a.startswith("-")]
+    for part in env.parts:
+        prefix = f"{part.root}/" if part.root else ""
+        if named and prefix and all(a.startswith(prefix) for a in named):
+            rest = [a.removeprefix(prefix) for a in args]
+            cmd = f"{part.command} {'-- ' if part.test_separator else ''}{shlex.join(rest)}"
+            return f"echo {shlex.quote(PART_MARK + part.root)}; cd {shlex.quote(part.root)} && {cmd} 2>&1", False
+    main, is_pytest = _main_invocation(env, args)
+    if args:
+        return (main if isinstance(main, str) else shlex.join(main)), is_pytest
+    script = f"({main if isinstance(main, str) else shlex.join(main)}) 2>&1; s=$?"
+    for part in env.parts:
+        script += (f"; echo {shlex.quote(PART_MARK + part.root)}; (cd {shlex.quote(part.root or '.')} && "
+                   f"{part.command}) 2>&1; t=$?; [ $t -eq 0 ] || s=$t")
+    return script + "; exit $s", is_pytest
+
+
 def read_report(env: EnvironmentInfo | None, output: str, exit_code: int | None) -> TestReport:
-    """The results of a test run in a sandbox of ``env``, read as its runner writes them (environments/results.py)."""
+    """The results of a test run in a sandbox of ``env``, read as its runner writes them (environments/results.py);
+    a polyglot repository's parts each by their own runner."""
+    if env is not None and env.parts:
+        return parse_parts(env.runner, {p.root: p.runner for p in env.parts}, output, exit_code)
     return parse_output(env.runner if env is not None else "", output, exit_code)
 
 

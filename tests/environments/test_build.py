@@ -17,7 +17,7 @@ from environments.store import key_of
 from infra.errors import ConfigError
 from sandbox.hostrepo import TaskRepo
 from tests.sandbox.conftest import TEST_LIMITS, chown_tree
-from tests.sandbox.envfixtures import TINY, make_repo
+from tests.sandbox.envfixtures import TINY, built, make_repo
 
 pytestmark = pytest.mark.docker
 
@@ -208,10 +208,8 @@ def test_a_build_reaches_the_registries_and_the_internet_but_not_this_host(envs,
     with internet_host() as port:
         setup = (f'setup = ["python reach.py {port} {PUBLIC} {" ".join(own)}", '
                  f'"python around.py {port} {" ".join(own)}"]\n')
-        repo = make_repo(tmp_path / "reach", {**TINY, "reach.py": REACH, "around.py": AROUND,
-                                              ".bosun/environment.toml": setup})
-        record = envs.ensure(*envs.detect_repo(str(repo))).record
-        request.addfinalizer(lambda: envs.remove(record.env_id))
+        record = built(envs, tmp_path / "reach", {**TINY, "reach.py": REACH, "around.py": AROUND,
+                                                  ".bosun/environment.toml": setup}, request)
     log = envs.log_of(record).read_text()
     assert f"reached {PUBLIC} hello" in log, log[-3000:]
     for address in own:

@@ -235,7 +235,8 @@ def test_dockerfile_and_devcontainer_hints():
                                  "ENV APP_ENV=test\n", "setup.py": "from setuptools import setup\nsetup(name='d')\n"})
     assert det.spec.python == "3.13" and det.spec.apt == ["libpq-dev"] and det.spec.env == {"APP_ENV": "test"}
     det = spec_of({".devcontainer/devcontainer.json": '{"image": "mcr.microsoft.com/devcontainers/python:3.9",'
-                                                      ' "postCreateCommand": "pip install -r dev.txt"}'})
+                                                      ' "postCreateCommand": "pip install -r dev.txt"}',
+                   "app.py": ""})
     assert det.spec.python == "3.9" and det.spec.setup == ["pip install -r dev.txt"]
 
 
@@ -316,7 +317,8 @@ def test_a_dockerfile_python_is_a_hint_for_the_nearest_available(image, python):
     assert det.spec.python == python
     assert any(f"names python {image}" in r.source for r in det.reasons if r.field == "python")
     assert (python == image) != any("the nearest" in n for n in det.notes)
-    det = spec_of({".devcontainer/devcontainer.json": f'{{"image": "mcr.microsoft.com/devcontainers/python:{image}"}}'})
+    det = spec_of({".devcontainer/devcontainer.json": f'{{"image": "mcr.microsoft.com/devcontainers/python:{image}"}}',
+                   "main.py": ""})
     assert det.spec.python == python
     det = spec_of({**files, "pyproject.toml": '[project]\nname = "d"\nrequires-python = ">=3.11"\n'})
     assert det.spec.python == ("3.11" if image in ("3.8", "3.10", "3.12") else python)

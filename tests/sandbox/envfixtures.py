@@ -38,6 +38,13 @@ def make_repo(path: Path, files: dict[str, str], date: str = FIXED_DATE) -> Path
     return path
 
 
+def built(envs: Environments, path: Path, files: dict[str, str], request) -> EnvRecord:
+    """The environment of a repository of ``files`` made at ``path``, built now and removed after the test."""
+    record = envs.ensure(*envs.detect_repo(str(make_repo(path, files)))).record
+    request.addfinalizer(lambda: envs.remove(record.env_id))
+    return record
+
+
 def host_environments() -> Environments:
     """The host's environment cache (the same one bosun uses: builds persist across sessions)."""
     return Environments(Settings())
