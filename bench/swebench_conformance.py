@@ -35,13 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.evaluation.harness import END, START, reset_files, runner_command  # noqa: E402
-from agents.evaluation.recipes import recipe_for  # noqa: E402
-from agents.evaluation.swebench import Instance  # noqa: E402
 from bench.environments import CACHE  # noqa: E402
 from bench.swebench_real import INSTANCES, LOGS  # noqa: E402
 from environments.pyconfig import req_name  # noqa: E402
 from environments.service import uv_binary  # noqa: E402
+from evaluation.harness import END, START, reset_files, runner_command  # noqa: E402
+from evaluation.recipes import recipe_for  # noqa: E402
+from evaluation.swebench import Instance  # noqa: E402
 
 KEYS = ROOT / "bench" / "data" / "swebench_verified_keys.jsonl"
 VENVS = CACHE.parent / "swebench-ref"

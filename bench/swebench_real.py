@@ -58,12 +58,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.evaluation.harness import generic_recipe, statuses  # noqa: E402
-from agents.evaluation.recipes import recipe_for  # noqa: E402
-from agents.evaluation.testlogs import PASSING  # noqa: E402
 from bench.environments import CACHE, repository  # noqa: E402
 from bench.swebench import Stack as PrivateStack  # noqa: E402
 from bench.swebench import bosun  # noqa: E402
+from evaluation.harness import generic_recipe, statuses  # noqa: E402
+from evaluation.recipes import recipe_for  # noqa: E402
+from evaluation.testlogs import PASSING  # noqa: E402
 
 INSTANCES = ROOT / "bench" / "data" / "swebench_real" / "instances.jsonl"
 MIRRORS = CACHE.parent / "swebench-real"

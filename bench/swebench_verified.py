@@ -21,7 +21,7 @@ fix's pull request (``refs/pull/<N>/head``, N from the id) against its merge bas
 of it that are not in the gold patch and whose path holds ``test``, ``tests``, ``testing`` or ``e2e`` (the
 harness's collection rule; the gold patch left out CHANGES and docs); ``FAIL_TO_PASS`` / ``PASS_TO_PASS``: the
 published report's tests of each list; ``version``: derived from the repository at the base commit as the
-harness's versioning did (agents/evaluation/versions.py), compared with the published rows' versions
+harness's versioning did (evaluation/versions.py), compared with the published rows' versions
 (bench/data/swebench_verified_keys.jsonl) in the output. Every row is checked: the gold patch and the test patch
 apply to the base commit.
 
@@ -73,9 +73,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.evaluation.recipes import recipe_for  # noqa: E402
-from agents.evaluation.versions import derive  # noqa: E402
 from bench.swebench_real import Stack  # noqa: E402
+from evaluation.recipes import recipe_for  # noqa: E402
+from evaluation.versions import derive  # noqa: E402
 
 REPOS = ["psf/requests", "pallets/flask", "mwaskom/seaborn", "pylint-dev/pylint", "pytest-dev/pytest",
          "pydata/xarray", "sphinx-doc/sphinx", "sympy/sympy", "astropy/astropy"]

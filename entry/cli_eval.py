@@ -41,9 +41,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agents.evaluation.compare import compare, paired_mean
-from agents.evaluation.recipes import RECIPES
-from agents.evaluation.swebench import (
+from agents.providers import parse_spec
+from agents.providers.scripted import load_trajectory
+from bench.editcases.eval import eval_main as edits_main
+from bench.editcases.eval import parser as edits_parser
+from evaluation.compare import compare, paired_mean
+from evaluation.recipes import RECIPES
+from evaluation.swebench import (
     INSTANCE_ID,
     Instance,
     Prediction,
@@ -54,10 +58,7 @@ from agents.evaluation.swebench import (
     pick,
     summary,
 )
-from agents.providers import parse_spec
-from agents.providers.scripted import load_trajectory
-from bench.editcases.eval import eval_main as edits_main
-from bench.editcases.eval import parser as edits_parser
+from evaluation.workflow import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
 from infra.artifacts import ArtifactStore
 from infra.cliargs import Page, Parser, UsageError, add_command, check_non_negative, read_json_file
 from infra.errors import BosunError, ConfigError
@@ -67,7 +68,6 @@ from infra.objectstore import open_store
 from infra.settings import Settings, load_settings
 from infra.temporal import connect
 from sandbox.sources import SOURCES, prune_sources, stored_sources
-from workflows.eval import EvalInput, EvalItem, EvalResult, EvalWorkflow, InstanceOutcome, Variant
 from workflows.models import checked_task
 
 

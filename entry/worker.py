@@ -36,7 +36,6 @@ from temporalio.worker import (
 
 from activities.agent import AgentActivities
 from activities.errors import ErrorInterceptor
-from activities.eval import EvalActivities
 from activities.hosts import HostActivities
 from activities.report import ReportActivities
 from activities.telemetry import Observer, TelemetryInterceptor
@@ -46,6 +45,8 @@ from agents.providers import keyed
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
 from environments.runtime import resolve
+from evaluation.activities import EvalActivities
+from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
 from infra import telemetry
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
@@ -57,7 +58,6 @@ from sandbox import diskquota, reap_orphans
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from workflows.agent import AgentWorkflow
-from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger("bosun.worker")

@@ -40,7 +40,7 @@ RECIPE = "2"
 """Bump when the steps below change: every base is rebuilt under a new name."""
 SLIM = ["python3", "python3-venv", "git", "patch", "ripgrep", "procps", "ca-certificates", "tzdata", "libexpat1"]
 """``patch``: judging applies a prediction git does not take with ``patch --batch --fuzz=5``, as the SWE-bench
-harness does (agents/evaluation/harness.py)."""
+harness does (evaluation/harness.py)."""
 BUILD = ["build-essential", "python3-dev", "pkg-config"]
 SUITE_EXTRA = {"bullseye": ["python3-distutils", "python3-lib2to3"], "bookworm": ["python3-distutils"]}
 """Per suite: the standard library's parts Debian ships apart (old projects import distutils)."""

@@ -198,8 +198,9 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
     lockfile, or as of the commit's date), then what npm users fall back to when that fails: an install that
     updates a lockfile out of step with package.json, peer-dependency conflicts let through (npm 7+ refuses what
     npm 6 accepted), the install without the project's own lifecycle scripts (``prepare: husky install && husky
-    set ...`` fails in a source without .git; the dependencies' scripts run by ``npm rebuild``), and at last the
-    newest versions (an old range no version of that date satisfies; on a newer Node: ``supported_line``)."""
+    set ...`` fails in a source without .git; the dependencies' scripts run by ``npm rebuild``), the newest versions
+    (an old range no version of that date satisfies; on a newer Node: ``supported_line``), and at last those
+    without install scripts, the rebuild's failure let through (said in the log)."""
     first = (list(node.install), {"npm_config_before": node.before} if node.before else {}, "as detected")
     if node.package_manager != "npm":
         return [first]
@@ -216,7 +217,14 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
     if node.before:  # (no lockfile of the repository's: what the attempts before wrote goes, with their modules)
         newest = shlex.join([*plain, "--legacy-peer-deps"])
         out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest}"], {}, NEWEST))
+        out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest} --ignore-scripts && "
+                     f"{{ npm rebuild || echo '{REBUILD_FAILED}'; }}"], {}, NEWEST_NO_SCRIPTS))
     return out
+
+
+NEWEST_NO_SCRIPTS = ("the newest versions without install scripts (a dependency's download from a host the build "
+                     "does not reach: phantomjs, a browser), then every dependency's build that still works")
+REBUILD_FAILED = "bosun: npm rebuild failed: a dependency's own build did not run (its tests may need it)"
 
 
 def runner_of(script: str) -> str:

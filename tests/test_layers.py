@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("entry", "infra", "workflows", "activities", "agents", "sandbox", "bench")
+PACKAGES = ("entry", "infra", "evaluation", "workflows", "activities", "agents", "environments", "sandbox", "bench")
 
 
 def test_import_contracts_are_kept():

@@ -163,7 +163,7 @@ async def _fetched_ahead_and_replays(stack, wf_id: str, commits: list[str]) -> N
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer
 
-    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+    from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
 
     client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
                                   data_converter=pydantic_data_converter)
@@ -319,7 +319,7 @@ async def _started_ahead_and_replays(stack, wf_id: str, n: int) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer
 
-    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+    from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
 
     client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
                                   data_converter=pydantic_data_converter)
@@ -445,7 +445,7 @@ async def _runs_and_replays(stack, wf_id: str, children: list[str]) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer
 
-    from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+    from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
 
     client = await Client.connect(f"127.0.0.1:{stack.env['BOSUN_TEMPORAL_PORT']}",
                                   data_converter=pydantic_data_converter)

@@ -8,11 +8,11 @@ import json
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from agents.evaluation.swebench import Instance, Prediction
 from entry.cli_eval import _items, check_input_size
+from evaluation.swebench import Instance, Prediction
+from evaluation.workflow import EvalInput, Variant
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
-from workflows.eval import EvalInput, Variant
 
 PAYLOAD_ERROR_BYTES = 2 * 1024 * 1024
 """Temporal's default limit on one payload (the server refuses a workflow input above it)."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.swebench import Instance, Prediction, instance_report
 from entry.cli_eval import _difference, _judged, _report, _variant, error_rates
+from evaluation.swebench import Instance, Prediction, instance_report
+from evaluation.workflow import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
-from workflows.eval import EvalInput, EvalItem, EvalResult, InstanceOutcome, Variant
 
 ROW = {"repo": "psf/requests", "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc", "test_patch": "",
        "FAIL_TO_PASS": ["t.py::test_a"]}

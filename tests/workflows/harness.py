@@ -17,16 +17,6 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.eval import (
-    EvalFetchInput,
-    EvalFetchResult,
-    EvalPrepareInput,
-    EvalPrepareResult,
-    EvalRunInput,
-    EvalRunResult,
-    KeepOutcomesInput,
-    PredictionInput,
-)
 from activities.models import (
     AgentWorkspaceInput,
     ApplyWorkInput,
@@ -74,8 +64,18 @@ from activities.models import (
     WatchInput,
 )
 from activities.report import ReportInput, ReportResult
-from agents.evaluation.recipes import Recipe
 from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
+from evaluation.activities import (
+    EvalFetchInput,
+    EvalFetchResult,
+    EvalPrepareInput,
+    EvalPrepareResult,
+    EvalRunInput,
+    EvalRunResult,
+    KeepOutcomesInput,
+    PredictionInput,
+)
+from evaluation.recipes import Recipe
 
 REF = "sha256:" + "0" * 64
 

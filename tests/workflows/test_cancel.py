@@ -18,11 +18,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Replayer, Worker
 
+from evaluation.workflow import EvalInput, EvalInstanceWorkflow, EvalItem, EvalWorkflow, Variant
 from tests.workflows.conftest import slots_worker, task_input
 from tests.workflows.harness import REF, AgentScript, Stubs, Turn, World
 from tests.workflows.test_task import home_and_agent_hosts, plan
 from workflows.agent import AgentWorkflow
-from workflows.eval import EvalInput, EvalInstanceWorkflow, EvalItem, EvalWorkflow, Variant
 from workflows.task import TaskWorkflow
 
 ORIGIN = {"source": "github", "repo": "acme/api", "number": 7}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.recipes import (
+from environments.detect import detect
+from environments.pyconfig import conda_requirements
+from environments.repofiles import MemoryFiles
+from evaluation.recipes import (
     RECIPES,
     REFERENCE_DATE,
     declaration,
     recipe_for,
 )
-from environments.detect import detect
-from environments.pyconfig import conda_requirements
-from environments.repofiles import MemoryFiles
 
 
 @pytest.mark.parametrize("repo,version,python,parser", [
@@ -46,7 +46,7 @@ def test_pins_that_need_wheels_keep_their_minor_version_and_sphinx_keeps_its_set
     assert "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py" in sphinx3.build_edits
     assert not any("tox.ini" in e for e in sphinx3.build_edits) and sphinx5.build_edits == []
     assert "Jinja2==3.0.3" in sphinx5.requirements and "Jinja2==3.0.3" in sphinx3.requirements
-    # the harness's pre_install edits of tracked files, which its image commits (agents/evaluation/harness.py)
+    # the harness's pre_install edits of tracked files, which its image commits (evaluation/harness.py)
     assert sphinx5.workspace_edits == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
     assert sphinx3.workspace_edits[:2] == ["sed -i 's/pytest/pytest -rA/' tox.ini",
                                            "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py"]

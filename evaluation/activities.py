@@ -1,9 +1,9 @@
 """Evaluation activities: thin adapters from the evaluation workflows to the task repository, environments and
 sandboxes. ``eval_prepare``: the instance's commits are fetched by the host into a host-owned repository (as for a
-task), its recipe picked (agents/evaluation/recipes.py) and its environment built or reused. ``eval_instance``:
-the steps of agents/evaluation/harness.py run INSIDE a network-off sandbox of that environment -- the patches are
+task), its recipe picked (evaluation/recipes.py) and its environment built or reused. ``eval_instance``:
+the steps of evaluation/harness.py run INSIDE a network-off sandbox of that environment -- the patches are
 hostile text and the host never applies them --; the tests' output is read on the host as data
-(agents/evaluation/testlogs.py)."""
+(evaluation/testlogs.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ from temporalio import activity
 
 from activities.agent import sandbox_user
 from activities.heartbeat import Progress, heartbeating
-from agents.evaluation import versions
-from agents.evaluation.harness import (
+from environments.builder import BuildFailed
+from environments.repofiles import GitTree
+from environments.service import Environments
+from evaluation import versions
+from evaluation.harness import (
     PREDICTION,
     TEST_PATCH,
     apply_script,
@@ -34,11 +37,8 @@ from agents.evaluation.harness import (
     reset_files,
     statuses,
 )
-from agents.evaluation.recipes import RECIPES, Recipe, declaration, recipe_for
-from agents.evaluation.swebench import Instance, Prediction, instance_report
-from environments.builder import BuildFailed
-from environments.repofiles import GitTree
-from environments.service import Environments
+from evaluation.recipes import RECIPES, Recipe, declaration, recipe_for
+from evaluation.swebench import Instance, Prediction, instance_report
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
@@ -58,7 +58,7 @@ cut short)."""
 
 class KeepOutcomesInput(BaseModel):
     outcomes: list[dict[str, Any]]
-    """Outcomes of an evaluation's instances (workflows/eval.py's InstanceOutcome, as JSON)."""
+    """Outcomes of an evaluation's instances (evaluation/workflow.py's InstanceOutcome, as JSON)."""
 
 
 class EvalFetchInput(BaseModel):
@@ -121,7 +121,7 @@ class EvalPrepareResult(BaseModel):
     """Seconds per step: ``fetch`` (the commits), ``environment`` (detected and found or built)."""
     version_derived: str = ""
     """A row of a repository the harness knows without a version: the version derived from its repository, how,
-    and the recipe taken (agents/evaluation/versions.py)."""
+    and the recipe taken (evaluation/versions.py)."""
 
 
 class EvalRunInput(BaseModel):
@@ -343,7 +343,7 @@ class EvalActivities:
 
     @activity.defn
     async def eval_instance(self, inp: EvalRunInput) -> EvalRunResult:
-        """Judge the prediction as the harness does (agents/evaluation/harness.py): in a network-off sandbox of
+        """Judge the prediction as the harness does (evaluation/harness.py): in a network-off sandbox of
         the environment (``network``: one that reaches the public internet), the recipe's edits, the prediction,
         a rebuild if it needs one, the test files reset, the test patch, the tests; their output read by the
         recipe's parser."""
@@ -456,7 +456,7 @@ class EvalActivities:
         """The instance's judging workspace at ``base_commit`` (from the version's checkout template when there
         is one), the files the judging script resets lent to its git, and its sandbox bound to it: the three
         overlap; then the recipe's edits (committed) and the prediction applied in the sandbox (``git apply``
-        and its fallbacks, agents/evaluation/harness.py: no code of the prediction's runs). Whatever was made is
+        and its fallbacks, evaluation/harness.py: no code of the prediction's runs). Whatever was made is
         removed again when this fails. ``network``: the sandbox reaches the public internet."""
         phases: dict[str, float] = {}
         t0 = time.monotonic()

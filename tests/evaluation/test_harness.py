@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.evaluation.harness import (
+from evaluation.harness import (
     END,
     PREDICTION,
     START,
@@ -23,8 +23,8 @@ from agents.evaluation.harness import (
     reset_files,
     statuses,
 )
-from agents.evaluation.recipes import recipe_for
-from agents.evaluation.swebench import Instance, instance_report
+from evaluation.recipes import recipe_for
+from evaluation.swebench import Instance, instance_report
 
 
 def diff(*files: tuple[str, bool]) -> str:

@@ -17,7 +17,7 @@ version was assumed and how it was found:
   of each minor version the latest release, the highest minor version whose latest release came before; the
   others: the latest feature release (``X.Y.0``) before. Those web pages listed other releases than the tags
   (xarray's listed few: its harness versions are coarser), so this can name another version than the published
-  row, of the same recipe (agents/evaluation/recipes.py: xarray has one, astropy's change at 3.0, 4.1 and 5.3).
+  row, of the same recipe (evaluation/recipes.py: xarray has one, astropy's change at 3.0, 4.1 and 5.3).
 
 Everything read here is the repository's text: matched by bounded regular expressions, never evaluated.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.testlogs import PARSERS, parse
+from evaluation.testlogs import PARSERS, parse
 
 PYTEST = """\
 ============================= test session starts ==============================

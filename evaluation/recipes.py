@@ -63,7 +63,7 @@ class Recipe(BaseModel):
     test_cmd: str
     """The test command; the test patch's files (or Django labels) are appended."""
     parser: str
-    """The log parser (agents/evaluation/testlogs.py)."""
+    """The log parser (evaluation/testlogs.py)."""
     harness_python: str
     """The interpreter the harness uses."""
     python: str
@@ -84,7 +84,7 @@ class Recipe(BaseModel):
     """The harness's edits of tracked files (its ``pre_install`` seds: ``-rA`` in Sphinx's tox.ini, its setup.py
     bounds, astropy's setuptools pin): its instance image makes them and commits them (``git commit -am``), so a
     prediction is applied to a clean tree whose HEAD has them; every evaluation workspace gets the same
-    (agents/evaluation/harness.py: ``apply_script``)."""
+    (evaluation/harness.py: ``apply_script``)."""
     eval_env: dict[str, str] = {}
     """Variables the tests run with (Django's locale)."""
     build_isolation: bool = True

@@ -33,7 +33,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.eval import (
+    from activities.models import BindResult, SlotGrant
+    from activities.workspace import WorkspaceActivities
+    from evaluation.activities import (
         EvalActivities,
         EvalFetchInput,
         EvalPrepareInput,
@@ -43,8 +45,6 @@ with workflow.unsafe.imports_passed_through():
         KeepOutcomesInput,
         PredictionInput,
     )
-    from activities.models import BindResult, SlotGrant
-    from activities.workspace import WorkspaceActivities
     from workflows import policies
     from workflows.models import HostMove, TaskInput, TaskResult
     from workflows.placement import HostGone, Placement, drop

@@ -13,10 +13,10 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from evaluation.workflow import EvalInput, EvalInstanceWorkflow, EvalItem, EvalWorkflow
 from tests.workflows.conftest import slots_worker
 from tests.workflows.harness import REF, Stubs, World
 from workflows.agent import AgentWorkflow
-from workflows.eval import EvalInput, EvalInstanceWorkflow, EvalItem, EvalWorkflow
 from workflows.task import TaskWorkflow
 
 

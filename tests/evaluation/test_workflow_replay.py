@@ -22,7 +22,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from workflows.eval import EvalInstanceWorkflow, EvalWorkflow
+from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 RECORDED = [p for kind in ("eval-old-gated", "eval-bychild", "eval-runs")

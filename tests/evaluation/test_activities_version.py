@@ -1,12 +1,12 @@
 """A row without a version: eval_prepare derives it from the instance's commit and, when the source is a
-repository on this host, its tags (agents/evaluation/versions.py); the report says which."""
+repository on this host, its tags (evaluation/versions.py); the report says which."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from activities.eval import EvalActivities, EvalPrepareInput
+from evaluation.activities import EvalActivities, EvalPrepareInput
 
 
 def git(repo: Path, *args: str) -> str:

@@ -1,5 +1,5 @@
 """How an instance is judged, step by step, the way the SWE-bench reference harness judges it (pure: the shell
-commands; activities/eval.py runs them in a network-off sandbox of the instance's environment).
+commands; evaluation/activities.py runs them in a network-off sandbox of the instance's environment).
 
 1. ``edits``: the recipe's edits of tracked files (Sphinx's ``-rA`` in tox.ini and setup.py bounds, astropy's
    setuptools pin), committed as the harness's instance image commits them (``git commit -am``): the prediction
@@ -32,10 +32,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from agents.evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
-from agents.evaluation.swebench import Instance, patched_files
-from agents.evaluation.testlogs import parse
 from environments import standins
+from evaluation.recipes import DJANGO, PYTEST, SYMPY, Recipe, recipe_for
+from evaluation.swebench import Instance, patched_files
+from evaluation.testlogs import parse
 
 APPLY = ("git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
          "patch --batch --fuzz=5 -p1 -i")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from activities.eval import EvalActivities
 from environments.models import EnvRecord, EnvSpec
 from environments.runtime import resolve
 from environments.store import EnvStore
+from evaluation.activities import EvalActivities
 from infra.settings import Settings
 from sandbox.manager import SandboxManager
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agents.evaluation.testlogs import ERROR, FAILED, PASSING
+from evaluation.testlogs import ERROR, FAILED, PASSING
 from infra.artifacts import ArtifactStore
 from infra.errors import BosunError, ConfigError, describe_validation
 
@@ -55,7 +55,7 @@ class Instance(BaseModel):
     problem_statement: str = ""
     created_at: str | None = None
     """When the fix's pull request was made (SWE-bench's field): for a row without ``version``, the moment some
-    repositories' versions are found by (agents/evaluation/versions.py)."""
+    repositories' versions are found by (evaluation/versions.py)."""
 
     model_config = {"extra": "ignore"}
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agents.evaluation.swebench import (
+from evaluation.swebench import (
     Instance,
     Prediction,
     instance_report,

@@ -7,8 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from agents.evaluation.versions import derive, from_files, from_releases, from_tag, of_commit
 from environments.repofiles import GitTree
+from evaluation.versions import derive, from_files, from_releases, from_tag, of_commit
 
 FILES = {
     # the version files of SWE-bench Verified instances' base commits (their lines as written there)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.compare import compare, difference_ci, instances_needed, mcnemar_exact, paired_mean, t_975
+from evaluation.compare import compare, difference_ci, instances_needed, mcnemar_exact, paired_mean, t_975
 
 
 def test_mcnemar_exact():
