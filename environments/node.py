@@ -218,7 +218,7 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
         newest = shlex.join([*plain, "--legacy-peer-deps"])
         out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest}"], {}, NEWEST))
         out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest} --ignore-scripts && "
-                     f"{{ npm rebuild || echo '{REBUILD_FAILED}'; }}"], {}, NEWEST_NO_SCRIPTS))
+                     f"{{ npm rebuild || echo {shlex.quote(REBUILD_FAILED)}; }}"], {}, NEWEST_NO_SCRIPTS))
     return out
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shlex
 import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -225,6 +227,8 @@ def test_an_install_that_fails_falls_back_as_npm_users_do():
     # rebuild that fails is said, not a failed build
     last = dated[4][0][2]
     assert "--ignore-scripts" in last and "npm rebuild ||" in last and "without install scripts" in dated[4][2]
+    for cmd, _, _ in dated:  # every attempt is a valid shell command line
+        assert subprocess.run(["sh", "-n", "-c", cmd[2] if cmd[0] == "sh" else shlex.join(cmd)]).returncode == 0
     assert len(install_attempts(NodeSpec(line="18", package_manager="yarn", install=["yarn", "install"]))) == 1
 
 
