@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from environments.detect import detect
@@ -10,6 +13,8 @@ from environments.repofiles import MemoryFiles
 from evaluation.recipes import (
     RECIPES,
     REFERENCE_DATE,
+    _holds,
+    _value,
     declaration,
     recipe_for,
 )
@@ -147,3 +152,24 @@ def test_astropy_before_4_1_gets_its_helpers_from_the_index_not_from_a_download(
     modern = recipe_for("astropy/astropy", "4.3")
     assert modern.build_isolation and not any("helpers" in r for r in modern.requirements)
     assert modern.build_edits == modern.workspace_edits and "pyproject.toml" in modern.build_edits[0]
+
+
+def test_the_table_gives_every_recipe_the_code_gave():
+    """recipes.toml is the recipes as data: for every repository and 3,852 versions (0.0-9.30, none, odd forms),
+    it gives what the Python recipes it replaced gave (data/recipes.json, recorded from them at 0ca186d)."""
+    data = json.loads((Path(__file__).parent / "data" / "recipes.json").read_text())
+    for name, idx in data["index"].items():
+        repo, version = name.rsplit("@", 1)
+        got = recipe_for(repo, None if version == "None" else version).model_dump(mode="json")
+        got.pop("version")
+        assert got == data["recipes"][idx], name
+    assert set(RECIPES) == {name.rsplit("@", 1)[0] for name in data["index"]}
+
+
+def test_a_row_range_and_its_references_read_as_documented():
+    assert _holds({"from": "4.1", "below": "4.2"}, (4, 1)) and not _holds({"from": "4.1", "below": "4.2"}, (4, 2))
+    assert _holds({"upto": "4.4"}, (4, 4)) and not _holds({"upto": "4.4"}, (4, 4, 1)) and _holds({}, (0,))
+    assert _value(["a", "@SPHINX_HTMLHELP", "b"], (4, 0))[1:3] == [
+        "sed -i 's/sphinxcontrib-htmlhelp/sphinxcontrib-htmlhelp<=2.0.4/' setup.py",
+        "sed -i 's/sphinxcontrib-serializinghtml/sphinxcontrib-serializinghtml<=1.1.9/' setup.py"]
+    assert _value("astropy-helpers>={major}.{minor},<4.1", (3, 2)) == "astropy-helpers>=3.2,<4.1"
