@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from environments.interpreters import vkey
 from environments.models import ENV_ROOT, NativeSpec, Reason, TestCommand
 
 GO_FILES = ("go.mod", "go.sum", "go.work", "go.work.sum", "vendor/modules.txt")
@@ -72,9 +73,6 @@ class GoFacts:
     notes: list[str] = field(default_factory=list)
 
 
-def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
-
 
 def facts(texts: dict[str, str], present: set[str]) -> GoFacts:
     """The facts of go.mod and go.work (read as data: a line that is not Go's grammar is passed over)."""
@@ -102,7 +100,7 @@ def plan(f: GoFacts) -> tuple[NativeSpec, list[str], list[str], TestCommand, lis
     notes = list(f.notes)
     if f.go:
         reasons.append(Reason(field="go", value=f.go, source="go.mod's go line"))
-        if _vkey(f.go) > _vkey(DEBIAN_GO_RELEASE):
+        if vkey(f.go, 3) > vkey(DEBIAN_GO_RELEASE, 3):
             notes.append(f"go.mod needs Go {f.go}, newer than Debian's {DEBIAN_GO}: go refuses to build it "
                          "(GOTOOLCHAIN=local; Go's own downloads are not reached from here)")
     if f.toolchain:

@@ -60,8 +60,10 @@ def interpreter_env(version: str) -> dict[str, str]:
     return {"SETUPTOOLS_USE_DISTUTILS": "stdlib"} if version == "3.9" else {}
 
 
-def vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
+def vkey(version: str, parts: int | None = None) -> tuple[int, ...]:
+    """A version's numbers in order, for comparing (``1.19.8-1`` -> (1, 19, 8, 1)); ``parts``: the first that
+    many (a Debian revision left out)."""
+    return tuple(int(p) for p in re.findall(r"\d+", version))[:parts]
 
 
 def interpreter(version: str, *, what: str = "python") -> Interpreter:

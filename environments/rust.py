@@ -10,11 +10,11 @@ Cargo.lock when the repository has none, kept with the build's other files); the
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.interpreters import vkey
 from environments.models import ENV_ROOT, NativeSpec, Reason, TestCommand
 
 RUST_FILES = ("Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml")
@@ -46,9 +46,6 @@ class RustFacts:
     locked: bool = False
     notes: list[str] = field(default_factory=list)
 
-
-def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
 
 
 def _count(doc: dict[str, Any]) -> int:
@@ -102,14 +99,14 @@ def plan(f: RustFacts) -> tuple[NativeSpec, list[str], list[str], TestCommand, l
     notes = list(f.notes)
     if f.rust_version:
         reasons.append(Reason(field="rust-version", value=f.rust_version, source="Cargo.toml's package.rust-version"))
-        if _vkey(f.rust_version) > _vkey(DEBIAN_RUST_RELEASE):
+        if vkey(f.rust_version, 3) > vkey(DEBIAN_RUST_RELEASE, 3):
             notes.append(f"Cargo.toml needs rustc {f.rust_version}, newer than Debian's {DEBIAN_RUST}: cargo refuses "
                          "to build it")
     if f.channel:
         reasons.append(Reason(field="channel", value=f.channel, source="rust-toolchain (not installed: Debian's "
                                                                       "rustc builds it)"))
         if f.channel.startswith("nightly") or (f.channel[:1].isdigit() and
-                                               _vkey(f.channel) > _vkey(DEBIAN_RUST_RELEASE)):
+                                               vkey(f.channel, 3) > vkey(DEBIAN_RUST_RELEASE, 3)):
             notes.append(f"rust-toolchain asks for {f.channel}; Debian's rustc {DEBIAN_RUST} is what runs here "
                          "(a nightly feature fails to build)")
     if f.members:

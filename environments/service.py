@@ -37,7 +37,7 @@ DETECTED_KEEP_S = 7 * 86400
 earlier one unreachable; one still in use is made again in milliseconds)."""
 DETECTOR_FILES = ("detect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
                   "interpreters.py", "models.py", "repofiles.py", "standins.py", "ecosystems.py", "node.py",
-                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py", "image.py")
+                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py", "image.py", "parts.py")
 
 
 def _detector_code() -> bytes:

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import nodesemver
 
+from environments.interpreters import vkey
 from environments.models import NodeSpec
 from environments.node import supported_line
 from infra.errors import UnexpectedEnvironment
@@ -105,7 +106,7 @@ class Toolchains:
         if not found:
             raise UnexpectedEnvironment(f"the npm registry has no {name} {wanted}" + (f" for Node {node}" if node
                                                                                        else ""))
-        return max(found, key=_vkey)
+        return max(found, key=vkey)
 
     def fetch(self, name: str, version: str) -> Tarball:
         """The tarball of ``name@version``, from the cache or the registry, checked against its integrity."""
@@ -187,9 +188,6 @@ def _engines_ok(meta: Any, node: str) -> bool:
     wanted = engines.get("node") if isinstance(engines, dict) else None
     return not isinstance(wanted, str) or not wanted.strip() or _satisfies(node, wanted)
 
-
-def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 def _sha512(path: Path) -> bytes:

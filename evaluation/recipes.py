@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from environments import standins
 from environments.declared import Declared
 from environments.detect import HELPERS_OFFLINE
+from environments.interpreters import vkey
 from environments.models import VENV
 from environments.pyconfig import conda_requirements, req_name
 
@@ -98,12 +99,9 @@ class Recipe(BaseModel):
     network, bosun's sandboxes do not."""
 
 
-def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
-
 
 def _python(harness: str) -> str:
-    return "3.9" if _vkey(harness) <= (3, 9) else "3.11"
+    return "3.9" if vkey(harness) <= (3, 9) else "3.11"
 
 
 def _heavy_pin(req: str) -> str:
@@ -114,8 +112,8 @@ def _heavy_pin(req: str) -> str:
 
 def _holds(row: dict[str, Any], key: tuple[int, ...]) -> bool:
     """Whether a row's range (``from`` inclusive, ``below`` exclusive, ``upto`` inclusive) holds the version."""
-    return (("from" not in row or key >= _vkey(row["from"])) and ("below" not in row or key < _vkey(row["below"]))
-            and ("upto" not in row or key <= _vkey(row["upto"])))
+    return (("from" not in row or key >= vkey(row["from"])) and ("below" not in row or key < vkey(row["below"]))
+            and ("upto" not in row or key <= vkey(row["upto"])))
 
 
 def _value(value: Any, key: tuple[int, ...]) -> Any:
@@ -140,7 +138,7 @@ def _value(value: Any, key: tuple[int, ...]) -> Any:
 def _make(repo: str, version: str) -> Recipe:
     """The recipe of ``repo`` at ``version``: the first row holding it, over the repository's common fields."""
     table = TABLE["repo"][repo]
-    key = _vkey(version)
+    key = vkey(version)
     row = next(r for r in table["rows"] if _holds(r, key))
     fields = {k: _value(v, key) for k, v in {**table.get("common", {}), **row}.items()
               if k not in ("from", "below", "upto")}
@@ -166,9 +164,9 @@ def recipe_for(repo: str, version: str | None) -> Recipe | None:
     if entry is None:
         return None
     make, lowest, default = entry
-    if not version or not _vkey(version):
+    if not version or not vkey(version):
         return make(repo, default)
-    return make(repo, lowest if _vkey(version) < _vkey(lowest) else version)
+    return make(repo, lowest if vkey(version) < vkey(lowest) else version)
 
 
 def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | None]) -> Declared:
@@ -181,7 +179,7 @@ def declaration(recipe: Recipe, present: set[str], read: Callable[[str], str | N
     env_file = next((f for f in recipe.env_files if f in present), None)
     soft = conda_requirements(read(env_file) or "") if env_file else []
     named = {req_name(r) for r in recipe.requirements}
-    older = recipe.harness_python if _vkey(recipe.harness_python) < _vkey(recipe.python) else None
+    older = recipe.harness_python if vkey(recipe.harness_python) < vkey(recipe.python) else None
     pinned = [r for r in recipe.requirements if "==" in r]  # (installed after the files: their pins win)
     return Declared(python=recipe.python, apt=recipe.apt, extras=recipe.extras, requirements=recipe.requirements,
                     overrides=pinned if files else [], detect=False,
