@@ -10,10 +10,11 @@ commits). For each instance, exactly as an external benchmark would drive bosun,
 1. a checkout of ``base.sha`` (a local clone of the mirror) and ``bosun env build --repo CHECKOUT --json``:
    the environment bosun **detects** (no declaration is added);
 2. a workspace of the checkout with ``test.patch`` and ``fix.patch`` applied (``git apply``, as the harness does);
-3. the harness's test command for the repository (``RECIPES``: what its ``fix-run.sh`` runs) in the environment's
-   sandbox, ``bosun sandbox exec --env ID --workspace WS --json`` (no network);
-4. the output read by bosun's reader of the runner (environments/results.py), its test ids put in the harness's
-   form (``RECIPES``: ``FILE`` and ``FILE:TITLE`` for jest, the bare title for mocha);
+3. the harness's test command for the repository (bosun eval's recipe, evaluation/recipes.toml ``[multi]``: what
+   its ``fix-run.sh`` runs) in the environment's sandbox, ``bosun sandbox exec --env ID --workspace WS --json``
+   (no network);
+4. the output read as bosun eval reads it (evaluation/testlogs.py ``RUNNER:FORM``: bosun's reader of the runner,
+   its test ids in the harness's form: ``FILE`` and ``FILE:TITLE`` for jest, the bare title for mocha);
 5. resolved when every ``f2p_tests`` and ``p2p_tests`` id passed (and none of them failed).
 
 Rows of SWE-bench Multimodal (JavaScript/TypeScript repositories; converted to these field names, with the
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -42,53 +42,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from environments.results import parse_output  # noqa: E402
+from evaluation.recipes import MULTI, recipe_for  # noqa: E402
+from evaluation.testlogs import FAILED, PASSED, parse  # noqa: E402
 
 BOSUN = str(Path(sys.executable).parent / "bosun")
 OUT = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench")) / "multi-swebench"
 SANDBOX_UID = 64000
 """The uid the sandboxes run as (the workspace is theirs)."""
-
-RECIPES: dict[str, dict[str, str]] = {
-    "iamkun/dayjs": {"run": "npm test -- --verbose", "runner": "jest", "ids": "jest"},
-    "anuraghazra/github-readme-stats": {"run": "npm run test -- --verbose", "runner": "jest", "ids": "jest"},
-    "darkreader/darkreader": {"run": "npm run test:ci", "runner": "jest", "ids": "jest"},
-    "Kong/insomnia": {"run": "npm test -- --verbose", "runner": "jest", "ids": "jest"},
-    "expressjs/express": {"run": "npm test", "runner": "mocha", "ids": "fulltitle"},
-    "axios/axios": {"run": "npm test -- --reporter console", "runner": "mocha", "ids": "title"},
-}
-"""Per repository: the harness's test command of the fix run (what its ``fix-run.sh`` runs, less what only reports
-elsewhere), the runner whose output it is, and the harness's form of a test id: ``jest``: ``FILE`` per suite and
-``FILE:TITLE`` per test (the leaf title); ``title``: the leaf title; ``fulltitle``: the describe chain and the title
-joined by spaces (mocha's ``fullTitle``)."""
-TITLE_FORM = {("expressjs/express", n) for n in (4212, 4852, 5555, 5841)}
-"""Pull requests whose harness reads spec output (bare titles) instead of mocha's JSON (full titles)."""
-
-
-def harness_ids(report, form: str, output: str) -> tuple[set[str], set[str]]:
-    """(passed ids, failed ids) in the harness's form, from bosun's report of the run."""
-    passed, failed = set(), set()
-    for tid in report.passed:
-        passed.add(_form(tid, form))
-    for tid in report.failed:
-        failed.add(_form(tid, form))
-    if form == "jest":  # suites: a `PASS FILE` / `FAIL FILE` line is an id of its own
-        for line in output.splitlines():
-            words = line.strip().split()
-            if len(words) >= 2 and words[0] in ("PASS", "FAIL"):
-                (passed if words[0] == "PASS" else failed).add(words[1])
-    return passed - failed, failed
-
-
-def _form(tid: str, form: str) -> str:
-    parts = tid.split(" > ")
-    if form == "jest":
-        return f"{parts[0]}:{parts[-1]}" if len(parts) > 1 else parts[0]
-    if form == "fulltitle":
-        return " ".join(parts)
-    # the harness's spec reader drops a last parenthesised word as if it were a duration ("... String (text)")
-    return re.sub(r"\s\(\d*\.?\d*\s*\w+\)$", "", parts[-1])
-
 
 def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-c", "advice.detachedHead=false", *args], cwd=cwd, capture_output=True, text=True)
@@ -125,8 +85,9 @@ def harness_verdict(row: dict, output: str, exit_code: int | None) -> dict:
 def judge(row: dict, mirror: Path, out: Path, timeout_s: float, patches: tuple[str, ...] = ("test", "fix")) -> dict:
     key = f"{row['org']}/{row['repo']}"
     iid = f"{row['org']}__{row['repo']}-{row['number']}"
-    recipe = RECIPES.get(key) or ({"run": row["test_cmd"], "runner": "", "ids": "harness"}
-                                  if row.get("log_parser") and row.get("test_cmd") else None)
+    recipe = ({"run": row["test_cmd"], "parser": "harness"} if row.get("log_parser") and row.get("test_cmd") else
+              {"run": (r := recipe_for(key, str(row["number"]))).test_cmd, "parser": r.parser} if key in MULTI else
+              None)
     result: dict = {"instance_id": iid, "repo": key, "resolved": False}
     if recipe is None:
         return {**result, "error": f"no recipe for {key}"}
@@ -168,16 +129,17 @@ def judge(row: dict, mirror: Path, out: Path, timeout_s: float, patches: tuple[s
         return {**result, "error": f"sandbox exec failed: {ran.stderr[-300:]}"}
     output = res.get("stdout", "") + "\n" + res.get("stderr", "")
     (logs / "test_output.txt").write_text(output)
-    if recipe["ids"] == "harness":
+    if recipe["parser"] == "harness":
         f2p, p2p = row["f2p_tests"], row["p2p_tests"]
         return {**result, **harness_verdict(row, output, res.get("exit_code")), "exit_code": res.get("exit_code"),
                 "f2p": len(f2p), "p2p": len(p2p)}
-    report = parse_output(recipe["runner"], output, res.get("exit_code"))
-    form = "title" if (key, row["number"]) in TITLE_FORM else recipe["ids"]
-    passed, failed = harness_ids(report, form, output)
+    statuses = parse(recipe["parser"], output)  # (bosun eval's own reading: evaluation/testlogs.py)
+    passed = {t for t, v in statuses.items() if v == PASSED}
+    failed = {t for t, v in statuses.items() if v == FAILED}
     wanted = list(row.get("f2p_tests") or {}) + list(row.get("p2p_tests") or {})
     missing = [t for t in wanted if t not in passed]
-    result.update(resolved=not missing, exit_code=res.get("exit_code"), counts=report.counts,
+    result.update(resolved=not missing, exit_code=res.get("exit_code"), counts={"passed": len(passed),
+                                                                                "failed": len(failed)},
                   f2p=len(row.get("f2p_tests") or {}), p2p=len(row.get("p2p_tests") or {}),
                   not_passed=missing[:20], not_passed_count=len(missing), failed_named=sorted(failed)[:10])
     return result

@@ -276,11 +276,12 @@ class EvalActivities:
             try:
                 present = set(tree.paths())
                 declared = None
-                if recipe is not None:
+                if recipe is not None and not recipe.detected:
                     declared = (f"the SWE-bench harness's recipe for {recipe.repo} {recipe.version}",
                                 declaration(recipe, present, tree.read))
                 det = envs.detect(tree, inp.repo, declared=declared,
-                                  version=f"{version}.0" if version and version[:1].isdigit() else None)
+                                  version=f"{version}.0" if version and version[:1].isdigit() and not
+                                  (recipe and recipe.detected) else None)
                 prepared = envs.ensure(det, tree) if inp.build else envs.find(det)
                 if prepared is None:  # not built yet: its build waits for a judging slot
                     return EvalPrepareResult(deferred=True, phases=_rounded(fetch=t1 - t0,

@@ -126,7 +126,7 @@ def needs_rebuild(recipe: Recipe, prediction: str) -> bool:
 def runner_command(recipe: Recipe, instance: Instance) -> str:
     """The test command line: the recipe's command and variables, the test patch's files."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(recipe.eval_env.items()))
-    args = " ".join(shlex.quote(d) for d in directives(recipe, instance.test_patch))
+    args = "" if recipe.whole_suite else " ".join(shlex.quote(d) for d in directives(recipe, instance.test_patch))
     return " ".join(part for part in (env, recipe.test_cmd, args) if part)
 
 

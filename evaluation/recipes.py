@@ -93,6 +93,10 @@ class Recipe(BaseModel):
     rebuild: str = ""
     """Compiled projects: the command that rebuilds the project in the workspace when a prediction changes what
     the build compiles (the harness re-runs its install after applying a prediction)."""
+    detected: bool = False
+    """The environment is bosun's detection (a Multi-SWE-bench repository's), not a declaration of the recipe's."""
+    whole_suite: bool = False
+    """The test command runs the whole suite (the test patch's files are not appended)."""
     standin: tuple[str, ...] = ()
     """Public test services the tests reach by name (``httpbin.org``: requests before 2.8), answered by a local
     stand-in that the judging script starts (environments/standins.py): the harness's containers have the
@@ -157,9 +161,24 @@ RECIPES = {repo: (_make, table["lowest"], table["default"]) for repo, table in T
 one is given its recipe) and the version taken when an instance names none."""
 
 
+def _multi(repo: str, number: str) -> Recipe:
+    """A Multi-SWE-bench repository's recipe for a pull request (``number``): the first row holding it."""
+    key = vkey(number)
+    row = next(r for r in TABLE["multi"][repo]["rows"] if _holds(r, key))
+    return Recipe(repo=repo, version=number, test_cmd=row["test_cmd"], parser=f"{row['runner']}:{row['form']}",
+                  harness_python="", python="", detected=True, whole_suite=True)
+
+
+MULTI = set(TABLE.get("multi", {}))
+"""The Multi-SWE-bench repositories with a recipe (their instances' versions are pull request numbers)."""
+
+
 def recipe_for(repo: str, version: str | None) -> Recipe | None:
-    """The recipe of ``repo`` at ``version`` (the instance's version field), or None for a repository the harness
-    does not know (bosun detects its environment and test runner instead)."""
+    """The recipe of ``repo`` at ``version`` (the instance's version field; a Multi-SWE-bench instance's: its pull
+    request's number), or None for a repository the harness does not know (bosun detects its environment and test
+    runner instead)."""
+    if repo in MULTI:
+        return _multi(repo, version or "0")
     entry = RECIPES.get(repo)
     if entry is None:
         return None

@@ -160,12 +160,36 @@ def _is_object(line: str) -> bool:
         return False
 
 
+def from_multi_swebench(row: dict[str, Any]) -> dict[str, Any]:
+    """A Multi-SWE-bench row (``org``, ``repo``, ``number``, ``base.sha``, ``fix_patch``, ``test_patch``,
+    ``f2p_tests``, ``p2p_tests``) as an instance's fields: ``org__repo-number``, the fix as the gold patch, the
+    pull request's number as the version (its harness picks a repository's recipe by it)."""
+    base = row.get("base") if isinstance(row.get("base"), dict) else {}
+    return {"instance_id": f"{row.get('org')}__{row.get('repo')}-{row.get('number')}",
+            "repo": f"{row.get('org')}/{row.get('repo')}", "base_commit": base.get("sha", ""),
+            "patch": row.get("fix_patch", ""), "test_patch": row.get("test_patch", ""),
+            "FAIL_TO_PASS": list(row.get("f2p_tests") or []), "PASS_TO_PASS": list(row.get("p2p_tests") or []),
+            "version": str(row.get("number", "")), "created_at": row.get("created_at"),
+            "problem_statement": _issue_text(row)}
+
+
+def _issue_text(row: dict[str, Any]) -> str:
+    issues = row.get("resolved_issues")
+    if isinstance(issues, list) and issues and isinstance(issues[0], dict):
+        return "\n\n".join(str(i.get("title", "")) + "\n" + str(i.get("body", "")) for i in issues[:5]
+                           if isinstance(i, dict))
+    return str(row.get("body") or row.get("title") or "")
+
+
 def load_instances(path: Path, ids: list[str] | None = None) -> list[Instance]:
-    """The instances of ``path`` (all of them, or those of ``ids``: see ``pick``)."""
+    """The instances of ``path`` (all of them, or those of ``ids``: see ``pick``): SWE-bench's rows, or
+    Multi-SWE-bench's (``from_multi_swebench``)."""
     out, seen = [], set()
     for where, row in _rows(path, "instances"):
         if not isinstance(row, dict):
             raise ConfigError(f"--instances {where}: expected a JSON object per instance")
+        if "base_commit" not in row and {"org", "number", "base"} <= set(row):
+            row = from_multi_swebench(row)
         try:
             inst = Instance.model_validate(row)
         except ValidationError as e:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from environments.results import RUNNERS, parse_output
+
 PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
 STATUSES = (FAILED, PASSED, SKIPPED, ERROR, XFAIL)
 PASSING = {PASSED, XFAIL}
@@ -199,6 +201,40 @@ def parse_pytest_any(log: str) -> dict[str, str]:
     return out
 
 
+# -- Multi-SWE-bench: bosun's readers of each runner, its ids in the harness's form -----------------------------
+
+FORMS = ("jest", "title", "fulltitle")
+"""How the Multi-SWE-bench harness names a test: ``jest``: ``FILE`` per suite (its ``PASS FILE`` / ``FAIL FILE``
+line) and ``FILE:TITLE`` per test (the leaf title); ``title``: the leaf title (its spec reader drops a last
+parenthesised word, as if a duration: ``... String (text)``); ``fulltitle``: the describe chain and the title
+joined by spaces (mocha's ``fullTitle``)."""
+
+
+def harness_form(tid: str, form: str) -> str:
+    """A test id of environments/results.py (``FILE > describe > title``) in the harness's ``form``."""
+    parts = tid.split(" > ")
+    if form == "jest":
+        return f"{parts[0]}:{parts[-1]}" if len(parts) > 1 else parts[0]
+    if form == "fulltitle":
+        return " ".join(parts)
+    return re.sub(r"\s\(\d*\.?\d*\s*\w+\)$", "", parts[-1])
+
+
+def parse_runner(runner: str, form: str, log: str) -> dict[str, str]:
+    """{id: status} of a run of ``runner`` (environments/results.py reads it), ids in the harness's ``form``; a
+    jest suite's ``PASS FILE`` / ``FAIL FILE`` line is an id of its own. A test both passed and failed (a retry)
+    is failed."""
+    report = parse_output(runner, log, None)
+    out = {harness_form(t, form): PASSED for t in report.passed}
+    out |= {harness_form(t, form): FAILED for t in report.failed}
+    if form == "jest":
+        for line in log.splitlines():
+            words = line.strip().split()
+            if len(words) >= 2 and words[0] in ("PASS", "FAIL"):
+                out[words[1]] = PASSED if words[0] == "PASS" and out.get(words[1]) != FAILED else FAILED
+    return out
+
+
 PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
     "pytest": parse_pytest, "pytest_options": parse_pytest_options, "pytest_v2": parse_pytest_v2,
     "pytest_any": parse_pytest_any,
@@ -206,7 +242,14 @@ PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
 
 
 def parse(parser: str, log: str) -> dict[str, str]:
-    """Each test's status in ``log`` read by ``parser`` (one of PARSERS)."""
+    """Each test's status in ``log`` read by ``parser`` (one of PARSERS, or ``RUNNER:FORM`` of a Multi-SWE-bench
+    recipe: ``parse_runner``)."""
+    runner, _, form = parser.partition(":")
+    if form:
+        if form not in FORMS or runner not in RUNNERS:
+            raise ValueError(f"unknown test log parser {parser!r}: RUNNER:FORM with a runner of "
+                             f"{', '.join(sorted(RUNNERS))} and a form of {', '.join(FORMS)}")
+        return parse_runner(runner, form, log)
     try:
         return PARSERS[parser](log)
     except KeyError:
