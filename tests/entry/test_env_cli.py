@@ -59,6 +59,23 @@ def test_show_names_a_go_or_rust_repositorys_toolchain_and_test_command(tmp_path
     assert data["spec"]["native"]["language"] == "rust" and data["spec"]["setup"] == ["cargo fetch"]
 
 
+def test_show_names_a_declared_image_and_a_polyglot_part(tmp_path: Path):
+    """A repository of no detected ecosystem with a devcontainer: the image and where it is declared, docker only,
+    no warning of an undetected repository; a Python service with a front end the CI tests: the part's row."""
+    dc = make_repo(tmp_path / "dc", {"Makefile": "test:\n\ttrue\n", ".devcontainer/Dockerfile": "FROM debian\n",
+                                     ".devcontainer/devcontainer.json": '{"build": {"dockerfile": "Dockerfile"}}',
+                                     ".bosun/environment.toml": 'devcontainer = true\ntest_command = "make test"\n'})
+    proc = bosun("env", "show", "--repo", str(dc))
+    assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout + proc.stderr
+    assert "image                  .devcontainer/Dockerfile (built locally, context .devcontainer)" in proc.stdout
+    assert "docker only" in proc.stdout and "make test (unknown)" in proc.stdout
+    flow = ("jobs:\n  web:\n    steps:\n      - run: npm ci && npm test\n        working-directory: web\n")
+    poly = make_repo(tmp_path / "poly", {**TINY, "web/package.json": '{"scripts": {"test": "jest"}}',
+                                         ".github/workflows/ci.yml": flow})
+    proc = bosun("env", "show", "--repo", str(poly))
+    assert "part web" in proc.stdout and "tests: npm test (jest), after the main ones" in proc.stdout, proc.stdout
+
+
 @pytest.mark.docker
 def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     repo = make_repo(tmp_path / "tiny", TINY)
