@@ -369,7 +369,7 @@ def devcontainer_hints(text: str) -> dict[str, Any]:
     hints: dict[str, Any] = {"setup": []}
     try:
         data = json.loads(strip_jsonc(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return hints
     if not isinstance(data, dict):
         return hints

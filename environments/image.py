@@ -148,7 +148,7 @@ def read_devcontainer(text: str, where: str) -> DevContainer:
     is wrong."""
     try:
         data = json.loads(strip_jsonc(text))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigError(f"{where}: not valid JSON (with comments): {str(exc)[:160]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected an object")

@@ -21,7 +21,7 @@ from environments.models import NodeSpec, Reason
 
 WORKFLOWS = re.compile(r"^\.github/workflows/[^/]+\.ya?ml$")
 PM_COMMAND = re.compile(r"\b(?:npm|yarn|pnpm|npx)\b")
-TEST_RUN = re.compile(r"\b(?:npm(?:\s+run)?\s+test|yarn(?:\s+run)?\s+test|pnpm(?:\s+run)?\s+test)\b")
+TEST_RUN = re.compile(r"\b(?:npm|yarn|pnpm)(?:[ \t]+run)?[ \t]+test\b")
 MAX_TEXT = 500_000
 
 
@@ -43,16 +43,16 @@ def _runs_in(text: str, folder: str) -> tuple[bool, bool]:
     if not folder:
         return bool(PM_COMMAND.search(text)), bool(TEST_RUN.search(text))
     f = re.escape(folder)
-    place = re.compile(rf"(?:working-directory:\s*['\"]?(?:\./)?{f}/?['\"]?\s*$"
-                       rf"|\bcd\s+['\"]?(?:\./)?{f}/?['\"]?(?:\s|$|&|;)"
-                       rf"|--(?:prefix|cwd|dir)[= ](?:\./)?{f}\b|\s-C\s+(?:\./)?{f}\b)", re.M)
+    place = re.compile(rf"(?:working-directory:[ \t]*['\"]?(?:\./)?{f}/?['\"]?[ \t]*$"
+                       rf"|\bcd[ \t]+['\"]?(?:\./)?{f}/?['\"]?(?:[ \t]|$|&|;)"
+                       rf"|--(?:prefix|cwd|dir)[= ](?:\./)?{f}\b|[ \t]-C[ \t]+(?:\./)?{f}\b)", re.M)
     installs = tests = False
-    for block in re.split(r"\n\s*-\s", text):  # a workflow's steps (a list item each), roughly
+    for block in re.split(r"\n[ \t]*- ", text):  # a workflow's steps (a list item each), roughly
         if place.search(block) and PM_COMMAND.search(block):
             installs = True
             tests = tests or bool(TEST_RUN.search(block))
-    defaults = re.search(rf"defaults:\s*\n\s+run:\s*\n\s+working-directory:\s*['\"]?(?:\./)?{f}/?['\"]?\s*$", text,
-                         re.M)
+    defaults = re.search(rf"defaults:[ \t]*\n[ \t]+run:[ \t]*\n[ \t]+working-directory:[ \t]*['\"]?(?:\./)?{f}/?"
+                         rf"['\"]?[ \t]*$", text, re.M)
     if defaults and PM_COMMAND.search(text):
         installs, tests = True, tests or bool(TEST_RUN.search(text))
     return installs, tests

@@ -239,3 +239,9 @@ def test_a_dockerfiles_run_steps_reach_the_internet_but_not_this_host(envs, tmp_
     log = envs.log_of(record).read_text()
     assert f"reached {PUBLIC} hello" in log and "answered" not in log, log[-3000:]
     assert all(f"timeout {address}" in log for address in own), log[-3000:]
+
+
+def test_a_hostile_devcontainer_is_refused_not_a_crash():
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        read_devcontainer("[" * 200_000, ".devcontainer.json")  # deeper than the parser recurses
+    assert strip_jsonc('"' + "\\\\" * 100_000) .startswith('"')  # an unterminated string of escapes: linear

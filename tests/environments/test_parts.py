@@ -129,3 +129,12 @@ async def test_a_python_service_with_a_front_end_builds_both_and_runs_both_tests
         assert any(t.startswith("web/") and "adds" in t for t in report.passed), report
     finally:
         await box.close()
+
+
+def test_a_hostile_workflow_is_read_in_linear_time():
+    import time  # noqa: PLC0415
+
+    text = "defaults:" + " \n" * 150_000 + "cd web" + " " * 100_000 + "\n- " * 50_000
+    started = time.monotonic()
+    det = spec_of({**PYTHON, "web/package.json": WEB_PACKAGE, ".github/workflows/x.yml": text[:500_000]})
+    assert time.monotonic() - started < 2.0 and det.spec.node_part is None
