@@ -188,6 +188,8 @@ def install_command(pm: str, pm_version: str, lockfile: str) -> list[str]:
     return ["npm", "install", "--no-audit", "--no-fund"]
 
 
+UNDATED = ("the newest versions the ranges allow, on the commit's Node: none of the commit's date satisfies (a "
+           "registry whose publish times are not the packages' own: a mirror's)")
 NEWEST = "the newest versions: none of the commit's date satisfies"
 """Why the install that takes the newest versions is tried (on the oldest Node still supported, when the
 commit's is older: ``supported_line``)."""
@@ -199,8 +201,9 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
     updates a lockfile out of step with package.json, peer-dependency conflicts let through (npm 7+ refuses what
     npm 6 accepted), the install without the project's own lifecycle scripts (``prepare: husky install && husky
     set ...`` fails in a source without .git; the dependencies' scripts run by ``npm rebuild``), the newest versions
-    (an old range no version of that date satisfies; on a newer Node: ``supported_line``), and at last those
-    without install scripts, the rebuild's failure let through (said in the log)."""
+    the ranges allow on the commit's Node (no version of that date satisfies a range: an old one, or a registry
+    mirror's publish times), then on a newer Node (``supported_line``), and at last those without install scripts,
+    the rebuild's failure let through (said in the log)."""
     first = (list(node.install), {"npm_config_before": node.before} if node.before else {}, "as detected")
     if node.package_manager != "npm":
         return [first]
@@ -216,6 +219,7 @@ def install_attempts(node: NodeSpec) -> list[tuple[list[str], dict[str, str], st
                 "dependencies installed without them, their own scripts run by npm rebuild"))
     if node.before:  # (no lockfile of the repository's: what the attempts before wrote goes, with their modules)
         newest = shlex.join([*plain, "--legacy-peer-deps"])
+        out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest}"], {}, UNDATED))
         out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest}"], {}, NEWEST))
         out.append((["sh", "-c", f"rm -rf node_modules package-lock.json && {newest} --ignore-scripts && "
                      f"{{ npm rebuild || echo {shlex.quote(REBUILD_FAILED)}; }}"], {}, NEWEST_NO_SCRIPTS))

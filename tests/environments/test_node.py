@@ -209,7 +209,7 @@ async def test_a_javascript_project_builds_from_the_npm_registry_and_its_tests_r
 
 
 def test_an_install_that_fails_falls_back_as_npm_users_do():
-    from environments.node import install_attempts
+    from environments.node import NEWEST, install_attempts
     frozen = install_attempts(NodeSpec(line="18", install=["npm", "ci", "--no-audit", "--no-fund"]))
     assert [cmd[:3] for cmd, _, _ in frozen] == [["npm", "ci", "--no-audit"], ["npm", "install", "--no-audit"],
                                                   ["npm", "install", "--no-audit"],
@@ -220,9 +220,11 @@ def test_an_install_that_fails_falls_back_as_npm_users_do():
     dated = install_attempts(NodeSpec(line="12", install=["npm", "install", "--no-audit", "--no-fund"],
                                       before="2020-11-10T23:59:59Z"))
     when = {"npm_config_before": "2020-11-10T23:59:59Z"}
-    assert [extra for _, extra, _ in dated] == [when, when, when, {}, {}]
-    assert "--ignore-scripts" in dated[2][0][2] and "newest versions" in dated[3][2]
+    assert [extra for _, extra, _ in dated] == [when, when, when, {}, {}, {}]
+    assert "--ignore-scripts" in dated[2][0][2] and "on the commit's Node" in dated[3][2]
     assert dated[3][0][2].startswith("rm -rf node_modules package-lock.json && npm install")
+    assert dated[4][2] == NEWEST  # then on a newer Node (the builder switches at NEWEST alone)
+    dated = dated[:3] + dated[4:]
     # at last without install scripts (eslint 2017's phantomjs-prebuilt downloads from github.com in its own): a
     # rebuild that fails is said, not a failed build
     last = dated[4][0][2]
