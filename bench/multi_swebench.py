@@ -85,7 +85,9 @@ def harness_verdict(row: dict, output: str, exit_code: int | None) -> dict:
 def judge(row: dict, mirror: Path, out: Path, timeout_s: float, patches: tuple[str, ...] = ("test", "fix")) -> dict:
     key = f"{row['org']}/{row['repo']}"
     iid = f"{row['org']}__{row['repo']}-{row['number']}"
-    recipe = ({"run": row["test_cmd"], "parser": "harness"} if row.get("log_parser") and row.get("test_cmd") else
+    # (a harness row's command traced into the output, as its eval.sh's ``set -x`` does: parsers split on it)
+    recipe = ({"run": f"exec 2>&1\nset -x\n{row['test_cmd']}", "parser": "harness"}
+              if row.get("log_parser") and row.get("test_cmd") else
               {"run": (r := recipe_for(key, str(row["number"]))).test_cmd, "parser": r.parser} if key in MULTI else
               None)
     result: dict = {"instance_id": iid, "repo": key, "resolved": False}
