@@ -168,9 +168,15 @@ def from_multi_swebench(row: dict[str, Any]) -> dict[str, Any]:
     return {"instance_id": f"{row.get('org')}__{row.get('repo')}-{row.get('number')}",
             "repo": f"{row.get('org')}/{row.get('repo')}", "base_commit": base.get("sha", ""),
             "patch": row.get("fix_patch", ""), "test_patch": row.get("test_patch", ""),
-            "FAIL_TO_PASS": list(row.get("f2p_tests") or []), "PASS_TO_PASS": list(row.get("p2p_tests") or []),
+            "FAIL_TO_PASS": _names(row.get("f2p_tests")), "PASS_TO_PASS": _names(row.get("p2p_tests")),
             "version": str(row.get("number", "")), "created_at": row.get("created_at"),
             "problem_statement": _issue_text(row)}
+
+
+def _names(tests: Any) -> Any:
+    """Multi-SWE-bench's tests (an object keyed by test id, or a list) as a list of ids; anything else as it is, for
+    the instance's validation to refuse."""
+    return list(tests) if isinstance(tests, dict) else [] if tests is None else tests
 
 
 def _issue_text(row: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from evaluation.harness import runner_command
 from evaluation.recipes import recipe_for
 from evaluation.swebench import Instance, load_instances
 from evaluation.testlogs import FAILED, PASSED, harness_form, parse
+from infra.errors import ConfigError
 
 
 def ids(statuses: dict[str, str]) -> tuple[set[str], set[str]]:
@@ -79,3 +80,14 @@ def test_a_multi_swebench_row_is_an_instance_judged_by_its_pull_requests_recipe(
     dayjs = recipe_for("iamkun/dayjs", "1047")
     assert dayjs.test_cmd == "npm test -- --verbose" and dayjs.parser == "jest:jest"
     assert recipe_for("psf/requests", "2.0").detected is False and isinstance(first, Instance)
+
+
+@pytest.mark.parametrize("bad, message", [({"f2p_tests": 7}, "FAIL_TO_PASS"), ({"base": "abc"}, "base_commit"),
+                                          ({"p2p_tests": [1, 2]}, "PASS_TO_PASS")])
+def test_a_multi_swebench_row_that_is_not_one_is_refused_naming_the_field(tmp_path, bad, message):
+
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({**ROW, **bad}) + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_instances(rows)
