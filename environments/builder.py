@@ -557,7 +557,9 @@ class Builder:
                                  {"SSL_CERT_FILE": CA_IN_BUILD, "NODE_EXTRA_CA_CERTS": CA_IN_BUILD},
                                  {k: v for k, v in own.items() if k != "PATH"})
             run.step("image check", ["sh", "-c", IMAGE_CHECK], env)
-            python = run.last_output.strip().splitlines()[-1].split()
+            python = (run.last_output.strip().splitlines() or [""])[-1].split()
+            if len(python) != 2 or not python[0].startswith("/"):  # (the image's own python3 said it)
+                raise run.failed("image check", "the image's python3 did not say its path and version")
             owned = source_tar.with_name("source-owned.tar")
             self._copy_in(run, owned, _owned_tar(source_tar, owned, BUILD_UID), {})
             for i, cmd in enumerate(spec.prepare, 1):

@@ -66,6 +66,7 @@ def node_part(paths: list[str], texts: dict[str, str], read: Callable[[list[str]
     flows = {p: t[:MAX_TEXT] for p, t in texts.items() if WORKFLOWS.match(p)}
     if not flows:
         return None
+    every = set(paths)
     for folder in candidates(paths):
         seen = [(p, _runs_in(t, folder)) for p, t in flows.items()]
         installs = [p for p, (i, _t) in seen if i]
@@ -74,7 +75,7 @@ def node_part(paths: list[str], texts: dict[str, str], read: Callable[[list[str]
         tested = [p for p, (_i, t) in seen if t]
         prefix = f"{folder}/" if folder else ""
         own = [prefix + n for n in node.NODE_FILES]
-        got = read([p for p in own if p in set(paths)])
+        got = read([p for p in own if p in every])
         local = {p[len(prefix):]: t for p, t in got.items()}
         present = {p[len(prefix):] for p in paths if p.startswith(prefix) and "/" not in p[len(prefix):]}
         f = node.facts(local, present)
@@ -87,6 +88,6 @@ def node_part(paths: list[str], texts: dict[str, str], read: Callable[[list[str]
         reasons.insert(0, Reason(field="part", value=f"{where} (JavaScript/TypeScript)", source=(
             f"{prefix}package.json, installed by {installs[0]}" + (f"; its tests run by {tested[0]}" if runs else
                                                                    "; its tests are not run by the CI"))))
-        keyed = [prefix + n for n in node.SHAPING if prefix + n in set(paths)]
+        keyed = [prefix + n for n in node.SHAPING if prefix + n in every]
         return spec, reasons, notes, keyed
     return None

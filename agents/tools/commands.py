@@ -125,9 +125,10 @@ def _with_parts(env: EnvironmentInfo, args: list[str]) -> tuple[str, bool]:
             cmd = f"{part.command} {'-- ' if part.test_separator else ''}{shlex.join(rest)}"
             return f"echo {shlex.quote(PART_MARK + part.root)}; cd {shlex.quote(part.root)} && {cmd} 2>&1", False
     main, is_pytest = _main_invocation(env, args)
+    line = main if isinstance(main, str) else shlex.join(main)
     if args:
-        return (main if isinstance(main, str) else shlex.join(main)), is_pytest
-    script = f"({main if isinstance(main, str) else shlex.join(main)}) 2>&1; s=$?"
+        return line, is_pytest
+    script = f"({line}) 2>&1; s=$?"
     for part in env.parts:
         script += (f"; echo {shlex.quote(PART_MARK + part.root)}; (cd {shlex.quote(part.root or '.')} && "
                    f"{part.command}) 2>&1; t=$?; [ $t -eq 0 ] || s=$t")

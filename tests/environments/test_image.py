@@ -198,7 +198,10 @@ def test_a_dockerfile_that_fails_or_an_image_that_lacks_python_fails_the_build(e
     base = base_tag(envs)
     for name, dockerfile, step, said in (
             ("fails", f"FROM {base}\nRUN echo about-to-fail && exit 7\n", "dockerfile", "returned a non-zero code: 7"),
-            ("nopython", f"FROM {base}\nUSER root\nRUN rm -f /usr/bin/python3*\n", "image check", "python3(>=3.11)")):
+            ("nopython", f"FROM {base}\nUSER root\nRUN rm -f /usr/bin/python3*\n", "image check", "python3(>=3.11)"),
+            # a python3 that passes the version check and says nothing: refused, not a crash of the build
+            ("mute", f"FROM {base}\nUSER root\nRUN rm -f /usr/bin/python3 && printf '#!/bin/sh\\nexit 0\\n' > "
+                     "/usr/bin/python3 && chmod +x /usr/bin/python3\n", "image check", "did not say its path")):
         repo = make_repo(tmp_path / name, {"Dockerfile": dockerfile, **C_REPO,
                                            ".bosun/environment.toml": DOCKERFILE_ONLY})
         det, tree = envs.detect_repo(str(repo))
