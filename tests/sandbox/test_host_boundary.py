@@ -209,7 +209,7 @@ def test_a_failed_agent_leaves_no_sandbox_running(backend_stack, tmp_path):
     proc = run(st, repo, wf, trajectory(tmp_path, "leak", turns), mode="team")
     assert proc.returncode != 0  # the task fails (a failed agent fails it, for now)
     assert leftovers(st, wf) == []
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
     assert marker not in ps
 
 
@@ -268,7 +268,7 @@ def test_a_terminated_task_leaves_no_sandbox_running(backend_stack, tmp_path):
     wf = f"hb-term-{backend}"
     proc = st.bosun("run", "--repo", str(repo), "--model", f"scripted:{traj}", "--id", wf, "--mode", "solo", "go")
     assert proc.returncode == 0, proc.stderr
-    wait_for(lambda: marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout, 120,
+    wait_for(lambda: marker in subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout, 120,
              interval=0.5, what="the sandboxed command to start")
     assert leftovers(st, wf), "the check must see the live sandbox, or it proves nothing"
 
@@ -280,8 +280,9 @@ def test_a_terminated_task_leaves_no_sandbox_running(backend_stack, tmp_path):
 
     asyncio.run(terminate())
     wait_for(lambda: leftovers(st, wf) == [], 60, interval=0.5, what="the reaper to release the sandbox")
-    wait_for(lambda: marker not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout, 30,
-             interval=0.5, what="the sandboxed process to be gone")
+    wait_for(lambda: marker not in subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True,
+                                                  text=True).stdout, 30, interval=0.5,
+             what="the sandboxed process to be gone")
     runs = Settings(data_dir=st.data_dir).workspaces_dir / f"{wf}.runs"
     wait_for(lambda: not runs.exists(), 30, interval=0.5, what="the reaper to remove the task's run workspaces")
     assert not [m for m in mount_points() if m.startswith(str(st.data_dir))]

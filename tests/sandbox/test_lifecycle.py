@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -64,7 +65,8 @@ async def test_bwrap_fails_closed_when_the_server_cannot_start(workspace: Path) 
 
 def _live_processes(naming: str) -> list[str]:
     """The command lines of the host's live (not zombie) processes naming ``naming`` (an orphan included)."""
-    out = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True)
+    out = subprocess.run(["ps", "-eww", "-o", "stat=,args="], capture_output=True, text=True)  # (whole lines: a
+    # terminal's width would cut them before the workspace's path, and no process would ever be found)
     return [line for line in out.stdout.splitlines() if naming in line and not line.lstrip().startswith("Z")]
 
 
@@ -94,6 +96,33 @@ async def test_a_bwrap_start_cancelled_half_way_closes_its_process_and_pipes(wor
     assert unclosed == []
     time.sleep(0.2)  # (a SIGKILL is not instant)
     assert _live_processes(f"{workspace} /workspace") == [], "a cancelled start left a bwrap process running"
+
+
+async def test_a_bwrap_start_cancelled_while_its_network_is_closed_stops_the_sandbox(workspace: Path,
+                                                                                     monkeypatch) -> None:
+    # Ready, then cancelled while its private addresses were being blackholed, the sandbox was left running:
+    # the start raised CancelledError and nobody held the sandbox (a CI run found its bwrap alive).
+    from sandbox import netns
+
+    entered = threading.Event()
+    real = netns.blackhole_private_ranges
+
+    def slow(pid: int | str) -> str | None:
+        entered.set()
+        time.sleep(0.5)
+        return real(pid)
+
+    monkeypatch.setattr(netns, "blackhole_private_ranges", slow)
+    task = asyncio.ensure_future(BwrapProvider(TEST_LIMITS).acquire(workspace))
+    while not entered.is_set():
+        assert not task.done(), task.exception() if task.done() else ""
+        await asyncio.sleep(0.01)
+    assert _live_processes(f"{workspace} /workspace"), "the sandbox was not running when cancelled"
+    task.cancel()
+    await asyncio.wait([task], timeout=15)
+    assert task.cancelled()
+    time.sleep(0.2)  # (a SIGKILL is not instant)
+    assert _live_processes(f"{workspace} /workspace") == [], "a start cancelled when ready left its sandbox running"
 
 
 @pytest.mark.docker
