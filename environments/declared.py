@@ -56,7 +56,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from environments.bases import check_packages
-from environments.image import STAGE, checked_args, checked_image, inside, strip_jsonc
+from environments.image import STAGE, checked_args, checked_image, inside, read_devcontainer
 from environments.interpreters import SUITES, interpreter
 from environments.standins import KNOWN
 from infra.errors import ConfigError, describe_validation
@@ -364,30 +364,27 @@ def dockerfile_hints(text: str) -> dict[str, Any]:
     return hints
 
 
-def devcontainer_hints(text: str) -> dict[str, Any]:
-    """python version (image tag or the python feature's version) and setup commands (postCreateCommand...)."""
-    hints: dict[str, Any] = {"setup": []}
+def devcontainer_hints(text: str, where: str) -> dict[str, Any]:
+    """A detected Python environment's hints from its devcontainer.json at ``where``: the python version (the
+    image's tag or the python feature's version), the setup commands (onCreateCommand...) and the variables
+    (containerEnv, remoteEnv), read by image.read_devcontainer; none from a file it refuses (a hint is not a
+    declaration: detection goes on without it)."""
     try:
-        data = json.loads(strip_jsonc(text))
-    except (ValueError, RecursionError):
-        return hints
-    if not isinstance(data, dict):
-        return hints
-    image = str(data.get("image", ""))
-    m = re.search(r"python:(?:\d+-)?(\d+\.\d+)", image)
-    if m:
-        hints["python"] = m.group(1)
-    for feature, opts in (data.get("features") or {}).items() if isinstance(data.get("features"), dict) else []:
-        if "python" in feature and isinstance(opts, dict) and re.fullmatch(r"\d+\.\d+", str(opts.get("version"))):
-            hints["python"] = str(opts["version"])
-    for key in ("onCreateCommand", "updateContentCommand", "postCreateCommand"):
-        cmd = data.get(key)
-        if isinstance(cmd, str) and cmd.strip() and "\n" not in cmd:
-            hints["setup"].append(cmd.strip())
-        elif isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd):
-            hints["setup"].append(shlex.join(cmd))
-    env = data.get("containerEnv") or data.get("remoteEnv")
-    if isinstance(env, dict):
-        hints["env"] = {k: v for k, v in env.items() if isinstance(v, str) and ENV_NAME.match(k)
-                        and k not in RESERVED_ENV and "$" not in v}
-    return hints
+        found = read_devcontainer(text, where)
+    except ConfigError:
+        return {"setup": []}
+    env, _ = usable_env(found.env, where)
+    return {"python": found.python, "setup": found.setup, "env": env}
+
+
+def usable_env(env: dict[str, str], where: str) -> tuple[dict[str, str], list[str]]:
+    """The variables of ``env`` an environment may set (a name, not one bosun sets, no NUL), and a note for each
+    one left out."""
+    kept: dict[str, str] = {}
+    notes: list[str] = []
+    for name, value in env.items():
+        if ENV_NAME.match(name) and name not in RESERVED_ENV and not name.startswith("BOSUN_") and "\0" not in value:
+            kept[name] = value
+        else:
+            notes.append(f"{where}: the variable {name[:40]!r} is left out (bosun sets it, or it is not a name)")
+    return kept, notes

@@ -31,13 +31,12 @@ from environments import (
 )
 from environments.declared import (
     DECLARED_FILE,
-    ENV_NAME,
-    RESERVED_ENV,
     Declared,
     devcontainer_hints,
     dockerfile_hints,
     parse_date,
     parse_declared,
+    usable_env,
 )
 from environments.image import DEVCONTAINER_FILES, read_devcontainer
 from environments.models import Detection, EnvSpec, ImageSpec, Reason, TestCommand
@@ -162,7 +161,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     hints: dict = {}
     for name in ("Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json"):
         if name in texts and (declared is None or declared.detect):  # (`detect = false`: the declaration alone)
-            found = dockerfile_hints(texts[name]) if name == "Dockerfile" else devcontainer_hints(texts[name])
+            found = dockerfile_hints(texts[name]) if name == "Dockerfile" else devcontainer_hints(texts[name], name)
             for key, value in found.items():
                 if value and key not in hints:
                     hints[key] = (value, name)
@@ -465,12 +464,9 @@ def _image(files: RepoFiles, texts: dict[str, str], present: set[str], declared:
                               "one of them")
         image, setup, notes = found.image, found.setup, found.notes
         shaping[path] = _sha(text)
-        for name, value in found.env.items():
-            if ENV_NAME.match(name) and name not in RESERVED_ENV and not name.startswith("BOSUN_") and \
-                    "\0" not in value:
-                env[name] = value
-            else:
-                notes.append(f"{path}: the variable {name[:40]!r} is left out (bosun sets it, or it is not a name)")
+        kept, left_out = usable_env(found.env, path)
+        env.update(kept)
+        notes += left_out
         reasons.append(Reason(field="origin", value="declared", source=f"{path}: a devcontainer" + (
             "" if declared is not None else " (detection recognises no ecosystem in the repository)")))
     copies = False
@@ -545,7 +541,7 @@ def runner_of(argv: list[str]) -> str:
         return "go"
     if first == "cargo" and "test" in words:
         return "cargo"
-    return first if first in ("jest", "vitest", "mocha", "ava", "tap") else "unknown"
+    return node.runner_of(" ".join(argv[:8])) or "unknown"  # (a JavaScript runner: npx jest, yarn vitest run)
 
 
 NATIVE = {"go": (golang, "go.mod: a Go module"), "rust": (rust, "Cargo.toml: a Rust package"),

@@ -40,6 +40,7 @@ LEFT_OUT = {"initializeCommand": "it runs on the host", "postStartCommand": "it 
             "postAttachCommand": "it runs when a tool attaches", "features": "features come from a registry"}
 WORKSPACE_VARS = re.compile(r"\$\{(?:containerWorkspaceFolder|localWorkspaceFolder)\}")
 MAX_COMMANDS = 32
+PYTHON_TAG = re.compile(r"python:(?:\d+-)?(\d+\.\d+)")
 STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -52,6 +53,9 @@ class DevContainer:
     setup: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    python: str = ""
+    """The Python version its image's tag (``python:3.12``, ``python:1-3.12-bookworm``) or its python feature
+    names; empty: none (a hint for a detected Python environment)."""
 
 
 def strip_jsonc(text: str) -> str:
@@ -173,4 +177,11 @@ def read_devcontainer(text: str, where: str) -> DevContainer:
                 notes.append(f"{where}: {key}.{name} is left out: it names a variable (${{...}})")
             elif isinstance(value, str):
                 env.setdefault(name, value)
-    return DevContainer(image=image, setup=setup, env=env, notes=notes)
+    python = ""
+    if m := PYTHON_TAG.search(str(data.get("image", ""))):
+        python = m.group(1)
+    features = data.get("features") if isinstance(data.get("features"), dict) else {}
+    for feature, opts in features.items():
+        if "python" in feature and isinstance(opts, dict) and re.fullmatch(r"\d+\.\d+", str(opts.get("version"))):
+            python = str(opts["version"])
+    return DevContainer(image=image, setup=setup, env=env, notes=notes, python=python)

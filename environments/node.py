@@ -232,10 +232,10 @@ REBUILD_FAILED = "bosun: npm rebuild failed: a dependency's own build did not ru
 
 
 def runner_of(script: str) -> str:
-    """The test runner a script calls ("" when it names none bosun knows)."""
-    words = f" {script} "
+    """The test runner a script (or a command line) calls ("" when it names none bosun knows): a needle of RUNNERS
+    as a word of its own (``ts-mocha`` calls mocha; ``javac`` and ``gitlab`` name no ava and no lab)."""
     for needle, runner in RUNNERS:
-        if needle in words:
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(needle.strip())}(?![A-Za-z0-9_])", script):
             return runner
     return ""
 

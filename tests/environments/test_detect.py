@@ -240,6 +240,26 @@ def test_dockerfile_and_devcontainer_hints():
     assert det.spec.python == "3.9" and det.spec.setup == ["pip install -r dev.txt"]
 
 
+def test_a_python_repositorys_devcontainer_hints_are_read_as_a_declared_devcontainer_is():
+    # One reader for both: comments and trailing commas, an object of commands, the workspace's variable, the
+    # python feature's version; a file it refuses (dockerComposeFile, broken JSON) gives no hints, and detection
+    # goes on.
+    dc = """{
+      // the team's container
+      "image": "mcr.microsoft.com/devcontainers/base:bookworm",
+      "features": {"ghcr.io/devcontainers/features/python:1": {"version": "3.11"}},
+      "postCreateCommand": {"deps": "pip install -e ${containerWorkspaceFolder}", "hooks": ["pre-commit", "install"]},
+      "containerEnv": {"APP_MODE": "dev", "PATH": "/evil", "1BAD": "x"},
+    }"""
+    det = spec_of({".devcontainer/devcontainer.json": dc, "setup.py": "from setuptools import setup\nsetup()\n"})
+    assert det.spec.python == "3.11"
+    assert det.spec.setup == ["pip install -e /workspace", "pre-commit install"]
+    assert det.spec.env == {"APP_MODE": "dev"}
+    for refused in ('{"dockerComposeFile": "c.yml", "postCreateCommand": "make"}', '{"image": "python:3.9",'):
+        det = spec_of({".devcontainer/devcontainer.json": refused, "setup.py": "from setuptools import setup\n"})
+        assert det.spec.setup == [] and det.spec.env == {}
+
+
 def test_a_declaration_that_says_detect_false_takes_no_devcontainer_hints():
     """astropy 5.2's .devcontainer runs `conda init bash && sudo cp ...` after creation: under the harness's recipe
     (`detect = false`) that is not part of the environment (the build failed on it, `conda: not found`)."""

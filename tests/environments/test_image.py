@@ -118,6 +118,11 @@ def test_an_image_declaration_takes_the_detected_test_command_and_is_keyed_by_it
     det = spec_of(node)
     assert det.spec.image is not None and det.spec.image.runner == "jest" and det.spec.test.text == "npm test"
     assert det.spec.node is None and det.spec.setup == ["npm ci"]
+    # a declared test command: its runner from its words (npx jest: jest's parser, not "unknown")
+    for command, runner in (("npx jest --ci", "jest"), ("yarn vitest run", "vitest"), ("make check", "unknown")):
+        declared = spec_of({**node, ".bosun/environment.toml": f'dockerfile = "docker/Dockerfile"\n'
+                                                                f'test_command = "{command}"\n'})
+        assert declared.spec.image is not None and declared.spec.image.runner == runner, command
     changed = spec_of({**node, "docker/Dockerfile": "FROM node:22\n"})
     assert changed.key("b") != det.key("b") and spec_of({**node, "src/a.js": "x"}).key("b") == det.key("b")
     with pytest.raises(ConfigError, match="the Dockerfile docker/Dockerfile is not in the repository"):

@@ -97,6 +97,17 @@ def test_test_scripts_name_their_runner_and_a_placeholder_is_no_test():
     assert ws.spec.node.workspaces and ws.spec.node.runner == "node-test"
 
 
+@pytest.mark.parametrize(("script", "runner"), [
+    ("ts-mocha -p tsconfig.json 'test/**/*.ts'", "mocha"), ("./node_modules/.bin/jest --ci", "jest"),
+    ("c8 ava --verbose", "ava"), ("tape test/*.js | tap-spec", "tap"),
+    # a runner's name inside another word is not that runner (it matched as a substring)
+    ("cd java && javac Main.java && java Main", ""), ("gitlab-ci-local test", ""), ("node tapestry.js", ""),
+])
+def test_a_runner_is_named_by_a_word_of_its_own(script: str, runner: str) -> None:
+    det = node_of({"package.json": package(scripts={"test": script}), "index.js": ""})
+    assert det.spec.node.runner == runner
+
+
 def test_an_environment_is_keyed_by_what_it_installs():
     base = {"package.json": package(scripts={"test": "jest"}, devDependencies={"jest": "29.7.0"}),
             "package-lock.json": '{"lockfileVersion": 3}', "src/a.js": "1"}
