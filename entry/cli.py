@@ -18,6 +18,7 @@ from pydantic import BaseModel, SecretStr
 from infra.cliargs import CommandParser, Page, add_command
 from infra.errors import BosunError
 from infra.events.config import SHARED, env_name, load_events_config
+from infra.fielddocs import field_docs
 from infra.safetext import SafeStream
 from infra.settings import Settings, load_settings, redact_url
 
@@ -323,22 +324,22 @@ def _describe(s: Settings) -> int:
     """``bosun settings --describe``: every setting with its meaning and its value, bosun's then the events'."""
     cfg = load_events_config(s)  # (a bad events setting is refused before anything is printed)
     print("bosun's settings (infra/settings.py; docs/settings.md)\n")
-    for name, info in Settings.model_fields.items():
+    for name in Settings.model_fields:
         print(f"BOSUN_{name.upper()}")
-        print(_wrapped(info.description or "(no description)"))
+        print(_wrapped(field_docs(Settings).get(name) or "(no description)"))
         print(f"    value: {_shown(getattr(s, name), name, s)}\n")
     print("events settings (infra/events/config.py): the webhook ingress and the event starter; also read from the\n"
           "JSON file BOSUN_EVENTS_CONFIG names (dicts and lists as JSON)\n")
-    for name, info in type(cfg).model_fields.items():
+    for name in type(cfg).model_fields:
         if name == "settings" or name in SHARED:
             continue
         print(env_name(name))
-        print(_wrapped(info.description or "(no description)"))
+        print(_wrapped(field_docs(type(cfg)).get(name) or "(no description)"))
         value = getattr(cfg, name)
         if isinstance(value, BaseModel):
-            for sub_name, sub_info in type(value).model_fields.items():
+            for sub_name in type(value).model_fields:
                 print(f"    {sub_name}: {_events_value(getattr(value, sub_name))}")
-                print(_wrapped(sub_info.description or "(no description)", "        "))
+                print(_wrapped(field_docs(type(value)).get(sub_name) or "(no description)", "        "))
             print()
             continue
         print(f"    value: {_events_value(value)}\n")

@@ -7,7 +7,7 @@ docs/cli.md walks the argparse trees of `bosun` (entry/cli.py; a pass-through co
 ``entry.cli.PARSERS``): per command its description, usage, arguments, exit codes and examples, as its ``--help``
 shows them (infra/cliargs.Page). docs/settings.md lists every field of :class:`infra.settings.Settings` and of the
 events settings (:class:`infra.events.config.EventsConfig`, its trigger rules too) with its variable, type, default
-and docstring (pydantic's ``use_attribute_docstrings``). Both are deterministic: a default that depends on the
+and docstring (infra/fielddocs.py). Both are deterministic: a default that depends on the
 machine is written as its rule (:data:`FACTORY_DEFAULTS`). tests/entry/test_docgen.py fails when they are stale.
 """
 
@@ -34,6 +34,7 @@ from pydantic_core import PydanticUndefined
 from entry import cli
 from infra.cliargs import Page, page_of
 from infra.events.config import CONFIG_FILE_ENV, EventsConfig, TriggerRules, env_name
+from infra.fielddocs import field_docs
 from infra.settings import Settings, _default_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,15 +262,15 @@ def default_text(info: FieldInfo) -> str:
     return f"`{value}`"
 
 
-def _rows(fields: dict[str, FieldInfo], name_of: Any, label: str = "Variable") -> list[str]:
+def _rows(fields: dict[str, FieldInfo], docs: dict[str, str], name_of: Any, label: str = "Variable") -> list[str]:
     rows = [f"| {label} | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
     for name, info in fields.items():
-        if not info.description:
+        if not docs.get(name):
             raise ValueError(f"{name}: no docstring; write one under the field (it is the setting's documentation)")
         kind = type_name(info.annotation)
         extra = bounds(info)
         rows.append(f"| `{name_of(name)}` | {md(kind + (', ' + extra if extra else ''), True)} | "
-                    f"{md(default_text(info), True)} | {md(info.description, True)} |")
+                    f"{md(default_text(info), True)} | {md(docs[name], True)} |")
     return rows
 
 
@@ -288,17 +289,17 @@ def settings_md() -> str:
              "## bosun's settings", "",
              "`infra/settings.py`: `BOSUN_<FIELD>` (e.g. `BOSUN_DATA_DIR`). A bad value is refused with a message "
              "naming the variable and what is expected.", "",
-             *_rows(dict(Settings.model_fields), lambda n: f"BOSUN_{n.upper()}"), "",
+             *_rows(dict(Settings.model_fields), field_docs(Settings), lambda n: f"BOSUN_{n.upper()}"), "",
              "## Events settings", "",
              "`infra/events/config.py`: the webhook ingress and the event starter (`bosun up` runs them when a "
              "webhook secret is set; docs/EVENTS.md). Each is `BOSUN_EVENTS_<FIELD>`, lists and objects as JSON "
              f"(e.g. `BOSUN_EVENTS_REPOS='{{\"acme/api\": \"/srv/api\"}}'`), or a key of the JSON object in the "
              f"file `{CONFIG_FILE_ENV}` names (the environment wins over the file). Their secrets, API URLs and "
              "the ingress port are bosun's settings above (`BOSUN_GITHUB_TOKEN`...).", "",
-             *_rows(event_fields(), env_name), "",
+             *_rows(event_fields(), field_docs(EventsConfig), env_name), "",
              "### `BOSUN_EVENTS_TRIGGERS`", "",
              "The trigger rules: a JSON object with any of these keys (the others keep their defaults).", "",
-             *_rows(dict(TriggerRules.model_fields), lambda n: n, "Key"), ""]
+             *_rows(dict(TriggerRules.model_fields), field_docs(TriggerRules), lambda n: n, "Key"), ""]
     return "\n".join(lines)
 
 

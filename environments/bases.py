@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 from pydantic import BaseModel
 
 from environments.interpreters import Interpreter, interpreter
@@ -163,6 +162,8 @@ class Bases:
         url = CPYTHON_URL.format(v=v)
         dest = self.sources / CPYTHON_ARCHIVES[0].format(v=v)
         progress(f"downloading CPython {v}'s source: {url}")
+        import httpx  # noqa: PLC0415  (imported when used: it costs every CLI call about 0.1 s)
+
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
         try:
             self.sources.mkdir(parents=True, exist_ok=True)

@@ -21,15 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import nodesemver
 
 from environments.interpreters import vkey
 from environments.models import NodeSpec
 from environments.node import supported_line
 from infra.errors import UnexpectedEnvironment
+
+if TYPE_CHECKING:
+    import httpx  # (imported when used: it costs a CLI call about 0.1 s, and most never fetch)
 
 REGISTRY = "https://registry.npmjs.org"
 NPM_FOR_NODE = {8: 6, 10: 6, 12: 6, 14: 6, 15: 7, 16: 8, 17: 8, 18: 10, 19: 9, 20: 10, 21: 10, 22: 10, 23: 10,
@@ -38,7 +40,6 @@ NPM_FOR_NODE = {8: 6, 10: 6, 12: 6, 14: 6, 15: 7, 16: 8, 17: 8, 18: 10, 19: 9, 2
 an older line when none does)."""
 PNPM_FOR_LOCKFILE = {"5": 6, "5.3": 6, "5.4": 7, "6": 8, "6.0": 8, "6.1": 8, "7": 9, "9": 9, "9.0": 9}
 """The pnpm line of a pnpm-lock.yaml's ``lockfileVersion``."""
-TIMEOUT = httpx.Timeout(60.0, connect=20.0)
 
 
 @dataclass(frozen=True)
@@ -72,12 +73,16 @@ class Toolchains:
 
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=TIMEOUT, follow_redirects=True)
+            import httpx  # noqa: PLC0415
+
+            self._client = httpx.Client(timeout=httpx.Timeout(60.0, connect=20.0), follow_redirects=True)
         return self._client
 
     def metadata(self, name: str) -> dict[str, Any]:
         """The registry's document of package ``name`` (its versions, their ``dist`` and ``engines``)."""
         if name not in self._meta:
+            import httpx  # noqa: PLC0415
+
             url = f"{self.registry}/{name.replace('/', '%2F')}"
             try:
                 res = self.client().get(url, headers={"accept": "application/json"})
@@ -110,6 +115,8 @@ class Toolchains:
 
     def fetch(self, name: str, version: str) -> Tarball:
         """The tarball of ``name@version``, from the cache or the registry, checked against its integrity."""
+        import httpx  # noqa: PLC0415
+
         dist = self.metadata(name)["versions"][version].get("dist") or {}
         integrity, url = str(dist.get("integrity") or ""), str(dist.get("tarball") or "")
         if not integrity.startswith("sha512-") or not url.startswith(("https://", "http://")):

@@ -27,7 +27,7 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """bosun's configuration. Environment variables use the prefix ``BOSUN_`` (e.g. ``BOSUN_DATA_DIR``)."""
 
-    model_config = SettingsConfigDict(env_prefix="BOSUN_", extra="ignore", use_attribute_docstrings=True)
+    model_config = SettingsConfigDict(env_prefix="BOSUN_", extra="ignore")  # (docstrings: infra/fielddocs.py)
 
     data_dir: Path = Field(default_factory=_default_data_dir)
     """Where all state lives: Temporal's SQLite file, JetStream's store, artifacts, workspaces, logs."""

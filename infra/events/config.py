@@ -33,7 +33,7 @@ CONFIG_FILE_ENV = "BOSUN_EVENTS_CONFIG"
 class TriggerRules(BaseModel):
     """Which events start (or continue, or stop) a TaskWorkflow."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict()  # (its fields' docstrings: infra/fielddocs.py)
 
     github_label: str = "bosun"
     """An issue (or pull request) that gets this label starts a task."""
@@ -65,7 +65,7 @@ def env_name(field: str) -> str:
 class EventsConfig(BaseModel):
     """Everything the ingress and the starter need beyond :class:`Settings`."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     settings: Settings = Field(default_factory=load_settings, exclude=True, repr=False)
     """bosun's settings: webhook secrets, API tokens and URLs, the ingress port (see :data:`SHARED`)."""

@@ -12,6 +12,7 @@ from pydantic.fields import FieldInfo
 
 from entry import docgen
 from infra.events.config import EventsConfig, TriggerRules, env_name
+from infra.fielddocs import field_docs
 from infra.settings import Settings
 
 
@@ -55,12 +56,12 @@ def test_the_cli_page_has_every_command_with_its_sections():
 def test_the_settings_page_has_every_setting_with_its_docstring():
     text = docgen.settings_md()
     rows = {line.split("`")[1]: line for line in text.splitlines() if line.startswith("| `")}
-    fields = [*((f"BOSUN_{n.upper()}", f) for n, f in Settings.model_fields.items()),
-              *((env_name(n), f) for n, f in EventsConfig.model_fields.items() if n != "settings"),
-              *TriggerRules.model_fields.items()]
-    for name, info in fields:
+    fields = [*((f"BOSUN_{n.upper()}", field_docs(Settings)[n]) for n in Settings.model_fields),
+              *((env_name(n), field_docs(EventsConfig)[n]) for n in EventsConfig.model_fields if n != "settings"),
+              *((n, field_docs(TriggerRules)[n]) for n in TriggerRules.model_fields)]
+    for name, doc in fields:
         assert name in rows, f"{name} missing from docs/settings.md"
-        assert docgen.md(info.description, table=True) in rows[name]
+        assert doc and docgen.md(doc, table=True) in rows[name]
     assert "| `BOSUN_NATS_REPLICAS` | integer, 1 to 5 | `1` |" in text
     assert "| `BOSUN_ARTIFACT_STORE` | one of `files`, `nats` | `files` |" in text
     assert "| `BOSUN_WORKER_ID` | string | this host's name |" in text

@@ -16,6 +16,7 @@ import pytest
 from entry import cli, docgen
 from infra.cliargs import EXAMPLES, EXIT_CODES, UsageError
 from infra.events.config import EventsConfig, TriggerRules, env_name
+from infra.fielddocs import field_docs
 from infra.settings import Settings
 from tests.conftest import BOSUN, bosun, free_port
 
@@ -195,14 +196,14 @@ def test_settings_describe_says_what_each_setting_means(monkeypatch, tmp_path, c
     out = capsys.readouterr().out
     assert "s3cret" not in out
     blocks = {block.split("\n", 1)[0]: block for block in out.split("\n\n")}
-    for name, info in Settings.model_fields.items():
-        assert _flat(info.description) in _flat(blocks[f"BOSUN_{name.upper()}"])
+    for name in Settings.model_fields:
+        assert _flat(field_docs(Settings)[name]) in _flat(blocks[f"BOSUN_{name.upper()}"])
     assert f"value: {tmp_path}" in blocks["BOSUN_DATA_DIR"] and "value: ***" in blocks["BOSUN_GITHUB_TOKEN"]
     assert "value: nats://***@nats.internal:4222" in blocks["BOSUN_NATS_URL"]
     assert 'value: {"acme/api": "https://***@git.example/api"}' in blocks["BOSUN_EVENTS_REPOS"]
-    for name, info in EventsConfig.model_fields.items():
+    for name in EventsConfig.model_fields:
         if name != "settings":
-            assert _flat(info.description) in _flat(blocks[env_name(name)])
+            assert _flat(field_docs(EventsConfig)[name]) in _flat(blocks[env_name(name)])
     for name in TriggerRules.model_fields:
         assert f"\n    {name}: " in blocks["BOSUN_EVENTS_TRIGGERS"]
     assert out.index("BOSUN_ALERT_WEBHOOK_URL") < out.index("BOSUN_EVENTS_MAX_BODY_BYTES")
