@@ -115,8 +115,6 @@ class Toolchains:
 
     def fetch(self, name: str, version: str) -> Tarball:
         """The tarball of ``name@version``, from the cache or the registry, checked against its integrity."""
-        import httpx  # noqa: PLC0415
-
         dist = self.metadata(name)["versions"][version].get("dist") or {}
         integrity, url = str(dist.get("integrity") or ""), str(dist.get("tarball") or "")
         if not integrity.startswith("sha512-") or not url.startswith(("https://", "http://")):
@@ -125,6 +123,8 @@ class Toolchains:
         dest = self.root / f"{name.replace('/', '+')}-{version}.tgz"
         if dest.is_file() and _sha512(dest) == want:
             return Tarball(name, version, dest)
+        import httpx  # noqa: PLC0415  (a download only: a cached tarball needs none)
+
         self.root.mkdir(parents=True, exist_ok=True)
         self.progress(f"downloading {name}@{version} from the npm registry")
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".download-")

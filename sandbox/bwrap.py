@@ -554,12 +554,12 @@ class BwrapProvider(SandboxProvider):
         sandbox.user = user
         await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)  # (it closes what fails)
         if children := _children(proc.pid):  # (ready: bwrap's child is there, in the sandbox's namespaces)
-            closing = asyncio.ensure_future(asyncio.to_thread(netns.blackhole_private_ranges, children[0]))
+            blackholing = asyncio.ensure_future(asyncio.to_thread(netns.blackhole_private_ranges, children[0]))
             try:
-                await asyncio.shield(closing)
+                await asyncio.shield(blackholing)
             except BaseException:  # (cancelled here, the sandbox was left running: nobody held it)
                 with contextlib.suppress(Exception):
-                    await _uncancelled(closing)  # (its nsenter let end: the namespace it enters is going)
+                    await _uncancelled(blackholing)  # (its nsenter let end: the namespace it enters is going)
                 await _uncancelled(asyncio.ensure_future(sandbox.close()))
                 raise
         return sandbox
