@@ -209,6 +209,24 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+WORKFLOW_PACKAGES = ("workflows", "evaluation")
+"""The packages whose code decides a run's steps: a history replays only on the code that recorded it."""
+BOSUN_WORKFLOWS = ("TaskWorkflow", "AgentWorkflow", "EvalWorkflow", "EvalInstanceWorkflow")
+
+
+def workflow_build(root: Path = Path(__file__).resolve().parents[1]) -> str:
+    """This worker's build of bosun's workflow code: a hash of the contents of ``WORKFLOW_PACKAGES``' sources under
+    ``root``, the same on every host with the same code. The worker gives it to Temporal as its build id, which the
+    history of every workflow task it completes records."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for pkg in WORKFLOW_PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            h.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes() + b"\0")
+    return f"bosun-{h.hexdigest()[:16]}"
+
+
 def _die_with_parent() -> None:
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -236,6 +254,7 @@ class Supervisor:
         self.restarts: dict[str, int] = {c.name: 0 for c in self.comps}
         self.stopping = False
         self.code = code_fingerprint()
+        self.build = workflow_build()
 
     def _start(self, c: Component) -> None:
         log = open(self.s.logs_dir / f"{c.name}.log", "ab")
@@ -249,6 +268,7 @@ class Supervisor:
         _write_state(self.s, {
             "supervisor": {"pid": os.getpid(), "marker": "entry.stack"},
             "code": self.code,
+            "build": self.build,
             "components": {c.name: {"pid": self.procs[c.name].pid, "marker": c.marker, "address": c.address,
                                     "restarts": self.restarts[c.name]} for c in self.comps if c.name in self.procs},
         })
@@ -305,8 +325,13 @@ def up(s: Settings | None = None, *, wait_s: float = 90.0, out=print) -> int:
         d.mkdir(parents=True, exist_ok=True)
     state = running(s)
     if state and state.get("code") != code_fingerprint():
-        out("bosun's code changed since the stack started: restarting it so the worker runs the current code "
-            "(runs in progress resume after the restart)")
+        if state.get("build") == workflow_build():
+            out("bosun's code changed since the stack started: restarting it so the worker runs the current code "
+                "(runs in progress resume after the restart)")
+        else:
+            out("bosun's code changed since the stack started, its workflow code too: restarting it so the worker "
+                "runs the current code. Runs in progress that the old workflow code started may not replay on it: "
+                "the worker's log names them (drain, then upgrade: docs/operations.md, \"Upgrading\")")
         down(s, out=out)
     elif state:
         out(f"bosun stack already running (data dir {s.data_dir})")

@@ -44,6 +44,7 @@ from activities.workspace import WorkspaceActivities
 from agents.providers import keyed
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
+from entry.stack import BOSUN_WORKFLOWS, workflow_build
 from environments.runtime import resolve
 from evaluation.activities import EvalActivities
 from evaluation.workflow import EvalInstanceWorkflow, EvalWorkflow
@@ -202,6 +203,36 @@ async def check_sharing(client, settings: Settings) -> None:
                           "older bosun): set BOSUN_ARTIFACT_STORE=nats on them too, or give this host its own Temporal")
 
 
+OLDER_RUNS_LISTED = 1000
+"""At most this many running workflows are looked at when a worker starts (the newest first)."""
+
+
+async def older_runs(client, build: str) -> dict[str, str]:
+    """bosun's runs in progress that a worker of another build worked on: workflow id -> those build ids. Temporal
+    lists the builds that completed a run's workflow tasks in its ``BuildIds`` search attribute
+    (``unversioned:<build id>``); a run with no completed workflow task yet is not counted (any build may take it)."""
+    from temporalio.common import SearchAttributeKey
+
+    key, found = SearchAttributeKey.for_keyword_list("BuildIds"), {}
+    async for wf in client.list_workflows('ExecutionStatus="Running"', limit=OLDER_RUNS_LISTED):
+        builds = {b.split(":", 1)[1] for b in wf.typed_search_attributes.get(key) or [] if ":" in b}
+        if wf.workflow_type in BOSUN_WORKFLOWS and builds - {build}:
+            found[wf.id] = ", ".join(sorted(builds - {build}))
+    return found
+
+
+def older_runs_note(older: dict[str, str], build: str) -> str:
+    """What the worker says when it finds runs of another build: which, and what to do (docs/operations.md)."""
+    ids = sorted(older)
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    builds = ", ".join(sorted(set(older.values())))
+    return (f"{len(ids)} run(s) in progress were started by another build of bosun's workflow code ({builds}; "
+            f"this worker: {build}): {shown}. Their histories may not replay on this build, and a run that does "
+            "not replay stops with a non-determinism error until a worker of its build takes it. Drain, then "
+            "upgrade: let them finish on a worker of the old build (or cancel them: `bosun cancel ID`), then "
+            "start the new one (docs/operations.md, \"Upgrading\")")
+
+
 LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 """Tool-call records of an agent that wrote nothing for this long are dropped when a worker starts."""
 
@@ -214,6 +245,12 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         runtime = Runtime(telemetry=TelemetryConfig(metrics=metric_buffer))
     client = await connect(settings, timeout_s=30, tracing=tel.on, runtime=runtime)
     await check_sharing(client, settings)
+    build = workflow_build()
+    try:
+        if older := await older_runs(client, build):
+            log.warning("%s", older_runs_note(older, build))
+    except Exception as e:  # noqa: BLE001 - visibility away for a moment: the worker starts anyway
+        log.warning("could not list the runs in progress to compare their build with this one (%s): %s", build, e)
     store = open_store(settings)
     registry = HostRegistry(settings, store.bridge) if isinstance(store, NatsArtifactStore) else None
     hosts = HostActivities(settings, registry)
@@ -232,7 +269,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     shared = Worker(client, task_queue=settings.task_queue,
                     workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
                     activities=[workspace.bind_worker, workspace.bind_host, *hosts.shared_activities()],
-                    interceptors=[journal, errors], identity=me)
+                    interceptors=[journal, errors], identity=me, build_id=build)
     # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
     # held slot heartbeats every second, so it is given back within a second of its agent's end.
     slots = Worker(client, task_queue=settings.slots_queue, activities=hosts.slot_activities(),
@@ -246,7 +283,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
                    interceptors=[journal, errors, UploadsInterceptor(), *observed], max_concurrent_activities=64,
-                   identity=me, max_heartbeat_throttle_interval=timedelta(seconds=2),
+                   identity=me, build_id=build, max_heartbeat_throttle_interval=timedelta(seconds=2),
                    default_heartbeat_throttle_interval=timedelta(seconds=2))
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):

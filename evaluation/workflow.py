@@ -180,16 +180,16 @@ class EvalInput(BaseModel):
 class EvalResult(BaseModel):
     run_id: str
     outcomes: list[InstanceOutcome]
-    """Outcomes in the result itself: in evaluations started before ``eval-outcomes-by-child``, every instance's;
-    before ``eval-continue-as-new``, those the evaluation made for children that failed; since, none (``kept``)."""
+    """Outcomes in the result itself: none since outcomes are kept (``kept``). Results of evaluations that older
+    builds finished hold every instance's here, or those the evaluation made for children that failed; the CLI
+    still reads them."""
     children: list[str] = []
-    """Evaluations started before ``eval-continue-as-new``: the instance workflows whose result is their outcome
-    (the CLI reads them from their completion events in the evaluation's history): about 1 KB each, which in one
-    payload would pass Temporal's 2 MB limit for a couple of thousand instances."""
+    """Results of evaluations finished by older builds only: the instance workflows whose result is their outcome
+    (the CLI reads them from their completion events in the evaluation's history)."""
     kept: list[str] = []
-    """Since ``eval-continue-as-new``: every outcome, in job order, stored in the artifact store by each run before
-    it ends (``eval_keep_outcomes``, ``KEEP_CHUNK`` a ref): a run's history goes a while after the run closes, and
-    an evaluation that continued as new closed its earlier runs long before it ends."""
+    """Every outcome, in job order, stored in the artifact store by each run before it ends
+    (``eval_keep_outcomes``, ``KEEP_CHUNK`` a ref): a run's history goes a while after the run closes, and an
+    evaluation that continued as new closed its earlier runs long before it ends."""
     fetch_ahead_s: float = 0.0
     """Seconds spent fetching every instance's commits before the instances started (each instance's share of
     it: its ``fetch_share_s``)."""
@@ -242,11 +242,6 @@ def _judged(out: InstanceOutcome, run: EvalRunResult) -> None:
     out.phases.update(run.phases)
 
 
-EVAL_SLOTS = "eval-slots"
-"""Patch id: the instance binds with bind_host; on hosts that share their state it is placed by slots and moved
-off lost hosts (before: bind_worker, one host for its whole life)."""
-
-
 @workflow.defn
 class EvalInstanceWorkflow:
     def __init__(self) -> None:
@@ -271,18 +266,14 @@ class EvalInstanceWorkflow:
         item = inp.item
         started = workflow.time()
         # a prediction to judge: the worker sets the workspace and sandbox up as soon as it is prepared
-        stage = workflow.patched("eval-set-up-ahead") and bool(
-            inp.variant is None and item.prediction_ref and not item.empty_prediction)
+        stage = bool(inp.variant is None and item.prediction_ref and not item.empty_prediction)
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
         out.started_ahead = inp.gated
-        if workflow.patched(EVAL_SLOTS):
-            bound: BindResult = await workflow.execute_activity_method(
-                WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
-            if bound.shared:
-                return await self._run_placed(inp, out, started)
-            queue = bound.queue
-        else:
-            queue = await _bind_worker()
+        bound: BindResult = await workflow.execute_activity_method(
+            WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+        if bound.shared:
+            return await self._run_placed(inp, out, started)
+        queue = bound.queue
 
         async def prepare(build: bool) -> EvalPrepareResult:
             return await self._prepare(inp, queue, build=build, stage=stage)
@@ -463,9 +454,6 @@ class EvalWorkflow:
 
     @workflow.run
     async def run(self, inp: EvalInput) -> EvalResult:
-        # (decided first: the result's form is the one of the code that started the evaluation)
-        by_child = workflow.patched("eval-outcomes-by-child")
-        in_runs = by_child and workflow.patched("eval-continue-as-new")
         self.carried = carried = inp.carried or EvalCarried()
         self.started = carried.started or workflow.time()
         variants: list[Variant | None] = list(inp.variants) or [None]
@@ -475,21 +463,18 @@ class EvalWorkflow:
         ids = [f"{base}/{item.instance_id}" + (f"/{v.name}" if v else "") for item, v in jobs]
         # a run starts at most jobs_per_run jobs, then continues as new (its history stays within Temporal's limits)
         first = carried.start
-        last = min(len(jobs), first + max(1, inp.jobs_per_run or JOBS_PER_RUN)) if in_runs else len(jobs)
+        last = min(len(jobs), first + max(1, inp.jobs_per_run or JOBS_PER_RUN))
         limit = asyncio.Semaphore(max(1, inp.max_parallel))
         fetch_ahead_s, self._fetch_s = carried.fetch_ahead_s, dict(carried.fetch_s)
-        if first == 0 and workflow.patched("eval-fetch-ahead"):
+        if first == 0:
             await self._fetch_ahead(inp, limit)
             fetch_ahead_s = round(workflow.time() - self.started, 2)
         per_source = Counter(item.source for item, _ in jobs)
 
         # judging given predictions, as many children again start ahead and wait, prepared, for a slot
         slots = max(1, inp.max_parallel)
-        ahead = slots if workflow.patched("eval-judge-ahead") and not inp.variants else 0
+        ahead = 0 if inp.variants else slots
         children = asyncio.Semaphore(slots + ahead)
-
-        failed: set[str] = set()
-        """Children whose outcome the evaluation made (they failed)."""
 
         async def one(item: EvalItem, variant: Variant | None, child_id: str) -> InstanceOutcome:
             async with children:
@@ -511,7 +496,6 @@ class EvalWorkflow:
                 except ChildWorkflowError as e:
                     if policies.cancelling(e):  # the evaluation is cancelled: stop, no outcome to make
                         raise asyncio.CancelledError() from None
-                    failed.add(child_id)
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
                                               error=f"its workflow ended: {policies.innermost_message(e)}"[:500],
                                               error_kind="failed")
@@ -531,11 +515,6 @@ class EvalWorkflow:
 
         results = await policies.gather(*[one(item, v, child_id) for (item, v), child_id
                                          in zip(jobs[first:last], ids[first:last], strict=True)])
-        if not by_child:
-            return EvalResult(run_id=inp.run_id, outcomes=list(results), fetch_ahead_s=fetch_ahead_s)
-        if not in_runs:  # (started before eval-continue-as-new: the children named, their outcomes in this history)
-            return EvalResult(run_id=inp.run_id, outcomes=[o for i, o in zip(ids, results, strict=True) if i in failed],
-                              children=[i for i in ids if i not in failed], fetch_ahead_s=fetch_ahead_s)
         kept = carried.kept + await self._keep(list(results))
         if last < len(jobs):
             done, resolved, errors = self._counts()

@@ -45,8 +45,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import AgentInput, AgentResult, AgentResume, ModelSwitch
 
 ESCALATION_WAIT = timedelta(hours=1)
-LOCAL_TOOLS = "file-tools-as-local-activities"
-"""Patch id: runs recorded before file tool calls became local activities replay the old way."""
 MODEL_HEARTBEAT = timedelta(seconds=30)
 """A model call heartbeats while it waits for its model: a cancel reaches it within seconds (and ends the request),
 and a worker that died mid-call is noticed within this, not after the call's 10 minutes."""
@@ -344,7 +342,7 @@ class AgentWorkflow:
             return self._spawn(inp, call)  # (a call not offered goes to tool_call, which refuses it)
         tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role,
                                    model=self.model)
-        if call.write_key != ANY_FILE and workflow.patched(LOCAL_TOOLS):
+        if call.write_key != ANY_FILE:
             # File tools (reads, searches, edits; not commands) run as local activities: in this worker, which
             # holds the sandbox (agents run on the host queue), with no round trip through the server. The result
             # is recorded as a marker when the workflow task completes; a call cut off before that runs again,

@@ -45,15 +45,10 @@ def innermost_message(e: BaseException) -> str:
     return str(getattr(e, "message", None) or e)
 
 
-CANCEL_STOPS = "cancel-stops"
-"""Patch id: a run's own cancellation stops it wherever it reaches it. Runs whose cancel was handled before this
-(it was swallowed: the task went on) replay the old way."""
-
-
 def stopping() -> bool:
-    """Whether this workflow is being cancelled (a person asked: the server's cancel request) and stops for it
-    (patch ``cancel-stops``). Then nothing new may start. Inside a workflow only."""
-    return workflow.cancellation_reason() is not None and workflow.patched(CANCEL_STOPS)
+    """Whether this workflow is being cancelled (a person asked: the server's cancel request): it stops for it, and
+    nothing new may start. Inside a workflow only."""
+    return workflow.cancellation_reason() is not None
 
 
 def cancelling(e: BaseException) -> bool:

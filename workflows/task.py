@@ -76,16 +76,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.placement import HostGone, Placement, drop
 
 
-CLUSTER = "cluster-placement"
-"""Patch id: agents placed on hosts with a free slot; hosts that share their state checkpoint the task's repository,
-watch each other and take over a lost host's work. Runs started before it keep every step on one host."""
-HOME_BRANCH = "home-branch-at-head"
-"""Patch id: a host that becomes the task's home gets its copy of the task branch set to the task's head even when
-it already holds every checkpoint (a fast-forward merge adds none): before it, the task could deliver the branch as
-the new home last saw it, without the agents' merged work."""
-RESULT_MEMO = "result-in-memo"
-"""Patch id: a finished task keeps its status in its memo (``result``), so `bosun runs` lists it without reading
-each run's history."""
 BUILD_MINUTES_DEFAULT = 150
 """The build activity's time limit when the prepare step did not say (a worker from before it did)."""
 
@@ -133,9 +123,7 @@ class TaskWorkflow:
         self.budget: BudgetTracker | None = None
         self.agents_run = 0
         self.budget_note = ""
-        # -- placement (patch CLUSTER): slots, hosts, checkpoints, moves --------------------------------------
-        self.cluster = False
-        """Agents are placed on hosts with a free slot (a run started before this code: all on the task's host)."""
+        # -- placement: slots, hosts, checkpoints, moves -----------------------------------------------------
         self.home: BindResult | None = None
         """The host of the coordinator's steps (it changes when the host is lost)."""
         self.place = Placement()
@@ -262,7 +250,7 @@ class TaskWorkflow:
             return
         behind = self.synced.get(host.worker_id, 0) < len(self.checkpoints)
         stale = branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
-        if not behind and not (stale and workflow.patched(HOME_BRANCH)):
+        if not behind and not stale:
             return
         n = len(self.checkpoints)
         restored = await self.place.on(host.worker_id, workflow.execute_activity_method(
@@ -464,15 +452,9 @@ class TaskWorkflow:
                                         scope="task")
         self._enter("binding a worker host")
         self.inp = inp
-        if workflow.patched(CLUSTER):
-            self.cluster = True
-            self.home = await self._bind()
-            self.place.shared = self.home.shared
-            queue = self.home.queue
-        else:
-            queue = await workflow.execute_activity_method(
-                WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30),
-                summary="bind worker host")
+        self.home = await self._bind()
+        self.place.shared = self.home.shared
+        queue = self.home.queue
         # Whatever happens (not when a worker merely evicts this run from its cache): every end reports back, no
         # sandbox of this task outlives it, and its run workspaces go (their work is in the repository).
         try:
@@ -620,8 +602,7 @@ class TaskWorkflow:
         lines.append(f"- every step: `bosun history {wf_id}`")
         await self._report(inp, queue, wf_id, branch, status, "\n".join(lines), fin.commit)
         self._enter(f"done: {status}")
-        if workflow.patched(RESULT_MEMO):
-            workflow.upsert_memo({"result": status})
+        workflow.upsert_memo({"result": status})
         return TaskResult(status=status, workspace=fin.workspace, branch=branch, commit=fin.commit, diff=fin.diff,
                           diff_ref=fin.diff_ref, files_changed=fin.files_changed, tests_before=before,
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
@@ -644,8 +625,7 @@ class TaskWorkflow:
         """The repository's environment cannot be built: nothing runs; the result says which step failed and
         shows the log's tail."""
         self._enter("done: environment_failed")
-        if workflow.patched(RESULT_MEMO):
-            workflow.upsert_memo({"result": "environment_failed"})
+        workflow.upsert_memo({"result": "environment_failed"})
         why = f"the environment could not be built: {env.reason}"
         skipped = ChecksResult(green=False, exit_code=None, summary=f"not run: {why[:300]}")
         lines = [f"bosun run `{wf_id}`: **environment_failed**", "", f"- {why}"]
@@ -664,17 +644,10 @@ class TaskWorkflow:
         """One agent on a fresh workspace at the branch head; its work goes onto the branch. Returns the agent's
         result and the new head. The work of a failed agent is not kept."""
         message = f"bosun {role} ({name}): {inp.task[:60]}"
-        if self.cluster:
-            result, collect = await self._placed(inp, name, role, task, head, keys, attachments=attachments,
-                                                 collect=message)
-            if result.status in ("failed", "cancelled"):
-                return result, head
-        else:
-            workspace = await self._workspace(queue, name, head)
-            result = await self._agent(inp, name, role, task, workspace, head, queue, keys, attachments=attachments)
-            if result.status in ("failed", "cancelled"):
-                return result, head
-            collect = await self._collect(queue, name, head, message)
+        result, collect = await self._placed(inp, name, role, task, head, keys, attachments=attachments,
+                                             collect=message)
+        if result.status in ("failed", "cancelled"):
+            return result, head
         if collect.commit:
             moved = await self._merge(queue, branch, collect.commit, f"{role} run {name}", f"bosun: {role} {name}",
                                       fast_forward=True)
@@ -686,13 +659,7 @@ class TaskWorkflow:
         self._enter("planning")
         attach = [Attachment(title="Test results before any change", ref=before.output_ref)] \
             if before.output_ref else []
-        if self.cluster:
-            planner, _ = await self._placed(inp, "planner", "planner", inp.task, head, ["planner"],
-                                            attachments=attach)
-        else:
-            workspace = await self._workspace(queue, "planner", head)
-            planner = await self._agent(inp, "planner", "planner", inp.task, workspace, head, queue, ["planner"],
-                                        attachments=attach)
+        planner, _ = await self._placed(inp, "planner", "planner", inp.task, head, ["planner"], attachments=attach)
         if planner.status == "failed":
             self.plan_info = PlanInfo(subtasks=[SubtaskInfo(id="task", goal=inp.task)], waves=[["task"]],
                                       source="fallback", note=f"the planner failed ({planner.error_kind}: "
@@ -766,17 +733,8 @@ class TaskWorkflow:
         others = [(o.id, o.goal) for o in self.plan_info.subtasks if o.id != sub.id] if self.plan_info else []
         task = subtask_brief(inp.task, sub.id, sub.goal, sub.files, sub.acceptance, others=others, note=note)
         keys = [f"fast_edit:{sub.id}#{attempt}", f"fast_edit:{sub.id}"]
-        if self.cluster:
-            result, collect = await self._placed(inp, name, "fast_edit", task, start, keys,
-                                                 files_in_scope=len(sub.files),
-                                                 collect=f"bosun subtask {sub.id}: {sub.goal[:60]}")
-            return collect, result
-        workspace = await self._workspace(queue, name, start)
-        result = await self._agent(inp, name, "fast_edit", task, workspace, start, queue, keys,
-                                   files_in_scope=len(sub.files))
-        if result.status in ("failed", "cancelled"):
-            return _NoWork(), result
-        collect = await self._collect(queue, name, start, f"bosun subtask {sub.id}: {sub.goal[:60]}")
+        result, collect = await self._placed(inp, name, "fast_edit", task, start, keys, files_in_scope=len(sub.files),
+                                             collect=f"bosun subtask {sub.id}: {sub.goal[:60]}")
         return collect, result
 
 

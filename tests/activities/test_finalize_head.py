@@ -1,6 +1,6 @@
 """finalize delivers the branch at the task's head (the coordinator's record), on a real task repository: a copy of
 the branch behind it is moved forward (a host that became the task's home late); one that cannot be moved there is an
-error that delivers nothing, never a smaller diff (workflows/task.py, patch HOME_BRANCH)."""
+error that delivers nothing, never a smaller diff (workflows/task.py, TaskWorkflow._sync_host)."""
 
 from __future__ import annotations
 
