@@ -227,8 +227,9 @@ def older_runs_note(older: dict[str, str], build: str) -> str:
     shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
     builds = ", ".join(sorted(set(older.values())))
     return (f"{len(ids)} run(s) in progress were started by another build of bosun's workflow code ({builds}; "
-            f"this worker: {build}): {shown}. Their histories may not replay on this build, and a run that does "
-            "not replay stops with a non-determinism error until a worker of its build takes it. Drain, then "
+            f"this worker: {build}): {shown}. Their histories may not replay on this build: a run that does not "
+            "replay fails its workflow tasks with a non-determinism error, retried until a worker of its build "
+            "takes one. Drain, then "
             "upgrade: let them finish on a worker of the old build (or cancel them: `bosun cancel ID`), then "
             "start the new one (docs/operations.md, \"Upgrading\")")
 
