@@ -3,7 +3,7 @@ sandbox of each agent run.
 
 ``model_call`` is load -> prepare -> complete -> settle -> store; ``tool_call`` runs one call in the agent's
 sandbox through the tool-call ledger (one effect per call). Errors are raised as bosun's classes and mapped to
-Temporal failures by the worker's interceptor (activities/errors.py).
+Temporal failures by the worker's interceptor (activities/interceptor.py).
 """
 
 from __future__ import annotations
@@ -62,7 +62,14 @@ from agents.tools.subagents import render as render_subagents
 from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
 from environments.runtime import resolve
 from infra.artifacts import ArtifactStore
-from infra.errors import EscalationRefused, ToolFailed, UnexpectedEnvironment, describe_validation
+from infra.errors import (
+    BosunError,
+    EscalationRefused,
+    InvalidArguments,
+    ToolFailed,
+    UnexpectedEnvironment,
+    describe_validation,
+)
 from infra.names import show_text
 from infra.objectstore import open_store
 from infra.settings import Settings
@@ -185,7 +192,9 @@ class AgentActivities:
                           "before_tokens": ev.before_tokens, "after_tokens": ev.after_tokens}
         calls = [ToolCallRef(id=c.id, name=show_text(c.name), arguments_ref=self.store.put_json(c.arguments),
                              arguments_preview=preview(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)),
-                             write_key=key, offered=c.id not in out.not_offered) for c, key in out.calls]
+                             write_key=key, offered=c.id not in out.not_offered,
+                             refused=self._not_offered(c.id, show_text(c.name), inp.role)
+                             if c.id in out.not_offered else None) for c, key in out.calls]
         return ModelCallResult(cost_usd=out.cost_usd, transcript_ref=self.store.put_json(
             [m.model_dump(mode="json") for m in out.transcript]), text_preview=preview(out.text), tool_calls=calls,
             stop_reason=out.stop_reason, model=out.model, compaction=compaction, usage=out.usage)
@@ -195,12 +204,8 @@ class AgentActivities:
         """Run one tool call in the agent's sandbox, once: a repeated attempt returns the recorded result, or puts
         back the files a cut-off attempt had begun to change before running again (agents/tools/once.py)."""
         started = time.monotonic()
-        if not inp.call.offered:
-            text = (f"InvalidArguments: tool {inp.call.name!r} was not offered to this agent ({inp.role}); call only "
-                    "the tools you were given")
-            return ToolResultRef(call_id=inp.call.id, name=inp.call.name, result_ref=self.store.put_text(text),
-                                 summary=preview(text, 200), is_error=True, error_kind="InvalidArguments",
-                                 duration_s=round(time.monotonic() - started, 4))
+        if not inp.call.offered:  # (the workflow answers these with the model call's refusal; never run one)
+            return self._not_offered(inp.call.id, inp.call.name, inp.role)
         args = self.store.get_json(inp.call.arguments_ref)
         role = load_role_or_none(inp.role)
         registry = role.registry(self.registry) if role else self.registry
@@ -237,41 +242,47 @@ class AgentActivities:
         try:
             args = EscalationArgs.model_validate(self.store.get_json(inp.arguments_ref))
         except ValidationError as e:
-            text, kind = f"InvalidArguments: {e.errors()[0]['msg']}", "InvalidArguments"
-        else:
-            try:
-                res = await run_escalated(args.command, args.justification, lambda *_: inp.approved,
-                                          cwd=inp.workspace, timeout_s=self.settings.tool_timeout_s,
-                                          output_cap=self.settings.tool_output_cap, user=sandbox_user(self.settings))
-                text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox (as the sandbox's "
-                        f"user, with network, none of the worker's environment).\n"
-                        f"exit code: {res.exit_code}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}")
-                kind = None
-            except EscalationRefused as e:
-                text, kind = f"EscalationRefused: {e} (decided by {inp.decided_by or 'nobody in time'})", \
-                    "EscalationRefused"
+            return self._refused(inp.call_id, ESCALATION, InvalidArguments(e.errors()[0]['msg']), started)
+        try:
+            res = await run_escalated(args.command, args.justification, lambda *_: inp.approved,
+                                      cwd=inp.workspace, timeout_s=self.settings.tool_timeout_s,
+                                      output_cap=self.settings.tool_output_cap, user=sandbox_user(self.settings))
+        except EscalationRefused as e:
+            return self._refused(inp.call_id, ESCALATION, EscalationRefused(
+                f"{e} (decided by {inp.decided_by or 'nobody in time'})"), started)
+        text = (f"approved by {inp.decided_by or 'a person'}; ran outside the sandbox (as the sandbox's user, with "
+                f"network, none of the worker's environment).\n"
+                f"exit code: {res.exit_code}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}")
         return ToolResultRef(call_id=inp.call_id, name=ESCALATION, result_ref=self.store.put_text(text),
-                             summary=preview(text, 200), is_error=kind is not None, error_kind=kind,
-                             duration_s=round(time.monotonic() - started, 4))
+                             summary=preview(text, 200), duration_s=round(time.monotonic() - started, 4))
+
+    def _not_offered(self, call_id: str, name: str, role: str) -> ToolResultRef:
+        return self._refused(call_id, name, InvalidArguments(f"tool {name!r} was not offered to this agent ({role}); "
+                                                             "call only the tools you were given"))
+
+    def _refused(self, call_id: str, name: str, e: BosunError, started: float | None = None) -> ToolResultRef:
+        """A tool call answered with ``e`` (the model reads ``<kind>: <message>``)."""
+        text = f"{e.kind}: {e}"
+        return ToolResultRef(call_id=call_id, name=name, result_ref=self.store.put_text(text),
+                             summary=preview(text, 200), is_error=True, error_kind=e.kind,
+                             duration_s=round(time.monotonic() - started, 4) if started is not None else 0.0)
 
     @activity.defn
     async def plan_subagents(self, inp: SubagentsInput) -> SubagentsPlan:
         """A spawn_subagents call checked (arguments, depth, count, role): the subagents to run, or the refusal the
         model gets as the tool's result."""
 
-        def refuse(kind: str, text: str) -> SubagentsPlan:
-            return SubagentsPlan(refused=ToolResultRef(
-                call_id=inp.call.id, name=SPAWN, result_ref=self.store.put_text(f"{kind}: {text}"),
-                summary=preview(f"{kind}: {text}", 200), is_error=True, error_kind=kind))
+        def refuse(e: BosunError) -> SubagentsPlan:
+            return SubagentsPlan(refused=self._refused(inp.call.id, SPAWN, e))
         try:
             args = SpawnArgs.model_validate(self.store.get_json(inp.call.arguments_ref))
         except ValidationError as e:
-            return refuse("InvalidArguments", describe_validation(e, where="(arguments)"))
+            return refuse(InvalidArguments(describe_validation(e, where="(arguments)")))
         role = load_role_or_none(inp.role)
         why = subagent_refusal(args, depth=inp.depth, spawned=inp.spawned,
                                read_only_role=bool(role and role.read_only), editors_possible=inp.editors_possible)
         if why:
-            return refuse("ToolFailed", why)
+            return refuse(ToolFailed(why))
         return SubagentsPlan(runs=[SubagentRun(kind=a.kind, role=SUBAGENT_ROLES[a.kind],
                                                task=subagent_brief(a, inp.role), files=a.files)
                                    for a in args.agents])
@@ -316,7 +327,7 @@ class AgentActivities:
         ok = sum(1 for r in reports if r.status == "done")
         return ToolResultRef(call_id=inp.call_id, name=SPAWN, result_ref=self.store.put_text(text),
                              summary=f"{ok} of {len(reports)} subagents done", is_error=ok == 0,
-                             error_kind="ToolFailed" if ok == 0 else None)
+                             error_kind=ToolFailed.kind if ok == 0 else None)
 
     @activity.defn
     async def release_sandbox(self, inp: ReleaseInput) -> list[str]:

@@ -221,6 +221,8 @@ class ToolCallRef(BaseModel):
     """None for read-only calls; the file path (or '*') for writing ones."""
     offered: bool = True
     """False: the model named a tool its request did not offer; the call is refused, not run."""
+    refused: ToolResultRef | None = None
+    """When not offered: its answer, made by the model call that returned it (no activity runs for it)."""
 
 
 DATA_INLINE_MAX = 1024

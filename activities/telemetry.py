@@ -1,7 +1,8 @@
-"""Spans, metrics and error-rate alerts for model calls and tool calls, from one activity interceptor.
+"""Spans, metrics and error-rate alerts for model calls and tool calls: a layer of the one activity interceptor
+(activities/interceptor.py).
 
 Temporal's ``TracingInterceptor`` makes the ``RunActivity:*`` spans (one trace per task, continued from the webhook
-or the CLI); inside them this interceptor adds the GenAI spans: ``chat {model}`` for a model call (OpenTelemetry
+or the CLI); inside them ``observed`` adds the GenAI spans: ``chat {model}`` for a model call (OpenTelemetry
 GenAI semantic conventions: ``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
 ``gen_ai.response.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``, ``gen_ai.response.finish_reasons``)
 and ``execute_tool {name}`` for a tool call (``gen_ai.tool.name``, the error class, the sandbox backend). It records
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,11 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
-from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+from temporalio.worker import ExecuteActivityInput
 
 from activities.models import ModelCallInput, ModelCallResult, ToolCallInput, ToolResultRef
 from infra.alerts import AlertSink, ErrorRateMonitor, load_baselines, save_baselines
-from infra.errors import BosunError
+from infra.errors import BosunError, ToolFailed
 from infra.telemetry import instruments
 
 _tracer = trace.get_tracer("bosun.activities")
@@ -94,89 +96,82 @@ class Observer:
                 pass
 
 
-class _Inbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, observer: Observer) -> None:
-        super().__init__(next)
-        self.observer = observer
+Step = Callable[[], Awaitable[Any]]
+"""The activity itself, with what runs inside this layer (the one interceptor: activities/interceptor.py)."""
 
-    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        name = activity.info().activity_type
-        arg = input.args[0] if input.args else None
-        if name == "model_call" and isinstance(arg, ModelCallInput):
-            return await self._model_call(input, arg)
-        if name == "tool_call" and isinstance(arg, ToolCallInput):
-            return await self._tool_call(input, arg)
-        return await super().execute_activity(input)
 
-    async def _model_call(self, input: ExecuteActivityInput, arg: ModelCallInput) -> Any:
-        m = instruments()
-        attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider_of(arg.model),
-                 "gen_ai.request.model": arg.model, "bosun.agent.id": arg.agent_id, "bosun.agent.role": arg.role,
-                 "bosun.turn": arg.turn}
-        started = time.monotonic()
-        with _tracer.start_as_current_span(f"chat {arg.model}", attributes=attrs) as span:
-            try:
-                result = await super().execute_activity(input)
-            except BaseException as e:
-                cls = error_class(e)
-                span.set_attribute("error.type", cls)
-                span.set_status(Status(StatusCode.ERROR, cls))
-                m.model_calls.add(1, {"gen_ai.request.model": arg.model, "error.type": cls})
-                m.model_duration.record(time.monotonic() - started, {"gen_ai.request.model": arg.model,
-                                                                     "error.type": cls})
-                self.observer.outcome("model_call", arg.model, cls)
-                raise
-            if isinstance(result, ModelCallResult):
-                u = result.usage
-                span.set_attributes({"gen_ai.response.model": result.model or arg.model,
-                                     "gen_ai.usage.input_tokens": u.input_tokens,
-                                     "gen_ai.usage.output_tokens": u.output_tokens,
-                                     "gen_ai.response.finish_reasons": [result.stop_reason or "unknown"],
-                                     "bosun.cost_usd": result.cost_usd, "bosun.tool_calls": len(result.tool_calls)})
-                labels = {"gen_ai.request.model": arg.model}
-                m.tokens.add(u.input_tokens, {**labels, "gen_ai.token.type": "input"})
-                m.tokens.add(u.output_tokens, {**labels, "gen_ai.token.type": "output"})
-                m.cost.add(result.cost_usd, labels)
-            m.model_calls.add(1, {"gen_ai.request.model": arg.model, "error.type": "none"})
-            m.model_duration.record(time.monotonic() - started, {"gen_ai.request.model": arg.model})
-            self.observer.outcome("model_call", arg.model, None)
+async def observed(observer: Observer, input: ExecuteActivityInput, step: Step) -> Any:
+    """``step`` run with the GenAI span, metrics and alert feed of a model call or a tool call (other activities
+    run as they are)."""
+    name = activity.info().activity_type
+    arg = input.args[0] if input.args else None
+    if name == "model_call" and isinstance(arg, ModelCallInput):
+        return await _model_call(observer, arg, step)
+    if name == "tool_call" and isinstance(arg, ToolCallInput):
+        return await _tool_call(observer, arg, step)
+    return await step()
+
+
+async def _model_call(observer: Observer, arg: ModelCallInput, step: Step) -> Any:
+    m = instruments()
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider_of(arg.model),
+             "gen_ai.request.model": arg.model, "bosun.agent.id": arg.agent_id, "bosun.agent.role": arg.role,
+             "bosun.turn": arg.turn}
+    started = time.monotonic()
+    with _tracer.start_as_current_span(f"chat {arg.model}", attributes=attrs) as span:
+        try:
+            result = await step()
+        except BaseException as e:
+            cls = error_class(e)
+            span.set_attribute("error.type", cls)
+            span.set_status(Status(StatusCode.ERROR, cls))
+            m.model_calls.add(1, {"gen_ai.request.model": arg.model, "error.type": cls})
+            m.model_duration.record(time.monotonic() - started, {"gen_ai.request.model": arg.model,
+                                                                 "error.type": cls})
+            observer.outcome("model_call", arg.model, cls)
+            raise
+        if isinstance(result, ModelCallResult):
+            u = result.usage
+            span.set_attributes({"gen_ai.response.model": result.model or arg.model,
+                                 "gen_ai.usage.input_tokens": u.input_tokens,
+                                 "gen_ai.usage.output_tokens": u.output_tokens,
+                                 "gen_ai.response.finish_reasons": [result.stop_reason or "unknown"],
+                                 "bosun.cost_usd": result.cost_usd, "bosun.tool_calls": len(result.tool_calls)})
+            labels = {"gen_ai.request.model": arg.model}
+            m.tokens.add(u.input_tokens, {**labels, "gen_ai.token.type": "input"})
+            m.tokens.add(u.output_tokens, {**labels, "gen_ai.token.type": "output"})
+            m.cost.add(result.cost_usd, labels)
+        m.model_calls.add(1, {"gen_ai.request.model": arg.model, "error.type": "none"})
+        m.model_duration.record(time.monotonic() - started, {"gen_ai.request.model": arg.model})
+        observer.outcome("model_call", arg.model, None)
+        return result
+
+
+async def _tool_call(observer: Observer, arg: ToolCallInput, step: Step) -> Any:
+    m = instruments()
+    tool = tool_label(arg.call.name)
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+             "gen_ai.tool.call.id": arg.call.id, "bosun.agent.id": arg.agent_id,
+             "bosun.sandbox.backend": observer.backend, "gen_ai.request.model": arg.model}
+    started = time.monotonic()
+    with _tracer.start_as_current_span(f"execute_tool {tool}", attributes=attrs) as span:
+        cls: str | None = None
+        try:
+            result = await step()
+        except BaseException as e:
+            cls = error_class(e)
+            span.set_status(Status(StatusCode.ERROR, cls))
+            raise
+        else:
+            if isinstance(result, ToolResultRef) and result.is_error:
+                cls = result.error_kind or ToolFailed.kind
+            if isinstance(result, ToolResultRef) and result.replayed:
+                span.set_attribute("bosun.replayed", True)
             return result
-
-    async def _tool_call(self, input: ExecuteActivityInput, arg: ToolCallInput) -> Any:
-        m = instruments()
-        tool = tool_label(arg.call.name)
-        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                 "gen_ai.tool.call.id": arg.call.id, "bosun.agent.id": arg.agent_id,
-                 "bosun.sandbox.backend": self.observer.backend, "gen_ai.request.model": arg.model}
-        started = time.monotonic()
-        with _tracer.start_as_current_span(f"execute_tool {tool}", attributes=attrs) as span:
-            cls: str | None = None
-            try:
-                result = await super().execute_activity(input)
-            except BaseException as e:
-                cls = error_class(e)
-                span.set_status(Status(StatusCode.ERROR, cls))
-                raise
-            else:
-                if isinstance(result, ToolResultRef) and result.is_error:
-                    cls = result.error_kind or "ToolFailed"
-                if isinstance(result, ToolResultRef) and result.replayed:
-                    span.set_attribute("bosun.replayed", True)
-                return result
-            finally:
-                if cls:
-                    span.set_attribute("error.type", cls)
-                labels = {"gen_ai.tool.name": tool, "gen_ai.request.model": arg.model, "error.type": cls or "none"}
-                m.tool_calls.add(1, labels)
-                m.tool_duration.record(time.monotonic() - started, labels)
-                self.observer.outcome(tool, arg.model, cls)
-
-
-class TelemetryInterceptor(Interceptor):
-    """GenAI spans, metrics and alerts for model and tool calls (see the module docstring)."""
-
-    def __init__(self, observer: Observer) -> None:
-        self.observer = observer
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _Inbound(next, self.observer)
+        finally:
+            if cls:
+                span.set_attribute("error.type", cls)
+            labels = {"gen_ai.tool.name": tool, "gen_ai.request.model": arg.model, "error.type": cls or "none"}
+            m.tool_calls.add(1, labels)
+            m.tool_duration.record(time.monotonic() - started, labels)
+            observer.outcome(tool, arg.model, cls)

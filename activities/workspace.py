@@ -2,7 +2,7 @@
 (sandbox/hostrepo.py) and to the test runs in sandboxes.
 
 Every path is derived here from the workflow id and the host's settings; the workflow passes names and commits,
-never host paths of its own choosing. Errors are raised as bosun's classes (activities/errors.py maps them).
+never host paths of its own choosing. Errors are raised as bosun's classes (activities/interceptor.py maps them).
 """
 
 from __future__ import annotations

@@ -59,11 +59,8 @@ class Spent(BaseModel):
 class BudgetExhausted(BosunError):
     """A budget ran out. ``resource`` is ``tokens``, ``turns``, ``wall_clock_s`` or ``usd``.
 
-    (``kind`` stays ``"BudgetExhausted"``, the error class name used in history and metrics, like every
-    BosunError; the exhausted dimension is ``resource``.)
+    (Its ``kind``, as every BosunError's, is its class name; the exhausted dimension is ``resource``.)
     """
-
-    kind = "BudgetExhausted"
 
     def __init__(self, resource: Resource, limit: float, used: float, *, scope: str = "agent") -> None:
         unit = {"tokens": " tokens", "turns": " turns", "wall_clock_s": " s", "usd": " USD"}[resource]

@@ -252,7 +252,8 @@ async def bench_history(client, env: dict, work: Path, calls: int = 300) -> dict
 
 
 async def main() -> None:
-    from activities.telemetry import Observer, TelemetryInterceptor
+    from activities.interceptor import plugin
+    from activities.telemetry import Observer
     from infra import telemetry
     from infra.privatestack import private_stack_env
     from infra.settings import load_settings
@@ -273,11 +274,12 @@ async def main() -> None:
         for tel_on in (False, True):  # off first: once installed, OpenTelemetry's providers stay for the process
             tel = telemetry.setup(settings, "bench") if tel_on else None
             client = await connect(settings, tracing=tel_on)
-            observed = [TelemetryInterceptor(Observer.for_settings(settings, "bench"))] if tel_on else []
+            # the worker's one interceptor (journal off: the bench measures the workflow, not the disk)
+            layers = [plugin(observer=Observer.for_settings(settings, "bench") if tel_on else None)]
             # the default (sandboxed) workflow runner, as the bosun worker uses
             async with Worker(client, task_queue=bench_queue.worker_queue, activities=[acts.tool_call, sleep_tool],
                               workflows=[SequentialToolsWorkflow, SequentialNoopWorkflow, ParallelTurnWorkflow],
-                              max_concurrent_activities=64, interceptors=observed):
+                              max_concurrent_activities=64, plugins=layers):
                 measured[tel_on] = await bench_overhead(client, bench_queue, work / ("on" if tel_on else "off"))
                 if tel_on:
                     parallel = await bench_parallel(client, bench_queue)

@@ -2,44 +2,35 @@
 activity that touches the workspace, the sandboxes or the artifact store).
 
 Every activity execution is journalled to ``<data_dir>/logs/activity-journal.jsonl`` (start, complete, fail, with
-attempt numbers), so anyone can check after a crash that no completed activity ran twice.
+attempt numbers), so anyone can check after a crash that no completed activity ran twice (activities/interceptor.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
 import signal
 import socket
 import sys
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio import activity
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.contrib.opentelemetry import MetricsExporter
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
-from temporalio.worker import (
-    ActivityInboundInterceptor,
-    ExecuteActivityInput,
-    Interceptor,
-    Worker,
-)
+from temporalio.worker import Worker
 
 from activities.agent import AgentActivities
-from activities.errors import ErrorInterceptor
 from activities.hosts import HostActivities
+from activities.interceptor import Journal, plugin
 from activities.report import ReportActivities
-from activities.telemetry import Observer, TelemetryInterceptor
-from activities.uploads import UploadsInterceptor
+from activities.telemetry import Observer
 from activities.workspace import WorkspaceActivities
 from agents.providers import keyed
 from agents.tools.builtin import default_registry
@@ -62,49 +53,6 @@ from workflows.agent import AgentWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger("bosun.worker")
-
-
-class Journal:
-    """Append-only JSONL record of activity executions."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-
-    def write(self, **record) -> None:
-        line = json.dumps({"ts": round(time.time(), 3), "pid": os.getpid(), **record}) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
-
-
-class _JournalInbound(ActivityInboundInterceptor):
-    def __init__(self, nxt: ActivityInboundInterceptor, journal: Journal) -> None:
-        super().__init__(nxt)
-        self.journal = journal
-
-    async def execute_activity(self, input: ExecuteActivityInput):
-        info = activity.info()
-        rec = {"workflow_id": info.workflow_id, "activity_id": info.activity_id, "type": info.activity_type,
-               "attempt": info.attempt, **({"local": True} if info.is_local else {})}
-        self.journal.write(event="start", **rec)
-        try:
-            result = await super().execute_activity(input)
-        except BaseException as e:
-            self.journal.write(event="fail", error=type(e).__name__, **rec)
-            raise
-        if getattr(result, "replayed", False):
-            rec["replayed"] = True  # a tool call that had already run: its recorded result, no effect repeated
-        self.journal.write(event="complete", **rec)
-        return result
-
-
-class JournalInterceptor(Interceptor):
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _JournalInbound(next, self.journal)
 
 
 async def reap(client, sandboxes: SandboxManager, workspaces: Path | None = None,
@@ -260,21 +208,21 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     agent = AgentActivities(settings, store, sandboxes, default_registry(), calls)
     workspace = WorkspaceActivities(settings, store, sandboxes)
     report = ReportActivities(settings)
-    journal = JournalInterceptor(Journal(settings.logs_dir / "activity-journal.jsonl"))
     reap_orphans()
-    errors = ErrorInterceptor()
     backend = sandboxes.provider().backend
-    observed = [TelemetryInterceptor(Observer.for_settings(settings, backend))] if tel.on else []
+    # One interceptor on every worker, installed the same way (journal, errors, uploads, telemetry).
+    layers = [plugin(Journal(settings.logs_dir / "activity-journal.jsonl"),
+                     Observer.for_settings(settings, backend) if tel.on else None)]
     evaluation = EvalActivities(settings, store, sandboxes)
     me = identity(settings)
     shared = Worker(client, task_queue=settings.task_queue,
                     workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
                     activities=[workspace.bind_worker, workspace.bind_host, *hosts.shared_activities()],
-                    interceptors=[journal, errors], identity=me, build_id=build)
+                    plugins=layers, identity=me, build_id=build)
     # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
     # held slot heartbeats every second, so it is given back within a second of its agent's end.
     slots = Worker(client, task_queue=settings.slots_queue, activities=hosts.slot_activities(),
-                   interceptors=[errors], identity=me, max_concurrent_activities=settings.slots,
+                   plugins=layers, identity=me, max_concurrent_activities=settings.slots,
                    max_heartbeat_throttle_interval=timedelta(seconds=1),
                    default_heartbeat_throttle_interval=timedelta(seconds=1))
     # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
@@ -283,7 +231,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     # server answers a heartbeat with the cancel) within seconds, not at 80% of its heartbeat timeout.
     local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
                    activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
-                   interceptors=[journal, errors, UploadsInterceptor(), *observed], max_concurrent_activities=64,
+                   plugins=layers, max_concurrent_activities=64,
                    identity=me, build_id=build, max_heartbeat_throttle_interval=timedelta(seconds=2),
                    default_heartbeat_throttle_interval=timedelta(seconds=2))
     stop = stop or asyncio.Event()

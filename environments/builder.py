@@ -64,7 +64,7 @@ from environments.node import NEWEST, install_attempts
 from environments.store import CACHE_LABEL
 from environments.toolchains import REGISTRY, Tarball, describe
 from environments.unpack import ExportRefused, unpack
-from infra.errors import BosunError, UnexpectedEnvironment
+from infra.errors import BosunError, EnvironmentFailed, UnexpectedEnvironment
 from sandbox import netns
 from sandbox.bwrap import SANDBOX_PATH
 from sandbox.docker_backend import LABEL as SANDBOX_LABEL
@@ -235,11 +235,9 @@ class CappedLog:
         self.f.flush()
 
 
-class BuildFailed(BosunError):
+class BuildFailed(EnvironmentFailed):
     """The repository's environment could not be built: a step failed (the repository's setup, its
     dependencies, the index). Not retried: the same inputs fail the same way."""
-
-    kind = "EnvironmentFailed"
 
     def __init__(self, step: str, reason: str, tail: str, log: Path | None = None) -> None:
         where = f"; log: {log}" if log else ""

@@ -15,17 +15,15 @@ import tarfile
 from pathlib import Path
 from typing import IO
 
-from infra.errors import BosunError
+from infra.errors import EnvironmentFailed
 
 MAX_ENTRIES = 400_000
 MAX_BYTES = 16 << 30
 
 
-class ExportRefused(BosunError):
+class ExportRefused(EnvironmentFailed):
     """The build's output broke a rule of the module docstring: the repository's build made it so, a build
     failure (the builder reports it as step ``export``), never a broken host to retry on."""
-
-    kind = "EnvironmentFailed"
 
 
 def unpack(stream: IO[bytes], dest: Path, *, strip: str = "", max_entries: int = MAX_ENTRIES,

@@ -29,7 +29,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
@@ -195,19 +194,9 @@ class EvalResult(BaseModel):
     it: its ``fetch_share_s``)."""
 
 
-def _opts(queue: str, minutes: float, heartbeat: bool = False) -> dict:
-    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes),
-                  "retry_policy": policies.WORKSPACE}
-    if heartbeat:
-        opts["heartbeat_timeout"] = timedelta(seconds=60)
-    return opts
-
-
-async def _bind_worker(retry_policy: RetryPolicy | None = None) -> str:
+async def _bind_worker(config: workflow.ActivityConfig = policies.BIND) -> str:
     """The queue of a worker host (``WorkspaceActivities.bind_worker``) for the activities that follow."""
-    return await workflow.execute_activity_method(
-        WorkspaceActivities.bind_worker, start_to_close_timeout=timedelta(seconds=30), retry_policy=retry_policy,
-        summary="bind worker")
+    return await workflow.execute_activity_method(WorkspaceActivities.bind_worker, summary="bind worker", **config)
 
 
 def _task_summary(result: TaskResult) -> dict[str, Any]:
@@ -270,7 +259,7 @@ class EvalInstanceWorkflow:
         out = InstanceOutcome(instance_id=item.instance_id, variant=inp.variant.name if inp.variant else "")
         out.started_ahead = inp.gated
         bound: BindResult = await workflow.execute_activity_method(
-            WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30), summary="bind worker")
+            WorkspaceActivities.bind_host, summary="bind worker", **policies.BIND)
         if bound.shared:
             return await self._run_placed(inp, out, started)
         queue = bound.queue
@@ -309,7 +298,7 @@ class EvalInstanceWorkflow:
                              sandbox_ahead=not item.empty_prediction, build=build, network=inp.network,
                              instance_ref=item.instance_ref if stage else "",
                              prediction_ref=(item.prediction_ref or "") if stage else ""),
-            summary=f"repository and environment of {item.instance_id}", **_opts(queue, 150, heartbeat=True))
+            summary=f"repository and environment of {item.instance_id}", task_queue=queue, **policies.EVAL_STEP)
 
     async def _judge(self, inp: InstanceInput, queue: str, prep: EvalPrepareResult,
                      prediction_ref: str | None) -> EvalRunResult:
@@ -320,7 +309,8 @@ class EvalInstanceWorkflow:
                          prediction_ref=prediction_ref or "", env_id=prep.env_id, recipe=prep.recipe,
                          base_commit=item.base_commit, timeout_s=inp.timeout_s, version_derived=prep.version_derived,
                          network=inp.network),
-            summary=f"apply and test {item.instance_id}", **_opts(queue, inp.timeout_s / 60 + 15, heartbeat=True))
+            summary=f"apply and test {item.instance_id}", task_queue=queue,
+            **policies.longer(policies.EVAL_STEP, inp.timeout_s / 60 + 15))
 
     # -- hosts that share their state: placed by slots, moved off lost hosts -------------------------------------
 
@@ -395,7 +385,7 @@ class EvalInstanceWorkflow:
         return await workflow.execute_activity_method(
             EvalActivities.eval_prediction,
             PredictionInput(instance_id=inp.item.instance_id, model=out.variant or "bosun", diff_ref=diff_ref),
-            summary=f"prediction of {inp.item.instance_id}", **_opts(queue, 1))
+            summary=f"prediction of {inp.item.instance_id}", task_queue=queue, **policies.ROUTE)
 
     async def _agents_diff(self, inp: InstanceInput, out: InstanceOutcome) -> str | None:
         """The agents' task at the base commit on the problem statement: its diff's ref, or None when it failed
@@ -409,7 +399,7 @@ class EvalInstanceWorkflow:
             result: TaskResult = await workflow.execute_child_workflow(
                 TaskWorkflow.run, TaskInput(**{"repo": item.source, "ref": item.base_commit, "task": item.task,
                                                "env_id": out.env_id, **fields}),
-                id=task_id, retry_policy=RetryPolicy(maximum_attempts=1),
+                id=task_id, retry_policy=policies.ONCE,
                 static_summary=f"{item.instance_id} ({out.variant}): {item.task[:100]}")
         except ChildWorkflowError as e:
             if policies.cancelling(e):
@@ -497,7 +487,7 @@ class EvalWorkflow:
                     if policies.cancelling(e):  # the evaluation is cancelled: stop, no outcome to make
                         raise asyncio.CancelledError() from None
                     outcome = InstanceOutcome(instance_id=item.instance_id, variant=variant.name if variant else "",
-                                              error=f"its workflow ended: {policies.innermost_message(e)}"[:500],
+                                              error=f"its workflow ended: {policies.failure(e).message}"[:500],
                                               error_kind="failed")
                 finally:
                     self._waiting = [h for h in self._waiting if h.id != child_id]
@@ -534,13 +524,11 @@ class EvalWorkflow:
             chunk = outcomes[i:i + KEEP_CHUNK]
             while True:
                 if not queue:
-                    queue = await _bind_worker(policies.KEEP)
+                    queue = await _bind_worker(policies.BIND_TO_KEEP)
                 try:
                     refs.append(await workflow.execute_activity_method(
                         EvalActivities.eval_keep_outcomes, KeepOutcomesInput(outcomes=[o.model_dump() for o in chunk]),
-                        task_queue=queue, start_to_close_timeout=timedelta(minutes=2),
-                        schedule_to_start_timeout=timedelta(minutes=10), retry_policy=policies.KEEP,
-                        summary=f"keep {len(chunk)} outcomes"))
+                        task_queue=queue, summary=f"keep {len(chunk)} outcomes", **policies.KEEP_OUTCOMES))
                     break
                 except ActivityError as e:  # (its worker did not take it, or it cannot: another one, a bit later)
                     if policies.cancelling(e):
@@ -583,7 +571,7 @@ class EvalWorkflow:
                 try:
                     fetched = await workflow.execute_activity_method(
                         EvalActivities.eval_fetch, EvalFetchInput(source=source, commits=commits),
-                        summary=f"{len(commits)} commits from {source}"[:200], **_opts(queue, 150, heartbeat=True))
+                        summary=f"{len(commits)} commits from {source}"[:200], task_queue=queue, **policies.EVAL_STEP)
                     self._fetch_s[source] = fetched.seconds
                 except ActivityError as e:  # (a worker lost for good...): the instances fetch for themselves
                     if policies.cancelling(e):

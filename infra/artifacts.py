@@ -14,21 +14,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from infra.errors import BosunError
+from infra.errors import BosunError, InvalidArguments
 
 REF = re.compile(r"sha256:[0-9a-f]{64}")
 """An artifact ref: exactly ``sha256:`` and 64 lowercase hex digits (nothing else names a file in the store)."""
 
 
 class ArtifactMissing(BosunError):
-    kind = "UnexpectedEnvironment"
+    """An artifact is not in the store (or its content does not hash to its name). Not retried."""
 
 
-class BadRef(BosunError):
+class BadRef(InvalidArguments):
     """A string that is not an artifact ref (e.g. a model passed something else): refused, nothing is read."""
-
-    kind = "InvalidArguments"
-
 
 def check_ref(ref: object) -> str:
     """``ref`` if it is exactly ``sha256:<64 lowercase hex>``; BadRef otherwise."""

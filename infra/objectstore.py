@@ -80,8 +80,8 @@ async def uploads_settled(timeout_s: float = CALL_TIMEOUT_S):
     """Within it, a put to the shared store returns once the local cache has the artifact and uploads it in the
     background, beside the other puts (an activity's puts then cost one round trip together, not one each);
     leaving it waits until every upload is in the bucket, raising when one failed. An activity's result, and so
-    every ref it hands on, is recorded only after that (the worker's UploadsInterceptor): no other host can be
-    given a ref the bucket does not have yet."""
+    every ref it hands on, is recorded only after that (the worker's interceptor: activities/interceptor.py): no
+    other host can be given a ref the bucket does not have yet."""
     pending = _Pending()
     token = _PENDING.set(pending)
     try:

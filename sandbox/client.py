@@ -139,9 +139,8 @@ class ToolClient:
             return resp.get("result") or {}
         err = resp.get("error") or {}
         message = show_text(str(err.get("message") or "unknown tool-server error"))  # it may echo a path
-        if err.get("kind") == "InvalidArguments":
-            raise InvalidArguments(f"{op}: {message}")
-        raise ToolFailed(f"{op}: {message}")
+        # (the tool server, inside the sandbox, names one of the two classes by its kind: the wire's only strings)
+        raise (InvalidArguments if err.get("kind") == InvalidArguments.kind else ToolFailed)(f"{op}: {message}")
 
     def _gone_message(self) -> str:
         reason = self._dead_reason or ("closed" if self._closed else self.channel.exit_info())

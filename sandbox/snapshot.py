@@ -37,9 +37,6 @@ _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 class SnapshotRefused(BosunError):
     """The workspace cannot be imported as it is (too big, too deep, a file changed kind while read)."""
 
-    kind = "InvalidArguments"
-    retryable = False
-
 
 @dataclass(frozen=True)
 class Bounds:

@@ -15,7 +15,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.agent import AgentActivities
@@ -41,15 +41,15 @@ with workflow.unsafe.imports_passed_through():
     from agents.tools.escalation import NAME as ESCALATION
     from agents.tools.scheduling import ANY_FILE, plan_batches
     from agents.tools.subagents import NAME as SPAWN
+    from infra.errors import ProviderError, ToolFailed
     from workflows import policies
     from workflows.models import AgentInput, AgentResult, AgentResume, ModelSwitch
 
 ESCALATION_WAIT = timedelta(hours=1)
-MODEL_HEARTBEAT = timedelta(seconds=30)
-"""A model call heartbeats while it waits for its model: a cancel reaches it within seconds (and ends the request),
-and a worker that died mid-call is noticed within this, not after the call's 10 minutes."""
-LOCAL_TOOL_TIMEOUT = timedelta(minutes=5)
-"""A file tool call (read, grep, search, check, edit, ...) that runs longer is stopped and retried."""
+
+
+async def _answered(result: ToolResultRef) -> ToolResultRef:
+    return result
 
 
 def _capped(budget: dict, cap: dict) -> dict:
@@ -58,11 +58,6 @@ def _capped(budget: dict, cap: dict) -> dict:
     for resource, limit in cap.items():
         out[resource] = limit if out.get(resource) is None else min(out[resource], limit)
     return out
-
-
-def _error_type(e: BaseException) -> str | None:
-    cause = e.cause if isinstance(e, ActivityError) else None
-    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 @workflow.defn
@@ -130,8 +125,7 @@ class AgentWorkflow:
                 AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
                                                            workspace=inp.workspace, attachments=inp.attachments,
                                                            model=inp.model, harness=inp.harness),
-                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.TOOL_CALL,
-                summary=f"init {inp.role} agent")
+                task_queue=queue, summary=f"init {inp.role} agent", **policies.AGENT_STEP)
             r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
                             budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time(),
                             pinned_ref=init.pinned_ref)
@@ -166,22 +160,21 @@ class AgentWorkflow:
                                        tool_results=results, user_messages=user, tools=inp.tools,
                                        agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref,
                                        harness=inp.harness),
-                        task_queue=queue, start_to_close_timeout=timedelta(minutes=10),
-                        heartbeat_timeout=MODEL_HEARTBEAT, retry_policy=policies.MODEL_CALL,
-                        summary=f"model turn {self.turn} ({self.model})")
+                        task_queue=queue, summary=f"model turn {self.turn} ({self.model})",
+                        **policies.MODEL_TURN)
                 except ActivityError as e:
                     if policies.cancelling(e):  # the run is cancelled: stop, never take it as the model failing
                         raise asyncio.CancelledError() from None
-                    kind = _error_type(e) or "Unknown"
+                    kind, why = policies.failure(e)
                     self._count(kind)
                     self.pending_user = user + self.pending_user  # not seen by any model: keep them
                     self.turn -= 1
-                    if kind == "ProviderError" and fallbacks:
+                    if kind == ProviderError.kind and fallbacks:
                         self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=fallbacks.pop(0),
                                                      by="router", reason=f"{self.model} kept failing: "
-                                                                         f"{policies.innermost_message(e)[:200]}")
+                                                                         f"{why[:200]}")
                         continue
-                    status, error_kind, reason = "failed", kind, policies.innermost_message(e)
+                    status, error_kind, reason = "failed", kind, why
                     self.steps.append(f"failed: {kind}: {reason[:200]}")
                     break
                 transcript = resp.transcript_ref
@@ -223,8 +216,7 @@ class AgentWorkflow:
     async def _release(self, inp: AgentInput) -> None:
         await workflow.execute_activity_method(
             AgentActivities.release_sandbox, ReleaseInput(agent_id=inp.agent_id, workspace=inp.workspace),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
-            summary="release sandbox")
+            task_queue=inp.worker_queue, summary="release sandbox", **policies.RELEASE)
 
     async def _escalate(self, inp: AgentInput, call) -> ToolResultRef:
         """Wait for a person to approve or deny running this command outside the sandbox (at most an hour)."""
@@ -244,8 +236,7 @@ class AgentWorkflow:
             AgentActivities.run_escalated,
             EscalationInput(agent_id=inp.agent_id, workspace=inp.workspace, call_id=call.id,
                             arguments_ref=call.arguments_ref, approved=approved, decided_by=who),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(minutes=70),
-            retry_policy=policies.ONCE,  # never run an approved host command twice
+            task_queue=inp.worker_queue, **policies.ESCALATED,
             summary=f"escalation ({'approved' if approved else 'denied'}) {call.arguments_preview[:80]}")
 
     async def _spawn(self, inp: AgentInput, call) -> ToolResultRef:
@@ -255,8 +246,7 @@ class AgentWorkflow:
             AgentActivities.plan_subagents,
             SubagentsInput(agent_id=inp.agent_id, call=call, role=inp.role, depth=inp.depth, spawned=self.spawned,
                            editors_possible=bool(inp.task_id and inp.base_commit and inp.name)),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=policies.TOOL_CALL, summary=f"check {call.arguments_preview[:80]}")
+            task_queue=inp.worker_queue, summary=f"check {call.arguments_preview[:80]}", **policies.AGENT_STEP)
         if plan.refused is not None:
             return plan.refused
         first, self.spawned = self.spawned + 1, self.spawned + len(plan.runs)
@@ -267,8 +257,7 @@ class AgentWorkflow:
         return await workflow.execute_activity_method(
             AgentActivities.subagent_results,
             SubagentResultsInput(agent_id=inp.agent_id, call_id=call.id, outcomes=list(outcomes)),
-            task_queue=inp.worker_queue, start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=policies.TOOL_CALL, summary=f"results of {len(outcomes)} subagents")
+            task_queue=inp.worker_queue, summary=f"results of {len(outcomes)} subagents", **policies.AGENT_STEP)
 
     def _share(self, n: int) -> dict:
         """Each of ``n`` subagents' budget: an equal share of the tokens and money this agent has left, and the
@@ -293,8 +282,7 @@ class AgentWorkflow:
             workspace = await workflow.execute_activity_method(
                 WorkspaceActivities.prepare_agent_workspace,
                 AgentWorkspaceInput(workflow_id=inp.task_id, name=name, commit=inp.base_commit),
-                task_queue=queue, start_to_close_timeout=timedelta(minutes=10), retry_policy=policies.WORKSPACE,
-                summary=f"workspace for subagent {name}")
+                task_queue=queue, summary=f"workspace for subagent {name}", **policies.WORKSPACE_STEP)
         child = AgentInput(agent_id=wf_id, role=run.role, task=run.task, model=self.model,
                            trajectory_ref=inp.trajectory_ref, fallback_models=inp.fallback_models,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns,
@@ -310,9 +298,8 @@ class AgentWorkflow:
                 raise asyncio.CancelledError() from None
             await workflow.execute_activity_method(
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
-                task_queue=queue, start_to_close_timeout=timedelta(seconds=60), retry_policy=policies.CLEANUP,
-                summary=f"release sandbox of {name}")
-            return SubagentOutcome(name=name, kind=run.kind, status="failed", error=policies.innermost_message(e)[:500])
+                task_queue=queue, summary=f"release sandbox of {name}", **policies.RELEASE)
+            return SubagentOutcome(name=name, kind=run.kind, status="failed", error=policies.failure(e).message[:500])
         if self.tracker is not None:
             self.tracker.charge(result.usage, result.cost_usd, turns=0)
         out = SubagentOutcome(name=name, kind=run.kind, status=result.status, turns=result.turns,
@@ -323,23 +310,23 @@ class AgentWorkflow:
                 WorkspaceActivities.collect_agent_work,
                 CollectInput(workflow_id=inp.task_id, name=name, parent=inp.base_commit,
                              message=f"bosun subagent {wf_id}"),
-                task_queue=queue, start_to_close_timeout=timedelta(minutes=10), retry_policy=policies.WORKSPACE,
-                summary=f"collect subagent {name}")
+                task_queue=queue, summary=f"collect subagent {name}", **policies.WORKSPACE_STEP)
             if collect.commit:
                 applied = await workflow.execute_activity_method(
                     AgentActivities.apply_work,
                     ApplyWorkInput(agent_id=inp.agent_id, workspace=inp.workspace, task_id=inp.task_id,
                                    base=inp.base_commit, commit=collect.commit),
-                    task_queue=queue, start_to_close_timeout=timedelta(minutes=5), retry_policy=policies.TOOL_CALL,
-                    summary=f"merge subagent {name} into {inp.agent_id}")
+                    task_queue=queue, summary=f"merge subagent {name} into {inp.agent_id}", **policies.MERGE)
                 out.merged, out.files, out.merge_note = applied.applied, applied.files, applied.note
         return out
 
     def _tool(self, inp: AgentInput, call):
+        if call.refused is not None:  # a tool the model was not offered: the model call answered it already
+            return _answered(call.refused)
         if call.offered and call.name == ESCALATION:
             return self._escalate(inp, call)
         if call.offered and call.name == SPAWN:
-            return self._spawn(inp, call)  # (a call not offered goes to tool_call, which refuses it)
+            return self._spawn(inp, call)
         tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role,
                                    model=self.model)
         if call.write_key != ANY_FILE:
@@ -349,12 +336,11 @@ class AgentWorkflow:
             # which the tool-call ledger makes harmless (agents/tools/once.py). Commands stay activities: they
             # can run for minutes and heartbeat.
             return workflow.execute_local_activity_method(
-                AgentActivities.tool_call, tool_input, start_to_close_timeout=LOCAL_TOOL_TIMEOUT,
-                retry_policy=policies.TOOL_CALL, summary=f"{call.name} {call.arguments_preview[:80]}")
+                AgentActivities.tool_call, tool_input, summary=f"{call.name} {call.arguments_preview[:80]}",
+                **policies.FILE_TOOL)
         return workflow.execute_activity_method(
             AgentActivities.tool_call, tool_input, task_queue=inp.worker_queue,
-            start_to_close_timeout=timedelta(minutes=70), heartbeat_timeout=timedelta(seconds=10),
-            retry_policy=policies.TOOL_CALL, summary=f"{call.name} {call.arguments_preview[:80]}")
+            summary=f"{call.name} {call.arguments_preview[:80]}", **policies.COMMAND)
 
     async def _run_tools(self, inp: AgentInput, calls) -> list[ResultPointer]:
         results: list[ToolResultRef | None] = [None] * len(calls)
@@ -363,7 +349,7 @@ class AgentWorkflow:
             for i, out in zip(batch, outs, strict=True):
                 results[i] = out
                 if out.is_error:
-                    self._count(out.error_kind or "ToolFailed")
+                    self._count(out.error_kind or ToolFailed.kind)
                 self.steps.append(f"  {out.name}: {out.summary[:100]}")
         return [ResultPointer(call_id=r.call_id, name=r.name, result_ref=r.result_ref, is_error=r.is_error)
                 for r in results if r is not None]

@@ -9,7 +9,6 @@ evaluation's instances). Deterministic: everything here is workflow code over ac
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
 
@@ -19,12 +18,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policies
 
 
-WATCH_LIMIT = timedelta(days=30)
-"""The longest a host watch or a held slot runs (a task's lifetime, with room)."""
-SLOT_LIMIT = WATCH_LIMIT
-WATCH_HEARTBEAT = timedelta(seconds=10)
-"""A host watch runs on any host, the watched one included: if that host dies, its watch is taken up by another
-within this."""
 
 
 def drop(task: asyncio.Task) -> None:
@@ -66,9 +59,7 @@ class Placement:
             claim = f"{name}#{self.claims}"
             lease = asyncio.ensure_future(workflow.execute_activity_method(
                 HostActivities.hold_slot, SlotInput(workflow_id=workflow.info().workflow_id, claim=claim),
-                task_queue=f"{workflow.info().task_queue}-slots", start_to_close_timeout=SLOT_LIMIT,
-                heartbeat_timeout=timedelta(seconds=30), retry_policy=policies.ONCE,
-                cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL, summary=f"slot for {name}"))
+                task_queue=f"{workflow.info().task_queue}-slots", summary=f"slot for {name}", **policies.HOLD_SLOT))
             try:
                 await workflow.wait_condition(lambda c=claim, t=lease: c in self.grants or t.done())
             except asyncio.CancelledError:  # the run is cancelled while it waits for a slot: give the claim up
@@ -88,8 +79,7 @@ class Placement:
         if watch is None or (watch.done() and watch.exception() is not None):
             watch = asyncio.ensure_future(workflow.execute_activity_method(
                 HostActivities.watch_host, WatchInput(worker_id=worker_id), task_queue=workflow.info().task_queue,
-                start_to_close_timeout=WATCH_LIMIT, heartbeat_timeout=WATCH_HEARTBEAT,
-                retry_policy=policies.KEEP, summary=f"watch host {worker_id}"))
+                summary=f"watch host {worker_id}", **policies.WATCH_HOST))
             self.watches[worker_id] = watch
         return watch
 

@@ -3,7 +3,7 @@ what a cancelled run does (it stops: ``cancelling``, ``gather``).
 
 Whether a failure is retried at all is decided by its class: activities raise bosun's error classes and the
 worker's interceptor marks each failure non-retryable unless the class (or a provider/service error instance)
-says ``retryable`` (activities/errors.py). These policies only say how often and how fast retryable failures are
+says ``retryable`` (activities/interceptor.py). These policies only say how often and how fast retryable failures are
 tried again. Agents (child workflows) have no retry policy: a failed agent is a result the coordinator acts on.
 
 Each policy below names what it is for; docs/ARCHITECTURE.md ("Retries") has the table of which classes retry,
@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import is_cancelled_exception
+from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 MODEL_CALL = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=60), maximum_attempts=6)
@@ -37,12 +37,86 @@ KEEP = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.
 instance was judged, and giving up would fail the evaluation and lose all of it."""
 
 
-def innermost_message(e: BaseException) -> str:
-    """The innermost message of a failure chain (what the activity said, under the activity and child workflow
-    failures that wrap it)."""
-    while getattr(e, "cause", None) is not None:
+
+def _step(policy: RetryPolicy | None, limit: timedelta, heartbeat: timedelta | None = None,
+          **more: Any) -> workflow.ActivityConfig:
+    return workflow.ActivityConfig(start_to_close_timeout=limit, heartbeat_timeout=heartbeat, retry_policy=policy,
+                                   **more)  # type: ignore[typeddict-item]
+
+
+def longer(config: workflow.ActivityConfig, minutes: float) -> workflow.ActivityConfig:
+    """``config`` with a time limit of ``minutes`` (a build or a test run: what the settings give)."""
+    return workflow.ActivityConfig(**{**config, "start_to_close_timeout": timedelta(minutes=minutes)})
+
+
+# The steps' activity options (time limit, heartbeat, retries), one value per kind of step; a call site adds its
+# task queue and summary. The time limits are the longest a single attempt may run.
+MODEL_TURN = _step(MODEL_CALL, timedelta(minutes=10), timedelta(seconds=30))
+"""A model call. It heartbeats while it waits for its model: a cancel reaches it within seconds (and ends the
+request), and a worker that died mid-call is noticed within 30 s, not after the call's 10 minutes."""
+AGENT_STEP = _step(TOOL_CALL, timedelta(seconds=60))
+"""An agent's own bookkeeping: init, checking a spawn, handing subagents' results back."""
+COMMAND = _step(TOOL_CALL, timedelta(minutes=70), timedelta(seconds=10))
+"""A tool call that runs a command in the sandbox (it can run for an hour and heartbeats)."""
+FILE_TOOL = workflow.LocalActivityConfig(start_to_close_timeout=timedelta(minutes=5), retry_policy=TOOL_CALL)
+"""A file tool (read, search, edit), run as a local activity in the worker that holds the sandbox."""
+ESCALATED = _step(ONCE, timedelta(minutes=70))
+"""A command a person approved to run outside the sandbox: never run twice."""
+MERGE = _step(TOOL_CALL, timedelta(minutes=5))
+"""Merging a subagent's work into its parent's workspace."""
+RELEASE = _step(CLEANUP, timedelta(seconds=60))
+"""Releasing an agent's sandbox."""
+ROUTE = _step(WORKSPACE, timedelta(minutes=1))
+"""Choosing an agent's model (the router); a prediction of an evaluation instance."""
+BIND = _step(None, timedelta(seconds=30))
+"""Binding a worker host (the server's default retries: a host comes)."""
+END_AGENT = _step(CLEANUP, timedelta(seconds=30))
+"""Ending the workflow of an agent whose host is lost."""
+WORKSPACE_STEP = _step(WORKSPACE, timedelta(minutes=10))
+"""A workspace step on a host: an agent's checkout, reading its work back, a commit."""
+DELIVER = _step(WORKSPACE, timedelta(minutes=5))
+"""Delivering a task's branch (to the repository it came from, or a push)."""
+LONG_STEP = _step(WORKSPACE, timedelta(minutes=70), timedelta(seconds=10))
+"""A workspace step that runs the repository's code (tests, builds); its time limit is usually ``longer``."""
+TIDY = _step(CLEANUP, timedelta(minutes=5))
+"""Cleaning up a task's sandboxes and workspaces."""
+REPORT_BACK = _step(REPORT, timedelta(minutes=5))
+"""Telling the forge (an issue, a PR, Linear) how the run went."""
+BIND_TO_KEEP = _step(KEEP, timedelta(seconds=30))
+"""Binding a worker to keep an evaluation's outcomes on: tried until one is bound (``KEEP``)."""
+KEEP_OUTCOMES = _step(KEEP, timedelta(minutes=2), schedule_to_start_timeout=timedelta(minutes=10))
+"""Keeping a chunk of an evaluation's outcomes; a worker that does not take it within 10 minutes is replaced."""
+EVAL_STEP = _step(WORKSPACE, timedelta(minutes=150), timedelta(seconds=60))
+"""An evaluation instance's repository and environment, a fetch of commits, an apply-and-test (``longer``)."""
+HOLD_SLOT = _step(ONCE, timedelta(days=30), timedelta(seconds=30),
+                  cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL)
+"""A held slot of a host: for the agent's lifetime (a month at most), given back when its lease is dropped."""
+WATCH_HOST = _step(KEEP, timedelta(days=30), timedelta(seconds=10))
+"""A host watch: runs on any host, the watched one included; if that host dies, another takes the watch up within
+its 10 s heartbeat."""
+
+
+class Failure(NamedTuple):
+    """What failed, read from a failure chain (an activity's or a child workflow's, as Temporal hands it on)."""
+
+    kind: str
+    """The error class bosun raised (the ``type`` of the outermost ApplicationError: activities/interceptor.py), else
+    the class of the innermost failure without its ``Error`` suffix (``Timeout``, ``Terminated``, ``Cancelled``)."""
+    message: str
+    """The innermost message: what the activity said, under the failures that wrap it."""
+
+
+def failure(e: BaseException) -> Failure:
+    """The one reading of a failure chain (see :class:`Failure`)."""
+    kind = ""
+    while True:
+        if not kind and isinstance(e, ApplicationError) and e.type:
+            kind = e.type
+        if getattr(e, "cause", None) is None:
+            break
         e = e.cause  # type: ignore[assignment]
-    return str(getattr(e, "message", None) or e)
+    kind = kind or type(e).__name__.removesuffix("Error") or "Unknown"
+    return Failure(kind, str(getattr(e, "message", None) or e))
 
 
 def stopping() -> bool:

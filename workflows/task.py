@@ -86,25 +86,9 @@ def build_minutes(env: EnvironmentState) -> float:
     return env.build_timeout_s / 60 if env.build_timeout_s > 0 else BUILD_MINUTES_DEFAULT
 
 
-def _activity_opts(queue: str, minutes: float = 10, heartbeat: bool = False, policy=policies.WORKSPACE) -> dict:
-    opts: dict = {"task_queue": queue, "start_to_close_timeout": timedelta(minutes=minutes), "retry_policy": policy}
-    if heartbeat:
-        opts["heartbeat_timeout"] = timedelta(seconds=10)
-    return opts
-
-
 def _with_trailer(message: str) -> str:
     """A commit message with the ``Bosun-Task`` trailer naming the task (Keep Rate groups commits by it)."""
     return f"{message}\n\nBosun-Task: {workflow.info().workflow_id}"
-
-
-def _failure(e: BaseException) -> tuple[str, str]:
-    """(error class, message) of the innermost failure of a chain."""
-    kind = "Unknown"
-    while getattr(e, "cause", None) is not None:
-        e = e.cause  # type: ignore[assignment]
-        kind = getattr(e, "type", None) or type(e).__name__.removesuffix("Error") or kind
-    return kind, str(getattr(e, "message", None) or e)
 
 
 @workflow.defn
@@ -216,20 +200,19 @@ class TaskWorkflow:
 
     # -- placement: slots, host watches, checkpoints, moves ---------------------------------------------------
 
-    async def _act(self, queue: str, fn, arg, *, summary: str, minutes: float = 10, heartbeat: bool = False,
-                   policy=policies.WORKSPACE):
+    async def _act(self, queue: str, fn, arg, *, summary: str,
+                   config: workflow.ActivityConfig = policies.WORKSPACE_STEP):
         """One step of the coordinator on the task's home host. When the hosts share their state, the step races
         the home host's watch: if the host is lost, the task moves (binds a live host, restores its repository
         there from the checkpoints) and the step runs again there."""
         if not self.place.shared:
-            return await workflow.execute_activity_method(fn, arg, summary=summary,
-                                                          **_activity_opts(queue, minutes, heartbeat, policy))
+            return await workflow.execute_activity_method(fn, arg, summary=summary, task_queue=queue, **config)
         while True:
             home = self.home
             try:
                 await self._sync_host(home, branch=True)
                 return await self.place.on(home.worker_id, workflow.execute_activity_method(
-                    fn, arg, summary=summary, **_activity_opts(home.queue, minutes, heartbeat, policy)))
+                    fn, arg, summary=summary, task_queue=home.queue, **config))
             except HostGone as gone:
                 await self._move_home(gone.lost)
 
@@ -260,8 +243,9 @@ class TaskWorkflow:
                          branch=branch_name(workflow.info().workflow_id), head=self.head,
                          environment=self.environment_state),
             summary=f"restore the task on {host.worker_id} ({n} checkpoints)",
-            **_activity_opts(host.queue, build_minutes(self.environment_state) if self.environment_state else 30,
-                             heartbeat=True)))
+            task_queue=host.queue,
+            **policies.longer(policies.LONG_STEP,
+                              build_minutes(self.environment_state) if self.environment_state else 30)))
         self.synced[host.worker_id] = max(self.synced.get(host.worker_id, 0), n)
         if self.head is not None:
             self.branch_at[host.worker_id] = self.head
@@ -280,8 +264,8 @@ class TaskWorkflow:
 
     async def _bind(self, why: str = "") -> BindResult:
         return await workflow.execute_activity_method(
-            WorkspaceActivities.bind_host, start_to_close_timeout=timedelta(seconds=30),
-            summary="bind worker host" + (f" ({why})" if why else ""))
+            WorkspaceActivities.bind_host, summary="bind worker host" + (f" ({why})" if why else ""),
+            **policies.BIND)
 
     async def _placed(self, inp: TaskInput, name: str, role: str, task: str, commit: str, keys: list[str], *,
                       attachments: list[Attachment] | None = None, files_in_scope: int = 0,
@@ -333,7 +317,7 @@ class TaskWorkflow:
             AgentActivities.route_model,
             RouteInput(role=role, model=wanted, task_chars=len(task), plan_subtasks=plan,
                        files_in_scope=files_in_scope, failures_so_far=self.failures, router=inp.harness.router),
-            summary=f"model for {name}", **_activity_opts(queue, 1))
+            summary=f"model for {name}", task_queue=queue, **policies.ROUTE)
         self.agent_status[name] = "running"
         try:
             handle = await workflow.start_child_workflow(
@@ -362,7 +346,7 @@ class TaskWorkflow:
         except ChildWorkflowError as e:
             if policies.cancelling(e):  # the task itself is cancelled, not just this agent: stop here
                 raise asyncio.CancelledError() from None
-            kind, why = _failure(e)
+            kind, why = policies.failure(e)
             cancelled = isinstance(e.cause, CancelledError)
             result = AgentResult(agent_id=wf_id, status="cancelled" if cancelled else "failed", turns=0,
                                  tool_calls=0, final_message="", transcript_ref="", model=decision.model,
@@ -370,7 +354,7 @@ class TaskWorkflow:
             # A child that failed, timed out or was terminated never ran its own release: do it here.
             await workflow.execute_activity_method(
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
-                summary=f"release sandbox of {name}", **_activity_opts(queue, 1, policy=policies.CLEANUP))
+                summary=f"release sandbox of {name}", task_queue=queue, **policies.RELEASE)
         self.agent_status[name] = result.status
         if result.status == "failed":
             self.failures += 1
@@ -386,8 +370,8 @@ class TaskWorkflow:
         await workflow.execute_activity_method(
             HostActivities.terminate_agent,
             TerminateInput(workflow_id=agent_id, reason=f"its host {gone.lost.worker_id} was lost: {gone.lost.why}"),
-            task_queue=workflow.info().task_queue, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=policies.CLEANUP, summary=f"end {agent_id} (host {gone.lost.worker_id} lost)")
+            task_queue=workflow.info().task_queue, summary=f"end {agent_id} (host {gone.lost.worker_id} lost)",
+            **policies.END_AGENT)
         try:
             await gone.step
         except ChildWorkflowError:
@@ -413,14 +397,14 @@ class TaskWorkflow:
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
         return await self._act(queue, WorkspaceActivities.run_checks,
                                ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
-                               summary=f"tests {label}", minutes=70, heartbeat=True)
+                               summary=f"tests {label}", config=policies.LONG_STEP)
 
     async def _workspace(self, queue: str, name: str, commit: str) -> str:
         """A fresh workspace for one agent run, checked out by the host at ``commit``."""
         return await workflow.execute_activity_method(
             WorkspaceActivities.prepare_agent_workspace,
             AgentWorkspaceInput(workflow_id=workflow.info().workflow_id, name=name, commit=commit),
-            summary=f"workspace for {name} at {commit[:10]}", **_activity_opts(queue))
+            summary=f"workspace for {name} at {commit[:10]}", task_queue=queue, **policies.WORKSPACE_STEP)
 
     async def _collect(self, queue: str, name: str, parent: str, message: str):
         """The run's work, read by the host as data, as a commit on top of ``parent``."""
@@ -428,7 +412,7 @@ class TaskWorkflow:
             WorkspaceActivities.collect_agent_work,
             CollectInput(workflow_id=workflow.info().workflow_id, name=name, parent=parent,
                          message=_with_trailer(message)),
-            summary=f"collect {name}", **_activity_opts(queue))
+            summary=f"collect {name}", task_queue=queue, **policies.WORKSPACE_STEP)
 
     async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
                      fast_forward: bool = False):
@@ -466,7 +450,7 @@ class TaskWorkflow:
             if policies.cancelling(e):  # one of the coordinator's own steps, cancelled with the task
                 await self._cancelled(inp, queue, wf_id, branch)
                 raise asyncio.CancelledError() from None
-            kind, why = _failure(e)
+            kind, why = policies.failure(e)
             await self._report(inp, queue, wf_id, branch, "failed", f"The run failed: {kind}: {why[:1500]}", None)
             await self._cleanup(queue, wf_id)
             raise
@@ -486,7 +470,7 @@ class TaskWorkflow:
 
     async def _cleanup(self, queue: str, wf_id: str) -> None:
         await self._act(queue, WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
-                        summary="release sandboxes, clean up", minutes=5, policy=policies.CLEANUP)
+                        summary="release sandboxes, clean up", config=policies.TIDY)
         if self.place.shared:  # the other hosts that held a copy of the task's repository for its agents
             for worker_id, queue_of in sorted(self.hosts.items()):
                 if worker_id != self.home.worker_id and worker_id not in self.place.lost:
@@ -494,8 +478,7 @@ class TaskWorkflow:
                         await workflow.execute_activity_method(
                             WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
                             summary=f"clean up on {worker_id}", task_queue=queue_of,
-                            start_to_close_timeout=timedelta(minutes=5),
-                            schedule_to_start_timeout=timedelta(minutes=1), retry_policy=policies.CLEANUP)
+                            schedule_to_start_timeout=timedelta(minutes=1), **policies.TIDY)
                     except ActivityError:  # that host is away: its reaper removes what the task left there
                         workflow.logger.warning("could not clean up task %s on host %s", wf_id, worker_id)
             self.place.stop_watching()
@@ -510,7 +493,7 @@ class TaskWorkflow:
         await self._act(queue, ReportActivities.report_status,
                         ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
                                     commit=commit, remote=inp.repo),
-                        summary=f"status back ({status})", minutes=5, policy=policies.REPORT)
+                        summary=f"status back ({status})", config=policies.REPORT_BACK)
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
@@ -586,7 +569,7 @@ class TaskWorkflow:
                               FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
                                             deliver_to=inp.repo if inp.local_branch else "",
                                             deliver_host=inp.local_host),
-                              summary=f"deliver {branch}", minutes=5)
+                              summary=f"deliver {branch}", config=policies.DELIVER)
 
         if not fin.files_changed:
             status = "failed" if problems else "no_changes"
@@ -618,7 +601,8 @@ class TaskWorkflow:
         self._enter(f"building the environment {env.env_id} (python {env.python})")
         return await self._act(queue, WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
                                summary=f"environment {env.env_id}: python {env.python}, tests: "
-                                       f"{env.test_command[:80]}", minutes=build_minutes(env), heartbeat=True)
+                                       f"{env.test_command[:80]}",
+                               config=policies.longer(policies.LONG_STEP, build_minutes(env)))
 
     async def _environment_failed(self, inp: TaskInput, queue: str, wf_id: str, branch: str,
                                   env: EnvironmentState) -> TaskResult:

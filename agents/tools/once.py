@@ -44,13 +44,17 @@ def _digest(text: str) -> str:
 
 class _RecordingSandbox(Sandbox):
     """The agent's sandbox as the tool sees it: every ``write``/``delete`` (typed methods go through ``request``)
-    first records the path's previous content in the call's intent."""
+    first records the path's previous content in the call's intent. A path the call has read already is recorded
+    from that read (an edit reads, then writes: two round trips, not three); the call's own tool holds the file
+    meanwhile (writes to a path are serialized: agents/tools/scheduling.py)."""
 
     def __init__(self, sandbox: Sandbox, intent: dict[str, Any], save: Callable[[], None], store: ArtifactStore):
         self._sandbox = sandbox
         self._intent = intent
         self._save = save
         self._store = store
+        self._read: dict[str, str] = {}
+        """path -> its whole text as this call read it, before any write of the call."""
         self.id, self.backend, self.workspace = sandbox.id, sandbox.backend, sandbox.workspace
 
     async def request(self, op: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
@@ -59,7 +63,10 @@ class _RecordingSandbox(Sandbox):
         if op in ("write", "delete") and path is not None and path not in self._intent["files"]:
             self._intent["files"][path] = await self._previous(path)
             self._save()
-        return await self._sandbox.request(op, args, **kw)
+        result = await self._sandbox.request(op, args, **kw)
+        if op == "read" and path is not None and isinstance(result.get("text"), str):
+            self._read.setdefault(path, result["text"])
+        return result
 
     async def close(self) -> None:
         await self._sandbox.close()
@@ -69,6 +76,8 @@ class _RecordingSandbox(Sandbox):
         return self._sandbox.alive
 
     async def _previous(self, path: str) -> str | None:
+        if path in self._read:
+            return self._store.put_text(self._read[path])
         try:
             text = await read_text_or_none(self._sandbox, path)
         except ToolFailed:

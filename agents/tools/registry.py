@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agents.messages import ToolSpec
 from agents.tools.schema import clean_schema, drop_nulls_for_defaults, strict_schema
-from infra.errors import InvalidArguments, ToolFailed, ToolTimeout, describe_validation
+from infra.errors import BosunError, InvalidArguments, Timeout, ToolFailed, describe_validation
 from infra.names import show_data, show_text
 
 ANY_FILE = "*"
@@ -39,7 +39,7 @@ class ToolOutput(BaseModel):
     text: str
     is_error: bool = False
     error_kind: str | None = None
-    """InvalidArguments, ToolFailed or Timeout when is_error."""
+    """When is_error: the ``kind`` of the error class (InvalidArguments, ToolFailed or Timeout)."""
     summary: str = ""
     data: dict[str, Any] = {}
     """The tool's result model, dumped (e.g. run_tests: passed/failed ids) for the workflow and history."""
@@ -48,6 +48,13 @@ class ToolOutput(BaseModel):
     def of(cls, text: str, result: BaseModel | None = None, summary: str = "") -> ToolOutput:
         """A successful output carrying ``result`` (the tool's declared result model) as ``data``."""
         return cls(text=text, summary=summary, data=result.model_dump(mode="json") if result is not None else {})
+
+    @classmethod
+    def failure(cls, e: BosunError) -> ToolOutput:
+        """The output of a tool call that ended in ``e``: the model reads ``<kind>: <message>``."""
+        message = show_text(str(e))
+        return cls(text=f"{e.kind}: {message}", is_error=True, error_kind=e.kind,
+                   summary=f"{e.kind}: {message[:120]}")
 
 
 @dataclass
@@ -151,26 +158,23 @@ class Registry:
     async def execute(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         tool = self.tools.get(name)
         if tool is None:
-            return _error("InvalidArguments", f"unknown tool {name!r}; available tools: {', '.join(self.tools)}")
+            return ToolOutput.failure(InvalidArguments(f"unknown tool {name!r}; available tools: "
+                                                       f"{', '.join(self.tools)}"))
         if not isinstance(arguments, dict):
-            return _error("InvalidArguments", f"the arguments of {name} must be a JSON object, "
-                                              f"got {type(arguments).__name__}")
+            return ToolOutput.failure(InvalidArguments(f"the arguments of {name} must be a JSON object, "
+                                                       f"got {type(arguments).__name__}"))
         if "__raw__" in arguments:
-            return _error("InvalidArguments", f"the arguments of {name} are not valid JSON: "
-                                              f"{str(arguments['__raw__'])[:200]!r}")
+            return ToolOutput.failure(InvalidArguments(f"the arguments of {name} are not valid JSON: "
+                                                       f"{str(arguments['__raw__'])[:200]!r}"))
         try:
             args = tool.args.model_validate(drop_nulls_for_defaults(tool.args, arguments))
         except ValidationError as e:
             problems = describe_validation(e, where="(arguments)")
-            return _error("InvalidArguments", f"invalid arguments for {name}: {problems}")
+            return ToolOutput.failure(InvalidArguments(f"invalid arguments for {name}: {problems}"))
         try:
             return _encodable(await tool.run(ctx, args))
-        except InvalidArguments as e:
-            return _error("InvalidArguments", str(e))
-        except ToolFailed as e:
-            return _error("ToolFailed", str(e))
-        except ToolTimeout as e:
-            return _error("Timeout", str(e))
+        except (InvalidArguments, ToolFailed, Timeout) as e:  # (the model's to act on; any other class is the run's)
+            return ToolOutput.failure(e)
 
 
 def _encodable(out: ToolOutput) -> ToolOutput:
@@ -179,8 +183,3 @@ def _encodable(out: ToolOutput) -> ToolOutput:
     tools show names in their shown form already; this holds for the ones a message or a library let through."""
     return out.model_copy(update={"text": show_text(out.text), "summary": show_text(out.summary),
                                   "data": show_data(out.data)})
-
-
-def _error(kind: str, message: str) -> ToolOutput:
-    message = show_text(message)
-    return ToolOutput(text=f"{kind}: {message}", is_error=True, error_kind=kind, summary=f"{kind}: {message[:120]}")

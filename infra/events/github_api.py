@@ -33,8 +33,6 @@ API_VERSION = "2022-11-28"
 class ExternalServiceError(BosunError):
     """GitHub or Linear refused or failed a request. ``retryable`` for 408/429/5xx, rate limits and network errors."""
 
-    kind = "ExternalServiceError"
-
     def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
                  retry_after: float | None = None) -> None:
         super().__init__(message)

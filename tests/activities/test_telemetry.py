@@ -19,9 +19,9 @@ from temporalio.common import RetryPolicy
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import Worker
 
-from activities.errors import ErrorInterceptor
+from activities.interceptor import plugin
 from activities.models import ModelCallInput, ModelCallResult, ToolCallInput, ToolCallRef, ToolResultRef, Usage
-from activities.telemetry import Observer, TelemetryInterceptor
+from activities.telemetry import Observer
 from infra.alerts import AlertSink, ErrorRateMonitor, read_alerts
 from infra.errors import ProviderError
 
@@ -87,7 +87,7 @@ async def test_spans_metrics_and_alerts_from_a_failing_tool_and_model(env, tmp_p
     client = Client(**{**env.client.config(), "interceptors": [TracingInterceptor()]})
     queue = f"telemetry-{uuid.uuid4().hex[:8]}"
     async with Worker(client, task_queue=queue, workflows=[Calls], activities=[model_call, tool_call],
-                      interceptors=[ErrorInterceptor(), TelemetryInterceptor(observer)]):
+                      plugins=[plugin(observer=observer)]):
         failed = await client.execute_workflow(Calls.run, 30, id=f"telemetry-{uuid.uuid4().hex[:6]}",
                                                task_queue=queue)
     assert failed == 15

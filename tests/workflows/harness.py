@@ -99,6 +99,16 @@ class Turn:
     retryable: bool = False
 
 
+def _call(call_id: str, tool: str) -> ToolCallRef:
+    """A stub model's tool call; ``unoffered:<name>``: one to a tool it was not offered, answered by the call."""
+    name = tool.removeprefix("unoffered:")
+    refused = None if name == tool else ToolResultRef(call_id=call_id, name=name, result_ref=REF, is_error=True,
+                                                      summary="InvalidArguments: not offered",
+                                                      error_kind="InvalidArguments")
+    return ToolCallRef(id=call_id, name=name, arguments_ref=REF, arguments_preview="{}", offered=refused is None,
+                       refused=refused, write_key=None if name.startswith("read") else "*")
+
+
 @dataclass
 class AgentScript:
     turns: list[Turn] = field(default_factory=lambda: [Turn()])
@@ -293,9 +303,7 @@ class Stubs:
         turn = turns[min(inp.turn, len(turns)) - 1]
         if turn.fail:
             raise ApplicationError(f"stub {turn.fail}", type=turn.fail, non_retryable=not turn.retryable)
-        calls = [ToolCallRef(id=f"c{inp.turn}_{i}", name=t, arguments_ref=REF, arguments_preview="{}",
-                             write_key=None if t.startswith("read") else "*")
-                 for i, t in enumerate(turn.tools)]
+        calls = [_call(f"c{inp.turn}_{i}", t) for i, t in enumerate(turn.tools)]
         return ModelCallResult(transcript_ref=ref(f"{inp.agent_id}#{inp.turn}"), text_preview=f"turn {inp.turn}",
                                tool_calls=calls, usage=Usage(input_tokens=turn.tokens, output_tokens=turn.tokens // 10),
                                cost_usd=turn.cost_usd, model=inp.model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, TerminatedError
 
-from workflows.policies import innermost_message
+from workflows.policies import failure
 
 
 def _activity(cause: BaseException) -> ActivityError:
@@ -22,12 +22,19 @@ def _child(cause: BaseException) -> ChildWorkflowError:
     return e
 
 
-def test_the_activitys_message_under_the_wrappers() -> None:
+def test_the_activitys_class_and_message_under_the_wrappers() -> None:
     said = ApplicationError("a sandbox with network needs the docker backend", type="ConfigError")
-    assert innermost_message(_child(_activity(said))) == "a sandbox with network needs the docker backend"
-    assert innermost_message(_activity(said)) == "a sandbox with network needs the docker backend"
+    assert failure(_child(_activity(said))) == ("ConfigError", "a sandbox with network needs the docker backend")
+    assert failure(_activity(said)) == ("ConfigError", "a sandbox with network needs the docker backend")
+
+
+def test_the_class_bosun_raised_wins_over_the_cause_it_chained() -> None:
+    said = ApplicationError("the provider said 503", type="ProviderError")
+    said.__cause__ = ApplicationError("connection reset", type="OSError")
+    assert failure(_activity(said)) == ("ProviderError", "connection reset")
 
 
 def test_a_terminated_child_says_so() -> None:
-    assert innermost_message(_child(TerminatedError("Terminated", ()))) == "Terminated"
-    assert innermost_message(ValueError("plain")) == "plain"
+    assert failure(_child(TerminatedError("Terminated", ()))) == ("Terminated", "Terminated")
+    assert failure(ValueError("plain")) == ("Value", "plain")
+    assert failure(ApplicationError("no type")).kind == "Application"

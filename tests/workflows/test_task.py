@@ -221,6 +221,15 @@ async def test_a_failed_planner_falls_back_to_one_subtask(env):
     assert [s.id for s in result.subtasks] == ["task"] and result.status == "succeeded"
 
 
+async def test_a_call_to_a_tool_not_offered_is_answered_without_an_activity(env):
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["unoffered:write_file", "read_file"]), Turn()])})
+    result = await run_task(env, world, task_input(mode="solo"))
+    assert result.status == "succeeded" and result.agent.errors == {"InvalidArguments": 1}
+    assert [c.input.call.name for c in world.named("tool_call")] == ["read_file"]  # only the offered one ran
+    second = next(c.input for c in world.named("model_call") if c.input.turn == 2)
+    assert [(r.name, r.is_error) for r in second.tool_results] == [("write_file", True), ("read_file", False)]
+
+
 async def test_a_failed_solo_agent_fails_the_task_and_reports_it(env):
     world = World(agents={"agent-1": AgentScript(turns=[Turn(fail="ScriptDiverged")])})
     result = await run_task(env, world, task_input(mode="solo"), origin=GITHUB)

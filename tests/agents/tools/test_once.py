@@ -178,3 +178,33 @@ def test_prune_drops_only_idle_agents(ledger, tmp_path):
     assert ledger.prune(7 * 24 * 3600) == 1
     assert not idle.exists() and ledger.load_state("busy-agent", "todo", None) is not None
     assert ledger.prune(7 * 24 * 3600) == 0
+
+
+class Counting:
+    """The real sandbox, with the tool-server round trips counted by op."""
+
+    def __init__(self, sandbox) -> None:
+        self._sandbox, self.ops = sandbox, []
+        self.id, self.backend, self.workspace = sandbox.id, sandbox.backend, sandbox.workspace
+
+    async def request(self, op, args=None, **kw):
+        self.ops.append(op)
+        return await self._sandbox.request(op, args, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self._sandbox, name)
+
+
+async def test_an_edit_is_two_round_trips_and_still_put_back(reg, ctx, repo, ledger):
+    counted = Counting(ctx.sandbox)
+
+    async def get():
+        return counted
+
+    with pytest.raises(WorkerDied):
+        await ledger.run("agent-1", "run:rt", get, runner(reg, ctx, "str_replace", GROW, die_after=True))
+    assert counted.ops == ["read", "write"], counted.ops  # the intent came from the edit's own read
+    # the retry puts the file back from that record, then edits it once
+    await ledger.run("agent-1", "run:rt", get, runner(reg, ctx, "str_replace", GROW))
+    text = (repo / "pkg/core.py").read_text()
+    assert text.count("value.upper().strip()") == 1 and ".strip().strip()" not in text
