@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from agents.tools.subagents import NAME as SPAWN
     from infra.errors import ProviderError, ToolFailed
     from workflows import policies
-    from workflows.models import AgentInput, AgentResult, AgentResume, ModelSwitch
+    from workflows.models import AgentInput, AgentResult, AgentState, ModelSwitch
 
 ESCALATION_WAIT = timedelta(hours=1)
 
@@ -63,20 +63,13 @@ def _capped(budget: dict, cap: dict) -> dict:
 @workflow.defn
 class AgentWorkflow:
     def __init__(self) -> None:
-        self.turn = 0
-        self.status = "starting"
-        self.model = ""
-        self.steps: list[str] = []
+        self.s = AgentState()
         self.pending_user: list[str] = []
-        self.errors: dict[str, int] = {}
         self.escalations: dict[str, dict] = {}
         """request id -> {command, justification}: waiting for a person's decision."""
         self.decisions: dict[str, tuple[bool, str]] = {}
         self.switch_to: ModelSwitch | None = None
         """A model switch asked for, applied before the next model call."""
-        self.switches: list[ModelSwitch] = []
-        self.spawned = 0
-        """Subagents this run has started (spawn_subagents)."""
         self.tracker: BudgetTracker | None = None
 
     @workflow.signal
@@ -87,19 +80,19 @@ class AgentWorkflow:
     @workflow.signal
     def switch_model(self, model: str, by: str = "", reason: str = "") -> None:
         """Use ``model`` from the next turn on (``bosun model``); recorded with who asked and why."""
-        self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=model, by=by or "someone",
+        self.switch_to = ModelSwitch(turn=self.s.turn + 1, previous=self.s.model, model=model, by=by or "someone",
                                      reason=reason)
 
     def _apply_switch(self) -> None:
         sw = self.switch_to
-        if sw is None or sw.model == self.model:
+        if sw is None or sw.model == self.s.model:
             self.switch_to = None
             return
-        sw = sw.model_copy(update={"turn": self.turn + 1, "previous": self.model})
-        self.switches.append(sw)
-        self.steps.append(f"turn {sw.turn}: model {sw.previous} -> {sw.model} (by {sw.by}"
+        sw = sw.model_copy(update={"turn": self.s.turn + 1, "previous": self.s.model})
+        self.s.switches.append(sw)
+        self.s.note(f"turn {sw.turn}: model {sw.previous} -> {sw.model} (by {sw.by}"
                           + (f": {sw.reason})" if sw.reason else ")"))
-        self.model, self.switch_to = sw.model, None
+        self.s.model, self.switch_to = sw.model, None
 
     @workflow.signal
     def approve(self, request_id: str, approved: bool, decided_by: str = "") -> None:
@@ -109,76 +102,67 @@ class AgentWorkflow:
     @workflow.query
     def progress(self) -> dict:
         """Turn, status, model, error counts, escalations waiting for a decision and the last steps."""
-        return {"turn": self.turn, "status": self.status, "model": self.model, "errors": self.errors,
-                "pending_escalations": self.escalations, "switches": [s.model_dump() for s in self.switches],
-                "recent": self.steps[-20:]}
-
-    def _count(self, kind: str) -> None:
-        self.errors[kind] = self.errors.get(kind, 0) + 1
+        s = self.s
+        return {"turn": s.turn, "status": s.status, "model": s.model, "errors": s.errors,
+                "pending_escalations": self.escalations, "switches": [x.model_dump() for x in s.switches],
+                "recent": s.recent}
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
         queue = inp.worker_queue
-        r = inp.resume
-        if r is None:
+        if inp.resume is None:
             init = await workflow.execute_activity_method(
                 AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
                                                            workspace=inp.workspace, attachments=inp.attachments,
                                                            model=inp.model, harness=inp.harness),
                 task_queue=queue, summary=f"init {inp.role} agent", **policies.AGENT_STEP)
-            r = AgentResume(transcript_ref=init.transcript_ref, turn=0, tool_calls=0, model=inp.model,
-                            budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time(),
-                            pinned_ref=init.pinned_ref)
+            self.s = AgentState(transcript_ref=init.transcript_ref, model=inp.model, pinned_ref=init.pinned_ref,
+                                budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time())
             self.pending_user = list(inp.messages) + self.pending_user
-        tracker = BudgetTracker(budget=Budget.model_validate(r.budget), started_at=r.started_at,
-                                scope=inp.agent_id, spent=Spent.model_validate(r.spent))
+        else:
+            self.s = inp.resume
+        s = self.s
+        tracker = BudgetTracker(budget=Budget.model_validate(s.budget), started_at=s.started_at,
+                                scope=inp.agent_id, spent=Spent.model_validate(s.spent))
         self.tracker = tracker
-        self.turn, self.model, self.errors, self.switches = r.turn, r.model, dict(r.errors), list(r.switches)
-        self.spawned = r.spawned
-        transcript, results, n_calls = r.transcript_ref, list(r.results), r.tool_calls
-        fallbacks = [m for m in inp.fallback_models if m != r.model and m not in {s.model for s in self.switches}]
+        fallbacks = [m for m in inp.fallback_models if m != s.model and m not in {x.model for x in s.switches}]
         final, status, stopped = "", "budget_exhausted", f"turn limit ({inp.max_turns})"
         error_kind, reason = None, ""
         try:
-            while self.turn < inp.max_turns:
+            while s.turn < inp.max_turns:
                 if workflow.info().is_continue_as_new_suggested():  # the sandbox lives on across it
-                    workflow.continue_as_new(inp.model_copy(update={"resume": AgentResume(
-                        transcript_ref=transcript, turn=self.turn, tool_calls=n_calls, results=results,
-                        errors=self.errors, model=self.model, budget=r.budget, spent=tracker.spent.model_dump(),
-                        started_at=r.started_at, pinned_ref=r.pinned_ref, switches=self.switches,
-                        spawned=self.spawned)}))
+                    s.spent = tracker.spent.model_dump()
+                    workflow.continue_as_new(inp.model_copy(update={"resume": s}))
                 policies.stop_if_cancelled()  # (no new model request once the run is cancelled)
                 self._apply_switch()
-                self.turn += 1
-                self.status = "thinking"
+                s.turn += 1
+                s.status = "thinking"
                 user, self.pending_user = self.pending_user, []
                 try:
                     resp = await workflow.execute_activity_method(
                         AgentActivities.model_call,
-                        ModelCallInput(agent_id=inp.agent_id, turn=self.turn, model=self.model,
-                                       trajectory_ref=inp.trajectory_ref, transcript_ref=transcript,
-                                       tool_results=results, user_messages=user, tools=inp.tools,
-                                       agent_keys=inp.agent_keys, role=inp.role, pinned_ref=r.pinned_ref,
+                        ModelCallInput(agent_id=inp.agent_id, turn=s.turn, model=s.model,
+                                       trajectory_ref=inp.trajectory_ref, transcript_ref=s.transcript_ref,
+                                       tool_results=s.results, user_messages=user, tools=inp.tools,
+                                       agent_keys=inp.agent_keys, role=inp.role, pinned_ref=s.pinned_ref,
                                        harness=inp.harness),
-                        task_queue=queue, summary=f"model turn {self.turn} ({self.model})",
-                        **policies.MODEL_TURN)
+                        task_queue=queue, summary=f"model turn {s.turn} ({s.model})", **policies.MODEL_TURN)
                 except ActivityError as e:
                     if policies.cancelling(e):  # the run is cancelled: stop, never take it as the model failing
                         raise asyncio.CancelledError() from None
                     kind, why = policies.failure(e)
-                    self._count(kind)
+                    s.count(kind)
                     self.pending_user = user + self.pending_user  # not seen by any model: keep them
-                    self.turn -= 1
+                    s.turn -= 1
                     if kind == ProviderError.kind and fallbacks:
-                        self.switch_to = ModelSwitch(turn=self.turn + 1, previous=self.model, model=fallbacks.pop(0),
-                                                     by="router", reason=f"{self.model} kept failing: "
-                                                                         f"{why[:200]}")
+                        self.switch_to = ModelSwitch(turn=s.turn + 1, previous=s.model, model=fallbacks.pop(0),
+                                                     by="router", reason=f"{s.model} kept failing: {why[:200]}")
                         continue
                     status, error_kind, reason = "failed", kind, why
-                    self.steps.append(f"failed: {kind}: {reason[:200]}")
+                    s.note(f"failed: {kind}: {reason[:200]}")
                     break
-                transcript = resp.transcript_ref
-                self.steps.append(f"turn {self.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
+                s.transcript_ref = resp.transcript_ref
+                s.note(f"turn {s.turn}: {resp.text_preview[:100]} ({len(resp.tool_calls)} tool calls)")
                 tracker.charge(resp.usage, resp.cost_usd)
                 if not resp.tool_calls:
                     if self.pending_user:  # a person wrote while this turn ran: answer them before finishing
@@ -188,30 +172,28 @@ class AgentWorkflow:
                 over = tracker.exhausted(workflow.time())
                 if over is not None:
                     final, stopped = resp.text_preview, str(over)
-                    self.steps.append(f"stopped: {stopped}")
+                    s.note(f"stopped: {stopped}")
                     break
-                self.status = "running tools"
-                results = await self._run_tools(inp, resp.tool_calls)
-                n_calls += len(resp.tool_calls)
+                s.status = "running tools"
+                s.results = await self._run_tools(inp, resp.tool_calls)
+                s.tool_calls += len(resp.tool_calls)
         except asyncio.CancelledError:
-            self.status = "cancelled"
+            s.status = "cancelled"
             await self._release(inp)
             raise
         except Exception as e:  # not continue-as-new, nor a worker evicting this run from its cache: no release then
-            self.status = "cancelled" if policies.cancelling(e) else "failed"
+            s.status = "cancelled" if policies.cancelling(e) else "failed"
             await self._release(inp)
-            if self.status == "cancelled":  # a tool call cancelled with the run
+            if s.status == "cancelled":  # a tool call cancelled with the run
                 raise asyncio.CancelledError() from None
             raise
-        self.status = status
+        s.status = status
         await self._release(inp)
         spent = tracker.spent
         usage = Usage(input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
                       cached_input_tokens=spent.cached_input_tokens)
-        return AgentResult(agent_id=inp.agent_id, status=status, turns=self.turn, tool_calls=n_calls,
-                           final_message=final, transcript_ref=transcript, usage=usage, errors=self.errors,
-                           model=self.model, cost_usd=round(tracker.spent.usd, 6), stopped=stopped,
-                           error_kind=error_kind, reason=reason, switches=self.switches)
+        return s.result(inp.agent_id, status, usage, round(spent.usd, 6), final_message=final, stopped=stopped,
+                        error_kind=error_kind, reason=reason)
 
     async def _release(self, inp: AgentInput) -> None:
         await workflow.execute_activity_method(
@@ -222,7 +204,7 @@ class AgentWorkflow:
         """Wait for a person to approve or deny running this command outside the sandbox (at most an hour)."""
         request_id = f"{inp.agent_id}#{call.id}"
         self.escalations[request_id] = {"call": call.arguments_preview}
-        self.status = "waiting for approval"
+        self.s.status = "waiting for approval"
         workflow.set_current_details(f"escalation {request_id} waiting: {call.arguments_preview[:200]}")
         try:
             await workflow.wait_condition(lambda: request_id in self.decisions, timeout=ESCALATION_WAIT)
@@ -231,7 +213,7 @@ class AgentWorkflow:
         finally:
             self.escalations.pop(request_id, None)
         approved, who = self.decisions[request_id]
-        self.steps.append(f"  escalation {request_id}: {'approved' if approved else 'denied'} {who}".rstrip())
+        self.s.note(f"  escalation {request_id}: {'approved' if approved else 'denied'} {who}".rstrip())
         return await workflow.execute_activity_method(
             AgentActivities.run_escalated,
             EscalationInput(agent_id=inp.agent_id, workspace=inp.workspace, call_id=call.id,
@@ -244,14 +226,14 @@ class AgentWorkflow:
         what they spent to this agent, merge editors' work into this workspace, and return their results."""
         plan = await workflow.execute_activity_method(
             AgentActivities.plan_subagents,
-            SubagentsInput(agent_id=inp.agent_id, call=call, role=inp.role, depth=inp.depth, spawned=self.spawned,
+            SubagentsInput(agent_id=inp.agent_id, call=call, role=inp.role, depth=inp.depth, spawned=self.s.spawned,
                            editors_possible=bool(inp.task_id and inp.base_commit and inp.name)),
             task_queue=inp.worker_queue, summary=f"check {call.arguments_preview[:80]}", **policies.AGENT_STEP)
         if plan.refused is not None:
             return plan.refused
-        first, self.spawned = self.spawned + 1, self.spawned + len(plan.runs)
+        first, self.s.spawned = self.s.spawned + 1, self.s.spawned + len(plan.runs)
         share = self._share(len(plan.runs))
-        self.steps.append(f"  spawning {len(plan.runs)} subagents: {', '.join(r.kind for r in plan.runs)}")
+        self.s.note(f"  spawning {len(plan.runs)} subagents: {', '.join(r.kind for r in plan.runs)}")
         outcomes = await policies.gather(*[self._subagent(inp, first + i, run, share)
                                           for i, run in enumerate(plan.runs)])
         return await workflow.execute_activity_method(
@@ -283,7 +265,7 @@ class AgentWorkflow:
                 WorkspaceActivities.prepare_agent_workspace,
                 AgentWorkspaceInput(workflow_id=inp.task_id, name=name, commit=inp.base_commit),
                 task_queue=queue, summary=f"workspace for subagent {name}", **policies.WORKSPACE_STEP)
-        child = AgentInput(agent_id=wf_id, role=run.role, task=run.task, model=self.model,
+        child = AgentInput(agent_id=wf_id, role=run.role, task=run.task, model=self.s.model,
                            trajectory_ref=inp.trajectory_ref, fallback_models=inp.fallback_models,
                            workspace=workspace, worker_queue=queue, max_turns=inp.max_turns,
                            agent_keys=[f"{k}/sub{n}" for k in inp.agent_keys], depth=inp.depth + 1,
@@ -328,7 +310,7 @@ class AgentWorkflow:
         if call.offered and call.name == SPAWN:
             return self._spawn(inp, call)
         tool_input = ToolCallInput(agent_id=inp.agent_id, workspace=inp.workspace, call=call, role=inp.role,
-                                   model=self.model)
+                                   model=self.s.model)
         if call.write_key != ANY_FILE:
             # File tools (reads, searches, edits; not commands) run as local activities: in this worker, which
             # holds the sandbox (agents run on the host queue), with no round trip through the server. The result
@@ -349,7 +331,7 @@ class AgentWorkflow:
             for i, out in zip(batch, outs, strict=True):
                 results[i] = out
                 if out.is_error:
-                    self._count(out.error_kind or ToolFailed.kind)
-                self.steps.append(f"  {out.name}: {out.summary[:100]}")
+                    self.s.count(out.error_kind or ToolFailed.kind)
+                self.s.note(f"  {out.name}: {out.summary[:100]}")
         return [ResultPointer(call_id=r.call_id, name=r.name, result_ref=r.result_ref, is_error=r.is_error)
                 for r in results if r is not None]

@@ -7,7 +7,7 @@ stay in activities/models.py (some appear in these results: test runs, the plan)
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -170,19 +170,44 @@ class ModelSwitch(BaseModel):
     reason: str = ""
 
 
-class AgentResume(BaseModel):
-    transcript_ref: str
-    turn: int
-    tool_calls: int
+class AgentState(BaseModel):
+    """One agent run's state, in one place: what its ``progress`` query shows, what a continue-as-new carries on
+    (``AgentInput.resume``), and the base of its result (``result``)."""
+
+    transcript_ref: str = ""
+    turn: int = 0
+    tool_calls: int = 0
     results: list[ResultPointer] = []
+    """The last turn's tool results, for the next model call."""
     errors: dict[str, int] = {}
-    model: str
+    """Tool and activity errors by class."""
+    model: str = ""
     budget: dict[str, Any] = {}
     spent: dict[str, Any] = {}
+    """What the budget tracker has charged (kept here at a continue-as-new)."""
     started_at: float = 0.0
     pinned_ref: str | None = None
     switches: list[ModelSwitch] = []
     spawned: int = 0
+    """Subagents this run has started (spawn_subagents)."""
+    status: str = "starting"
+    recent: list[str] = []
+    """The last steps (at most ``RECENT``), for people watching."""
+
+    RECENT: ClassVar[int] = 20
+
+    def note(self, step: str) -> None:
+        self.recent = [*self.recent[-(self.RECENT - 1):], step]
+
+    def count(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    def result(self, agent_id: str, status: str, usage: Usage, cost_usd: float, *, final_message: str = "",
+               stopped: str = "", error_kind: str | None = None, reason: str = "") -> AgentResult:
+        return AgentResult(agent_id=agent_id, status=status, turns=self.turn, tool_calls=self.tool_calls,
+                           final_message=final_message, transcript_ref=self.transcript_ref, usage=usage,
+                           errors=self.errors, model=self.model, cost_usd=cost_usd, stopped=stopped,
+                           error_kind=error_kind, reason=reason, switches=self.switches)
 
 
 class AgentInput(BaseModel):
@@ -217,7 +242,7 @@ class AgentInput(BaseModel):
     """The agent's run name within the task (its workspace directory)."""
     budget_cap: dict[str, Any] = {}
     """Limits on top of the role's budget (a subagent gets at most its share of what its parent has left)."""
-    resume: AgentResume | None = None
+    resume: AgentState | None = None
     """Set by continue-as-new: where the loop left off."""
     harness: HarnessSettings = HarnessSettings()
     """The task's harness settings, less the router's (the model was routed already); subagents inherit them."""
