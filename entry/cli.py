@@ -48,9 +48,8 @@ ROOT = Page(
     notes=EPILOG)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = CommandParser(prog="bosun", page=ROOT)
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+def _stack_commands(sub) -> None:
+    """up, down, status, worker, settings: the stack and its worker."""
     add_command(sub, "up", help="start the embedded stack (Temporal, NATS, worker, web view); idempotent",
                 description="Start the embedded stack as supervised child processes: the Temporal dev server (SQLite "
                             "persistence, Web UI on BOSUN_TEMPORAL_UI_PORT) unless BOSUN_TEMPORAL_ADDRESS names "
@@ -101,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--describe", action="store_true",
                     help="print each setting with its meaning and its current value, grouped")
 
+
+def _run_commands(sub) -> None:
+    """run, runs: start a task, list the runs."""
     r = add_command(sub, "run", help="start a task on a repository",
                     description="Start a task on a git repository. team (default): a planner splits the task, "
                                 "fast-edit agents work in parallel, each on its own clone, their commits are merged, "
@@ -163,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
                          "environment_failed, terminated, timed_out")
     rs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
 
+
+def _control_commands(sub) -> None:
+    """history, steer, model, cancel, approve, inspect: a run, as it goes."""
     h = add_command(sub, "history", help="print a run's steps read back from Temporal",
                     description="Print a run's steps read back from Temporal: model turns (model, tokens, text, tool "
                                 "calls), tool calls with their arguments and short results, the plan, clones, "
@@ -224,6 +229,9 @@ def _parser() -> argparse.ArgumentParser:
                       examples=(f"bosun inspect {WID}", f"bosun inspect {WID}/planner"))
     ins.add_argument("id", help="workflow id of the task")
 
+
+def _record_commands(sub) -> None:
+    """trace, alerts, export, keep-rate: what runs left behind."""
     tr = add_command(sub, "trace", help="a run's span tree: durations, errors, the slowest path (OpenTelemetry)",
                      description="A run's span tree from the OpenTelemetry spans kept in BOSUN_DATA_DIR/telemetry: "
                                  "every workflow, agent, model call, tool call and sandbox step with its duration and "
@@ -263,6 +271,13 @@ def _parser() -> argparse.ArgumentParser:
     kr.add_argument("--days", type=float, default=30, help="N: measured this many days after each commit (30)")
     kr.add_argument("--branch", help="the default branch (default: origin's HEAD, else the checked-out branch)")
     kr.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = CommandParser(prog="bosun", page=ROOT)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for commands in (_stack_commands, _run_commands, _control_commands, _record_commands):
+        commands(sub)
 
     # Commands with their own parser (PASS_THROUGH): listed here, parsed (and their --help printed) by their module.
     for name, text in (("ui", "serve the web view in the foreground (the stack runs one: BOSUN_UI_PORT)"),

@@ -186,6 +186,59 @@ LEDGER_MAX_AGE_S = 7 * 24 * 3600.0
 """Tool-call records of an agent that wrote nothing for this long are dropped when a worker starts."""
 
 
+async def _note_older_runs(client, build: str) -> None:
+    """Warn about the runs in progress that a worker of another build of the workflow code worked on."""
+    try:
+        if older := await older_runs(client, build):
+            log.warning("%s", older_runs_note(older, build))
+    except Exception as e:  # noqa: BLE001 - visibility away for a moment: the worker starts anyway
+        log.warning("could not list the runs in progress to compare their build with this one (%s): %s", build, e)
+
+
+def _workers(client, settings: Settings, build: str, layers: list, hosts: HostActivities, on_host: list,
+             binding: list) -> tuple[Worker, Worker, Worker]:
+    """The three pollers of a worker process: the shared queue, this host's slots, this host's own queue."""
+    me = identity(settings)
+    shared = Worker(client, task_queue=settings.task_queue,
+                    workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
+                    activities=[*binding, *hosts.shared_activities()], plugins=layers, identity=me, build_id=build)
+    # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
+    # held slot heartbeats every second, so it is given back within a second of its agent's end.
+    slots = Worker(client, task_queue=settings.slots_queue, activities=hosts.slot_activities(),
+                   plugins=layers, identity=me, max_concurrent_activities=settings.slots,
+                   max_heartbeat_throttle_interval=timedelta(seconds=1),
+                   default_heartbeat_throttle_interval=timedelta(seconds=1))
+    # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
+    # activities are dispatched eagerly with the workflow task's completion.
+    # Heartbeats go out at least every 2 s: a cancelled run's model call, command or test run hears of it (the
+    # server answers a heartbeat with the cancel) within seconds, not at 80% of its heartbeat timeout.
+    local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow], activities=on_host,
+                   plugins=layers, max_concurrent_activities=64,
+                   identity=me, build_id=build, max_heartbeat_throttle_interval=timedelta(seconds=2),
+                   default_heartbeat_throttle_interval=timedelta(seconds=2))
+    return shared, slots, local
+
+
+def _sandbox_facts(settings: Settings) -> tuple[str, str]:
+    """The sandboxes' user and disk quota, as the worker's health file says them."""
+    quota_ok, quota_why = diskquota.support()
+    user = f"uid {settings.sandbox_uid}" if os.geteuid() == 0 else f"the worker's uid {os.geteuid()} (not root)"
+    if not settings.sandbox_disk_mb:
+        return user, "off (BOSUN_SANDBOX_DISK_MB=0)"
+    return user, (f"{settings.sandbox_disk_mb} MB per workspace ({quota_why})" if quota_ok
+                  else f"not enforced: {quota_why}")
+
+
+async def _reaper(client, sandboxes: SandboxManager, settings: Settings, shared: bool) -> None:
+    """Every BOSUN_SANDBOX_REAP_S: release what runs that ended left behind (``reap``); never fails the worker."""
+    while True:
+        await asyncio.sleep(settings.sandbox_reap_s)
+        try:
+            await reap(client, sandboxes, settings.workspaces_dir, settings.worker_id if shared else None)
+        except Exception:  # noqa: BLE001 - the reaper must never take the worker down
+            log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
+
+
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
     tel = telemetry.setup(settings, "worker")
     runtime, metric_buffer = None, None
@@ -195,11 +248,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     client = await connect(settings, timeout_s=30, tracing=tel.on, runtime=runtime)
     await check_sharing(client, settings)
     build = workflow_build()
-    try:
-        if older := await older_runs(client, build):
-            log.warning("%s", older_runs_note(older, build))
-    except Exception as e:  # noqa: BLE001 - visibility away for a moment: the worker starts anyway
-        log.warning("could not list the runs in progress to compare their build with this one (%s): %s", build, e)
+    await _note_older_runs(client, build)
     store = open_store(settings)
     registry = HostRegistry(settings, store.bridge) if isinstance(store, NatsArtifactStore) else None
     hosts = HostActivities(settings, registry)
@@ -214,39 +263,15 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     layers = [plugin(Journal(settings.logs_dir / "activity-journal.jsonl"),
                      Observer.for_settings(settings, backend) if tel.on else None)]
     evaluation = EvalActivities(settings, store, sandboxes)
-    me = identity(settings)
-    shared = Worker(client, task_queue=settings.task_queue,
-                    workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
-                    activities=[workspace.bind_worker, workspace.bind_host, *hosts.shared_activities()],
-                    plugins=layers, identity=me, build_id=build)
-    # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
-    # held slot heartbeats every second, so it is given back within a second of its agent's end.
-    slots = Worker(client, task_queue=settings.slots_queue, activities=hosts.slot_activities(),
-                   plugins=layers, identity=me, max_concurrent_activities=settings.slots,
-                   max_heartbeat_throttle_interval=timedelta(seconds=1),
-                   default_heartbeat_throttle_interval=timedelta(seconds=1))
-    # Agent workflows run on the host queue too (see TaskWorkflow._agent): same queue as their activities, so
-    # activities are dispatched eagerly with the workflow task's completion.
-    # Heartbeats go out at least every 2 s: a cancelled run's model call, command or test run hears of it (the
-    # server answers a heartbeat with the cancel) within seconds, not at 80% of its heartbeat timeout.
-    local = Worker(client, task_queue=settings.worker_queue, workflows=[AgentWorkflow],
-                   activities=[*agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
-                   plugins=layers, max_concurrent_activities=64,
-                   identity=me, build_id=build, max_heartbeat_throttle_interval=timedelta(seconds=2),
-                   default_heartbeat_throttle_interval=timedelta(seconds=2))
+    shared, slots, local = _workers(client, settings, build, layers, hosts, [
+        *agent.all(), *workspace.all(), *report.all(), *evaluation.all()], [workspace.bind_worker, workspace.bind_host])
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
     health = settings.data_dir / "worker-health.json"
-    quota_ok, quota_why = diskquota.support()
-    user = f"uid {settings.sandbox_uid}" if os.geteuid() == 0 else f"the worker's uid {os.geteuid()} (not root)"
-    if not settings.sandbox_disk_mb:
-        quota = "off (BOSUN_SANDBOX_DISK_MB=0)"
-    else:
-        quota = (f"{settings.sandbox_disk_mb} MB per workspace ({quota_why})" if quota_ok
-                 else f"not enforced: {quota_why}")
+    user, quota = _sandbox_facts(settings)
 
     keys = keyed(settings)  # which providers have a key here (names only): `bosun run` checks against it
 
@@ -269,15 +294,6 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
                     log.warning("cannot write this host's heartbeat to NATS: %s", e)
             await asyncio.sleep(BEAT_S)
 
-    async def reaper() -> None:
-        while True:
-            await asyncio.sleep(settings.sandbox_reap_s)
-            try:
-                await reap(client, sandboxes, settings.workspaces_dir,
-                           settings.worker_id if workspace.store.shared else None)
-            except Exception:  # noqa: BLE001 - the reaper must never take the worker down
-                log.exception("sandbox reaper failed; trying again in %.0f s", settings.sandbox_reap_s)
-
     exporter = MetricsExporter(metric_buffer, tel.meter_provider) if metric_buffer and tel.meter_provider else None
     try:
         if registry is not None:  # in the registry before the first task can bind here
@@ -286,7 +302,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
                 store=settings.artifact_store, ts=time.time(), pid=os.getpid(), hostname=socket.gethostname())))
         async with shared, local, slots, exporter or contextlib.nullcontext():
             beater = asyncio.create_task(beat())
-            reaping = asyncio.create_task(reaper())
+            reaping = asyncio.create_task(_reaper(client, sandboxes, settings, workspace.store.shared))
             await stop.wait()
             beater.cancel()
             reaping.cancel()

@@ -1,68 +1,45 @@
 """Detection: a repository's files at one commit -> the environment spec and why (pure; no Docker, no network).
 
-``detect(files, ...)`` reads the files that describe a Python project (pyproject.toml, setup.cfg, setup.py,
-tox.ini, pytest.ini, requirement files, CI configuration, .python-version, the tests' imports) and, when present,
-the declared environment (``.bosun/environment.toml``, or an operator's override file, which wins) and a
-Dockerfile or devcontainer.json; it returns a ``Detection``: the spec, a reason for each choice, the contents'
-hashes of the files that shaped it (the cache key), and notes about what it could not read.
+``detect(files, ...)`` reads the files that describe the project and, when present, the declared environment
+(``.bosun/environment.toml``, or an operator's override file, which wins) and a Dockerfile or devcontainer.json;
+it decides the ecosystem (a declared image, node, Go, Rust, Java, else Python: environments/pydetect.py) and
+returns a ``Detection``: the spec, a reason for each choice, the contents' hashes of the files that shaped it (the
+cache key), and notes about what it could not read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 import shlex
-from datetime import UTC, datetime
+from datetime import datetime
 
 from environments import (
     ecosystems,
     golang,
-    imports,
     interpreters,
     java,
     node,
     parts,
     pyconfig,
     rust,
-    standins,
-    testcmd,
     toolchains,
 )
 from environments.declared import (
     DECLARED_FILE,
     Declared,
-    devcontainer_hints,
-    dockerfile_hints,
-    parse_date,
     parse_declared,
     usable_env,
 )
 from environments.image import DEVCONTAINER_FILES, read_devcontainer
 from environments.models import Detection, EnvSpec, ImageSpec, Reason, TestCommand
+from environments.pydetect import Scan, content_sha, python_detection
 from environments.repofiles import RepoFiles
-from environments.setuppy import read_setup_py
 from infra.errors import ConfigError
 
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", ".python-version", "Pipfile",
                 "runtime.txt", "PKG-INFO", "Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json",
                 DECLARED_FILE)
-SHAPING = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", ".python-version", "Pipfile",
-           DECLARED_FILE,
-           "Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json")
-"""Files whose content is part of the cache key (with the requirement files used)."""
-BASELINE = ["pip", "setuptools", "wheel"]
-"""Installed in every environment's virtualenv (old code imports pkg_resources; tools call pip)."""
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def day_end(moment: datetime) -> str:
-    """The end of ``moment``'s day (UTC), RFC 3339: builds of one day's commits share their resolution."""
-    day = moment.astimezone(UTC).date()
-    return f"{day.isoformat()}T23:59:59Z"
 
 
 def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository: str = "", commit: str = "",
@@ -84,7 +61,6 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     wanted += [p for p in own_files if p in present and p not in wanted]
     texts = files.read_many(wanted)
     reasons: list[Reason] = []
-    notes: list[str] = []
     shaping: dict[str, str] = {}
 
     declared: Declared | None = None
@@ -93,7 +69,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         where, given = override
         declared = given if isinstance(given, Declared) else parse_declared(given, where)
         origin = "override"
-        shaping[f"override:{where}"] = _sha(given if isinstance(given, str) else given.model_dump_json())
+        shaping[f"override:{where}"] = content_sha(given if isinstance(given, str) else given.model_dump_json())
         reasons.append(Reason(field="origin", value="override",
                               source=f"BOSUN_ENV_OVERRIDES names {where}" if isinstance(given, str) else where))
     elif DECLARED_FILE in texts:
@@ -117,272 +93,10 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
         return _native(kind, files, texts, present, commit_date=commit_date, repository=repository, commit=commit,
                        tree=tree)
 
-    facts = pyconfig.Facts()
-    if "pyproject.toml" in texts:
-        pyconfig.read_pyproject(texts["pyproject.toml"], facts)
-    if "setup.cfg" in texts:
-        pyconfig.read_setup_cfg(texts["setup.cfg"], facts)
-    if "tox.ini" in texts:
-        pyconfig.read_tox(texts["tox.ini"], facts)
-    if "pytest.ini" in texts:
-        pyconfig.read_pytest_ini(texts["pytest.ini"], "pytest.ini", facts)
-    if "Pipfile" in texts:
-        pyconfig.read_pipfile(texts["Pipfile"], facts)
-    setup_py = read_setup_py(texts["setup.py"]) if "setup.py" in texts else None
-    if setup_py is not None:
-        notes += setup_py.notes
-        if setup_py.found:
-            facts.installable.append("setup.py calls setup()")
-        if setup_py.python_requires:
-            facts.requires_python.append((setup_py.python_requires, "setup.py python_requires"))
-        if setup_py.classifiers:
-            facts.named_pythons.append(("\n".join(setup_py.classifiers), "setup.py classifiers"))
-        for name, reqs in setup_py.extras_require.items():
-            facts.extras.setdefault(name, reqs)
-        facts.test_requires += [(r, "setup.py tests_require") for r in setup_py.tests_require]
-        facts.dependencies += setup_py.install_requires
-        if setup_py.scm:
-            facts.scm.append("setup.py uses setuptools_scm")
-        if setup_py.extensions:
-            facts.compiled.append("setup.py builds extensions")
-        if any("setuptools_scm" in r or "setuptools-scm" in r for r in setup_py.setup_requires):
-            facts.scm.append("setup.py setup_requires setuptools_scm")
-    notes += facts.notes
-    for path in wanted:
-        if path in texts and (path in SHAPING or path in test_files or path in dev_files):
-            shaping[path] = _sha(texts[path])
-    for path in paths:
-        if pyconfig.CI_FILES.match(path) and path in texts:
-            facts.named_pythons.append((pyconfig.ci_python_text(texts[path]), path))
-    if ".python-version" in texts:
-        facts.named_pythons.append((texts[".python-version"].strip().splitlines()[0] if texts[".python-version"]
-                                    .strip() else "", ".python-version"))
-
-    hints: dict = {}
-    for name in ("Dockerfile", ".devcontainer/devcontainer.json", ".devcontainer.json"):
-        if name in texts and (declared is None or declared.detect):  # (`detect = false`: the declaration alone)
-            found = dockerfile_hints(texts[name]) if name == "Dockerfile" else devcontainer_hints(texts[name], name)
-            for key, value in found.items():
-                if value and key not in hints:
-                    hints[key] = (value, name)
-
-    # -- interpreter ---------------------------------------------------------------------------------------
-    if declared is not None and declared.python_version:
-        python = declared.python_version
-        reasons.append(Reason(field="python", value=python, source=f"declared ({origin})"))
-    elif "python" in hints and _is_version(hints["python"][0]):
-        requires = facts.requires_python[0][0] if facts.requires_python else None
-        python, why = interpreters.nearest(hints["python"][0], requires)
-        reasons.append(Reason(field="python", value=python, source=f"{hints['python'][1]} {why}"))
-        if python != hints["python"][0]:
-            notes.append(f"{hints['python'][1]} {why}")
-    else:
-        requires = facts.requires_python[0][0] if facts.requires_python else None
-        named: list[str] = []
-        sources = []
-        for text, source in facts.named_pythons:
-            got = interpreters.named_versions(text)
-            if got:
-                named += got
-                sources.append(source)
-        python, why = interpreters.choose(requires, named, commit_date)
-        src = [facts.requires_python[0][1]] if facts.requires_python else []
-        reasons.append(Reason(field="python", value=python,
-                              source=f"{why}" + (f" (from {', '.join(src + sources)})" if src or sources else "")))
-
-    pyconfig.apply_tox(facts, python)  # (lines for some tox environments: those of this interpreter's apply)
-    if origin == "detected":  # what the project's CI installs besides its package's metadata: tried, not required
-        for path in _ci_installs(paths, texts, python, facts, files):
-            shaping[path] = _sha(texts[path])
-
-    # -- the test command ------------------------------------------------------------------------------------
-    test, why = testcmd.choose(declared.test_command if declared else None, facts.tox_commands,
-                               facts.pytest_config, paths, facts.testpaths)
-    reasons.append(why)
-
-    # -- what to install -------------------------------------------------------------------------------------
-    install = declared.install if declared is not None else True
-    only_declared = declared is not None and not declared.detect
-    installable = bool(facts.installable)
-    extras: list[str] = []
-    requirements: list[str] = []
-    guessed: list[str] = []
-    req_files: list[str] = []
-    optional_files: list[str] = []
-    stand_ins: list[str] = []
-    if install:
-        if installable:
-            reasons.append(Reason(field="install", value="the project, editable",
-                                  source="; ".join(dict.fromkeys(facts.installable))))
-        # Beside a declaration that says `detect = false` (a reference harness's recipe), only what it declares:
-        # the harness installs the project with its recipe's extras, packages and requirement file, nothing
-        # detected or guessed beside them (pytest's "testing" extra brought hypothesis 6, whose plugin warned on
-        # the stderr pytest 4.5's own test checks is empty).
-        if not only_declared:
-            defined = set(facts.extras)
-            picked = [e for e in pyconfig.TEST_EXTRAS if e in defined]
-            if not picked and not facts.test_requires and not facts.requirement_files and not test_files:
-                picked = [e for e in pyconfig.DEV_EXTRAS if e in defined][:1]
-            extras = list(dict.fromkeys(picked + [e for e in facts.tox_extras if e in defined or not defined]))
-            if extras:
-                reasons.append(Reason(field="extras", value=",".join(extras),
-                                      source="the project's test extras" + (" and tox's extras" if facts.tox_extras
-                                                                            else "")))
-            for group in [g for g in pyconfig.TEST_EXTRAS + pyconfig.DEV_EXTRAS if g in facts.groups][:2]:
-                got = pyconfig.dependency_group(facts.groups, group)
-                requirements += got
-                reasons.append(Reason(field="requirements", value=", ".join(got)[:300],
-                                      source=f"pyproject.toml [dependency-groups] {group}"))
-            for req, source in facts.test_requires:
-                requirements.append(req)
-                reasons.append(Reason(field="requirements", value=req, source=source))
-            for path, source in facts.requirement_files:
-                if path in present:
-                    req_files.append(path)
-                    reasons.append(Reason(field="requirement_files", value=path, source=source))
-            for path in test_files:
-                if path not in req_files:
-                    (optional_files if path == "requirements.txt" and installable else req_files).append(path)
-                    reasons.append(Reason(field="requirement_files", value=path, source="a test requirement file"))
-            for path in dev_files:
-                if path not in req_files:
-                    optional_files.append(path)
-                    reasons.append(Reason(field="requirement_files", value=path,
-                                          source="a dev requirement file (dropped if the install fails with it)"))
-            for dist, source in pyconfig.plugins_for(facts.pytest_options, facts.pytest_ini_keys):
-                requirements.append(dist)
-                reasons.append(Reason(field="requirements", value=dist, source=source))
-        if test.kind == "pytest":  # (here, after what detection adds: the order is part of a detected spec's key)
-            requirements.append("pytest")
-        if not only_declared:
-            for req, source in facts.soft_requires:
-                if req not in guessed:
-                    guessed.append(req)
-                    reasons.append(Reason(field="guessed", value=req,
-                                          source=f"{source} (dropped if it cannot be installed)"))
-            for path, source in facts.soft_files:
-                if path not in req_files and path not in optional_files:
-                    optional_files.append(path)
-                    reasons.append(Reason(field="requirement_files", value=path,
-                                          source=f"{source} (dropped if the install fails with it)"))
-            provided = [r for e in extras for r in facts.extras.get(e, [])] + facts.dependencies
-            declared_names = {pyconfig.req_name(r) for r in requirements + guessed + provided} | {
-                e.lower() for e in extras}
-            own = {pyconfig.req_name(n) for n in _project_names(texts)}
-            tests = files.read_many(imports.test_files(paths))  # (read once: for the imports and the stand-ins)
-            for dist, source in imports.required_imports(paths, tests):
-                if pyconfig.req_name(dist) not in declared_names and pyconfig.req_name(dist) not in own:
-                    guessed.append(dist)
-                    reasons.append(Reason(field="guessed", value=dist, source=source))
-            for host, path in standins.scan(tests):
-                served_by = standins.requirements([host])
-                stand_ins.append(host)
-                guessed += [d for d in served_by if d not in guessed]
-                reasons.append(Reason(field="standins", value=host,
-                                      source=f"{path} calls it; the sandbox has no network, so a local stand-in "
-                                             f"answers it when the tests are judged ({', '.join(served_by)}, "
-                                             "dropped if it cannot be installed)"))
-    if declared is not None:
-        extras = list(dict.fromkeys(extras + declared.extras))
-        requirements += declared.requirements
-        named = {pyconfig.req_name(r) for r in requirements}
-        served = standins.requirements(declared.standins)
-        requirements += [d for d in served if pyconfig.req_name(d) not in named]
-        served_names = {pyconfig.req_name(d) for d in served}
-        guessed = [g for g in guessed if pyconfig.req_name(g) not in served_names]  # declared: a requirement
-        for host in declared.standins:
-            if host not in stand_ins:
-                stand_ins.append(host)
-            reasons.append(Reason(field="standins", value=host, source=f"declared ({origin}); a local stand-in "
-                                                                       "answers it in the sandbox"))
-        guessed += [r for r in declared.soft_requirements if r not in guessed]
-        for req in declared.soft_requirements:
-            reasons.append(Reason(field="guessed", value=req, source=f"declared ({origin}; dropped if it cannot be "
-                                                                     "installed)"))
-        req_files = list(dict.fromkeys(req_files + declared.requirement_files))
-        for req in declared.requirements:
-            reasons.append(Reason(field="requirements", value=req, source=f"declared ({origin})"))
-        for req in declared.overrides:
-            reasons.append(Reason(field="overrides", value=req, source=f"declared ({origin}): wins over the "
-                                                                       "requirement files' pins"))
-    helpers = _absent_helpers(present, texts) if declared is None or declared.detect else ""
-    if helpers:
-        requirements.append("astropy-helpers")
-        reasons.append(Reason(field="requirements", value="astropy-helpers", source=helpers))
-    requirements = list(dict.fromkeys(BASELINE + requirements))
-
-    # -- dates, versions, compilers ---------------------------------------------------------------------------
-    exclude_newer: str | None = day_end(commit_date) if commit_date else None
-    if declared is not None and declared.exclude_newer is not None:
-        exclude_newer = (parse_date(declared.exclude_newer).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                         if isinstance(declared.exclude_newer, str) else None)
-        reasons.append(Reason(field="exclude_newer", value=str(exclude_newer), source=f"declared ({origin})"))
-    elif exclude_newer:
-        reasons.append(Reason(field="exclude_newer", value=exclude_newer,
-                              source="the commit's date: dependencies resolved as of that day"))
-    scm_version = None
-    if facts.scm:
-        scm_version = version_hint or _pkg_info_version(texts.get("PKG-INFO", "")) or "0.0.0"
-        reasons.append(Reason(field="scm_version", value=scm_version, source="; ".join(facts.scm[:2])
-                              + " (the build has no .git: the version comes from the nearest tag or PKG-INFO)"))
-    pyx = [p for p in paths if p.endswith(".pyx") and not p.startswith(("doc", "test", "bench", "example"))]
-    compiled = facts.compiled + ([f"Cython sources ({pyx[0]}...)"] if pyx else [])
-    compilers = bool(compiled) or bool(declared and (declared.compilers or declared.apt))
-    if compiled:
-        reasons.append(Reason(field="per_revision", value="yes", source="; ".join(compiled[:3])
-                              + ": the build compiles the project's code"))
-    apt = list(declared.apt) if declared is not None else []
-    if not apt and "apt" in hints and hints["apt"][0]:
-        try:
-            apt = sorted(set(hints["apt"][0]))
-            reasons.append(Reason(field="apt", value=" ".join(apt), source=f"{hints['apt'][1]} installs them"))
-        except ConfigError:
-            apt = []
-    env = dict(hints["env"][0]) if "env" in hints else {}
-    if declared is not None:
-        env.update(declared.env)
-    setup = list(declared.setup) if declared is not None else []
-    if not setup and "setup" in hints:
-        setup = list(hints["setup"][0])
-        reasons.append(Reason(field="setup", value=" && ".join(setup), source=f"{hints['setup'][1]}"))
-    if not setup and install and declared is None and test.kind == "pytest":
-        setup = testcmd.tox_installs(facts.tox_commands)
-        if setup:
-            reasons.append(Reason(field="setup", value=" && ".join(setup), source="tox.ini [testenv] commands "
-                                                                                  "install them before the tests"))
-    prepare = list(declared.prepare) if declared is not None else []
-    if prepare:
-        reasons.append(Reason(field="prepare", value=" && ".join(prepare), source=f"declared ({origin})"))
-    if helpers:
-        prepare.append(HELPERS_OFFLINE)
-        reasons.append(Reason(field="prepare", value=HELPERS_OFFLINE, source="ah_bootstrap must not download the "
-                              "helpers: they are a requirement, and the build reaches package indexes only"))
-    if (setup or prepare) and not compiled:
-        reasons.append(Reason(field="per_revision", value="yes", source="prepare/setup commands run in the "
-                              "source tree: what they write belongs to this revision"))
-    resolve_for = declared.resolve_for_python if declared is not None else None
-    if resolve_for and interpreters.vkey(resolve_for) < interpreters.vkey(python):
-        reasons.append(Reason(field="resolve_for_python", value=resolve_for,
-                              source=f"declared ({origin}): versions as for Python {resolve_for}, installed on "
-                                     f"{python}"))
-    else:
-        resolve_for = None
-    names = [n for n in _project_names(texts) if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n)]
-    spec = EnvSpec(origin=origin, python=python, apt=apt, install_project=install and installable,
-                   project_name=names[0] if names and install and installable else None,
-                   extras=extras, requirements=requirements, guessed=guessed, requirement_files=req_files,
-                   overrides=list(declared.overrides) if declared is not None else [],
-                   declared_only=only_declared,
-                   optional_files=optional_files, exclude_newer=exclude_newer, resolve_for_python=resolve_for,
-                   build_isolation=(declared.build_isolation if declared is not None else True) and not helpers,
-                   project_last=bool(declared is not None and declared.project_last),
-                   prepare=prepare, setup=setup, setup_best_effort=bool(setup) and not (declared and declared.setup),
-                   standins=stand_ins,
-                   env=env, test=test, scm_version=scm_version, per_revision=bool(compiled or setup or prepare),
-                   compilers=compilers or bool(apt))
-    det = Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
-                    commit_date=commit_date.isoformat() if commit_date else "", repository=repository,
-                    notes=notes, warning=ecosystems.unsupported(paths) if origin == "detected" else "")
+    scan = Scan(files=files, paths=paths, texts=texts, wanted=wanted, test_files=test_files, dev_files=dev_files,
+                declared=declared, origin=origin, reasons=reasons, shaping=shaping)
+    det = python_detection(scan, commit_date=commit_date, repository=repository, commit=commit, tree=tree,
+                           version_hint=version_hint)
     return with_part(det, files, paths, texts, commit_date) if origin == "detected" else det
 
 
@@ -463,7 +177,7 @@ def _image(files: RepoFiles, texts: dict[str, str], present: set[str], declared:
             raise ConfigError(f"{path}: names no image and no build.dockerfile: bosun builds the environment from "
                               "one of them")
         image, setup, notes = found.image, found.setup, found.notes
-        shaping[path] = _sha(text)
+        shaping[path] = content_sha(text)
         kept, left_out = usable_env(found.env, path)
         env.update(kept)
         notes += left_out
@@ -475,7 +189,7 @@ def _image(files: RepoFiles, texts: dict[str, str], present: set[str], declared:
         if content is None:
             raise ConfigError(f"{image.source}: the Dockerfile {image.dockerfile} is not in the repository at this "
                               "commit (or cannot be read)")
-        shaping[image.dockerfile] = _sha(content)
+        shaping[image.dockerfile] = content_sha(content)
         copies = bool(re.search(r"(?im)^\s*(?:COPY|ADD)\s+(?!.*--from=)", content))
         reasons.append(Reason(field="image", value=image.dockerfile, source=f"{image.source}: built locally" +
                               (f" (context {image.context or '.'})" if image.context else "")))
@@ -572,82 +286,3 @@ def _native(kind: str, files: RepoFiles, texts: dict[str, str], present: set[str
     det = Detection(spec=spec, reasons=reasons, files=shaping, tree=tree, commit=commit,
                     commit_date=commit_date.isoformat() if commit_date else "", repository=repository, notes=notes)
     return with_part(det, files, sorted(present), texts, commit_date)
-
-
-HELPERS_OFFLINE = "sed -i 's/^auto_use = True/auto_use = False/' setup.cfg"
-"""ah_bootstrap's switch (setup.cfg ``[ah_bootstrap] auto_use``): off, setup.py imports the installed helpers."""
-
-
-def _absent_helpers(present: set[str], texts: dict[str, str]) -> str:
-    """Why the project needs astropy-helpers installed, or "": its setup.py bootstraps them (``ah_bootstrap.py``,
-    ``auto_use = True`` in setup.cfg) from a git submodule the source does not hold, and else downloads them with
-    pip from pypi.python.org, which a build does not reach (astropy before 4.1 and its affiliated packages of that
-    day). Installed as of the commit's date, built against without isolation, the download switched off."""
-    if "ah_bootstrap.py" not in present or "astropy_helpers/astropy_helpers/__init__.py" in present \
-            or "astropy_helpers/__init__.py" in present:
-        return ""
-    if not re.search(r"(?ms)^\[ah_bootstrap\][^\[]*?^auto_use\s*=\s*True\s*$", texts.get("setup.cfg", "")):
-        return ""
-    return "setup.py bootstraps astropy_helpers (ah_bootstrap.py, setup.cfg auto_use = True) from a submodule the " \
-           "source lacks"
-
-
-def _ci_installs(paths: list[str], texts: dict[str, str], python: str, facts: pyconfig.Facts,
-                 files: RepoFiles) -> list[str]:
-    """The test dependencies a project declares outside its package's metadata: its conda environment file
-    (``environment.yml``, or the CI's for this Python version), what its CI's test jobs and nox's test sessions
-    install with pip. Soft: installed when they resolve, dropped (and listed) when not. Returns the files that
-    gave some (they shape the environment: its cache key)."""
-    present, used = set(paths), []
-    env_file = pyconfig.environment_file(paths, python)
-    if env_file and env_file in texts:
-        found = pyconfig.conda_requirements(texts[env_file])
-        facts.soft_requires += [(r, f"{env_file} (conda environment)") for r in found]
-        used += [env_file] if found else []
-    for path in paths:
-        if pyconfig.CI_FILES.match(path) and path in texts:
-            before = len(facts.soft_requires) + len(facts.soft_files)
-            if path == "noxfile.py":
-                pyconfig.read_noxfile(texts[path], facts, present)
-            else:
-                pyconfig.read_ci_installs(texts[path], facts, path, present)
-            used += [path] if len(facts.soft_requires) + len(facts.soft_files) > before else []
-    named = [p for p, _ in facts.soft_files if p not in texts]
-    texts.update(files.read_many(named))
-    return used + [p for p in dict.fromkeys(p for p, _ in facts.soft_files) if p in texts]
-
-
-def _pkg_info_version(text: str) -> str | None:
-    m = re.search(r"^Version:\s*(\S+)\s*$", text, re.M)
-    return m.group(1) if m else None
-
-
-def _is_version(text: str) -> bool:
-    return re.fullmatch(r"3\.\d{1,2}(?:\.\d+)?", str(text).strip()) is not None
-
-
-_SECTION = re.compile(r"^\[", re.M)
-
-
-def _key_in_table(text: str, table: str, key: str) -> list[str]:
-    """The first value of ``key`` (a pattern with one group) in a ``[table]`` of an INI or TOML text: each table
-    header is found once and only its own section (to the next header) is searched, so the time stays linear."""
-    pattern = re.compile(key, re.M)
-    for header in re.finditer(rf"^\[(?:{table})\]", text, re.M):
-        end = _SECTION.search(text, header.end())
-        m = pattern.search(text, header.end(), end.start() if end else len(text))
-        if m:
-            return [m.group(1)]
-    return []
-
-
-def _project_names(texts: dict[str, str]) -> list[str]:
-    """The project's distribution name, from literal declarations only (pyproject, setup.cfg, setup.py's
-    ``name="..."``, PKG-INFO)."""
-    names = []
-    names += _key_in_table(texts.get("pyproject.toml", ""), r"project|tool\.poetry",
-                           r"""^name[ \t]*=[ \t]*["']([^"'\n]+)["']""")
-    names += _key_in_table(texts.get("setup.cfg", ""), r"metadata", r"^name[ \t]*=[ \t]*([A-Za-z0-9._-]+)[ \t]*$")
-    names += re.findall(r"""\bname\s*=\s*["']([A-Za-z0-9._-]+)["']""", texts.get("setup.py", ""))[:1]
-    names += re.findall(r"^Name:\s*(\S+)", texts.get("PKG-INFO", ""), re.M)[:1]
-    return names

@@ -39,10 +39,10 @@ from pydantic import BaseModel, ConfigDict
 
 from environments import standins
 from environments.declared import Declared
-from environments.detect import HELPERS_OFFLINE
 from environments.interpreters import vkey
 from environments.models import VENV
 from environments.pyconfig import conda_requirements, req_name
+from environments.pydetect import HELPERS_OFFLINE
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
 """Packages the recipes do not pin are resolved as of this moment (SWE-bench Verified's release: the harness's

@@ -110,18 +110,7 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
         queue = inp.worker_queue
-        if inp.resume is None:
-            init = await workflow.execute_activity_method(
-                AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
-                                                           workspace=inp.workspace, attachments=inp.attachments,
-                                                           model=inp.model, harness=inp.harness),
-                task_queue=queue, summary=f"init {inp.role} agent", **policies.AGENT_STEP)
-            self.s = AgentState(transcript_ref=init.transcript_ref, model=inp.model, pinned_ref=init.pinned_ref,
-                                budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time())
-            self.pending_user = list(inp.messages) + self.pending_user
-        else:
-            self.s = inp.resume
-        s = self.s
+        s = self.s = await self._start(inp)
         tracker = BudgetTracker(budget=Budget.model_validate(s.budget), started_at=s.started_at,
                                 scope=inp.agent_id, spent=Spent.model_validate(s.spent))
         self.tracker = tracker
@@ -194,6 +183,19 @@ class AgentWorkflow:
                       cached_input_tokens=spent.cached_input_tokens)
         return s.result(inp.agent_id, status, usage, round(spent.usd, 6), final_message=final, stopped=stopped,
                         error_kind=error_kind, reason=reason)
+
+    async def _start(self, inp: AgentInput) -> AgentState:
+        """The state a run starts from: the one it continued as new with, or a fresh agent's (init_agent)."""
+        if inp.resume is not None:
+            return inp.resume
+        init = await workflow.execute_activity_method(
+            AgentActivities.init_agent, InitAgentInput(agent_id=inp.agent_id, role=inp.role, task=inp.task,
+                                                       workspace=inp.workspace, attachments=inp.attachments,
+                                                       model=inp.model, harness=inp.harness),
+            task_queue=inp.worker_queue, summary=f"init {inp.role} agent", **policies.AGENT_STEP)
+        self.pending_user = list(inp.messages) + self.pending_user
+        return AgentState(transcript_ref=init.transcript_ref, model=inp.model, pinned_ref=init.pinned_ref,
+                          budget=_capped(init.budget, inp.budget_cap), started_at=workflow.time())
 
     async def _release(self, inp: AgentInput) -> None:
         await workflow.execute_activity_method(

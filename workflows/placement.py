@@ -4,20 +4,42 @@ evaluation's instances). Deterministic: everything here is workflow code over ac
 - ``claim``: a slot, taken by the first host with a free one (``hold_slot`` on ``<task_queue>-slots``, which tells
   the workflow which host by the ``slot_granted`` signal, handed to ``granted``); held until the lease is dropped.
 - ``on``: await a step on a host unless the host is lost first (its watch, ``watch_host``, returns): HostGone.
+- ``TaskPlacement``: a task's home host, the checkpoints that let another host restore its repository, the moves
+  off lost hosts (``act``: a coordinator's step on the home host, moved when it is lost).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.hosts import HostActivities
-    from activities.models import HostLost, SlotGrant, SlotInput, WatchInput
+    from activities.models import (
+        BindResult,
+        Checkpoint,
+        EnvironmentState,
+        HostLost,
+        PrepareResult,
+        RestoreInput,
+        SlotGrant,
+        SlotInput,
+        WatchInput,
+    )
+    from activities.workspace import WorkspaceActivities
     from workflows import policies
+    from workflows.models import HostMove, branch_name
+
+BUILD_MINUTES_DEFAULT = 150
+"""The build activity's time limit when the prepare step did not say (a worker from before it did)."""
 
 
+def build_minutes(env: EnvironmentState) -> float:
+    """The build activity's time limit: what the worker's settings gave in the prepare result (pure: workflows
+    do no I/O)."""
+    return env.build_timeout_s / 60 if env.build_timeout_s > 0 else BUILD_MINUTES_DEFAULT
 
 
 def drop(task: asyncio.Task) -> None:
@@ -125,3 +147,98 @@ class Placement:
     def stop_watching(self) -> None:
         for watch in self.watches.values():
             drop(watch)
+
+
+class TaskPlacement(Placement):
+    """A task's placement: its home host (where the coordinator's steps run), and, when the hosts share their
+    state, the checkpoints that let any host restore the task's repository, and the moves off lost hosts."""
+
+    def __init__(self, enter: Callable[[str], None]) -> None:
+        super().__init__()
+        self.enter = enter
+        """Says the task's phase (a move is one)."""
+        self.home: BindResult | None = None
+        """The host of the coordinator's steps (it changes when the host is lost)."""
+        self.repo = self.ref = ""
+        self.checkpoints: list[Checkpoint] = []
+        self.synced: dict[str, int] = {}
+        """Host (worker id) -> how many of the checkpoints its copy of the repository holds."""
+        self.branch_at: dict[str, str] = {}
+        """Host (worker id) -> the head its copy of the task branch was last set to (a restore or a step there)."""
+        self.hosts: dict[str, str] = {}
+        """Every host (worker id -> queue) that held a copy of the task's repository."""
+        self.moves: list[HostMove] = []
+        self.head: str | None = None
+        """The task branch's head (what a host the task moves to sets its branch to)."""
+        self.prepared: PrepareResult | None = None
+        self.environment_state: EnvironmentState | None = None
+
+    def view(self) -> dict:
+        """The ``placement`` query: the home host, the hosts that held the repository, the lost ones, the moves."""
+        return {"home": self.home.worker_id if self.home else None, "hosts": sorted(self.hosts),
+                "lost": sorted(self.lost), "moves": [m.model_dump() for m in self.moves],
+                "checkpoints": len(self.checkpoints)}
+
+    async def bind(self, why: str = "") -> BindResult:
+        return await workflow.execute_activity_method(
+            WorkspaceActivities.bind_host, summary="bind worker host" + (f" ({why})" if why else ""),
+            **policies.BIND)
+
+    async def act(self, fn, arg, *, summary: str, config: workflow.ActivityConfig = policies.WORKSPACE_STEP):
+        """One step of the coordinator on the task's home host. When the hosts share their state, the step races
+        the home host's watch: if the host is lost, the task moves (binds a live host, restores its repository
+        there from the checkpoints) and the step runs again there."""
+        if not self.shared:
+            return await workflow.execute_activity_method(fn, arg, summary=summary, task_queue=self.home.queue,
+                                                          **config)
+        while True:
+            home = self.home
+            try:
+                await self.sync(home, branch=True)
+                return await self.on(home.worker_id, workflow.execute_activity_method(
+                    fn, arg, summary=summary, task_queue=home.queue, **config))
+            except HostGone as gone:
+                await self._move_home(gone.lost)
+
+    def checkpointed(self, checkpoint: Checkpoint | None, worker_id: str) -> None:
+        """Keep a step's checkpoint; the host that made it holds it (and all before, if it held those)."""
+        if checkpoint is None:
+            return
+        held = self.synced.get(worker_id, 0) == len(self.checkpoints)
+        self.checkpoints.append(checkpoint)
+        if held:
+            self.synced[worker_id] = len(self.checkpoints)
+
+    async def sync(self, host: BindResult, branch: bool = False) -> None:
+        """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints, or
+        (``branch``: the host runs the coordinator's steps) when its task branch is not at the task's head."""
+        self.hosts.setdefault(host.worker_id, host.queue)
+        if not self.shared or self.prepared is None:
+            return
+        behind = self.synced.get(host.worker_id, 0) < len(self.checkpoints)
+        stale = branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
+        if not behind and not stale:
+            return
+        n, env = len(self.checkpoints), self.environment_state
+        restored = await self.on(host.worker_id, workflow.execute_activity_method(
+            WorkspaceActivities.restore_task,
+            RestoreInput(workflow_id=workflow.info().workflow_id, source=self.repo, ref=self.ref,
+                         base_commit=self.prepared.base_commit, checkpoints=self.checkpoints[:n],
+                         branch=branch_name(workflow.info().workflow_id), head=self.head, environment=env),
+            summary=f"restore the task on {host.worker_id} ({n} checkpoints)", task_queue=host.queue,
+            **policies.longer(policies.LONG_STEP, build_minutes(env) if env else 30)))
+        self.synced[host.worker_id] = max(self.synced.get(host.worker_id, 0), n)
+        if self.head is not None:
+            self.branch_at[host.worker_id] = self.head
+        if restored.environment is not None and restored.environment.status != "ready" and \
+                env is not None and env.status == "ready":
+            workflow.logger.warning("host %s: the task's environment is %s there (%s)", host.worker_id,
+                                    restored.environment.status, restored.environment.reason)
+
+    async def _move_home(self, lost: HostLost) -> None:
+        """The home host is lost: bind a live host; the next step restores the repository there."""
+        before = self.home.worker_id if self.home else ""
+        self.enter(f"moving: host {before} lost ({lost.why})")
+        self.home = await self.bind(f"after {before} was lost")
+        self.moves.append(HostMove(what="task", from_worker=before, to_worker=self.home.worker_id,
+                                   at=workflow.now().isoformat(), why=lost.why))

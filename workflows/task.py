@@ -34,7 +34,6 @@ with workflow.unsafe.imports_passed_through():
         Attachment,
         BindResult,
         BranchInput,
-        Checkpoint,
         ChecksInput,
         ChecksResult,
         CleanupInput,
@@ -43,14 +42,11 @@ with workflow.unsafe.imports_passed_through():
         EnvironmentInput,
         EnvironmentState,
         FinalizeInput,
-        HostLost,
         MergeInput,
         PlanInfo,
         PrepareInput,
-        PrepareResult,
         ReadPlanInput,
         ReleaseInput,
-        RestoreInput,
         RouteInput,
         SlotGrant,
         SubtaskInfo,
@@ -73,17 +69,7 @@ with workflow.unsafe.imports_passed_through():
         TaskResult,
         branch_name,
     )
-    from workflows.placement import HostGone, Placement, drop
-
-
-BUILD_MINUTES_DEFAULT = 150
-"""The build activity's time limit when the prepare step did not say (a worker from before it did)."""
-
-
-def build_minutes(env: EnvironmentState) -> float:
-    """The build activity's time limit: what the worker's settings gave in the prepare result (pure: workflows
-    do no I/O)."""
-    return env.build_timeout_s / 60 if env.build_timeout_s > 0 else BUILD_MINUTES_DEFAULT
+    from workflows.placement import HostGone, TaskPlacement, build_minutes, drop
 
 
 def _with_trailer(message: str) -> str:
@@ -107,24 +93,8 @@ class TaskWorkflow:
         self.budget: BudgetTracker | None = None
         self.agents_run = 0
         self.budget_note = ""
-        # -- placement: slots, hosts, checkpoints, moves -----------------------------------------------------
-        self.home: BindResult | None = None
-        """The host of the coordinator's steps (it changes when the host is lost)."""
-        self.place = Placement()
-        """Slot claims and host watches (``place.shared``: the hosts share their state, BOSUN_ARTIFACT_STORE=nats:
-        checkpoints, watches, moves)."""
-        self.checkpoints: list[Checkpoint] = []
-        self.synced: dict[str, int] = {}
-        """Host (worker id) -> how many of the checkpoints its copy of the repository holds."""
-        self.branch_at: dict[str, str] = {}
-        """Host (worker id) -> the head its copy of the task branch was last set to (a restore or a step there)."""
-        self.hosts: dict[str, str] = {}
-        """Every host (worker id -> queue) that held a copy of the task's repository."""
-        self.moves: list[HostMove] = []
-        self.head: str | None = None
-        """The task branch's head (what a host the task moves to sets its branch to)."""
-        self.prepared: PrepareResult | None = None
-        self.environment_state: EnvironmentState | None = None
+        self.place = TaskPlacement(self._enter)
+        """Where the task runs: its home host, slot claims, host watches, checkpoints, moves."""
 
     def _enter(self, phase: str) -> None:
         self.phase = phase
@@ -153,9 +123,7 @@ class TaskWorkflow:
     @workflow.query
     def placement(self) -> dict:
         """Where the task runs: its home host, the hosts that held its repository, the lost ones, the moves."""
-        return {"home": self.home.worker_id if self.home else None, "hosts": sorted(self.hosts),
-                "lost": sorted(self.place.lost), "moves": [m.model_dump() for m in self.moves],
-                "checkpoints": len(self.checkpoints)}
+        return self.place.view()
 
     @workflow.signal
     def slot_granted(self, grant: SlotGrant) -> None:
@@ -198,74 +166,7 @@ class TaskWorkflow:
                 out.append(msg.text)
         return out
 
-    # -- placement: slots, host watches, checkpoints, moves ---------------------------------------------------
-
-    async def _act(self, queue: str, fn, arg, *, summary: str,
-                   config: workflow.ActivityConfig = policies.WORKSPACE_STEP):
-        """One step of the coordinator on the task's home host. When the hosts share their state, the step races
-        the home host's watch: if the host is lost, the task moves (binds a live host, restores its repository
-        there from the checkpoints) and the step runs again there."""
-        if not self.place.shared:
-            return await workflow.execute_activity_method(fn, arg, summary=summary, task_queue=queue, **config)
-        while True:
-            home = self.home
-            try:
-                await self._sync_host(home, branch=True)
-                return await self.place.on(home.worker_id, workflow.execute_activity_method(
-                    fn, arg, summary=summary, task_queue=home.queue, **config))
-            except HostGone as gone:
-                await self._move_home(gone.lost)
-
-    def _checkpointed(self, checkpoint: Checkpoint | None, worker_id: str) -> None:
-        """Keep a step's checkpoint; the host that made it holds it (and all before, if it held those)."""
-        if checkpoint is None:
-            return
-        held = self.synced.get(worker_id, 0) == len(self.checkpoints)
-        self.checkpoints.append(checkpoint)
-        if held:
-            self.synced[worker_id] = len(self.checkpoints)
-
-    async def _sync_host(self, host: BindResult, branch: bool = False) -> None:
-        """Make ``host``'s copy of the task's repository current (restore_task) when it lacks checkpoints, or
-        (``branch``: the host runs the coordinator's steps) when its task branch is not at the task's head."""
-        self.hosts.setdefault(host.worker_id, host.queue)
-        if not self.place.shared or self.prepared is None:
-            return
-        behind = self.synced.get(host.worker_id, 0) < len(self.checkpoints)
-        stale = branch and self.head is not None and self.branch_at.get(host.worker_id) != self.head
-        if not behind and not stale:
-            return
-        n = len(self.checkpoints)
-        restored = await self.place.on(host.worker_id, workflow.execute_activity_method(
-            WorkspaceActivities.restore_task,
-            RestoreInput(workflow_id=workflow.info().workflow_id, source=self.inp.repo, ref=self.inp.ref,
-                         base_commit=self.prepared.base_commit, checkpoints=self.checkpoints[:n],
-                         branch=branch_name(workflow.info().workflow_id), head=self.head,
-                         environment=self.environment_state),
-            summary=f"restore the task on {host.worker_id} ({n} checkpoints)",
-            task_queue=host.queue,
-            **policies.longer(policies.LONG_STEP,
-                              build_minutes(self.environment_state) if self.environment_state else 30)))
-        self.synced[host.worker_id] = max(self.synced.get(host.worker_id, 0), n)
-        if self.head is not None:
-            self.branch_at[host.worker_id] = self.head
-        if restored.environment is not None and restored.environment.status != "ready" and \
-                self.environment_state is not None and self.environment_state.status == "ready":
-            workflow.logger.warning("host %s: the task's environment is %s there (%s)", host.worker_id,
-                                    restored.environment.status, restored.environment.reason)
-
-    async def _move_home(self, lost: HostLost) -> None:
-        """The home host is lost: bind a live host; the next step restores the repository there."""
-        before = self.home.worker_id if self.home else ""
-        self._enter(f"moving: host {before} lost ({lost.why})")
-        self.home = await self._bind(f"after {before} was lost")
-        self.moves.append(HostMove(what="task", from_worker=before, to_worker=self.home.worker_id,
-                                   at=workflow.now().isoformat(), why=lost.why))
-
-    async def _bind(self, why: str = "") -> BindResult:
-        return await workflow.execute_activity_method(
-            WorkspaceActivities.bind_host, summary="bind worker host" + (f" ({why})" if why else ""),
-            **policies.BIND)
+    # -- placement: agents on the hosts that take their slots -----------------------------------------------
 
     async def _placed(self, inp: TaskInput, name: str, role: str, task: str, commit: str, keys: list[str], *,
                       attachments: list[Attachment] | None = None, files_in_scope: int = 0,
@@ -283,17 +184,17 @@ class TaskWorkflow:
             grant, lease = await self.place.claim(run)
             host = BindResult(queue=grant.queue, worker_id=grant.worker_id, shared=self.place.shared)
             try:
-                await self._sync_host(host)
+                await self.place.sync(host)
                 workspace = await self.place.on(host.worker_id, self._workspace(host.queue, run, commit))
                 result = await self._agent(inp, run, role, task, workspace, commit, host.queue, keys,
                                            attachments=attachments, files_in_scope=files_in_scope, host=host)
                 got: object = _NoWork()
                 if collect is not None and result.status not in ("failed", "cancelled"):
                     got = await self.place.on(host.worker_id, self._collect(host.queue, run, commit, collect))
-                    self._checkpointed(got.checkpoint, host.worker_id)
+                    self.place.checkpointed(got.checkpoint, host.worker_id)
                 return result, got
             except HostGone as gone:
-                self.moves.append(HostMove(what=run, from_worker=host.worker_id, to_worker=None,
+                self.place.moves.append(HostMove(what=run, from_worker=host.worker_id, to_worker=None,
                                            at=workflow.now().isoformat(), why=gone.lost.why))
                 self._enter(f"{run}: host {host.worker_id} lost ({gone.lost.why}); running it again elsewhere")
             finally:
@@ -395,7 +296,7 @@ class TaskWorkflow:
     # -- workspace steps ---------------------------------------------------------------------------------------
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
-        return await self._act(queue, WorkspaceActivities.run_checks,
+        return await self.place.act(WorkspaceActivities.run_checks,
                                ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
                                summary=f"tests {label}", config=policies.LONG_STEP)
 
@@ -416,13 +317,13 @@ class TaskWorkflow:
 
     async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
                      fast_forward: bool = False):
-        merged = await self._act(queue, WorkspaceActivities.merge_agent_work,
+        merged = await self.place.act(WorkspaceActivities.merge_agent_work,
                                  MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
                                             label=label, message=_with_trailer(message), fast_forward=fast_forward),
                                  summary=f"merge {label}")
         if self.place.shared and merged.merged:
-            self._checkpointed(merged.checkpoint, self.home.worker_id)
-            self.head = self.branch_at[self.home.worker_id] = merged.head
+            self.place.checkpointed(merged.checkpoint, self.place.home.worker_id)
+            self.place.head = self.place.branch_at[self.place.home.worker_id] = merged.head
         return merged
 
     # -- the run -----------------------------------------------------------------------------------------------
@@ -435,10 +336,10 @@ class TaskWorkflow:
             self.budget = BudgetTracker(budget=Budget.model_validate(inp.budget), started_at=workflow.time(),
                                         scope="task")
         self._enter("binding a worker host")
-        self.inp = inp
-        self.home = await self._bind()
-        self.place.shared = self.home.shared
-        queue = self.home.queue
+        self.place.repo, self.place.ref = inp.repo, inp.ref
+        self.place.home = await self.place.bind()
+        self.place.shared = self.place.home.shared
+        queue = self.place.home.queue
         # Whatever happens (not when a worker merely evicts this run from its cache): every end reports back, no
         # sandbox of this task outlives it, and its run workspaces go (their work is in the repository).
         try:
@@ -469,11 +370,11 @@ class TaskWorkflow:
         await self._cleanup(queue, wf_id)
 
     async def _cleanup(self, queue: str, wf_id: str) -> None:
-        await self._act(queue, WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
+        await self.place.act(WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
                         summary="release sandboxes, clean up", config=policies.TIDY)
         if self.place.shared:  # the other hosts that held a copy of the task's repository for its agents
-            for worker_id, queue_of in sorted(self.hosts.items()):
-                if worker_id != self.home.worker_id and worker_id not in self.place.lost:
+            for worker_id, queue_of in sorted(self.place.hosts.items()):
+                if worker_id != self.place.home.worker_id and worker_id not in self.place.lost:
                     try:
                         await workflow.execute_activity_method(
                             WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id, drop_repository=True),
@@ -490,30 +391,30 @@ class TaskWorkflow:
         if not origin:
             return
         self._enter("reporting back")
-        await self._act(queue, ReportActivities.report_status,
+        await self.place.act(ReportActivities.report_status,
                         ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
                                     commit=commit, remote=inp.repo),
                         summary=f"status back ({status})", config=policies.REPORT_BACK)
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
-        prep = await self._act(queue, WorkspaceActivities.prepare_workspace,
+        prep = await self.place.act(WorkspaceActivities.prepare_workspace,
                                PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref, env_id=inp.env_id),
                                summary=f"clone {inp.repo}@{inp.ref}")
         base = prep.base_commit
         if self.place.shared:
-            self.prepared, self.environment_state = prep, prep.environment
-            self._checkpointed(prep.checkpoint, self.home.worker_id)
+            self.place.prepared, self.place.environment_state = prep, prep.environment
+            self.place.checkpointed(prep.checkpoint, self.place.home.worker_id)
         env = await self._environment(queue, wf_id, prep.environment)
         if self.place.shared:
-            self.environment_state = env
+            self.place.environment_state = env
         if env is not None and env.status == "failed":
             return await self._environment_failed(inp, queue, wf_id, branch, env)
-        head = await self._act(queue, WorkspaceActivities.start_branch,
+        head = await self.place.act(WorkspaceActivities.start_branch,
                                BranchInput(workflow_id=wf_id, branch=branch, commit=base), summary=f"branch {branch}")
-        self.head = head
+        self.place.head = head
         if self.place.shared:
-            self.branch_at[self.home.worker_id] = head
+            self.place.branch_at[self.place.home.worker_id] = head
         self._enter("tests before")
         before = await self._checks(queue, head, "before")
 
@@ -541,7 +442,7 @@ class TaskWorkflow:
             self.failures += 1
             n = len(rounds) + 1
             self._enter(f"debugging (round {n})")
-            diff_ref = await self._act(queue, WorkspaceActivities.diff_since,
+            diff_ref = await self.place.act(WorkspaceActivities.diff_since,
                                        DiffInput(workflow_id=wf_id, base_commit=base, head=head),
                                        summary="current diff")
             task = debugger_brief(inp.task, after.failed[:30], after.summary, problems)
@@ -565,7 +466,7 @@ class TaskWorkflow:
             after = await self._checks(queue, head, f"after follow-up {n}")
 
         self._enter("delivering")
-        fin = await self._act(queue, WorkspaceActivities.finalize,
+        fin = await self.place.act(WorkspaceActivities.finalize,
                               FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
                                             deliver_to=inp.repo if inp.local_branch else "",
                                             deliver_host=inp.local_host),
@@ -591,7 +492,8 @@ class TaskWorkflow:
                           tests_after=after, agent=solo, plan=self.plan_info, subtasks=outcomes,
                           debug_rounds=rounds, follow_ups=follow_ups, problems=problems, messages=self.inbox,
                           budget_note=self.budget_note, spent=self.budget.spent.model_dump() if self.budget else {},
-                          environment=env, moves=self.moves, local_branch=fin.local_branch, local_note=fin.local_note)
+                          environment=env, moves=self.place.moves, local_branch=fin.local_branch,
+                          local_note=fin.local_note)
 
     async def _environment(self, queue: str, wf_id: str, env: EnvironmentState | None) -> EnvironmentState | None:
         """The base commit's environment: as the prepare step found it, or built now (an activity that
@@ -599,7 +501,7 @@ class TaskWorkflow:
         if env is None or env.status != "needed":
             return env
         self._enter(f"building the environment {env.env_id} (python {env.python})")
-        return await self._act(queue, WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
+        return await self.place.act(WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
                                summary=f"environment {env.env_id}: python {env.python}, tests: "
                                        f"{env.test_command[:80]}",
                                config=policies.longer(policies.LONG_STEP, build_minutes(env)))
@@ -620,7 +522,7 @@ class TaskWorkflow:
         return TaskResult(status="environment_failed", workspace="", branch=branch, commit=None, diff="",
                           diff_ref="", files_changed=[], tests_before=skipped, tests_after=skipped,
                           problems=[why] + ([f"log tail:\n{env.tail[-2000:]}"] if env.tail else []),
-                          messages=self.inbox, environment=env, moves=self.moves)
+                          messages=self.inbox, environment=env, moves=self.place.moves)
 
     async def _run_on_branch(self, inp: TaskInput, queue: str, branch: str, head: str, name: str, role: str,
                              task: str, keys: list[str], attachments: list[Attachment] | None = None
@@ -650,7 +552,7 @@ class TaskWorkflow:
                                                               f"{planner.reason[:300]}); running the whole task "
                                                               "as one subtask")
         else:
-            self.plan_info = await self._act(queue, AgentActivities.read_plan,
+            self.plan_info = await self.place.act(AgentActivities.read_plan,
                                              ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
                                              summary="read the plan")
         by_id = {s.id: s for s in self.plan_info.subtasks}

@@ -6,7 +6,7 @@ from activities.models import EnvironmentState
 from environments.bases import BASE_BUILD_MAX_S
 from environments.service import ensure_timeout_s
 from infra.settings import Settings
-from workflows.task import BUILD_MINUTES_DEFAULT, build_minutes
+from workflows.placement import BUILD_MINUTES_DEFAULT, build_minutes
 
 
 def test_the_build_timeout_follows_the_setting():
