@@ -77,6 +77,15 @@ def _with_trailer(message: str) -> str:
     return f"{message}\n\nBosun-Task: {workflow.info().workflow_id}"
 
 
+def _verdict(files_changed: list[str], green: bool, problems: list[str]) -> str:
+    """The task's status from what it delivered, its tests after, and what was not done."""
+    if not files_changed:
+        return "failed" if problems else "no_changes"
+    if green and not problems:
+        return "succeeded"
+    return "partial" if problems else "failed"
+
+
 @workflow.defn
 class TaskWorkflow:
     def __init__(self) -> None:
@@ -297,8 +306,8 @@ class TaskWorkflow:
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
         return await self.place.act(WorkspaceActivities.run_checks,
-                               ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
-                               summary=f"tests {label}", config=policies.LONG_STEP)
+                                    ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
+                                    summary=f"tests {label}", config=policies.LONG_STEP)
 
     async def _workspace(self, queue: str, name: str, commit: str) -> str:
         """A fresh workspace for one agent run, checked out by the host at ``commit``."""
@@ -317,10 +326,11 @@ class TaskWorkflow:
 
     async def _merge(self, queue: str, branch: str, commit: str, label: str, message: str,
                      fast_forward: bool = False):
-        merged = await self.place.act(WorkspaceActivities.merge_agent_work,
-                                 MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit,
-                                            label=label, message=_with_trailer(message), fast_forward=fast_forward),
-                                 summary=f"merge {label}")
+        merged = await self.place.act(
+            WorkspaceActivities.merge_agent_work,
+            MergeInput(workflow_id=workflow.info().workflow_id, branch=branch, commit=commit, label=label,
+                       message=_with_trailer(message), fast_forward=fast_forward),
+            summary=f"merge {label}")
         if self.place.shared and merged.merged:
             self.place.checkpointed(merged.checkpoint, self.place.home.worker_id)
             self.place.head = self.place.branch_at[self.place.home.worker_id] = merged.head
@@ -371,7 +381,7 @@ class TaskWorkflow:
 
     async def _cleanup(self, queue: str, wf_id: str) -> None:
         await self.place.act(WorkspaceActivities.cleanup_task, CleanupInput(workflow_id=wf_id),
-                        summary="release sandboxes, clean up", config=policies.TIDY)
+                             summary="release sandboxes, clean up", config=policies.TIDY)
         if self.place.shared:  # the other hosts that held a copy of the task's repository for its agents
             for worker_id, queue_of in sorted(self.place.hosts.items()):
                 if worker_id != self.place.home.worker_id and worker_id not in self.place.lost:
@@ -391,16 +401,17 @@ class TaskWorkflow:
         if not origin:
             return
         self._enter("reporting back")
-        await self.place.act(ReportActivities.report_status,
-                        ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
-                                    commit=commit, remote=inp.repo),
-                        summary=f"status back ({status})", config=policies.REPORT_BACK)
+        await self.place.act(
+            ReportActivities.report_status,
+            ReportInput(workflow_id=wf_id, origin=origin, status=status, summary=summary, branch=branch,
+                        commit=commit, remote=inp.repo),
+            summary=f"status back ({status})", config=policies.REPORT_BACK)
 
     async def _run(self, inp: TaskInput, queue: str, wf_id: str, branch: str) -> TaskResult:
         self._enter("preparing workspace")
         prep = await self.place.act(WorkspaceActivities.prepare_workspace,
-                               PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref, env_id=inp.env_id),
-                               summary=f"clone {inp.repo}@{inp.ref}")
+                                    PrepareInput(workflow_id=wf_id, repo=inp.repo, ref=inp.ref, env_id=inp.env_id),
+                                    summary=f"clone {inp.repo}@{inp.ref}")
         base = prep.base_commit
         if self.place.shared:
             self.place.prepared, self.place.environment_state = prep, prep.environment
@@ -411,7 +422,8 @@ class TaskWorkflow:
         if env is not None and env.status == "failed":
             return await self._environment_failed(inp, queue, wf_id, branch, env)
         head = await self.place.act(WorkspaceActivities.start_branch,
-                               BranchInput(workflow_id=wf_id, branch=branch, commit=base), summary=f"branch {branch}")
+                                    BranchInput(workflow_id=wf_id, branch=branch, commit=base),
+                                    summary=f"branch {branch}")
         self.place.head = head
         if self.place.shared:
             self.place.branch_at[self.place.home.worker_id] = head
@@ -435,51 +447,17 @@ class TaskWorkflow:
 
         self._enter("verifying")
         after = await self._checks(queue, head, "after")
-        rounds: list[AgentResult] = []
-        while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
-            if not self._fits(1, "debugger rounds"):
-                break
-            self.failures += 1
-            n = len(rounds) + 1
-            self._enter(f"debugging (round {n})")
-            diff_ref = await self.place.act(WorkspaceActivities.diff_since,
-                                       DiffInput(workflow_id=wf_id, base_commit=base, head=head),
-                                       summary="current diff")
-            task = debugger_brief(inp.task, after.failed[:30], after.summary, problems)
-            attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
-            attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
-            result, head = await self._run_on_branch(inp, queue, branch, head, f"debugger-{n}", "debugger", task,
-                                                     [f"debugger#{n}", "debugger"], attachments=attach)
-            rounds.append(result)
-            self._enter(f"verifying (after debug round {n})")
-            after = await self._checks(queue, head, f"after debug round {n}")
-
-        follow_ups: list[AgentResult] = []
-        while any(not m.delivered_to for m in self.inbox) and len(follow_ups) < 3:
-            # Messages that arrived when no agent was running and none started afterwards: nobody read them
-            # yet. An agent on the branch gets them, so no message is ever lost.
-            n = len(follow_ups) + 1
-            self._enter(f"follow-up (round {n})")
-            result, head = await self._run_on_branch(inp, queue, branch, head, f"follow-up-{n}", "solo",
-                                                     follow_up_brief(inp.task), [f"follow_up#{n}", "follow_up"])
-            follow_ups.append(result)
-            after = await self._checks(queue, head, f"after follow-up {n}")
+        rounds, head, after = await self._debug_rounds(inp, queue, wf_id, base, branch, head, after, problems)
+        follow_ups, head, after = await self._follow_ups(inp, queue, branch, head, after)
 
         self._enter("delivering")
         fin = await self.place.act(WorkspaceActivities.finalize,
-                              FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
-                                            deliver_to=inp.repo if inp.local_branch else "",
-                                            deliver_host=inp.local_host),
-                              summary=f"deliver {branch}", config=policies.DELIVER)
+                                   FinalizeInput(workflow_id=wf_id, base_commit=base, branch=branch, head=head,
+                                                 deliver_to=inp.repo if inp.local_branch else "",
+                                                 deliver_host=inp.local_host),
+                                   summary=f"deliver {branch}", config=policies.DELIVER)
 
-        if not fin.files_changed:
-            status = "failed" if problems else "no_changes"
-        elif after.green and not problems:
-            status = "succeeded"
-        elif problems:
-            status = "partial"
-        else:
-            status = "failed"
+        status = _verdict(fin.files_changed, after.green, problems)
         lines = [f"bosun run `{wf_id}`: **{status}**", "", f"- tests before: {before.summary}",
                  f"- tests after: {after.summary}", f"- files changed: {', '.join(fin.files_changed) or 'none'}"]
         lines += [f"- not done: {p}" for p in problems]
@@ -495,6 +473,44 @@ class TaskWorkflow:
                           environment=env, moves=self.place.moves, local_branch=fin.local_branch,
                           local_note=fin.local_note)
 
+    async def _debug_rounds(self, inp: TaskInput, queue: str, wf_id: str, base: str, branch: str, head: str,
+                            after: ChecksResult, problems: list[str]) -> tuple[list[AgentResult], str, ChecksResult]:
+        """Team mode, tests still red: debugger agents on the branch, each with the failures and the diff so far,
+        until the tests are green, the rounds are used up or the budget does not fit another."""
+        rounds: list[AgentResult] = []
+        while inp.mode == "team" and not after.green and len(rounds) < inp.max_debug_rounds:
+            if not self._fits(1, "debugger rounds"):
+                break
+            self.failures += 1
+            n = len(rounds) + 1
+            self._enter(f"debugging (round {n})")
+            diff_ref = await self.place.act(WorkspaceActivities.diff_since,
+                                            DiffInput(workflow_id=wf_id, base_commit=base, head=head),
+                                            summary="current diff")
+            task = debugger_brief(inp.task, after.failed[:30], after.summary, problems)
+            attach = [Attachment(title="Test output", ref=after.output_ref)] if after.output_ref else []
+            attach.append(Attachment(title="The changes so far (diff against the starting commit)", ref=diff_ref))
+            result, head = await self._run_on_branch(inp, queue, branch, head, f"debugger-{n}", "debugger", task,
+                                                     [f"debugger#{n}", "debugger"], attachments=attach)
+            rounds.append(result)
+            self._enter(f"verifying (after debug round {n})")
+            after = await self._checks(queue, head, f"after debug round {n}")
+        return rounds, head, after
+
+    async def _follow_ups(self, inp: TaskInput, queue: str, branch: str, head: str,
+                          after: ChecksResult) -> tuple[list[AgentResult], str, ChecksResult]:
+        """Messages that arrived when no agent was running and none started afterwards: nobody read them yet. An
+        agent on the branch gets them (at most 3 rounds), so no message is ever lost."""
+        follow_ups: list[AgentResult] = []
+        while any(not m.delivered_to for m in self.inbox) and len(follow_ups) < 3:
+            n = len(follow_ups) + 1
+            self._enter(f"follow-up (round {n})")
+            result, head = await self._run_on_branch(inp, queue, branch, head, f"follow-up-{n}", "solo",
+                                                     follow_up_brief(inp.task), [f"follow_up#{n}", "follow_up"])
+            follow_ups.append(result)
+            after = await self._checks(queue, head, f"after follow-up {n}")
+        return follow_ups, head, after
+
     async def _environment(self, queue: str, wf_id: str, env: EnvironmentState | None) -> EnvironmentState | None:
         """The base commit's environment: as the prepare step found it, or built now (an activity that
         heartbeats its progress; the log goes to the artifact store)."""
@@ -502,9 +518,9 @@ class TaskWorkflow:
             return env
         self._enter(f"building the environment {env.env_id} (python {env.python})")
         return await self.place.act(WorkspaceActivities.build_environment, EnvironmentInput(workflow_id=wf_id),
-                               summary=f"environment {env.env_id}: python {env.python}, tests: "
-                                       f"{env.test_command[:80]}",
-                               config=policies.longer(policies.LONG_STEP, build_minutes(env)))
+                                    summary=f"environment {env.env_id}: python {env.python}, tests: "
+                                            f"{env.test_command[:80]}",
+                                    config=policies.longer(policies.LONG_STEP, build_minutes(env)))
 
     async def _environment_failed(self, inp: TaskInput, queue: str, wf_id: str, branch: str,
                                   env: EnvironmentState) -> TaskResult:
@@ -553,8 +569,8 @@ class TaskWorkflow:
                                                               "as one subtask")
         else:
             self.plan_info = await self.place.act(AgentActivities.read_plan,
-                                             ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
-                                             summary="read the plan")
+                                                  ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+                                                  summary="read the plan")
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}
         limit = asyncio.Semaphore(max(1, inp.max_parallel))

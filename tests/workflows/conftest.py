@@ -15,6 +15,11 @@ from workflows.agent import AgentWorkflow
 from workflows.models import TaskInput
 from workflows.task import TaskWorkflow
 
+FAIL_FAST = [Exception]
+"""A workflow task that raises fails its workflow here: a bug in workflow code (a TypeError, a nondeterminism) fails
+the test at once instead of hanging it. (A production worker retries such a task until a worker that can run it
+takes it: drain, then upgrade, docs/operations.md.)"""
+
 
 def slots_worker(env: WorkflowEnvironment, world: World, stubs: Stubs) -> Worker:
     """The stub host polling the slots queue with ``world.slots`` slots (activities/hosts.py: hold_slot)."""
@@ -36,6 +41,7 @@ async def run_task(env: WorkflowEnvironment, world: World, inp: TaskInput, *, wf
     world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
     stubs = Stubs(world)
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST,
                       activities=stubs.all(), max_concurrent_activities=64), \
             slots_worker(env, world, stubs):
         handle = await env.client.start_workflow(TaskWorkflow.run, inp, id=wf_id or f"t-{uuid.uuid4().hex[:8]}",

@@ -16,7 +16,7 @@ from temporalio.exceptions import CancelledError
 from temporalio.worker import Worker
 
 from evaluation.workflow import EvalInput, EvalInstanceWorkflow, EvalItem, EvalWorkflow, Variant
-from tests.workflows.conftest import slots_worker, task_input
+from tests.workflows.conftest import FAIL_FAST, slots_worker, task_input
 from tests.workflows.harness import REF, AgentScript, Stubs, Turn, World
 from tests.workflows.test_task import home_and_agent_hosts, plan
 from workflows.agent import AgentWorkflow
@@ -90,6 +90,7 @@ async def test_a_cancelled_task_stops_in_every_phase(env, phase):
     stubs = Stubs(world)
     wf_id = f"t-cancel-{uuid.uuid4().hex[:8]}"
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST,
                       activities=stubs.all(), max_concurrent_activities=64), slots_worker(env, world, stubs):
         handle = await env.client.start_workflow(TaskWorkflow.run, task_input(**fields), id=wf_id,
                                                  task_queue=world.queue, memo={"origin": ORIGIN})
@@ -169,8 +170,10 @@ async def test_a_cancel_while_the_agents_host_is_gone_ends_when_the_host_is_foun
     world.queue = f"wf-test-{uuid.uuid4().hex[:8]}"
     shared, h2 = Stubs(world, "shared", world.queue), Stubs(world, "h2", f"{world.queue}@h2")
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST,
                       activities=shared.all()), slots_worker(env, world, h2):
-        agent_host = Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all())
+        agent_host = Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow],
+                            workflow_failure_exception_types=FAIL_FAST, activities=h2.all())
         async with agent_host:
             handle = await env.client.start_workflow(TaskWorkflow.run, task_input(), id=f"t-{uuid.uuid4().hex[:8]}",
                                                      task_queue=world.queue)

@@ -16,7 +16,7 @@ from agents.harness_settings import HarnessSettings
 from agents.router import RouterConfig
 from infra import history
 from infra.history import collect
-from tests.workflows.conftest import SUGGEST_CONTINUE_AS_NEW_AT, run_task, slots_worker, task_input
+from tests.workflows.conftest import FAIL_FAST, SUGGEST_CONTINUE_AS_NEW_AT, run_task, slots_worker, task_input
 from tests.workflows.harness import AgentScript, Stubs, Turn, World
 from workflows.agent import AgentWorkflow
 from workflows.task import TaskWorkflow
@@ -49,9 +49,12 @@ async def home_and_agent_hosts(env, world: World):
     shared, h1, h2 = (Stubs(world, h, q) for h, q in (("shared", world.queue), ("h1", f"{world.queue}@h1"),
                                                         ("h2", f"{world.queue}@h2")))
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST,
                       activities=shared.all()), \
-            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow], activities=h1.all()), \
-            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow], activities=h2.all()), \
+            Worker(env.client, task_queue=h1.queue, workflows=[AgentWorkflow],
+                   workflow_failure_exception_types=FAIL_FAST, activities=h1.all()), \
+            Worker(env.client, task_queue=h2.queue, workflows=[AgentWorkflow],
+                   workflow_failure_exception_types=FAIL_FAST, activities=h2.all()), \
             slots_worker(env, world, h2):
         yield
 
@@ -430,9 +433,11 @@ async def test_a_lost_hosts_agent_runs_again_elsewhere_and_a_finished_one_does_n
     wf_id = f"t-move-{uuid.uuid4().hex[:8]}"
 
     def host_worker(stubs: Stubs) -> Worker:
-        return Worker(env.client, task_queue=stubs.queue, workflows=[AgentWorkflow], activities=stubs.all())
+        return Worker(env.client, task_queue=stubs.queue, workflows=[AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST, activities=stubs.all())
 
     async with Worker(env.client, task_queue=world.queue, workflows=[TaskWorkflow, AgentWorkflow],
+                      workflow_failure_exception_types=FAIL_FAST,
                       activities=home.all()), host_worker(host_a), host_worker(host_b):
         async with slots_worker(env, world, host_a):
             handle = await env.client.start_workflow(TaskWorkflow.run, task_input(max_parallel=2), id=wf_id,
