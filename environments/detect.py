@@ -94,7 +94,7 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
                        tree=tree)
 
     scan = Scan(files=files, paths=paths, texts=texts, wanted=wanted, test_files=test_files, dev_files=dev_files,
-                declared=declared, origin=origin, reasons=reasons, shaping=shaping)
+                declared=declared, origin=origin, reasons=reasons, shaping=shaping, present=present)
     det = python_detection(scan, commit_date=commit_date, repository=repository, commit=commit, tree=tree,
                            version_hint=version_hint)
     return with_part(det, files, paths, texts, commit_date) if origin == "detected" else det

@@ -57,10 +57,8 @@ class Scan:
     shaping: dict[str, str]
     """Path -> content hash of every file that shaped the spec (the cache key)."""
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def present(self) -> set[str]:
-        return set(self.paths)
+    present: set[str] = field(default_factory=set)
+    """``paths`` as a set (made once by ``detect``: a large repository has tens of thousands)."""
 
     def why(self, field: str, value: str, source: str) -> None:
         self.reasons.append(Reason(field=field, value=value, source=source))
