@@ -5,9 +5,9 @@ pool (one provider per endpoint, its connections kept open). Prints one JSON obj
 
 Against a local HTTPS fixture (a certificate of a private authority made with openssl, trusted by the client through
 ``SSL_CERT_FILE``) that streams a short OpenAI-compatible completion and counts the connections it accepts. Each
-mode runs ``--agents`` agents one after the other, ``--turns`` model calls each, through the real provider (httpx,
-TLS, SSE parsing). Reported per mode: connections opened, and the time of a turn (p50/p95, ms), which here is
-almost all overhead: the fixture answers at once. Goal (issue 35): from an agent's second turn on, no new
+mode runs ``--agents`` agents one after the other, ``--turns`` model calls each, through the real provider (its
+SDK on httpx2, TLS, SSE parsing). Reported per mode: connections opened, and the time of a turn (p50/p95, ms),
+which here is almost all overhead: the fixture answers at once. Goal (issue 35): from an agent's second turn on, no new
 connection.
 """
 

@@ -1,4 +1,4 @@
-"""The Anthropic Messages API provider (POST ``{base_url}/v1/messages``, over plain httpx).
+"""The Anthropic Messages API provider (POST ``{base_url}/v1/messages``, over the ``anthropic`` SDK).
 
 Translation:
 
@@ -27,22 +27,24 @@ Streaming: ``message_start`` (model, initial usage), ``content_block_start`` / `
 cumulative usage), ``message_stop`` (terminal), ``ping``, ``error``. Unknown events and delta types
 are ignored, as the API's versioning policy asks. A stream without ``message_stop`` is a retryable
 ProviderError; an ``error`` event is a ProviderError, retryable unless it says the request was bad.
+
+The SDK is built with ``max_retries=0`` (Temporal retries) and, for an endpoint configured without a key, with no
+credential of its own finding: it sends neither ``x-api-key`` nor ``Authorization``.
 """
 
 from __future__ import annotations
 
 import re
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from pydantic import SecretStr
 
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
-from agents.providers.http import ProviderHTTP, parse_tool_arguments
+from agents.providers.sdk import Failures, checked_base_url, http_client, parse_tool_arguments, plain
 
-ANTHROPIC_VERSION = "2023-06-01"
 MAX_CACHE_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -56,18 +58,22 @@ class AnthropicProvider(Provider):
     """
 
     def __init__(self, model: str, api_key: str | SecretStr | None, *, base_url: str = "https://api.anthropic.com",
-                 stream: bool = True, timeout_s: float = 120, prompt_caching: bool = True) -> None:
+                 stream: bool = True, timeout_s: float = 120, prompt_caching: bool = True,
+                 transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        import anthropic  # the SDK is imported at the first real provider: the test double never pays for it
+
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
         self.model = model
-        self.base_url = base_url.rstrip("/")
         self.stream = stream
         self.prompt_caching = prompt_caching
         self.name = f"anthropic:{model}"
-        headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if key:
-            headers["x-api-key"] = key
-        self._http = ProviderHTTP(label=self.name, base_url=self.base_url, headers=headers,
-                                  timeout_s=timeout_s, secrets=[key])
+        self.base_url = checked_base_url(self.name, base_url)
+        self._failures = Failures(label=self.name, url=self.base_url + "/v1/messages", timeout_s=timeout_s,
+                                  sdk=anthropic, secrets=[key])
+        no_credentials = {} if key else {"X-Api-Key": anthropic.Omit(), "Authorization": anthropic.Omit()}
+        self._client = anthropic.AsyncAnthropic(api_key=key or "", base_url=self.base_url, max_retries=0,
+                                                timeout=timeout_s, default_headers=no_credentials,
+                                                http_client=http_client(timeout_s, transport))
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r}, stream={self.stream})"
@@ -76,30 +82,36 @@ class AnthropicProvider(Provider):
                        ) -> ModelResponse:
         body = build_request(self.model, messages, tools, max_tokens=max_tokens, stream=self.stream,
                              prompt_caching=self.prompt_caching)
-        if not self.stream:
-            data = await self._http.post_json("/v1/messages", body)
-            if data.get("type") == "error":
-                raise self._http.payload_error(data)
-            if not isinstance(data.get("content"), list):
-                raise self._http.malformed("the message has no content list")
-            return parse_message(data, fallback_model=self.model)
-        state = StreamState()
-        async with aclosing(self._http.post_sse("/v1/messages", body)) as events:
-            async for event in events:
-                payload = self._http.event_json(event)
-                kind = payload.get("type") or event.event
-                if kind == "error":
-                    raise self._http.payload_error(payload)
-                state.feed(kind, payload)
-                if state.done:
-                    break
+        receiving, error = False, None
+        try:
+            answer = await self._client.messages.create(**body)
+            if not self.stream:
+                return self._message(plain(answer))
+            async with answer as events:
+                if "json" in events.response.headers.get("content-type", ""):
+                    raise self._failures.json_instead_of_stream(await events.response.aread())
+                receiving, state = True, StreamState()
+                async for event in events:  # read to the end (message_stop is the last): the connection is reused
+                    payload = plain(event)
+                    state.feed(payload.get("type") or "", payload)
+        except self._failures.errors as exc:
+            error = self._failures.error(exc, mid_stream=receiving)
+        if error is not None:  # raised outside the handler: the SDK's exception (the request, its headers) is not
+            raise error        # even its __context__
         if not state.done:
-            raise self._http.malformed("the stream ended before its terminal 'message_stop' event "
-                                       "(connection cut or server error mid-generation)")
+            raise self._failures.malformed("the stream ended before its terminal 'message_stop' event "
+                                           "(connection cut or server error mid-generation)")
         return state.response(fallback_model=self.model)
 
+    def _message(self, data: dict[str, Any]) -> ModelResponse:
+        if data.get("type") == "error":
+            raise self._failures.payload_error(data)
+        if not isinstance(data.get("content"), list):
+            raise self._failures.malformed("the message has no content list")
+        return parse_message(data, fallback_model=self.model)
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._client.close()
 
 
 # -- request ----------------------------------------------------------------------------------------
@@ -240,7 +252,10 @@ class StreamState:
     done: bool = False
 
     def feed(self, kind: str, payload: dict[str, Any]) -> None:
-        """Apply one event (``kind`` is its type); ``error`` events are the caller's to raise."""
+        """Apply one event (``kind`` is its type); ``error`` events are the caller's to raise. Nothing after
+        ``message_stop`` counts."""
+        if self.done:
+            return
         if kind == "message_start":
             message = payload.get("message") or {}
             self.model = message.get("model") or self.model

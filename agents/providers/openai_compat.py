@@ -7,10 +7,15 @@ Wire format (POST ``{base_url}/chat/completions``):
   ``{"role": "tool", "tool_call_id", "content"}``. The format has no error flag for tool results, so a
   failed one (``is_error``) is sent with its content prefixed by ``ERROR: ``.
 * tools: ``{"type": "function", "function": {"name", "description", "parameters"}}``; omitted when none.
-* streaming: ``stream: true`` with ``stream_options: {"include_usage": true}``; ``data:`` chunks carry
+* streaming: ``stream: true`` with ``stream_options: {"include_usage": true}``; chunks carry
   ``choices[0].delta`` (content, and ``tool_calls[i]`` whose ``function.arguments`` arrive in fragments
   keyed by ``index``), usage arrives in a last chunk with empty ``choices``, ``data: [DONE]`` ends it.
-  A stream that ends without ``[DONE]`` is a retryable ProviderError.
+  The SDK reads the events and stops at ``[DONE]`` without saying whether it came, so the terminal event bosun
+  checks is the first choice's ``finish_reason``: a stream that ends before it is a retryable ProviderError.
+
+Over the ``openai`` SDK (``max_retries=0``: Temporal retries), with what the SDK would add from the environment
+left out: no ``OPENAI_API_KEY`` sent to an endpoint configured without a key, no ``OpenAI-Organization`` or
+``OpenAI-Project`` header.
 
 Usage: ``input_tokens`` = ``prompt_tokens`` (already includes cached tokens), ``cached_input_tokens`` =
 ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_hit_tokens``).
@@ -24,16 +29,24 @@ from __future__ import annotations
 
 import json
 import uuid
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 from pydantic import SecretStr
 
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
-from agents.providers.http import ProviderHTTP, parse_tool_arguments, raw_arguments_text
+from agents.providers.sdk import (
+    Failures,
+    checked_base_url,
+    http_client,
+    parse_tool_arguments,
+    plain,
+    raw_arguments_text,
+    secret_header_values,
+)
 
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
                  "length": "max_tokens"}
@@ -52,18 +65,27 @@ class OpenAICompatProvider(Provider):
 
     def __init__(self, base_url: str, model: str, api_key: str | SecretStr | None, *, stream: bool = True,
                  timeout_s: float = 120, extra_headers: dict[str, str] | None = None,
-                 max_tokens_field: str = "max_tokens") -> None:
+                 max_tokens_field: str = "max_tokens", transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        import openai  # the SDK is imported at the first real provider: the test double never pays for it
+
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        self.base_url = base_url.rstrip("/")
         self.model = model
         self.stream = stream
         self.max_tokens_field = max_tokens_field
-        host = urlsplit(self.base_url).hostname or ""
-        self.name = f"openai:{model}" if host == "api.openai.com" else f"openai-compatible:{self.base_url}#{model}"
-        headers = {"authorization": f"Bearer {key}"} if key else {}
-        headers.update(extra_headers or {})
-        self._http = ProviderHTTP(label=self.name, base_url=self.base_url, headers=headers,
-                                  timeout_s=timeout_s, secrets=[key])
+        url = base_url.rstrip("/")
+        host = urlsplit(url).hostname or ""
+        self.name = f"openai:{model}" if host == "api.openai.com" else f"openai-compatible:{url}#{model}"
+        self.base_url = checked_base_url(self.name, url)
+        headers = dict(extra_headers or {})
+        self._failures = Failures(label=self.name, url=self.base_url + "/chat/completions", timeout_s=timeout_s,
+                                  sdk=openai, secrets=[key, *secret_header_values(headers)])
+        # Per call, what the SDK would take from the environment is left out (see the module's docstring).
+        self._omit = {name: openai.Omit() for name in ("OpenAI-Organization", "OpenAI-Project")}
+        if not key and not any(name.lower() == "authorization" for name in headers):
+            self._omit["Authorization"] = openai.Omit()
+        self._client = openai.AsyncOpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=0,
+                                          timeout=timeout_s, default_headers=headers,
+                                          http_client=http_client(timeout_s, transport))
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider(name={self.name!r}, stream={self.stream})"
@@ -72,30 +94,35 @@ class OpenAICompatProvider(Provider):
                        ) -> ModelResponse:
         body = build_request(self.model, messages, tools, max_tokens=max_tokens, stream=self.stream,
                              max_tokens_field=self.max_tokens_field)
-        if not self.stream:
-            data = await self._http.post_json("/chat/completions", body)
-            if "error" in data and not data.get("choices"):
-                raise self._http.payload_error(data)
-            if not data.get("choices"):
-                raise self._http.malformed("the completion has no choices")
-            return parse_completion(data, fallback_model=self.model)
-        state = StreamState()
-        async with aclosing(self._http.post_sse("/chat/completions", body)) as events:
-            async for event in events:
-                if event.data.strip() == "[DONE]":
-                    state.done = True
-                    break
-                chunk = self._http.event_json(event)
-                if chunk.get("error"):
-                    raise self._http.payload_error(chunk)
-                state.feed(chunk)
-        if not state.done:
-            raise self._http.malformed("the stream ended before its terminal 'data: [DONE]' line "
-                                       "(connection cut or server error mid-generation)")
+        receiving, error = False, None
+        try:
+            answer = await self._client.chat.completions.create(**body, extra_headers=self._omit)
+            if not self.stream:
+                return self._completion(plain(answer))
+            async with answer as chunks:
+                if "json" in chunks.response.headers.get("content-type", ""):
+                    raise self._failures.json_instead_of_stream(await chunks.response.aread())
+                receiving, state = True, StreamState()
+                async for chunk in chunks:
+                    state.feed(plain(chunk))
+        except self._failures.errors as exc:
+            error = self._failures.error(exc, mid_stream=receiving)
+        if error is not None:  # raised outside the handler: the SDK's exception (the request, its headers) is not
+            raise error        # even its __context__
+        if state.finish_reason is None:
+            raise self._failures.malformed("the stream ended before its last choice finished (no finish_reason): "
+                                           "connection cut or server error mid-generation")
         return state.response(fallback_model=self.model)
 
+    def _completion(self, data: dict[str, Any]) -> ModelResponse:
+        if "error" in data and not data.get("choices"):
+            raise self._failures.payload_error(data)
+        if not data.get("choices"):
+            raise self._failures.malformed("the completion has no choices")
+        return parse_completion(data, fallback_model=self.model)
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._client.close()
 
 
 # -- request ----------------------------------------------------------------------------------------
@@ -211,7 +238,6 @@ class StreamState:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     model: str = ""
-    done: bool = False
 
     def feed(self, chunk: dict[str, Any]) -> None:
         """Apply one chunk (choices other than index 0 are ignored)."""

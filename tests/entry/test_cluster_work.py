@@ -47,6 +47,7 @@ def agents_of(root: dict) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # about 140 s alone, over 300 s under a loaded CI run; the bound that counts is `took`
 async def test_twelve_tasks_over_three_hosts_one_killed_for_good(make_cluster, tmp_path):
     cluster = make_cluster(hosts=3, extra_env={"BOSUN_HOST_LOSS_S": str(LOSS_S), "BOSUN_WORKER_SLOTS": "2",
                                                "BOSUN_SANDBOX_REAP_S": "5"})

@@ -81,9 +81,9 @@ async def test_another_model_or_key_is_another_endpoint(tmp_path, monkeypatch):
     scripted.write_text('{"content": "done"}\n')
     assert pool.get(parse_spec(f"scripted:{scripted}")) is not pool.get(parse_spec(f"scripted:{scripted}"))
     assert len(pool) == 3  # the test double holds no connection and is not kept
-    clients = [p._http._client for p in pool._providers.values()]
+    clients = [p._client for p in pool._providers.values()]
     await pool.aclose()
-    assert len(pool) == 0 and all(c.is_closed for c in clients)
+    assert len(pool) == 0 and all(c.is_closed() for c in clients)
 
 
 async def test_an_agents_model_calls_share_one_connection(https_server, tmp_path):

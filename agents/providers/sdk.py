@@ -1,6 +1,9 @@
-"""Shared httpx plumbing of the model providers: requests, error classification, retry-after, redaction.
+"""What the two providers on the vendors' SDKs share: their HTTP client, the one map from the SDKs' errors to
+``ProviderError``, retry-after, redaction, and tool-argument text.
 
-Error classes (every failure becomes a ``ProviderError``):
+Both SDKs (``openai``, ``anthropic``) run on httpx2 and are built with ``max_retries=0``: Temporal owns retries,
+reading ``ProviderError.retryable`` and ``retry_after``. Their exceptions come from one generator (Stainless) and
+share one tree, so :class:`Failures` maps both:
 
 * HTTP 408, 409, 429 and every 5xx (Anthropic's 529 "overloaded" included) are retryable;
   ``retry_after`` comes from ``retry-after-ms`` (milliseconds) or ``retry-after`` (seconds or an
@@ -9,29 +12,27 @@ Error classes (every failure becomes a ``ProviderError``):
   provider's own error message from the JSON body.
 * Connection failures, timeouts and a connection lost mid-stream are retryable.
 * A malformed stream (bad JSON in a data line, no terminal event) is retryable.
+* An error event inside a 200 stream is retryable unless its type says the request itself is bad.
 
 API keys never leave this module in clear: every message built here goes through ``redact`` with the
-provider's secrets, exceptions are raised ``from None`` (so no httpx exception with the request
-attached is chained), and ``ProviderHTTP``'s repr shows no headers.
+provider's secrets, exceptions are raised ``from None`` (so no SDK exception with the request attached is
+chained), and the providers' reprs show no headers.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import re
-import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
-from agents.providers.sse import SSEEvent, aiter_sse, event_json
 from infra.errors import ConfigError, ProviderError
 
 log = logging.getLogger("bosun.providers")
@@ -172,113 +173,91 @@ def _status_code(value: Any) -> int | None:
     return None
 
 
-class ProviderHTTP:
-    """One provider's HTTP client: JSON POSTs and SSE streams, with failures turned into ProviderError.
+def http_client(timeout_s: float, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+    """The client an SDK runs on. One per provider, kept by the worker's ProviderPool: its connections stay open
+    between calls (keep-alive), and concurrent calls to an https endpoint share one HTTP/2 connection where the
+    server offers it (ALPN; HTTP/1.1 otherwise). ``timeout_s`` bounds connecting and every single read or write, so a
+    stream may run longer in total as long as data keeps arriving. ``transport`` replaces the network (tests:
+    ``httpx2.MockTransport``)."""
+    return httpx2.AsyncClient(http2=True, timeout=httpx2.Timeout(timeout_s), follow_redirects=False,
+                              transport=transport)
 
-    ``label`` names the provider in messages (e.g. ``anthropic:claude-sonnet-4-5``). ``timeout_s``
-    bounds connecting and every single read/write: a stream may run longer in total as long as data
-    keeps arriving.
+
+SHAPE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+"""What reading a server's answer raises when it is not of the documented shape (bad JSON included): a retryable
+ProviderError ("malformed response"), never a crash of the activity."""
+
+
+def plain(answer: Any) -> dict[str, Any]:
+    """An SDK object (a completion, a message, a stream's chunk or event) as plain data. The SDKs build them without
+    validating, so what a server sent comes through, also when it is not an object (a text, a list): a TypeError."""
+    if not hasattr(answer, "to_dict"):
+        raise TypeError(f"the answer is not a JSON object but {type(answer).__name__}: {_clip(repr(answer), 200)}")
+    return answer.to_dict(warnings=False)
+
+
+def checked_base_url(label: str, base_url: str) -> str:
+    """``base_url`` without its trailing slash; a ConfigError unless it is http(s)."""
+    if urlsplit(base_url).scheme not in {"http", "https"}:
+        raise ConfigError(f"{label}: base URL {base_url!r} must start with http:// or https://")
+    return base_url.rstrip("/")
+
+
+class Failures:
+    """One provider's map from its SDK's exceptions (and from what breaks a stream's format) to ProviderError.
+
+    ``label`` names the provider in messages (e.g. ``anthropic:claude-sonnet-4-5``); ``url`` is the endpoint the
+    messages name; ``sdk`` is the SDK module whose exception tree (``APIStatusError``, ``APITimeoutError``,
+    ``APIConnectionError``, ``APIError``) it reads; every message is redacted with ``secrets``.
     """
 
-    def __init__(self, *, label: str, base_url: str, headers: Mapping[str, str], timeout_s: float,
+    def __init__(self, *, label: str, url: str, timeout_s: float, sdk: ModuleType,
                  secrets: Iterable[str | None] = ()) -> None:
-        scheme = urlsplit(base_url).scheme
-        if scheme not in {"http", "https"}:
-            raise ConfigError(f"{label}: base URL {base_url!r} must start with http:// or https://")
-        self.label = label
-        self.base_url = base_url.rstrip("/")
-        self._secrets = [s for s in secrets if s] + secret_header_values(headers)
-        self._timeout_s = timeout_s
-        # One client per provider, kept by the worker's ProviderPool: its connections stay open between calls
-        # (keep-alive), and concurrent calls to an https endpoint share one HTTP/2 connection where the server offers
-        # it (ALPN; HTTP/1.1 otherwise).
-        self._client = httpx.AsyncClient(base_url=self.base_url, headers=dict(headers), http2=True,
-                                         timeout=httpx.Timeout(timeout_s), follow_redirects=False)
-
-    def __repr__(self) -> str:
-        return f"ProviderHTTP(label={self.label!r}, base_url={self.redact(self.base_url)!r})"
+        self.label, self.url, self._timeout_s, self._sdk = label, url, timeout_s, sdk
+        self._secrets = [s for s in secrets if s]
+        self.errors: tuple[type[BaseException], ...] = (sdk.APIError, httpx2.HTTPError, *SHAPE_ERRORS)
+        """What a call through the SDK, and the reading of its answer, may raise that :meth:`error` maps."""
 
     def redact(self, text: str) -> str:
         """``redact`` with this provider's secrets."""
         return redact(text, self._secrets)
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
+    def error(self, exc: BaseException, *, mid_stream: bool) -> ProviderError:
+        """The ProviderError of whatever a call raised: a status, a timeout, a lost connection, an error event in
+        a stream (a status error of a 200 answer, or a bare APIError), bad JSON in a stream."""
+        sdk = self._sdk
+        if isinstance(exc, sdk.APIStatusError):
+            if 200 <= exc.status_code < 300:  # anthropic: an ``error`` event in a 200 stream
+                body = exc.body if isinstance(exc.body, Mapping) else {"error": {"message": str(exc)}}
+                return self.payload_error(body)
+            return self.status_error(exc.status_code, exc.response.headers, exc.body, str(exc))
+        if isinstance(exc, sdk.APIConnectionError):  # the SDK's wrapper of the transport's own error
+            return self.transport_error(exc.__cause__ or exc, mid_stream=mid_stream)
+        if isinstance(exc, httpx2.HTTPError):
+            return self.transport_error(exc, mid_stream=mid_stream)
+        if isinstance(exc, sdk.APIError):  # openai: an error object in a stream; its body is the inner error
+            return self.payload_error({"error": exc.body if exc.body is not None else str(exc)})
+        if isinstance(exc, json.JSONDecodeError):
+            where = "malformed SSE stream: an event's data" if mid_stream else "the answer"
+            return self.malformed(f"{where} is not valid JSON ({exc.msg} at position {exc.pos}): "
+                                  f"{_clip(exc.doc, 200)!r}")
+        return self.malformed(f"the answer does not have the documented shape ({type(exc).__name__}: "
+                              f"{_clip(str(exc), 200)})")
 
-    # -- requests -------------------------------------------------------------------------------
-
-    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST a JSON body and return the JSON object of a 2xx answer; raise ProviderError otherwise."""
-        url = self.base_url + path
-        started = time.monotonic()
-        try:
-            response = await self._client.post(path, json=body, headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, url, mid_stream=False) from None
-        log.debug("%s: POST %s -> %s in %.2fs", self.label, self.redact(url), response.status_code,
-                  time.monotonic() - started)
-        if not 200 <= response.status_code < 300:
-            raise self.status_error(response.status_code, response.headers, response.content)
-        try:
-            data = response.json()
-        except ValueError:
-            raise self.malformed(f"the response to POST {url} is not valid JSON: "
-                                 f"{_clip(response.text, 200)!r}") from None
-        if not isinstance(data, dict):
-            raise self.malformed(f"the response to POST {url} is not a JSON object")
-        return data
-
-    async def post_sse(self, path: str, body: dict[str, Any]) -> AsyncIterator[SSEEvent]:
-        """POST a JSON body and yield the server-sent events of the answer.
-
-        Non-2xx answers and transport failures raise ProviderError. Deciding whether the stream was
-        complete (its terminal event arrived) is the caller's job; use ``malformed`` to report it.
-        Use under ``contextlib.aclosing`` so an early exit releases the connection.
-        """
-        url = self.base_url + path
-        started = time.monotonic()
-        receiving = False
-        try:
-            async with self._client.stream("POST", path, json=body,
-                                           headers={"accept": "text/event-stream"}) as response:
-                log.debug("%s: POST %s -> %s (stream) after %.2fs", self.label, self.redact(url),
-                          response.status_code, time.monotonic() - started)
-                if not 200 <= response.status_code < 300:
-                    raise self.status_error(response.status_code, response.headers, await response.aread())
-                content_type = response.headers.get("content-type", "")
-                if "json" in content_type:
-                    raise self._json_instead_of_stream(await response.aread())
-                receiving = True
-                chunks = response.aiter_bytes()
-                ended = False
-                try:
-                    async for event in aiter_sse(chunks):
-                        yield event
-                    ended = True
-                finally:
-                    if not ended:  # the caller stopped at the terminal event: read the body's end
-                        await _drain(chunks)
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, url, mid_stream=receiving) from None
-
-    def event_json(self, event: SSEEvent) -> dict[str, Any]:
-        """An event's data as a JSON object; a retryable, redacted ProviderError if it is not one."""
-        try:
-            return event_json(event, source=self.label)
-        except ProviderError as exc:
-            raise ProviderError(self.redact(str(exc)), retryable=True) from None
-
-    # -- errors ---------------------------------------------------------------------------------
-
-    def status_error(self, status: int, headers: Mapping[str, str], content: bytes) -> ProviderError:
+    def status_error(self, status: int, headers: Mapping[str, str], body: Any, text: str = "") -> ProviderError:
         """The ProviderError for a non-2xx answer, with the provider's own message and retry-after."""
-        text = content.decode("utf-8", errors="replace")
-        try:
-            kind, message = extract_error(json.loads(text))
-        except ValueError:
-            kind, message = None, None
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except ValueError:
+                pass
+        kind, message = extract_error(body)  # anthropic's whole payload; vLLM; FastAPI
+        if message is None:  # openai's SDK hands over the inner error object (or a string, Ollama's)
+            kind, message = extract_error({"error": body})
         if message is None:
-            message = text.strip() or httpx.codes.get_reason_phrase(status) or "no error message"
+            message = text.strip() or httpx2.codes.get_reason_phrase(status) or "no error message"
         retryable = is_retryable_status(status)
         retry_after = parse_retry_after(headers)
         parts = [f"{self.label}: HTTP {status}"]
@@ -317,19 +296,20 @@ class ProviderHTTP:
         log.warning("%s", error)
         return error
 
-    def transport_error(self, exc: httpx.HTTPError, url: str, *, mid_stream: bool) -> ProviderError:
+    def transport_error(self, exc: BaseException, *, mid_stream: bool) -> ProviderError:
         """A retryable ProviderError for a connection failure, a timeout or a connection lost mid-stream."""
         detail = str(exc) or type(exc).__name__
-        if isinstance(exc, httpx.ConnectTimeout):
+        url = self.url
+        if isinstance(exc, httpx2.ConnectTimeout):
             text = f"timed out after {self._timeout_s:g}s connecting to {url}"
-        elif isinstance(exc, httpx.TimeoutException):
+        elif isinstance(exc, httpx2.TimeoutException | self._sdk.APITimeoutError):
             waiting = "the next part of the stream" if mid_stream else "the response"
             text = f"timed out after {self._timeout_s:g}s waiting for {waiting} from {url}"
-        elif isinstance(exc, httpx.ConnectError):
+        elif isinstance(exc, httpx2.ConnectError):
             text = f"could not connect to {url}: {detail}"
         elif mid_stream:
             text = f"the connection was lost mid-stream ({type(exc).__name__}: {detail})"
-        elif isinstance(exc, httpx.UnsupportedProtocol):
+        elif isinstance(exc, httpx2.UnsupportedProtocol):
             return ProviderError(self.redact(f"{self.label}: unsupported URL {url}: {detail}"), retryable=False)
         else:
             text = f"request to {url} failed ({type(exc).__name__}: {detail})"
@@ -343,7 +323,8 @@ class ProviderHTTP:
         log.warning("%s", error)
         return error
 
-    def _json_instead_of_stream(self, content: bytes) -> ProviderError:
+    def json_instead_of_stream(self, content: bytes) -> ProviderError:
+        """A streamed answer was asked for and JSON came: an error object, or a server that cannot stream."""
         try:
             payload = json.loads(content)
         except ValueError:
@@ -354,24 +335,6 @@ class ProviderHTTP:
             f"{self.label}: asked for a streamed (text/event-stream) answer but got JSON; "
             "the server does not seem to support streaming, so configure this provider with stream=False"),
             retryable=False)
-
-
-DRAIN_BYTES = 64 * 1024
-DRAIN_S = 1.0
-
-
-async def _drain(chunks: AsyncIterator[bytes]) -> None:
-    """Read what is left of a stream whose reader stopped at its terminal event (``data: [DONE]``,
-    ``message_stop``): usually just the body's last chunk. A response read to its end gives its connection back to
-    the client's pool for the next call; one left unread is closed, and the next call pays a new TCP and TLS
-    handshake. At most ``DRAIN_BYTES`` and ``DRAIN_S``: a server that goes on sending loses its connection."""
-    read = 0
-    with contextlib.suppress(Exception):
-        async with asyncio.timeout(DRAIN_S):
-            async for part in chunks:
-                read += len(part)
-                if read > DRAIN_BYTES:
-                    return
 
 
 def parse_tool_arguments(raw: Any) -> dict[str, Any]:
