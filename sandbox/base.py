@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from infra.errors import InvalidArguments
 from infra.names import os_name, shown
+from sandbox.toolserver import ts_protocol as wire
 
 WORKSPACE_PATH = "/workspace"
 """Where the workspace appears inside every sandbox."""
@@ -172,44 +173,48 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout_s: float | None = None
                       ) -> dict[str, Any]:
-        """One tool-server round trip. Ops: ping, read, write, list, glob, grep, exec (see sandbox/toolserver/).
+        """One tool-server round trip on the wire (``call`` is the typed form). Ops: ping, read, write, list, glob,
+        grep, exec (see sandbox/toolserver/).
 
         Raises ToolFailed for an error the op reported (path outside the workspace, file not found...),
         UnexpectedEnvironment when the sandbox or its tool server is gone.
         """
 
+    async def call(self, request: wire.Request, *, timeout_s: float | None = None) -> dict[str, Any]:
+        """One typed round trip: a ``ts_protocol`` request, its result's fields as the tool server sent them."""
+        return await self.request(request.OP, request.wire(), timeout_s=timeout_s)
+
     async def read(self, path: str) -> FileText:
         """A UTF-8 text file of the workspace."""
-        return FileText.model_validate(await self.request("read", {"path": _os_path(path)}))
+        return FileText.model_validate(await self.call(wire.Read(path=_os_path(path))))
 
     async def write(self, path: str, text: str, *, create_dirs: bool = False) -> int:
         """Write a text file atomically (its mode kept); returns its size in bytes."""
-        return int((await self.request("write", {"path": _os_path(path), "text": text,
-                                                  "create_dirs": create_dirs}))["size"])
+        return int((await self.call(wire.Write(path=_os_path(path), text=text, create_dirs=create_dirs)))["size"])
 
     async def delete(self, path: str, *, recursive: bool = False) -> Deleted:
         """Delete a file or symlink (never its target); a directory only if empty unless ``recursive``."""
-        done = Deleted.model_validate(await self.request("delete", {"path": _os_path(path), "recursive": recursive}))
+        done = Deleted.model_validate(await self.call(wire.Delete(path=_os_path(path), recursive=recursive)))
         return done.model_copy(update={"deleted": shown(done.deleted)})
 
     async def list(self, path: str = ".") -> Listing:
         """One directory's entries, sorted by name."""
-        listing = Listing.model_validate(await self.request("list", {"path": _os_path(path)}))
+        listing = Listing.model_validate(await self.call(wire.List(path=_os_path(path))))
         return Listing(path=shown(listing.path), entries=[e.model_copy(update={"name": shown(e.name)})
                                                           for e in listing.entries])
 
     async def glob(self, pattern: str, path: str = ".", *, max_results: int = 1000) -> GlobResult:
         """Paths matching ``pattern`` below ``path`` (``**`` spans directories; .git is skipped), sorted."""
-        found = GlobResult.model_validate(await self.request("glob", {"pattern": pattern, "path": _os_path(path),
-                                                                      "max_results": max_results}))
+        found = GlobResult.model_validate(await self.call(wire.Glob(pattern=pattern, path=_os_path(path),
+                                                                    max_results=max_results)))
         return GlobResult(paths=[shown(p) for p in found.paths], truncated=found.truncated)
 
     async def grep(self, pattern: str, path: str = ".", *, glob: str | None = None, ignore_case: bool = False,
                    fixed: bool = False, max_results: int = 200) -> GrepResult:
         """Lines matching ``pattern`` (a regular expression, or a literal with ``fixed``)."""
-        found = GrepResult.model_validate(await self.request("grep", {
-            "pattern": pattern, "path": _os_path(path), "glob": glob, "ignore_case": ignore_case, "fixed": fixed,
-            "max_results": max_results}))
+        found = GrepResult.model_validate(await self.call(wire.Grep(
+            pattern=pattern, path=_os_path(path), glob=glob, ignore_case=ignore_case, fixed=fixed,
+            max_results=max_results)))
         return GrepResult(matches=[m.model_copy(update={"path": shown(m.path)}) for m in found.matches],
                           truncated=found.truncated)
 
@@ -217,11 +222,8 @@ class Sandbox(abc.ABC):
                    timeout_s: float = 60.0, output_cap: int = 1_000_000, shell: str = "sh") -> ExecResult:
         """Run a command (argv list, or a shell string run by ``/bin/sh -c``, or ``/bin/bash -c`` with ``shell="bash"``)
         inside the sandbox."""
-        args: dict[str, Any] = {"cmd": cmd, "cwd": cwd, "env": env or {}, "timeout_s": timeout_s,
-                                "output_cap": output_cap}
-        if shell != "sh":
-            args["shell"] = shell
-        return ExecResult.model_validate(await self.request("exec", args, timeout_s=timeout_s + 30))
+        request = wire.Exec(cmd=cmd, cwd=cwd, env=env or {}, timeout_s=timeout_s, output_cap=output_cap, shell=shell)
+        return ExecResult.model_validate(await self.call(request, timeout_s=timeout_s + 30))
 
     @abc.abstractmethod
     async def close(self) -> None:
@@ -264,12 +266,3 @@ class SandboxProvider(abc.ABC):
         """Which limits are actually in force on this host (e.g. bwrap without cgroups cannot cap memory)."""
         return {}
 
-
-class ExecRequestModel(BaseModel):
-    """Arguments of the ``exec`` op (validated by callers before they reach the tool server)."""
-
-    cmd: list[str] | str
-    cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = 60.0
-    output_cap: int = 1_000_000

@@ -4,10 +4,11 @@
 Standalone on purpose: standard library only (Python >= 3.11), no imports from the project, because it runs with the
 sandbox's own ``python3``. One long-lived process per sandbox. This folder is the program: ``python3 -I -S
 <this folder> [WORKSPACE]`` runs this file, which imports its siblings by name (the folder is ``sys.path[0]``):
-``ts_base`` (errors, arguments, the workspace's path rule), ``ts_files`` (the file ops), ``ts_processes``
-(``exec`` and the process tracker).
+``ts_protocol`` (the requests and results), ``ts_base`` (errors, the workspace's path rule), ``ts_files`` (the
+file ops), ``ts_processes`` (``exec`` and the process tracker).
 
-Protocol: newline-delimited JSON on stdin/stdout.
+Protocol: newline-delimited JSON on stdin/stdout, one request type and one result type per op (``ts_protocol``,
+which the host imports too).
 
     request   {"id": 7, "op": "read", "args": {"path": "src/app.py"}}
     response  {"id": 7, "ok": true, "result": {...}}
@@ -33,6 +34,7 @@ import ts_processes
 from ts_base import ToolError, Workspace, invalid
 from ts_files import op_delete, op_glob, op_grep, op_list, op_ping, op_read, op_write
 from ts_processes import ProcessTracker, op_exec, start_thread
+from ts_protocol import REQUESTS, ProtocolError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
@@ -60,23 +62,27 @@ class Server:
 
     def handle(self, req_id: Any, op: Any, args: Any) -> None:
         try:
-            if not isinstance(op, str):
-                raise invalid("request field 'op' must be a string")
-            if not isinstance(args, dict):
-                raise invalid("request field 'args' must be an object")
-            if op == "exec":
-                result = op_exec(self.ws, args, self.tracker)
-            elif op in self.ops:
-                result = self.ops[op](self.ws, args)
-            else:
-                raise invalid(f"unknown op {op!r}; known ops: {', '.join(sorted([*self.ops, 'exec']))}")
-            self.send({"id": req_id, "ok": True, "result": result})
+            self.send({"id": req_id, "ok": True, "result": self.run(op, args).wire()})
         except ToolError as exc:
             self.send({"id": req_id, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}})
         except Exception as exc:  # a bug here must not take the server down
             self.send({"id": req_id, "ok": False,
                        "error": {"kind": "ToolFailed", "message": f"internal error in op {op!r}: "
                                                                   f"{type(exc).__name__}: {exc}"}})
+
+    def run(self, op: Any, args: Any) -> Any:
+        """One operation: its request parsed from the arguments, its result (a ``ts_protocol`` message)."""
+        if not isinstance(op, str):
+            raise invalid("request field 'op' must be a string")
+        if op not in REQUESTS:
+            raise invalid(f"unknown op {op!r}; known ops: {', '.join(sorted(REQUESTS))}")
+        try:
+            request = REQUESTS[op].parse(args)
+        except ProtocolError as exc:
+            raise invalid(str(exc)) from None
+        if op == "exec":
+            return op_exec(self.ws, request, self.tracker)
+        return self.ops[op](self.ws, request)
 
     def serve(self) -> None:
         stdin = sys.stdin.buffer

@@ -1,4 +1,4 @@
-"""The tool server's common ground: its errors, argument checks and the workspace's path rule.
+"""The tool server's common ground: its errors and the workspace's path rule (ts_protocol checks the arguments).
 
 Part of the tool server (``__main__.py`` says what it is): standard library only, imported by name from the
 server's own folder.
@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
-    from typing import Any
 
 PROTOCOL_VERSION = 1
 
@@ -26,32 +22,6 @@ class ToolError(Exception):
 
 def invalid(message: str) -> ToolError:
     return ToolError(message, "InvalidArguments")
-
-
-
-
-def _arg(args: dict[str, Any], name: str, types: type | tuple[type, ...], default: Any = ..., *,
-         allow_none: bool = False) -> Any:
-    """Fetch and type-check one argument; a missing required one or a wrong type is InvalidArguments."""
-    if name not in args or (args[name] is None and default is not ...):
-        if default is ...:
-            raise invalid(f"missing required argument '{name}'")
-        return default
-    value = args[name]
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise invalid(f"argument '{name}' must be {_type_names(types)}, got a boolean")
-    if not isinstance(value, types):
-        raise invalid(f"argument '{name}' must be {_type_names(types)}, got {type(value).__name__}")
-    return value
-
-
-def _type_names(types: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "a list",
-             dict: "an object"}
-    seq = types if isinstance(types, tuple) else (types,)
-    return " or ".join(names.get(t, t.__name__) for t in seq)
 
 
 class Workspace:

@@ -13,7 +13,23 @@ import stat
 import sys
 
 import ts_processes
-from ts_base import PROTOCOL_VERSION, ToolError, Workspace, _arg, _os_error, invalid
+from ts_base import PROTOCOL_VERSION, ToolError, Workspace, _os_error, invalid
+from ts_protocol import (
+    Delete,
+    DeleteResult,
+    Glob,
+    GlobResult,
+    Grep,
+    GrepResult,
+    List,
+    ListResult,
+    Ping,
+    PingResult,
+    Read,
+    ReadResult,
+    Write,
+    WriteResult,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
@@ -23,7 +39,7 @@ MAX_READ_BYTES = 8 * 1024 * 1024
 MAX_LINE_TEXT = 400
 
 
-def op_ping(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_ping(ws: Workspace, req: Ping) -> PingResult:
     """Liveness check; also reports what the server runs on."""
     st = os.stat(ws.root)
     pong = {"pong": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "workspace": ws.display,
@@ -34,12 +50,12 @@ def op_ping(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
         pong.update(objects_dev=objects.st_dev, objects_ino=objects.st_ino)
     except OSError:
         pass
-    return pong
+    return PingResult(**pong)
 
 
-def op_read(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_read(ws: Workspace, req: Read) -> ReadResult:
     """Read a UTF-8 text file, bytes preserved exactly (CRLF, BOM)."""
-    path = _arg(args, "path", str)
+    path = req.path
     real = ws.resolve(path)
     try:
         st = os.stat(real)
@@ -61,14 +77,12 @@ def op_read(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
                         f"it looks like a binary file") from None
     if "\x00" in text:
         raise ToolError(f"cannot read '{path}': contains NUL bytes; it looks like a binary file")
-    return {"text": text, "size": len(data), "mtime_ns": st.st_mtime_ns}
+    return ReadResult(text=text, size=len(data), mtime_ns=st.st_mtime_ns)
 
 
-def op_write(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_write(ws: Workspace, req: Write) -> WriteResult:
     """Write a text file atomically (temp file in the same directory, fsync, rename), keeping the file's mode."""
-    path = _arg(args, "path", str)
-    text = _arg(args, "text", str)
-    create_dirs = _arg(args, "create_dirs", bool, False)
+    path, text, create_dirs = req.path, req.text, req.create_dirs
     real = ws.resolve(path)
     if real == ws.root:
         raise ToolError(f"cannot write '{path}': it is the workspace root")
@@ -105,7 +119,7 @@ def op_write(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
             raise
     except OSError as exc:
         raise _os_error(exc, "write", path) from None
-    return {"size": len(data)}
+    return WriteResult(size=len(data))
 
 
 def _mkstemp(parent: str) -> tuple[int, str]:
@@ -127,10 +141,9 @@ def _which(name: str) -> str | None:
     return None
 
 
-def op_delete(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_delete(ws: Workspace, req: Delete) -> DeleteResult:
     """Delete a file or symlink (the link itself); a directory only if empty unless recursive=true."""
-    path = _arg(args, "path", str)
-    recursive = _arg(args, "recursive", bool, False)
+    path, recursive = req.path, req.recursive
     # Resolve the parent only: deleting a symlink removes the link, never its target.
     if path.rstrip("/") in ("", "."):
         raise ToolError("refusing to delete the workspace root")
@@ -147,9 +160,9 @@ def op_delete(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
                 shutil.rmtree(real)
             else:
                 os.rmdir(real)
-            return {"deleted": path, "type": "dir"}
+            return DeleteResult(deleted=path, type="dir")
         os.unlink(real)
-        return {"deleted": path, "type": "symlink" if stat.S_ISLNK(st.st_mode) else "file"}
+        return DeleteResult(deleted=path, type="symlink" if stat.S_ISLNK(st.st_mode) else "file")
     except OSError as exc:
         if exc.errno == errno.ENOTEMPTY:
             raise ToolError(f"cannot delete '{path}': directory not empty (pass recursive=true)") from None
@@ -166,9 +179,9 @@ def _entry_type(mode: int) -> str:
     return "other"
 
 
-def op_list(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_list(ws: Workspace, req: List) -> ListResult:
     """Entries of one directory, sorted by name: name, type (file|dir|symlink|other), size."""
-    path = _arg(args, "path", str, ".")
+    path = req.path
     real = ws.resolve(path)
     entries = []
     try:
@@ -182,7 +195,7 @@ def op_list(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
     except OSError as exc:
         raise _os_error(exc, "list", path) from None
     entries.sort(key=lambda e: e["name"])
-    return {"path": ws.rel(real), "entries": entries}
+    return ListResult(path=ws.rel(real), entries=entries)
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -236,11 +249,9 @@ def _walk_files(base: str) -> Any:
             yield dirpath, f, False
 
 
-def op_glob(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_glob(ws: Workspace, req: Glob) -> GlobResult:
     """Paths matching a glob (``**`` spans directories), relative to the workspace, sorted; .git is skipped."""
-    pattern = _arg(args, "pattern", str)
-    path = _arg(args, "path", str, ".")
-    limit = _arg(args, "max_results", int, 1000)
+    pattern, path, limit = req.pattern, req.path, req.max_results
     if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
         raise invalid(f"glob pattern '{pattern}' must be relative and must not contain '..'")
     base = ws.resolve(path)
@@ -258,17 +269,13 @@ def op_glob(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
                 break
             matches.append(ws.rel(full))
     matches.sort()
-    return {"paths": matches, "truncated": truncated}
+    return GlobResult(paths=matches, truncated=truncated)
 
 
-def op_grep(ws: Workspace, args: dict[str, Any]) -> dict[str, Any]:
+def op_grep(ws: Workspace, req: Grep) -> GrepResult:
     """Search file contents: ``rg --json`` when available, else Python ``re``. Matches: path, line, text."""
-    pattern = _arg(args, "pattern", str)
-    path = _arg(args, "path", str, ".")
-    file_glob = _arg(args, "glob", str, None)
-    ignore_case = _arg(args, "ignore_case", bool, False)
-    fixed = _arg(args, "fixed", bool, False)
-    limit = _arg(args, "max_results", int, 200)
+    pattern, path, file_glob, ignore_case, fixed, limit = (req.pattern, req.path, req.glob, req.ignore_case,
+                                                           req.fixed, req.max_results)
     if limit <= 0:
         raise invalid("argument 'max_results' must be positive")
     base = ws.resolve(path)
@@ -290,7 +297,7 @@ def _clip(text: str) -> str:
 
 
 def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | None, ignore_case: bool,
-             fixed: bool, limit: int) -> dict[str, Any]:
+             fixed: bool, limit: int) -> GrepResult:
     cmd = [rg, "--json", "--hidden", "--glob", "!.git", "--no-messages"]
     if ignore_case:
         cmd.append("--ignore-case")
@@ -328,7 +335,7 @@ def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | N
     if proc.returncode == 2 and not matches and err.strip():
         raise ToolError(f"grep failed: {err.decode('utf-8', 'replace').strip()[:500]}")
     matches.sort(key=lambda m: (m["path"], m["line"] or 0))
-    return {"matches": matches, "truncated": truncated}
+    return GrepResult(matches=matches, truncated=truncated)
 
 
 def _rg_text(field: Any, errors: str) -> str | None:
@@ -349,7 +356,7 @@ def _rg_text(field: Any, errors: str) -> str | None:
 
 
 def _grep_py(ws: Workspace, pattern: str, base: str, file_glob: str | None, ignore_case: bool, fixed: bool,
-             limit: int) -> dict[str, Any]:
+             limit: int) -> GrepResult:
     flags = re.IGNORECASE if ignore_case else 0
     rx = re.compile(re.escape(pattern) if fixed else pattern, flags)
     grx = glob_to_regex(file_glob if "/" in (file_glob or "") else "**/" + file_glob) if file_glob else None
@@ -378,4 +385,4 @@ def _grep_py(ws: Workspace, pattern: str, base: str, file_glob: str | None, igno
         if truncated:
             break
     matches.sort(key=lambda m: (m["path"], m["line"]))
-    return {"matches": matches, "truncated": truncated}
+    return GrepResult(matches=matches, truncated=truncated)

@@ -14,7 +14,8 @@ import signal
 import threading
 import time
 
-from ts_base import ToolError, Workspace, _arg, invalid
+from ts_base import ToolError, Workspace, invalid
+from ts_protocol import Exec, ExecResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
@@ -296,17 +297,13 @@ class _Capture:
         return out
 
 
-def op_exec(ws: Workspace, args: dict[str, Any], tracker: ProcessTracker) -> dict[str, Any]:
+def op_exec(ws: Workspace, req: Exec, tracker: ProcessTracker) -> ExecResult:
     """Run a command (argv list, or a string run by ``SHELLS[shell] -c``: /bin/sh by default, /bin/bash with
     ``shell: bash``) with a timeout and capped output."""
-    cmd = _arg(args, "cmd", (list, str))
-    shell = _arg(args, "shell", str, "sh")
+    cmd, shell, cwd_arg, env_arg, cap = req.cmd, req.shell, req.cwd, req.env, req.output_cap
+    timeout_s = float(req.timeout_s)
     if shell not in SHELLS:
         raise invalid(f"argument 'shell' must be one of {', '.join(SHELLS)}, got {shell[:40]!r}")
-    cwd_arg = _arg(args, "cwd", str, None)
-    env_arg = _arg(args, "env", dict, {})
-    timeout_s = float(_arg(args, "timeout_s", (int, float), 60.0))
-    cap = _arg(args, "output_cap", int, 1_000_000)
     if isinstance(cmd, list):
         if not cmd or not all(isinstance(a, str) for a in cmd):
             raise invalid("argument 'cmd' must be a non-empty list of strings or a shell command string")
@@ -367,8 +364,8 @@ def op_exec(ws: Workspace, args: dict[str, Any], tracker: ProcessTracker) -> dic
             capture.pipe.close()
     if exit_code is not None and exit_code < 0:
         exit_code = 128 - exit_code  # killed by a signal: shell convention 128 + signal number
-    return {"exit_code": exit_code, "stdout": out.text(), "stderr": err.text(), "timed_out": timed_out,
-            "truncated": bool(out.dropped or err.dropped), "duration_s": round(time.monotonic() - start, 4)}
+    return ExecResult(exit_code=exit_code, stdout=out.text(), stderr=err.text(), timed_out=timed_out,
+                      truncated=bool(out.dropped or err.dropped), duration_s=round(time.monotonic() - start, 4))
 
 
 

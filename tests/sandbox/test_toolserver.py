@@ -291,6 +291,6 @@ def test_python_grep_fallback(tmp_path: Path) -> None:
     (tmp_path / "bin").write_bytes(b"alpha\x00\x01")
     ws = ts.Workspace(str(tmp_path))
     res = ts._grep_py(ws, "alpha", ws.root, None, True, False, 10)
-    assert [(m["path"], m["line"]) for m in res["matches"]] == [("b.txt", 1), ("d/a.py", 1)]
+    assert [(m["path"], m["line"]) for m in res.matches] == [("b.txt", 1), ("d/a.py", 1)]
     res = ts._grep_py(ws, "beta", ws.root, "*.py", False, True, 10)
-    assert [(m["path"], m["line"]) for m in res["matches"]] == [("d/a.py", 2)]
+    assert [(m["path"], m["line"]) for m in res.matches] == [("d/a.py", 2)]
