@@ -59,7 +59,7 @@ from agents.tools.subagents import SpawnArgs, SubagentReport
 from agents.tools.subagents import brief as subagent_brief
 from agents.tools.subagents import refusal as subagent_refusal
 from agents.tools.subagents import render as render_subagents
-from agents.turn import Attached, ToolResultText, first_messages, load_role_or_none, prepare, settle
+from agents.turn import Attached, first_messages, load_role_or_none, prepare, settle
 from environments.runtime import resolve
 from infra.artifacts import ArtifactStore
 from infra.errors import (
@@ -173,8 +173,8 @@ class AgentActivities:
 
     async def _model_call(self, inp: ModelCallInput) -> ModelCallResult:
         transcript = [Message.model_validate(m) for m in self.store.get_json(inp.transcript_ref)]
-        results = [ToolResultText(r.call_id, r.name, self.store.get_text(r.result_ref), r.is_error)
-                   for r in inp.tool_results]
+        results = [Message(role="tool", content=self.store.get_text(r.result_ref), tool_call_id=r.call_id, name=r.name,
+                           is_error=r.is_error) for r in inp.tool_results]
         request = prepare(transcript, results, inp.user_messages, role_name=inp.role, model=inp.model,
                           base=self.registry, store_put=self.store.put_text,
                           pinned=self.store.get_text(inp.pinned_ref) if inp.pinned_ref else None,

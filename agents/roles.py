@@ -171,8 +171,10 @@ def parse_role(text: str, source: str = "<role>") -> Role:
     return role
 
 
+@cache
 def load_role(name: str) -> Role:
-    """The role ``agents/roles/<name>.toml``; ConfigError listing the known roles when there is none."""
+    """The role ``agents/roles/<name>.toml``; ConfigError listing the known roles when there is none. Read once per
+    process (the roles are files of the package): the same Role each time, so never change one."""
     path = resources.files("agents").joinpath("roles", f"{name}.toml")
     if not path.is_file():
         raise ConfigError(f"no role {name!r}; known roles: {', '.join(role_names())}")

@@ -88,16 +88,6 @@ def first_messages(role_name: str, model: str, task: str, base: Registry, *, sta
 
 
 @dataclass
-class ToolResultText:
-    """One result of the previous turn, as the next call sends it."""
-
-    call_id: str
-    name: str
-    text: str
-    is_error: bool = False
-
-
-@dataclass
 class Request:
     """What one model call sends."""
 
@@ -108,15 +98,14 @@ class Request:
     compaction: CompactionEvent | None = None
 
 
-def prepare(transcript: list[Message], results: list[ToolResultText], user_messages: list[str], *, role_name: str,
+def prepare(transcript: list[Message], results: list[Message], user_messages: list[str], *, role_name: str,
             model: str, base: Registry, store_put: Callable[[str], str], pinned: str | None = None,
             explicit_tools: list[str] = (), harness: HarnessSettings | None = None) -> Request:
-    """The request of the next model call (see the module docstring). ``store_put`` keeps the raw outputs that
-    compaction replaces by summaries (the agent reads them back with ``read_output``)."""
+    """The request of the next model call (see the module docstring): ``results`` are the previous turn's tool
+    results (``role="tool"`` messages). ``store_put`` keeps the raw outputs that compaction replaces by summaries
+    (the agent reads them back with ``read_output``)."""
     harness = harness or HarnessSettings()
-    messages = list(transcript)
-    messages += [Message(role="tool", content=r.text, tool_call_id=r.call_id, name=r.name, is_error=r.is_error)
-                 for r in results]
+    messages = [*transcript, *results]
     messages += [Message(role="user", content=text) for text in user_messages]
     profile = harness.profile(model)
     res = compact(messages, window_tokens=profile.context_window, threshold=harness.threshold,

@@ -7,7 +7,7 @@ import pytest
 
 from agents.messages import Message, ModelResponse, ToolCall, Usage
 from agents.tools.builtin import default_registry
-from agents.turn import Attached, ToolResultText, first_messages, prepare, settle
+from agents.turn import Attached, first_messages, prepare, settle
 from infra.errors import ConfigError
 
 REG = default_registry()
@@ -53,7 +53,8 @@ def test_prepare_appends_results_then_steering_in_order():
     call = ToolCall(id="c1", name="read_file", arguments={"path": "a.py"})
     transcript = [Message(role="system", content="s"), Message(role="user", content="task"),
                   Message(role="assistant", content="", tool_calls=[call])]
-    req = prepare(transcript, [ToolResultText("c1", "read_file", "no such file", is_error=True)],
+    failed = Message(role="tool", content="no such file", tool_call_id="c1", name="read_file", is_error=True)
+    req = prepare(transcript, [failed],
                   ["please also update the docs"], role_name="solo", model="anthropic:claude-sonnet-4-5", base=REG,
                   store_put=put)
     assert [m.role for m in req.messages] == ["system", "user", "assistant", "tool", "user"]

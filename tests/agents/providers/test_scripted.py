@@ -164,7 +164,7 @@ async def _drive(turns: list[dict], tmp_path, *, fetch: bool = True):
     provider with a real artifact store, each command 'returning' its output above; returns the compaction events,
     the last call's messages and tools, and the store."""
     from agents.tools.builtin import default_registry
-    from agents.turn import ToolResultText, first_messages, prepare, settle
+    from agents.turn import first_messages, prepare, settle
     from infra.artifacts import ArtifactStore
 
     artifacts = ArtifactStore(tmp_path / "artifacts")
@@ -173,7 +173,7 @@ async def _drive(turns: list[dict], tmp_path, *, fetch: bool = True):
     replayed = ScriptedProvider(parse_trajectory("\n".join(json.dumps(t) for t in turns)),
                                 fetch=artifacts.get_text if fetch else None)
     transcript = first_messages("solo", model, "write the notes", reg)
-    results: list[ToolResultText] = []
+    results: list[Message] = []
     events = []
     for _ in turns:
         req = prepare(transcript, results, [], role_name="solo", model=model, base=reg,
@@ -181,7 +181,8 @@ async def _drive(turns: list[dict], tmp_path, *, fetch: bool = True):
         events.append(req.compaction)
         out = settle(req, await replayed.complete(req.messages, req.tools), model)
         transcript = out.transcript
-        results = [ToolResultText(c.id, c.name, outputs[c.arguments["command"]]) for c, _ in out.calls]
+        results = [Message(role="tool", content=outputs[c.arguments["command"]], tool_call_id=c.id, name=c.name)
+                   for c, _ in out.calls]
     return events, req, artifacts
 
 
