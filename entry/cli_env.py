@@ -66,6 +66,14 @@ ENV_PAGE = Page(
 def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="bosun env", page=ENV_PAGE)
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    _build_and_show(sub)
+    _list_and_rm(sub)
+    _prune(sub)
+    _bases(sub)
+    return p
+
+
+def _build_and_show(sub) -> None:
     b = add_command(sub, "build", help="build (or reuse) the environment of a repository at a revision",
                     description="Build (or reuse) the environment of a repository at a revision and print it: its "
                                 "id (for `bosun sandbox exec --env`), Python version, test command, images and log. "
@@ -93,6 +101,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--repo", required=True, help="path of the git repository")
     s.add_argument("--ref", default="HEAD", help="revision (default HEAD)")
     s.add_argument("--json", action="store_true", help="print the detection as JSON")
+
+
+def _list_and_rm(sub) -> None:
     ls = add_command(sub, "list", help="the environments on this host",
                      description="The environments on this host: id, Python version, size, last use, repository and "
                                  "commit; `outdated` when an older bosun's build rules made it (it works as built).",
@@ -108,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
                                                  "host (nothing is removed)"},
                      examples=("bosun env rm env-0123456789abcdef0123",))
     rm.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="an environment id, as `bosun env list` shows it")
+
+
+def _prune(sub) -> None:
     pr = add_command(sub, "prune", help="remove unused environments (bounded disk)",
                      description="Remove what is not needed: unfinished builds, installer caches no build uses, orphan "
                                  "images of this cache, the least recently used environments beyond --max-gb or while "
@@ -129,6 +143,9 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--bases", action="store_true", help="also remove bases no environment uses")
     pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
     pr.add_argument("--json", action="store_true", help="print what was removed as one JSON object")
+
+
+def _bases(sub) -> None:
     bs = add_command(sub, "bases", help="the base root filesystems (one per Python version)",
                      description="List the base root filesystems environments start from (one per Python version, "
                                  "with or without a C toolchain), or build some ahead with --build (Debian's "
@@ -145,7 +162,6 @@ def parser() -> argparse.ArgumentParser:
                          "only; none: all the Debian ones)")
     bs.add_argument("--compilers", action="store_true", help="the variant with a C toolchain")
     bs.add_argument("--json", action="store_true", help="print the bases as a JSON list")
-    return p
 
 
 def _err(text: str) -> None:

@@ -333,6 +333,34 @@ class Environments:
         Returns what went."""
         out: dict[str, Any] = {"environments": [], "images": [], "staging": [], "bases": [], "uv_caches": [],
                                "detections": 0, "freed_mb": 0.0}
+        self._prune_leftovers(out, dry_run)
+        records = self.store.all()
+        api = None
+        with contextlib.suppress(UnexpectedEnvironment):
+            api = self.api
+        if api is not None:
+            self._prune_orphan_images(out, api, {r.backend_refs.get("docker") for r in records}, dry_run)
+        self._prune_environments(out, records, keep=set(keep or []), max_gb=max_gb, older_than_days=older_than_days,
+                                 min_free_gb=min_free_gb, outdated=outdated, dry_run=dry_run)
+        if bases:
+            used_bases = {r.base for r in self.store.all()}
+            for info in self.bases.all():
+                if info.name not in used_bases:
+                    out["bases"].append(info.name)
+                    out["freed_mb"] += info.size_mb
+                    if not dry_run:
+                        self.bases.remove(info.name, docker=api)
+        uv_root = self.cache / "uv"
+        if uv_root.is_dir() and older_than_days is not None:
+            now = time.time()
+            for d in uv_root.iterdir():
+                if now - d.stat().st_mtime > older_than_days * 86400 and not dry_run:
+                    shutil.rmtree(d, ignore_errors=True)
+        out["freed_mb"] = round(out["freed_mb"], 1)
+        return out
+
+    def _prune_leftovers(self, out: dict[str, Any], dry_run: bool) -> None:
+        """Builds that died half-way, installer caches no build is using, old failure logs and detections."""
         for path in self.store.stale_staging():
             out["staging"].append(path.name)
             if not dry_run:
@@ -354,29 +382,30 @@ class Environments:
         # detections remembered per commit: a few KB each, one per revision prepared (thousands a day under an
         # evaluation), read again in milliseconds when gone
         out["detections"] = _remove_older((self.cache / "detected").glob("*.json"), DETECTED_KEEP_S, dry_run)
+
+    def _prune_orphan_images(self, out: dict[str, Any], api, known: set, dry_run: bool) -> None:
+        """This cache's images that no record names (and that are not a build between its commit and record)."""
         now = time.time()
-        records = self.store.all()
-        known = {r.backend_refs.get("docker") for r in records}
-        api = None
-        with contextlib.suppress(UnexpectedEnvironment):
-            api = self.api
-        if api is not None:
-            here = self.cache.resolve()
-            mine, default = str(here), here == default_cache().resolve()
-            for image in api.images(name=IMAGE_REPO):
-                if now - float(image.get("Created") or now) < KEEP_RECENT_S:
-                    continue  # a build between its commit and its record (another process's) is not an orphan
-                owner = (image.get("Labels") or {}).get(CACHE_LABEL)
-                if owner != mine and not (owner is None and default):
-                    continue  # another cache's (docker's images are the host's, the records are this cache's)
-                for tag in image.get("RepoTags") or []:
-                    if tag not in known:
-                        out["images"].append(tag)
-                        if not dry_run:
-                            with contextlib.suppress(Exception):
-                                api.remove_image(tag, force=True)
+        here = self.cache.resolve()
+        mine, default = str(here), here == default_cache().resolve()
+        for image in api.images(name=IMAGE_REPO):
+            if now - float(image.get("Created") or now) < KEEP_RECENT_S:
+                continue  # a build between its commit and its record (another process's) is not an orphan
+            owner = (image.get("Labels") or {}).get(CACHE_LABEL)
+            if owner != mine and not (owner is None and default):
+                continue  # another cache's (docker's images are the host's, the records are this cache's)
+            for tag in image.get("RepoTags") or []:
+                if tag not in known:
+                    out["images"].append(tag)
+                    if not dry_run:
+                        with contextlib.suppress(Exception):
+                            api.remove_image(tag, force=True)
+
+    def _prune_environments(self, out: dict[str, Any], records: list, *, keep: set[str], max_gb: float | None,
+                            older_than_days: float | None, min_free_gb: float, outdated: bool,
+                            dry_run: bool) -> None:
+        """The environments ``prunable`` names, least recently used first, while the rules still ask."""
         now = time.time()
-        keep_keys = set(keep or [])
         usage = sorted(((self.store.last_used(r.key), r) for r in records), key=lambda x: x[0])
         size = {r.key: r.size_mb.get("bwrap", 0.0) + r.size_mb.get("docker_layer", 0.0) for r in records}
         total = sum(size.values())
@@ -385,9 +414,9 @@ class Environments:
         free = free_mb(self.cache) + (out["freed_mb"] if dry_run else 0.0)
         for used, record in usage:
             short = min_free_gb > 0 and free < min_free_gb * 1000
-            if record.key in keep_keys or not prunable(used, total, now=now, older_than_days=older_than_days,
-                                                       max_gb=max_gb, short_of_space=short,
-                                                       outdated=outdated and record.outdated):
+            if record.key in keep or not prunable(used, total, now=now, older_than_days=older_than_days,
+                                                  max_gb=max_gb, short_of_space=short,
+                                                  outdated=outdated and record.outdated):
                 continue
             out["environments"].append(record.env_id)
             out["freed_mb"] += size[record.key]
@@ -396,19 +425,4 @@ class Environments:
             if not dry_run:
                 with contextlib.suppress(ConfigError):
                     self.remove(record.env_id)
-        if bases:
-            used_bases = {r.base for r in self.store.all()}
-            for info in self.bases.all():
-                if info.name not in used_bases:
-                    out["bases"].append(info.name)
-                    out["freed_mb"] += info.size_mb
-                    if not dry_run:
-                        self.bases.remove(info.name, docker=api)
-        uv_root = self.cache / "uv"
-        if uv_root.is_dir() and older_than_days is not None:
-            for d in uv_root.iterdir():
-                if now - d.stat().st_mtime > older_than_days * 86400 and not dry_run:
-                    shutil.rmtree(d, ignore_errors=True)
-        out["freed_mb"] = round(out["freed_mb"], 1)
-        return out
 

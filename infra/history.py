@@ -184,14 +184,43 @@ async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[
                     closed: ClosedRuns | None) -> str:
     """One run's steps into ``root``; the run it continued as new into ("" if none). Its children's own steps are
     read once the run's history is (whether a child has ended is known only then)."""
-    workflow_id = root.workflow_id
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-    scheduled: dict[int, Step] = {}
-    children: dict[str, Step] = {}
-    started: list[tuple[Step, str]] = []
-    following = ""
-    async for ev in handle.fetch_history_events():
+    run = _RunSteps(root, calls)
+    async for ev in client.get_workflow_handle(root.workflow_id, run_id=run_id).fetch_history_events():
+        run.feed(ev)
+    for step, child_run in run.started:
+        await _read_child(client, step, child_run, closed)
+    return run.following
+
+
+class _RunSteps:
+    """The steps of one run, made from its history event by event: the run's own start and end, its activities
+    (and local activities), its children."""
+
+    def __init__(self, root: Step, calls: dict[str, dict]) -> None:
+        self.root, self.calls = root, calls
+        """``calls``: every model call's tool calls by id (a local tool call's step is named after its call)."""
+        self.scheduled: dict[int, Step] = {}
+        self.children: dict[str, Step] = {}
+        self.started: list[tuple[Step, str]] = []
+        """Each child that started, with its run id."""
+        self.following = ""
+        """The run this one continued as new into."""
+
+    def feed(self, ev) -> None:
         t = ev.event_type
+        if t in (EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+                 EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+                 EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, EventType.EVENT_TYPE_MARKER_RECORDED):
+            self._activity(t, ev)
+        elif t in (EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+                   EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED,
+                   EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED) or t in _CHILD_ENDS:
+            self._child(t, ev)
+        else:
+            self._run(t, ev)
+
+    def _run(self, t, ev) -> None:
+        root = self.root
         if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             a = ev.workflow_execution_started_event_attributes
             root.name = a.workflow_type.name
@@ -199,56 +228,7 @@ async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[
                 root.input = (_decode(a.input.payloads) or [None])[0]
                 root.started = _ts(ev)
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            following = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            a = ev.activity_task_scheduled_event_attributes
-            step = Step(workflow_id=workflow_id, kind="activity", name=a.activity_type.name,
-                        activity_id=a.activity_id, input=(_decode(a.input.payloads) or [None])[0],
-                        started=_ts(ev))
-            scheduled[ev.event_id] = step
-            root.children.append(step)
-        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            a = ev.activity_task_started_event_attributes
-            scheduled[a.scheduled_event_id].attempt = a.attempt
-        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            a = ev.activity_task_completed_event_attributes
-            step = scheduled[a.scheduled_event_id]
-            step.result = (_decode(a.result.payloads) or [None])[0]
-            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
-            if step.name == "model_call" and isinstance(step.result, dict):
-                calls.update({c.get("id"): c for c in step.result.get("tool_calls", []) if isinstance(c, dict)})
-        elif t in (EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
-            a = (ev.activity_task_failed_event_attributes if t == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
-                 else ev.activity_task_timed_out_event_attributes)
-            step = scheduled[a.scheduled_event_id]
-            step.error = a.failure.message or "timed out"
-            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
-        elif t == EventType.EVENT_TYPE_MARKER_RECORDED:
-            step = _local_activity(workflow_id, ev, calls)
-            if step is not None:
-                root.children.append(step)
-        elif t == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            a = ev.start_child_workflow_execution_initiated_event_attributes
-            step = Step(workflow_id=a.workflow_id, kind="child", name=a.workflow_type.name, started=_ts(ev))
-            children[a.workflow_id] = step
-            root.children.append(step)
-        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
-            a = ev.child_workflow_execution_started_event_attributes
-            started.append((children[a.workflow_execution.workflow_id], a.workflow_execution.run_id))
-        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-            a = ev.child_workflow_execution_completed_event_attributes
-            step = children[a.workflow_execution.workflow_id]
-            step.result = (_decode(a.result.payloads) or [None])[0]
-            step.status = "completed"
-            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
-        elif t in _CHILD_ENDS:
-            status, attr = _CHILD_ENDS[t]
-            a = getattr(ev, attr)
-            step = children[a.workflow_execution.workflow_id]
-            step.status = status
-            if status == "failed":
-                step.error = _innermost(a.failure)
-            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+            self.following = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             root.result = (_decode(ev.workflow_execution_completed_event_attributes.result.payloads) or [None])[0]
             root.status = "completed"
@@ -261,9 +241,59 @@ async def _read_run(client: Client, root: Step, run_id: str | None, calls: dict[
                 reason = ev.workflow_execution_terminated_event_attributes.reason
                 root.error = f"terminated{': ' + reason if reason else ''}"
             root.duration_s = round(_ts(ev) - (root.started or _ts(ev)), 3)
-    for step, child_run in started:
-        await _read_child(client, step, child_run, closed)
-    return following
+
+    def _activity(self, t, ev) -> None:
+        if t == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            a = ev.activity_task_scheduled_event_attributes
+            step = Step(workflow_id=self.root.workflow_id, kind="activity", name=a.activity_type.name,
+                        activity_id=a.activity_id, input=(_decode(a.input.payloads) or [None])[0],
+                        started=_ts(ev))
+            self.scheduled[ev.event_id] = step
+            self.root.children.append(step)
+        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            a = ev.activity_task_started_event_attributes
+            self.scheduled[a.scheduled_event_id].attempt = a.attempt
+        elif t == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            a = ev.activity_task_completed_event_attributes
+            step = self.scheduled[a.scheduled_event_id]
+            step.result = (_decode(a.result.payloads) or [None])[0]
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+            if step.name == "model_call" and isinstance(step.result, dict):
+                self.calls.update({c.get("id"): c for c in step.result.get("tool_calls", []) if isinstance(c, dict)})
+        elif t == EventType.EVENT_TYPE_MARKER_RECORDED:
+            step = _local_activity(self.root.workflow_id, ev, self.calls)
+            if step is not None:
+                self.root.children.append(step)
+        else:  # failed or timed out
+            a = (ev.activity_task_failed_event_attributes if t == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+                 else ev.activity_task_timed_out_event_attributes)
+            step = self.scheduled[a.scheduled_event_id]
+            step.error = a.failure.message or "timed out"
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+
+    def _child(self, t, ev) -> None:
+        if t == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            a = ev.start_child_workflow_execution_initiated_event_attributes
+            step = Step(workflow_id=a.workflow_id, kind="child", name=a.workflow_type.name, started=_ts(ev))
+            self.children[a.workflow_id] = step
+            self.root.children.append(step)
+        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+            a = ev.child_workflow_execution_started_event_attributes
+            self.started.append((self.children[a.workflow_execution.workflow_id], a.workflow_execution.run_id))
+        elif t == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            a = ev.child_workflow_execution_completed_event_attributes
+            step = self.children[a.workflow_execution.workflow_id]
+            step.result = (_decode(a.result.payloads) or [None])[0]
+            step.status = "completed"
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
+        else:
+            status, attr = _CHILD_ENDS[t]
+            a = getattr(ev, attr)
+            step = self.children[a.workflow_execution.workflow_id]
+            step.status = status
+            if status == "failed":
+                step.error = _innermost(a.failure)
+            step.duration_s = round(_ts(ev) - (step.started or _ts(ev)), 3)
 
 
 async def _read_child(client: Client, step: Step, run_id: str, closed: ClosedRuns | None) -> None:

@@ -103,6 +103,19 @@ async def _uncancelled(fut: asyncio.Future[Any]) -> Any:
     return fut.result()
 
 
+
+def _drop_target(user: str) -> str | None:
+    """The ``uid:gid`` the tool server switches to when root starts the sandbox for another user; None when the
+    worker is that user already. Another uid without root: UnexpectedEnvironment."""
+    uid, _, gid = user.partition(":")
+    if os.geteuid() == 0 and int(uid) != 0:  # root starts it; the tool server switches to that uid first
+        return f"{int(uid)}:{int(gid or uid)}"
+    if int(uid) != os.geteuid():
+        raise UnexpectedEnvironment(f"a bwrap sandbox can run as uid {uid} only when the worker is root "
+                                    f"(the worker runs as uid {os.geteuid()})")
+    return None
+
+
 def _children(pid: int) -> list[int]:
     """The children of process ``pid`` as the kernel lists them (bwrap's first is the sandbox's, in its
     namespaces); empty when it has none or is gone."""
@@ -480,6 +493,7 @@ class BwrapProvider(SandboxProvider):
             raise UnexpectedEnvironment(f"bubblewrap not found at {self.bwrap}; install the 'bubblewrap' package "
                                         f"or use the docker backend")
         sandbox_id = f"bw-{os.getpid()}-{secrets.token_hex(5)}"
+        drop_to = _drop_target(user)  # (checked before anything is made that would need undoing)
         cg: cgroups.SandboxCgroup | None = None
         if self._cg_support.dirs:
             try:
@@ -491,16 +505,31 @@ class BwrapProvider(SandboxProvider):
         # mounts; meanwhile both processes are moved into the cgroup. Nothing of the sandbox runs before that.
         info_r, info_w = os.pipe() if cg else (None, None)
         block_r, block_w = os.pipe() if cg else (None, None)
-        uid, _, gid = user.partition(":")
-        drop_to = None
-        if os.geteuid() == 0 and int(uid) != 0:  # root starts it; the tool server switches to that uid first
-            drop_to = f"{int(uid)}:{int(gid or uid)}"
-        elif int(uid) != os.geteuid():
-            raise UnexpectedEnvironment(f"a bwrap sandbox can run as uid {uid} only when the worker is root "
-                                        f"(the worker runs as uid {os.geteuid()})")
         args = self.bwrap_args(ws, seccomp_fd=sec_fd, git_binds=git_binds, info_fd=info_w, block_fd=block_r,
                                objects=objects, drop_to=drop_to)
         child_fds = tuple(fd for fd in (sec_fd, info_w, block_r) if fd is not None)
+        proc, cancelled = await self._spawn(args, child_fds, (info_r, block_w), cg)
+        await self._join(ws, proc, cg, info_r, block_w, cancelled)
+        client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
+        sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
+        sandbox.user = user
+        await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)  # (it closes what fails)
+        if children := _children(proc.pid):  # (ready: bwrap's child is there, in the sandbox's namespaces)
+            blackholing = asyncio.ensure_future(asyncio.to_thread(netns.blackhole_private_ranges, children[0]))
+            try:
+                await asyncio.shield(blackholing)
+            except BaseException:  # (cancelled here, the sandbox was left running: nobody held it)
+                with contextlib.suppress(Exception):
+                    await _uncancelled(blackholing)  # (its nsenter let end: the namespace it enters is going)
+                await _uncancelled(asyncio.ensure_future(sandbox.close()))
+                raise
+        return sandbox
+
+    async def _spawn(self, args: list[str], child_fds: tuple[int, ...], own_fds: tuple[int | None, int | None],
+                     cg: cgroups.SandboxCgroup | None) -> tuple[asyncio.subprocess.Process,
+                                                                asyncio.CancelledError | None]:
+        """Start bwrap, and the cancellation that came meanwhile (raised once the start is cleaned up, by
+        ``_join``). A start that fails closes our ends of the pipes and the cgroup."""
         cancelled: asyncio.CancelledError | None = None
         creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
             *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -512,7 +541,7 @@ class BwrapProvider(SandboxProvider):
                 cancelled = exc
                 proc = await _uncancelled(creating)
         except OSError as exc:
-            for fd in (info_r, block_w):
+            for fd in own_fds:
                 if fd is not None:
                     os.close(fd)
             if cg:
@@ -523,6 +552,12 @@ class BwrapProvider(SandboxProvider):
         finally:
             for fd in child_fds:
                 os.close(fd)
+        return proc, cancelled
+
+    async def _join(self, ws: Path, proc: asyncio.subprocess.Process, cg: cgroups.SandboxCgroup | None,
+                    info_r: int | None, block_w: int | None, cancelled: asyncio.CancelledError | None) -> None:
+        """Put the started bwrap and its child into the cgroup (``_join_cgroup``), then let it go on; a cancel
+        or a failed join stops what was started."""
         joining = None
         if cg is not None:
             assert info_r is not None and block_w is not None
@@ -549,20 +584,6 @@ class BwrapProvider(SandboxProvider):
                 raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: {detail}") from None
             raise UnexpectedEnvironment(f"bwrap sandbox for {ws} did not start: cannot put it in its cgroup "
                                         f"({exc})") from None
-        client = ToolClient(ProcessChannel(proc), label=f"bwrap sandbox {sandbox_id}")
-        sandbox = BwrapSandbox(sandbox_id, ws, client, cg)
-        sandbox.user = user
-        await sandbox.wait_ready(f"bwrap sandbox for {ws}", self.start_timeout_s)  # (it closes what fails)
-        if children := _children(proc.pid):  # (ready: bwrap's child is there, in the sandbox's namespaces)
-            blackholing = asyncio.ensure_future(asyncio.to_thread(netns.blackhole_private_ranges, children[0]))
-            try:
-                await asyncio.shield(blackholing)
-            except BaseException:  # (cancelled here, the sandbox was left running: nobody held it)
-                with contextlib.suppress(Exception):
-                    await _uncancelled(blackholing)  # (its nsenter let end: the namespace it enters is going)
-                await _uncancelled(asyncio.ensure_future(sandbox.close()))
-                raise
-        return sandbox
 
     # -- reporting -------------------------------------------------------------------------------------------
 

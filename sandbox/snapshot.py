@@ -158,8 +158,7 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
     except OSError as e:
         shutil.rmtree(staging, ignore_errors=True)
         raise SnapshotRefused(f"workspace {root} cannot be opened ({e.strerror})") from None
-    total_bytes = 0
-    count = 0
+    walk = _Walk(root_fd, snap, bounds, keep, staging)
     try:
         level: list[str] = [""]
         depth = 0
@@ -170,70 +169,89 @@ def scan(root: Path, tracked: set[str], ignored: IgnoreCheck, bounds: Bounds = B
             found_dirs: list[str] = []
             found_files: list[tuple[str, str, int]] = []
             for rel_dir in level:
-                parts = rel_dir.split("/") if rel_dir else []
-                try:
-                    dfd = open_dir(root_fd, parts)
-                except OSError as e:
-                    raise SnapshotRefused(f"{shown(rel_dir) or '.'}: cannot be opened as a directory "
-                                          f"({_why(e)})") from None
-                try:
-                    with os.scandir(dfd) as it:
-                        for de in it:
-                            count += 1
-                            if count > bounds.max_entries:
-                                raise SnapshotRefused(f"the workspace holds more than {bounds.max_entries} files "
-                                                      "and directories (not counting ignored ones); delete what "
-                                                      "is not part of the change")
-                            name = de.name
-                            rel = f"{rel_dir}/{name}" if rel_dir else name
-                            if is_git_name(name):
-                                if rel_dir:
-                                    snap.notes.append(f"{shown(rel)}: a nested git directory, not imported")
-                                    snap.left_out.add(rel)
-                                continue
-                            if rel in keep:
-                                continue
-                            try:
-                                st = de.stat(follow_symlinks=False)
-                            except OSError:
-                                continue
-                            if stat.S_ISDIR(st.st_mode):
-                                found_dirs.append(rel)
-                            elif stat.S_ISLNK(st.st_mode):
-                                found_files.append((rel, "120000", st.st_size))
-                            elif stat.S_ISREG(st.st_mode):
-                                mode = "100755" if st.st_mode & stat.S_IXUSR else "100644"
-                                found_files.append((rel, mode, st.st_size))
-                                if name == ".gitignore" and st.st_size <= 1 << 20 and \
-                                        not _stage_gitignore(dfd, name, staging / rel):
-                                    snap.notes.append(f"{shown(rel)}: could not be read for its ignore rules")
-                            else:
-                                snap.notes.append(f"{shown(rel)}: {_kind(st.st_mode)}, not imported")
-                                snap.left_out.add(rel)
-                finally:
-                    os.close(dfd)
+                walk.list_dir(rel_dir, found_dirs, found_files)
             untracked = [f"{d}/" for d in found_dirs if d not in tracked_dirs and d not in tracked]
             untracked += [f for f, _, _ in found_files if f not in tracked]
             skip = ignored(staging, untracked) if untracked else set()
             level = [d for d in found_dirs if f"{d}/" not in skip]
-            for rel, mode, size in found_files:
-                if rel in skip:
-                    continue
-                if size > bounds.max_file_bytes:
-                    snap.notes.append(f"{shown(rel)}: {size} bytes, larger than {bounds.max_file_bytes}; "
-                                      "not imported")
-                    snap.left_out.add(rel)
-                    continue
-                total_bytes += size
-                if total_bytes > bounds.max_total_bytes:
-                    raise SnapshotRefused(f"the workspace's files add up to more than {bounds.max_total_bytes} "
-                                          "bytes; delete what is not part of the change")
-                snap.entries[rel] = Entry(rel, mode, size)
+            walk.take([f for f in found_files if f[0] not in skip])
             depth += 1
     finally:
         os.close(root_fd)
         shutil.rmtree(staging, ignore_errors=True)
     return snap
+
+
+class _Walk:
+    """One scan's reading of the workspace, level by level, with its bounds counted across levels."""
+
+    def __init__(self, root_fd: int, snap: Snapshot, bounds: Bounds, keep: set[str], staging: Path) -> None:
+        self.root_fd, self.snap, self.bounds, self.keep, self.staging = root_fd, snap, bounds, keep, staging
+        self.count = 0
+        """Entries seen (not counting ignored directories' contents)."""
+        self.total_bytes = 0
+        """Bytes of the files taken."""
+
+    def list_dir(self, rel_dir: str, found_dirs: list[str], found_files: list[tuple[str, str, int]]) -> None:
+        """The entries of one directory: subdirectories and files (path, git mode, size) into the lists; nested git
+        directories, special files and unreadable ignore files noted; each directory's .gitignore staged."""
+        snap, bounds = self.snap, self.bounds
+        parts = rel_dir.split("/") if rel_dir else []
+        try:
+            dfd = open_dir(self.root_fd, parts)
+        except OSError as e:
+            raise SnapshotRefused(f"{shown(rel_dir) or '.'}: cannot be opened as a directory ({_why(e)})") from None
+        try:
+            with os.scandir(dfd) as it:
+                for de in it:
+                    self.count += 1
+                    if self.count > bounds.max_entries:
+                        raise SnapshotRefused(f"the workspace holds more than {bounds.max_entries} files and "
+                                              "directories (not counting ignored ones); delete what is not part of "
+                                              "the change")
+                    name = de.name
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    if is_git_name(name):
+                        if rel_dir:
+                            snap.notes.append(f"{shown(rel)}: a nested git directory, not imported")
+                            snap.left_out.add(rel)
+                        continue
+                    if rel in self.keep:
+                        continue
+                    try:
+                        st = de.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        found_dirs.append(rel)
+                    elif stat.S_ISLNK(st.st_mode):
+                        found_files.append((rel, "120000", st.st_size))
+                    elif stat.S_ISREG(st.st_mode):
+                        found_files.append((rel, "100755" if st.st_mode & stat.S_IXUSR else "100644", st.st_size))
+                        if name == ".gitignore" and st.st_size <= 1 << 20 and \
+                                not _stage_gitignore(dfd, name, self.staging / rel):
+                            snap.notes.append(f"{shown(rel)}: could not be read for its ignore rules")
+                    else:
+                        snap.notes.append(f"{shown(rel)}: {_kind(st.st_mode)}, not imported")
+                        snap.left_out.add(rel)
+        finally:
+            os.close(dfd)
+
+    def take(self, files: list[tuple[str, str, int]]) -> None:
+        """The files git would add, within the bounds: one too large is left out and noted; too many bytes in all
+        refuses the scan."""
+        bounds = self.bounds
+        for rel, mode, size in files:
+            if size > bounds.max_file_bytes:
+                self.snap.notes.append(f"{shown(rel)}: {size} bytes, larger than {bounds.max_file_bytes}; "
+                                       "not imported")
+                self.snap.left_out.add(rel)
+                continue
+            self.total_bytes += size
+            if self.total_bytes > bounds.max_total_bytes:
+                raise SnapshotRefused(f"the workspace's files add up to more than {bounds.max_total_bytes} bytes; "
+                                      "delete what is not part of the change")
+            self.snap.entries[rel] = Entry(rel, mode, size)
 
 
 def _stage_gitignore(dfd: int, name: str, dest: Path) -> bool:

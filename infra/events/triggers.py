@@ -144,93 +144,115 @@ def _issue_task(title: str, body: str | None, where: str, url: str | None) -> st
 # ---------------------------------------------------------------- GitHub rules
 
 def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    """What a GitHub delivery starts or asks for, by its event: a label (issues, pull_request), a mention
+    (issue_comment), a failed check on a bosun branch (check_run, workflow_run); anything else is ignored."""
+    rule = _GITHUB_RULES.get(event)
+    if rule is None:
+        return ignore(f"GitHub event {event} has no trigger rule")
+    return rule(event, payload, cfg)
+
+
+def _github_issue_labelled(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
     rules = cfg.triggers
-    if event == "issues":
-        ev: p.GHIssuesEvent = _parse(p.GHIssuesEvent, payload, "issues event")
-        if ev.action != "labeled" or not ev.label or ev.label.name.lower() != rules.github_label.lower():
-            return ignore(f"issues.{ev.action} without the label {rules.github_label!r}")
-        repo = ev.repository.full_name
-        mapped = _repo_for_github(cfg, repo)
-        if mapped is None:
-            return _no_repo(repo)
-        kind: Literal["issue", "pr"] = "pr" if ev.issue.pull_request is not None else "issue"
-        return Decision(
-            kind="start", reason=f"{kind} labelled {ev.label.name}", workflow_id=github_id(repo, kind, ev.issue.number),
-            task=_issue_task(ev.issue.title, ev.issue.body, f"GitHub {kind} {repo}#{ev.issue.number}",
-                             ev.issue.html_url),
-            repo=mapped, origin=Origin(source="github", repo=repo, number=ev.issue.number, url=ev.issue.html_url),
-            summary=f"{repo}#{ev.issue.number}: {ev.issue.title}"[:200])
-    if event == "pull_request":
-        pr_ev: p.GHPullRequestEvent = _parse(p.GHPullRequestEvent, payload, "pull_request event")
-        if pr_ev.action != "labeled" or not pr_ev.label or pr_ev.label.name.lower() != rules.github_label.lower():
-            return ignore(f"pull_request.{pr_ev.action} without the label {rules.github_label!r}")
-        repo, pr = pr_ev.repository.full_name, pr_ev.pull_request
-        mapped = _repo_for_github(cfg, repo)
-        if mapped is None:
-            return _no_repo(repo)
-        return Decision(
-            kind="start", reason=f"pull request labelled {pr_ev.label.name}",
-            workflow_id=github_id(repo, "pr", pr.number),
-            task=_issue_task(pr.title, pr.body, f"GitHub pull request {repo}#{pr.number}, branch {pr.head.ref}",
-                             pr.html_url),
-            repo=mapped, ref=pr.head.sha,
-            origin=Origin(source="github", repo=repo, number=pr.number, head_branch=pr.head.ref, url=pr.html_url),
-            summary=f"{repo}#{pr.number}: {pr.title}"[:200])
-    if event == "issue_comment":
-        c_ev: p.GHIssueCommentEvent = _parse(p.GHIssueCommentEvent, payload, "issue_comment event")
-        comment = c_ev.comment
-        if c_ev.action != "created":
-            return ignore(f"issue_comment.{c_ev.action}")
-        if rules.ignore_bots and (comment.user.type == "Bot" or MARKER_PREFIX in (comment.body or "")):
-            return ignore(f"comment by bot {comment.user.login} or carrying a bosun marker")
-        if not _mentions(comment.body, rules.github_mention):
-            return ignore(f"comment does not mention {rules.github_mention}")
-        if comment.author_association not in rules.github_associations:
-            return ignore(f"{comment.user.login} has author_association {comment.author_association}, not one of "
-                          f"{', '.join(rules.github_associations)}")
-        repo = c_ev.repository.full_name
-        mapped = _repo_for_github(cfg, repo)
-        if mapped is None:
-            return _no_repo(repo)
-        kind = "pr" if c_ev.issue.pull_request is not None else "issue"
-        issue = c_ev.issue
-        task = _issue_task(issue.title, issue.body, f"GitHub {kind} {repo}#{issue.number}", issue.html_url)
-        task += f"\n\n@{comment.user.login} asked:\n{(comment.body or '').strip()}"
-        return Decision(
-            kind="follow_up", reason=f"{comment.user.login} ({comment.author_association}) mentioned "
-                                     f"{rules.github_mention}",
-            workflow_id=github_id(repo, kind, issue.number), task=task, follow_up=(comment.body or "").strip(),
-            repo=mapped, pull_request=issue.number if kind == "pr" else None,
-            origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url, comment_id=comment.id),
-            summary=f"{repo}#{issue.number}: {issue.title}"[:200])
-    if event in ("check_run", "workflow_run"):
-        if event == "check_run":
-            cr: p.GHCheckRunEvent = _parse(p.GHCheckRunEvent, payload, "check_run event")
-            action, conclusion, sha = cr.action, cr.check_run.conclusion, cr.check_run.head_sha
-            branch = cr.check_run.check_suite.head_branch if cr.check_run.check_suite else None
-            name, url, repo = cr.check_run.name, cr.check_run.html_url or cr.check_run.details_url, \
-                cr.repository.full_name
-        else:
-            wr: p.GHWorkflowRunEvent = _parse(p.GHWorkflowRunEvent, payload, "workflow_run event")
-            action, conclusion, sha = wr.action, wr.workflow_run.conclusion, wr.workflow_run.head_sha
-            branch, url = wr.workflow_run.head_branch, wr.workflow_run.html_url
-            name = wr.workflow_run.name or "workflow"
-            repo = wr.repository.full_name
-        if action != "completed" or conclusion not in rules.github_failed_conclusions:
-            return ignore(f"{event}.{action} with conclusion {conclusion}")
-        if not branch or not branch.startswith(rules.github_debug_branch_prefix):
-            return ignore(f"{event} failed on branch {branch!r}, not a {rules.github_debug_branch_prefix} branch")
-        mapped = _repo_for_github(cfg, repo)
-        if mapped is None:
-            return _no_repo(repo)
-        task = (f"CI failed on branch {branch} at commit {sha[:12]}: {event.replace('_', ' ')} {name!r} concluded "
-                f"{conclusion}{' (' + url + ')' if url else ''}. Reproduce the failure, find the cause and fix it on "
-                "this branch.")
-        return Decision(kind="start", reason=f"{event} {name!r} {conclusion} on {branch}",
-                        workflow_id=github_id(repo, "ci", sha), task=task, repo=mapped, ref=sha,
-                        origin=Origin(source="github", repo=repo, head_branch=branch, url=url),
-                        summary=f"debug CI {repo}@{branch}"[:200])
-    return ignore(f"GitHub event {event} has no trigger rule")
+    ev: p.GHIssuesEvent = _parse(p.GHIssuesEvent, payload, "issues event")
+    if ev.action != "labeled" or not ev.label or ev.label.name.lower() != rules.github_label.lower():
+        return ignore(f"issues.{ev.action} without the label {rules.github_label!r}")
+    repo = ev.repository.full_name
+    mapped = _repo_for_github(cfg, repo)
+    if mapped is None:
+        return _no_repo(repo)
+    kind: Literal["issue", "pr"] = "pr" if ev.issue.pull_request is not None else "issue"
+    return Decision(
+        kind="start", reason=f"{kind} labelled {ev.label.name}", workflow_id=github_id(repo, kind, ev.issue.number),
+        task=_issue_task(ev.issue.title, ev.issue.body, f"GitHub {kind} {repo}#{ev.issue.number}",
+                         ev.issue.html_url),
+        repo=mapped, origin=Origin(source="github", repo=repo, number=ev.issue.number, url=ev.issue.html_url),
+        summary=f"{repo}#{ev.issue.number}: {ev.issue.title}"[:200])
+
+
+def _github_pull_request_labelled(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    pr_ev: p.GHPullRequestEvent = _parse(p.GHPullRequestEvent, payload, "pull_request event")
+    if pr_ev.action != "labeled" or not pr_ev.label or pr_ev.label.name.lower() != rules.github_label.lower():
+        return ignore(f"pull_request.{pr_ev.action} without the label {rules.github_label!r}")
+    repo, pr = pr_ev.repository.full_name, pr_ev.pull_request
+    mapped = _repo_for_github(cfg, repo)
+    if mapped is None:
+        return _no_repo(repo)
+    return Decision(
+        kind="start", reason=f"pull request labelled {pr_ev.label.name}",
+        workflow_id=github_id(repo, "pr", pr.number),
+        task=_issue_task(pr.title, pr.body, f"GitHub pull request {repo}#{pr.number}, branch {pr.head.ref}",
+                         pr.html_url),
+        repo=mapped, ref=pr.head.sha,
+        origin=Origin(source="github", repo=repo, number=pr.number, head_branch=pr.head.ref, url=pr.html_url),
+        summary=f"{repo}#{pr.number}: {pr.title}"[:200])
+
+
+def _github_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    c_ev: p.GHIssueCommentEvent = _parse(p.GHIssueCommentEvent, payload, "issue_comment event")
+    comment = c_ev.comment
+    if c_ev.action != "created":
+        return ignore(f"issue_comment.{c_ev.action}")
+    if rules.ignore_bots and (comment.user.type == "Bot" or MARKER_PREFIX in (comment.body or "")):
+        return ignore(f"comment by bot {comment.user.login} or carrying a bosun marker")
+    if not _mentions(comment.body, rules.github_mention):
+        return ignore(f"comment does not mention {rules.github_mention}")
+    if comment.author_association not in rules.github_associations:
+        return ignore(f"{comment.user.login} has author_association {comment.author_association}, not one of "
+                      f"{', '.join(rules.github_associations)}")
+    repo = c_ev.repository.full_name
+    mapped = _repo_for_github(cfg, repo)
+    if mapped is None:
+        return _no_repo(repo)
+    kind = "pr" if c_ev.issue.pull_request is not None else "issue"
+    issue = c_ev.issue
+    task = _issue_task(issue.title, issue.body, f"GitHub {kind} {repo}#{issue.number}", issue.html_url)
+    task += f"\n\n@{comment.user.login} asked:\n{(comment.body or '').strip()}"
+    return Decision(
+        kind="follow_up", reason=f"{comment.user.login} ({comment.author_association}) mentioned "
+                                 f"{rules.github_mention}",
+        workflow_id=github_id(repo, kind, issue.number), task=task, follow_up=(comment.body or "").strip(),
+        repo=mapped, pull_request=issue.number if kind == "pr" else None,
+        origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url, comment_id=comment.id),
+        summary=f"{repo}#{issue.number}: {issue.title}"[:200])
+
+
+def _github_check_failed(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    if event == "check_run":
+        cr: p.GHCheckRunEvent = _parse(p.GHCheckRunEvent, payload, "check_run event")
+        action, conclusion, sha = cr.action, cr.check_run.conclusion, cr.check_run.head_sha
+        branch = cr.check_run.check_suite.head_branch if cr.check_run.check_suite else None
+        name, url, repo = cr.check_run.name, cr.check_run.html_url or cr.check_run.details_url, \
+            cr.repository.full_name
+    else:
+        wr: p.GHWorkflowRunEvent = _parse(p.GHWorkflowRunEvent, payload, "workflow_run event")
+        action, conclusion, sha = wr.action, wr.workflow_run.conclusion, wr.workflow_run.head_sha
+        branch, url = wr.workflow_run.head_branch, wr.workflow_run.html_url
+        name = wr.workflow_run.name or "workflow"
+        repo = wr.repository.full_name
+    if action != "completed" or conclusion not in rules.github_failed_conclusions:
+        return ignore(f"{event}.{action} with conclusion {conclusion}")
+    if not branch or not branch.startswith(rules.github_debug_branch_prefix):
+        return ignore(f"{event} failed on branch {branch!r}, not a {rules.github_debug_branch_prefix} branch")
+    mapped = _repo_for_github(cfg, repo)
+    if mapped is None:
+        return _no_repo(repo)
+    task = (f"CI failed on branch {branch} at commit {sha[:12]}: {event.replace('_', ' ')} {name!r} concluded "
+            f"{conclusion}{' (' + url + ')' if url else ''}. Reproduce the failure, find the cause and fix it on "
+            "this branch.")
+    return Decision(kind="start", reason=f"{event} {name!r} {conclusion} on {branch}",
+                    workflow_id=github_id(repo, "ci", sha), task=task, repo=mapped, ref=sha,
+                    origin=Origin(source="github", repo=repo, head_branch=branch, url=url),
+                    summary=f"debug CI {repo}@{branch}"[:200])
+
+
+_GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_request_labelled,
+                 "issue_comment": _github_mention, "check_run": _github_check_failed,
+                 "workflow_run": _github_check_failed}
+"""The rule of each GitHub event bosun acts on."""
 
 
 # ---------------------------------------------------------------- Linear rules
