@@ -14,4 +14,30 @@ The parts, the same for every ecosystem:
 
 Python is detected today (``pyconfig``, ``setuppy``, ``imports``, ``interpreters``, ``installer``, ``standins``); a
 repository of another ecosystem is said to be undetected, with the declaration that would do (``ecosystems``).
+
+What the packages above import from it (tests/test_layers.py keeps this list whole):
+
+- ``builder``: Building an environment: the repository's setup runs in a docker container on the base image, with
+  network, as an unprivileged user.
+- ``declared``: Declared environments: ``.bosun/environment.toml`` in the repository, an operator's override file
+  for repositories you do not control (``BOSUN_ENV_OVERRIDES``).
+- ``ecosystems``: Which ecosystems a repository's files show, and what to say when bosun cannot detect its
+  environment (pure).
+- ``interpreters``: The interpreters environments can have, and the choice among them (pure).
+- ``models``: The typed vocabulary of environments: what was detected or declared (``EnvSpec`` and the reasons
+  behind it), and what was built (``EnvRecord``).
+- ``pyconfig``: Readers of a Python project's configuration files (pure: text in, facts out).
+- ``pydetect``: Detection of a Python project's environment: the half of ``detect`` (environments/detect.py) that
+  reads what describes a Python project (pyproject.toml, setup.cfg.
+- ``repofiles``: A repository's files at one commit, read as data for detection (docs/THREAT-MODEL.md: "environment
+  detection").
+- ``results``: Reading a test run's results, for every runner an environment's test command calls.
+- ``runtime``: A built environment as its sandboxes run it: ``run_of`` turns a build's record into the
+  ``EnvironmentRun`` that sandbox/envruntime.py runs (PATH starting with the.
+- ``service``: Environments on this host, end to end: detect -> key -> cached record, or build (base, container
+  steps, image, export) -> record.
+- ``standins``: Local stand-ins for public test services that a project's tests reach by name (pure: shell text and
+  a scan).
+- ``store``: The environment cache on this host (``BOSUN_ENV_CACHE``):: bases/<name>/rootfs/ a base root filesystem
+  (debootstrap).
 """

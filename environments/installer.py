@@ -644,87 +644,20 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
     whole, (env, scm_lines) = env, scm_scoped(spec, env)
     if scm_lines:
         run.step("the project's version, for its own build only", _lines_command(scm_lines, SCM_CONFIG), env)
-    quiet = {**env, **interpreter_env(spec.python), "PYTHONDONTWRITEBYTECODE": "1"}  # as in the sandboxes
     if spec.overrides:
         run.step("the pins that win over the requirement files (overrides)", overrides_command(spec), env)
+    rounds = _Rounds(run, spec, env, whole, {**env, **interpreter_env(spec.python), "PYTHONDONTWRITEBYTECODE": "1"},
+                     put_requirements, fresh_venv, progress, local, sample)
     for n, attempt in enumerate(attempts, 1):
         if n > 1:
             fresh_venv()
         plan = Plan(attempt)
         outcome = "failed"
         for _round in range(MAX_ROUNDS):
-            if plan.fresh:
-                fresh_venv()
-                plan.fresh = False
-            put_requirements(requirements_text(spec, plan))
-            if plan.build_constraints:
-                run.step("the source builds' constraints", _lines_command(plan.build_constraints, BUILD_CONSTRAINTS),
-                         env)
-            if plan.overrides:
-                run.step("the pins that win (overrides, and the test runner's)",
-                         _lines_command([*spec.overrides, *plan.overrides], OVERRIDES), env)
-            if attempt.resolve_for:
-                progress(f"building: resolve as for Python {attempt.resolve_for}")
-                rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),
-                                    env, check=False)
-                if rc != 0:
-                    if adjust_install(spec, plan, text, run.note):  # (it builds what has no wheel: the same fixes)
-                        continue
-                    outcome = f"failed (the resolution for Python {attempt.resolve_for}, exit {rc})"
-                    break
-            progress(f"building: install {n}/{len(attempts)} {attempt.label}")
-            rc, text = 0, ""
-            last = (spec.project_last or plan.develop) and spec.install_project
-            if (not plan.isolated(spec) or last) and spec.install_project:  # the requirements first
-                first = "the requirements" if last else "the build's requirements"
-                rc, text = run.step(f"install {first} ({attempt.label})",
-                                    install_command(spec, plan, project=False), env, check=False)
-            if rc == 0 and plan.develop:
-                rc, text = run.step(f"install the project: setup.py develop ({attempt.label})", develop_command(),
-                                    whole, check=False)
-            elif rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
-                run.step("hold what is installed", hold_command(spec), env, check=False)
-                rc, text = run.step(f"install the project ({attempt.label})",
-                                    [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)
-                if rc != 0 and NO_SOLUTION in text:
-                    run.note("the project's own requirements conflict with what is installed: they win")
-                    rc, text = run.step(f"install the project, what is installed not held ({attempt.label})",
-                                        install_command(spec, plan, others=False), env, check=False)
-            elif rc == 0:
-                rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
-            if rc != 0:
-                if adjust_install(spec, plan, text, run.note):
-                    continue
-                soft = set(spec.guessed) - plan.dropped - set(standins.requirements(spec.standins))
-                if attempt.optional and soft:
-                    plan.dropped |= soft  # soft requirements in the way: without them, still as of the date
-                    run.note(f"the install fails with the soft requirements: trying without them "
-                             f"({', '.join(sorted(soft))})")
-                    continue
-                outcome = f"failed (exit {rc})"
+            done = rounds.one(plan, attempt, f"{n}/{len(attempts)}")
+            if done is not None:
+                outcome = done
                 break
-            if spec.test.kind != "pytest":
-                outcome = "ok"
-                break
-            rc, text = run.step("check: pytest starts", [*spec.test.argv, "--version"], quiet, check=False)
-            found = PYTEST_VERSION.search(text)
-            plan.pytest_version = (int(found.group(1)), int(found.group(2))) if found else None
-            if rc != 0:
-                if adjust_runtime(spec, plan, text, run.note, local):
-                    continue
-                outcome = "installed, but pytest does not start"
-                break
-            if plan.collect_rounds >= COLLECT_ROUNDS:
-                outcome = "ok"
-                break
-            plan.collect_rounds += 1
-            progress("building: check that the tests collect")
-            rc, text = run.step("check: the tests collect", collect_command(spec, sample), quiet, check=False)
-            if rc not in (0, 5, 124) and "rror" in text and adjust_runtime(spec, plan, text, run.note, local, True):
-                continue
-            outcome = "ok" if rc in (0, 5) else "ok (collection not checked: too slow)" if rc == 124 else \
-                "ok (some tests do not collect)"
-            break
         history.append(f"{attempt.label}: {outcome}{plan.summary()}")
         if outcome.startswith("ok") and not uv_compiles(spec.python):
             run.step("compile the bytecode (the interpreter's compileall)", compileall_command(spec), env,
@@ -736,3 +669,102 @@ def install(run: StepRunner, spec: EnvSpec, env: dict[str, str], put_requirement
         run.note(f"attempt {n} of {len(attempts)} did not work: {history[-1]}")
     run.note("no attempt worked: " + "; ".join(history))
     return None
+
+
+@dataclass
+class _Rounds:
+    """One attempt's rounds: write the plan's files, resolve, install, check that pytest starts and the tests
+    collect. A round that a known fix can mend adjusts the plan and asks for another (None); else its outcome."""
+
+    runner: StepRunner
+    spec: EnvSpec
+    env: dict[str, str]
+    """The build's environment (the project's version scoped to its own build)."""
+    whole: dict[str, str]
+    """The environment as given (setup.py develop builds the project itself)."""
+    quiet: dict[str, str]
+    """As in the sandboxes: what pytest runs with."""
+    put_requirements: Callable[[str], None]
+    fresh_venv: Callable[[], None]
+    progress: Callable[[str], None]
+    local: set[str]
+    sample: list[str] | None
+
+    def one(self, plan: Plan, attempt: Attempt, counted: str) -> str | None:
+        """One round of ``attempt`` (the ``counted`` one of all): its outcome, or None for another round."""
+        run, spec, env = self.runner, self.spec, self.env
+        if plan.fresh:
+            self.fresh_venv()
+            plan.fresh = False
+        self.put_requirements(requirements_text(spec, plan))
+        if plan.build_constraints:
+            run.step("the source builds' constraints", _lines_command(plan.build_constraints, BUILD_CONSTRAINTS), env)
+        if plan.overrides:
+            run.step("the pins that win (overrides, and the test runner's)",
+                     _lines_command([*spec.overrides, *plan.overrides], OVERRIDES), env)
+        if attempt.resolve_for:
+            self.progress(f"building: resolve as for Python {attempt.resolve_for}")
+            rc, text = run.step(f"resolve (as for Python {attempt.resolve_for})", compile_command(spec, plan),
+                                env, check=False)
+            if rc != 0:
+                if adjust_install(spec, plan, text, run.note):  # (it builds what has no wheel: the same fixes)
+                    return None
+                return f"failed (the resolution for Python {attempt.resolve_for}, exit {rc})"
+        self.progress(f"building: install {counted} {attempt.label}")
+        rc, text = self._install(plan, attempt)
+        if rc != 0:
+            if adjust_install(spec, plan, text, run.note):
+                return None
+            soft = set(spec.guessed) - plan.dropped - set(standins.requirements(spec.standins))
+            if attempt.optional and soft:
+                plan.dropped |= soft  # soft requirements in the way: without them, still as of the date
+                run.note(f"the install fails with the soft requirements: trying without them "
+                         f"({', '.join(sorted(soft))})")
+                return None
+            return f"failed (exit {rc})"
+        return "ok" if spec.test.kind != "pytest" else self._check_tests(plan)
+
+    def _install(self, plan: Plan, attempt: Attempt) -> tuple[int, str]:
+        """The install steps: the requirements (first, when the project goes last or builds isolated), then the
+        project (setup.py develop; or pip holding what is installed), or all at once."""
+        run, spec, env = self.runner, self.spec, self.env
+        rc, text = 0, ""
+        last = (spec.project_last or plan.develop) and spec.install_project
+        if (not plan.isolated(spec) or last) and spec.install_project:  # the requirements first
+            first = "the requirements" if last else "the build's requirements"
+            rc, text = run.step(f"install {first} ({attempt.label})",
+                                install_command(spec, plan, project=False), env, check=False)
+        if rc == 0 and plan.develop:
+            rc, text = run.step(f"install the project: setup.py develop ({attempt.label})", develop_command(),
+                                self.whole, check=False)
+        elif rc == 0 and last:  # pip keeps what is installed unless the project needs otherwise; uv would not
+            run.step("hold what is installed", hold_command(spec), env, check=False)
+            rc, text = run.step(f"install the project ({attempt.label})",
+                                [*install_command(spec, plan, others=False), "-c", HELD], env, check=False)
+            if rc != 0 and NO_SOLUTION in text:
+                run.note("the project's own requirements conflict with what is installed: they win")
+                rc, text = run.step(f"install the project, what is installed not held ({attempt.label})",
+                                    install_command(spec, plan, others=False), env, check=False)
+        elif rc == 0:
+            rc, text = run.step(f"install ({attempt.label})", install_command(spec, plan), env, check=False)
+        return rc, text
+
+    def _check_tests(self, plan: Plan) -> str | None:
+        """pytest starts, and (for the first rounds) the tests collect; a known runtime fix asks for a round."""
+        run, spec = self.runner, self.spec
+        rc, text = run.step("check: pytest starts", [*spec.test.argv, "--version"], self.quiet, check=False)
+        found = PYTEST_VERSION.search(text)
+        plan.pytest_version = (int(found.group(1)), int(found.group(2))) if found else None
+        if rc != 0:
+            if adjust_runtime(spec, plan, text, run.note, self.local):
+                return None
+            return "installed, but pytest does not start"
+        if plan.collect_rounds >= COLLECT_ROUNDS:
+            return "ok"
+        plan.collect_rounds += 1
+        self.progress("building: check that the tests collect")
+        rc, text = run.step("check: the tests collect", collect_command(spec, self.sample), self.quiet, check=False)
+        if rc not in (0, 5, 124) and "rror" in text and adjust_runtime(spec, plan, text, run.note, self.local, True):
+            return None
+        return "ok" if rc in (0, 5) else "ok (collection not checked: too slow)" if rc == 124 else \
+            "ok (some tests do not collect)"

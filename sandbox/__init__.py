@@ -4,6 +4,30 @@
 reachable and the image exists, else bwrap. Nothing ever falls back to running unsandboxed: if no backend can start,
 acquiring a sandbox raises UnexpectedEnvironment. ``run_escalated`` is the only way to run a command outside a
 sandbox, and only with a person's approval.
+
+What the packages above import from it (tests/test_layers.py keeps this list whole):
+
+- ``base``: The sandbox interface every backend implements (docker, bwrap).
+- ``bwrap``: The bubblewrap backend: fast local isolation, host system directories read-only, the workspace
+  writable.
+- ``caches``: On-disk caches of this host (environments, evaluation sources, checkout templates).
+- ``docker_backend``: The docker backend: one container per sandbox, the tool server as its main process, stdio over
+  the attach socket.
+- ``envruntime``: Sandboxes of a built environment: the same backends with the same rules (no network, no
+  capabilities, seccomp, read-only root, unprivileged uid...).
+- ``escalation``: Escalation: the one way to run a command outside every sandbox, and only with a person's approval.
+- ``hostgit``: Git on the worker host, hardened: it never reads configuration, hooks or attributes a sandbox could
+  have written.
+- ``hostrepo``: A task's repository on the worker host: the authoritative one, host-owned, never writable from a
+  sandbox.
+- ``hostview``: A safe host-side view of a workspace, for code-search indexing (the sandbox has no tree-sitter).
+- ``keeprate``: Keep Rate: of the lines bosun's commits added, the share still present N days later on the default
+  branch.
+- ``manager``: The live sandboxes of one worker: one per key (an agent run, a test run), started on first use and
+  again after it died.
+- ``snapshot``: Read an agent's workspace as data: a bounded, symlink-safe snapshot of the files git would take.
+- ``sources``: An evaluation's sources on the worker host: one host-owned bare repository per source (a path or URL)
+  holding the commits its instances need.
 """
 
 from __future__ import annotations

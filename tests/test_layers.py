@@ -50,3 +50,45 @@ def test_the_checker_sees_a_function_level_import(tmp_path):
         "import json\n\n\ndef f():\n    import docker\n    from infra.errors import ConfigError\n"
         "    from . import sibling\n    import sandbox.base\n    return ConfigError\n")
     assert function_level_imports(tmp_path) == ["agents/mod.py:6", "agents/mod.py:7", "agents/mod.py:8"]
+
+
+SURFACED = ("infra", "sandbox", "environments", "agents", "activities", "workflows", "evaluation")
+"""The packages whose ``__init__`` names what the packages above import from them."""
+
+
+def cross_imports(root: Path = ROOT) -> dict[str, set[str]]:
+    """For each package of SURFACED: its modules that another top-level package imports (dotted, below it)."""
+    used: dict[str, set[str]] = {pkg: set() for pkg in SURFACED}
+    for pkg in (*SURFACED, "entry"):
+        for path in (root / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else \
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    top, _, rest = name.partition(".")
+                    if top in used and top != pkg and rest:
+                        used[top].add(rest)
+    return used
+
+
+def unnamed_surfaces(root: Path = ROOT) -> list[str]:
+    missing = []
+    for pkg, modules in cross_imports(root).items():
+        doc = ast.get_docstring(ast.parse((root / pkg / "__init__.py").read_text(encoding="utf-8"))) or ""
+        missing += [f"{pkg}.{m}" for m in sorted(modules) if f"``{m}``" not in doc]
+    return missing
+
+
+def test_each_package_names_what_the_others_import_from_it():
+    """A package's surface is read in its ``__init__``, not by reading all of it: every module another package
+    imports is listed there, with what it offers."""
+    assert unnamed_surfaces() == []
+
+
+def test_the_surface_check_sees_a_module_left_out(tmp_path):
+    for pkg in (*SURFACED, "entry"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text('"""- ``errors``: the errors."""\n' if pkg == "infra" else "")
+    (tmp_path / "agents" / "turn.py").write_text("from infra.errors import X\nimport infra.settings\n")
+    (tmp_path / "infra" / "errors.py").write_text("from infra.names import Y\n")  # (its own: not a surface)
+    assert unnamed_surfaces(tmp_path) == ["infra.settings"]

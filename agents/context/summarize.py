@@ -168,68 +168,95 @@ def _failure_details(f: _Failure) -> tuple[list[str], list[str], list[str]]:
 
 def summarize_pytest(text: str, *, max_detail: int = 1) -> Summary:
     """Failing tests with their error lines and key frames; counts for the rest."""
-    lines = text.splitlines()
-    top = ""
-    failures: list[_Failure] = []
-    current: _Failure | None = None
-    in_captured = False
-    short: OrderedDict[str, str] = OrderedDict()
-    listed: list[str] = []
-    passed = 0
-    summary_line = ""
-    for raw in lines:
-        line = raw.rstrip()
+    read = _PytestOutput()
+    for raw in text.splitlines():
+        read.feed(raw.rstrip())
+    for i in read.listed:
+        read.short.setdefault(i, "")
+    entries = _paired(read.failures, read.short)
+    facts = Facts(tests_summary=read.summary_line)
+    out = [f"pytest: {read.summary_line or 'no summary line'}"
+           + (f" ({read.passed} PASSED lines omitted)" if read.passed else "")]
+    if entries:
+        out.append(f"failing ({len(entries)}):")
+    for test_id, f in entries:
+        facts.failing_tests.append(test_id)
+        if f is None:
+            msg = read.short.get(test_id, "")
+            out.append(f"- {test_id}" + (f" - {cut(msg)}" if msg else ""))
+            if msg:
+                facts.error_lines.append(msg)
+            continue
+        out += _failure_lines(test_id, f, facts, max_detail)
+    facts.error_lines = list(dict.fromkeys(facts.error_lines))
+    return Summary(kind="pytest", text="\n".join(out), facts=facts)
+
+
+class _PytestOutput:
+    """What pytest's output says, line by line: the failure sections, the short summary's ids and messages, the
+    ids of a verbose run, the passed count and the summary line."""
+
+    def __init__(self) -> None:
+        self.top = ""
+        """The section the lines are in (FAILURES, ERRORS, short test summary info, ...)."""
+        self.failures: list[_Failure] = []
+        self.current: _Failure | None = None
+        self.in_captured = False
+        self.short: OrderedDict[str, str] = OrderedDict()
+        """Failing test ids and their messages, in order."""
+        self.listed: list[str] = []
+        self.passed = 0
+        self.summary_line = ""
+
+    def feed(self, line: str) -> None:
         m = _TOP.match(line)
         if m:
-            top = m["title"].strip().upper()
-            current, in_captured = None, False
+            self.top = m["title"].strip().upper()
+            self.current, self.in_captured = None, False
             if _COUNTS.search(line) and " in " in line:
-                summary_line = m["title"].strip()
-            continue
-        if top in ("FAILURES", "ERRORS"):
-            s = _SECTION.match(line)
-            if s:
-                current, in_captured = _Failure(s["name"], top), False
-                failures.append(current)
-                continue
-            if _CAPTURED.match(line):
-                in_captured = True
-                continue
-            if current is not None:
-                if in_captured:
-                    current.captured += 1
-                else:
-                    current.lines.append(line)
-                continue
-        m = _SHORT.match(line)
-        if m:
-            short.setdefault(m["id"], (m["msg"] or "").strip())
-            continue
-        m = _VERBOSE.match(line)
-        if m:
+                self.summary_line = m["title"].strip()
+            return
+        if self.top in ("FAILURES", "ERRORS") and self._in_failures(line):
+            return
+        if m := _SHORT.match(line):
+            self.short.setdefault(m["id"], (m["msg"] or "").strip())
+        elif m := _VERBOSE.match(line):
             if m["status"] == "PASSED":
-                passed += 1
+                self.passed += 1
             else:
-                short.setdefault(m["id"], "")
-            continue
-        if _PASSED.match(line):
-            passed += 1
-            continue
-        m = _FAILED_LIST.match(line)
-        if m:
-            listed += [i.strip() for i in m["ids"].split(", ") if i.strip()]
-            continue
-        m = _FAILED_MESSAGE.match(line)
-        if m and not top:
-            if not short.get(m["id"]):
-                short[m["id"]] = m["msg"].strip()
-            continue
-        if not summary_line and _COUNTS.search(line) and re.search(r" in [\d.]+s", line):
-            summary_line = line.strip()
-    for i in listed:
-        short.setdefault(i, "")
+                self.short.setdefault(m["id"], "")
+        elif _PASSED.match(line):
+            self.passed += 1
+        elif m := _FAILED_LIST.match(line):
+            self.listed += [i.strip() for i in m["ids"].split(", ") if i.strip()]
+        elif (m := _FAILED_MESSAGE.match(line)) and not self.top:
+            if not self.short.get(m["id"]):
+                self.short[m["id"]] = m["msg"].strip()
+        elif not self.summary_line and _COUNTS.search(line) and re.search(r" in [\d.]+s", line):
+            self.summary_line = line.strip()
 
-    # Pair failure sections with full ids from the short summary (same name; the test file among the frames).
+    def _in_failures(self, line: str) -> bool:
+        """A line of the FAILURES or ERRORS sections: a test's header, its captured output or its body."""
+        s = _SECTION.match(line)
+        if s:
+            self.current, self.in_captured = _Failure(s["name"], self.top), False
+            self.failures.append(self.current)
+            return True
+        if _CAPTURED.match(line):
+            self.in_captured = True
+            return True
+        if self.current is not None:
+            if self.in_captured:
+                self.current.captured += 1
+            else:
+                self.current.lines.append(line)
+            return True
+        return False
+
+
+def _paired(failures: list[_Failure], short: OrderedDict[str, str]) -> list[tuple[str, _Failure | None]]:
+    """Failure sections paired with the full ids of the short summary (same name; the test file among the
+    frames), then the ids that have no section."""
     used: set[str] = set()
     entries: list[tuple[str, _Failure | None]] = []
     for f in failures:
@@ -241,39 +268,28 @@ def summarize_pytest(text: str, *, max_detail: int = 1) -> Summary:
             chosen = key
         used.add(chosen)
         entries.append((chosen, f))
-    entries += [(i, None) for i in short if i not in used]
+    return entries + [(i, None) for i in short if i not in used]
 
-    facts = Facts(tests_summary=summary_line)
-    out = [f"pytest: {summary_line or 'no summary line'}" + (f" ({passed} PASSED lines omitted)" if passed else "")]
-    if entries:
-        out.append(f"failing ({len(entries)}):")
-    for test_id, f in entries:
-        facts.failing_tests.append(test_id)
-        if f is None:
-            msg = short.get(test_id, "")
-            out.append(f"- {test_id}" + (f" - {cut(msg)}" if msg else ""))
-            if msg:
-                facts.error_lines.append(msg)
-            continue
-        principal, detail, frames = _failure_details(f)
-        kept_frames = fold_frames(frames)
-        facts.frames += [fr for fr in kept_frames if not fr.startswith("...") and fr not in facts.frames]
-        where = ""
-        if len(kept_frames) == 1 and test_id.split("::")[0] == kept_frames[0].split(":")[0]:
-            where = f" (line {kept_frames[0].split(':')[1].split(' ')[0]})"
-            kept_frames = []
-        out.append(f"- {test_id}{where}" + (" [setup error]" if "at setup of" in f.name else ""))
-        for e in principal:
-            out.append(f"    E {cut(e)}")
-        for e in [d for d in detail if not _NOISE.match(d)][:max_detail]:
-            out.append(f"    E {cut(e)}")
-        if kept_frames:
-            out.append("    at " + " > ".join(kept_frames))
-        if f.captured:
-            out.append(f"    ({f.captured} lines of captured output)")
-        facts.error_lines += principal
-    facts.error_lines = list(dict.fromkeys(facts.error_lines))
-    return Summary(kind="pytest", text="\n".join(out), facts=facts)
+
+def _failure_lines(test_id: str, f: _Failure, facts: Facts, max_detail: int) -> list[str]:
+    """One failing test with a section: its error lines, its key frames (or the line, when it failed in the test
+    itself) and how much it printed; its frames and error lines go into ``facts``."""
+    principal, detail, frames = _failure_details(f)
+    kept_frames = fold_frames(frames)
+    facts.frames += [fr for fr in kept_frames if not fr.startswith("...") and fr not in facts.frames]
+    where = ""
+    if len(kept_frames) == 1 and test_id.split("::")[0] == kept_frames[0].split(":")[0]:
+        where = f" (line {kept_frames[0].split(':')[1].split(' ')[0]})"
+        kept_frames = []
+    out = [f"- {test_id}{where}" + (" [setup error]" if "at setup of" in f.name else "")]
+    out += [f"    E {cut(e)}" for e in principal]
+    out += [f"    E {cut(e)}" for e in [d for d in detail if not _NOISE.match(d)][:max_detail]]
+    if kept_frames:
+        out.append("    at " + " > ".join(kept_frames))
+    if f.captured:
+        out.append(f"    ({f.captured} lines of captured output)")
+    facts.error_lines += principal
+    return out
 
 
 def looks_like_pytest(text: str) -> bool:

@@ -555,41 +555,64 @@ def replace_text(
     attempts: list[tuple[str, str]] = []
     fl = FileLines(doc.lines, doc.text)
     deferred: list[tuple[int, int]] = []  # an exact substring match the line levels cannot see
-
-    # ---- exact ----
     if substring:
-        starts = find_all(doc.text, old)
-        attempts.append(("exact", str(len(starts))))
-        if starts and replace_all:
-            check_elisions(split_lines(old), split_lines(new), doc.lines, what)
-            disjoint = _find_disjoint(doc.text, old)
-            restyle = _restyle_substring(doc, fl, disjoint, old, new)
-            written = new if restyle is None else restyle.text(new)
-            new_doc = doc.splice([(s, s + len(old), written) for s in disjoint])
-            spans = _offset_spans(doc, disjoint, len(old))
-            return Applied(
-                new_doc,
-                "applied",
-                "exact",
-                f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}{_restyled(restyle)}.",
-            )
-        if len(starts) == 1 and _inside_indentation(doc.text, starts[0], old, new):
-            attempts[-1] = ("exact", "1 inside a deeper indentation, left to the line levels")
-            deferred = _offset_spans(doc, starts, len(old))
-        elif len(starts) == 1:
-            check_elisions(split_lines(old), split_lines(new), doc.lines, what)
-            return _exact_substring(doc, fl, starts[0], old, new)
-        if len(starts) > 1:
-            raise _ambiguous(
-                what,
-                "exact",
-                _offset_spans(doc, starts, len(old)),
-                attempts,
-                ", or set replace_all to change every occurrence",
-            )
-        if replace_all:
-            return _not_found(doc, fl, old, new, what, attempts, substring, replace_all=True)
+        done, deferred = _exact_level(doc, fl, old, new, what, attempts, replace_all)
+        if done is not None:
+            return done
+    done = _line_levels(doc, fl, old, new, what, attempts, substring=substring, after=after, resent=resent,
+                        deferred=deferred)
+    if done is not None:
+        return done
+    done = _elision_level(doc, fl, split_lines(old), split_lines(new), what, attempts)
+    if done is not None:
+        return done
+    attempts.append(("elision", "n/a"))
+    return _not_found(doc, fl, old, new, what, attempts, substring)
 
+
+def _exact_level(doc: Document, fl: FileLines, old: str, new: str, what: str, attempts: list[tuple[str, str]],
+                 replace_all: bool) -> tuple[Applied | None, list[tuple[int, int]]]:
+    """str_replace's exact level: old text as part of the file's text. Applied when it is there once (or every
+    time, with ``replace_all``); several places are ambiguous. A single place inside a deeper indentation is left
+    to the line levels and returned as ``deferred`` (it counts against a tolerant match elsewhere)."""
+    starts = find_all(doc.text, old)
+    attempts.append(("exact", str(len(starts))))
+    if starts and replace_all:
+        check_elisions(split_lines(old), split_lines(new), doc.lines, what)
+        disjoint = _find_disjoint(doc.text, old)
+        restyle = _restyle_substring(doc, fl, disjoint, old, new)
+        written = new if restyle is None else restyle.text(new)
+        new_doc = doc.splice([(s, s + len(old), written) for s in disjoint])
+        spans = _offset_spans(doc, disjoint, len(old))
+        return Applied(
+            new_doc,
+            "applied",
+            "exact",
+            f"Replaced {len(disjoint)} exact occurrence(s) at {spans_text(spans)}{_restyled(restyle)}.",
+        ), []
+    if len(starts) == 1 and _inside_indentation(doc.text, starts[0], old, new):
+        attempts[-1] = ("exact", "1 inside a deeper indentation, left to the line levels")
+        return None, _offset_spans(doc, starts, len(old))
+    if len(starts) == 1:
+        check_elisions(split_lines(old), split_lines(new), doc.lines, what)
+        return _exact_substring(doc, fl, starts[0], old, new), []
+    if len(starts) > 1:
+        raise _ambiguous(
+            what,
+            "exact",
+            _offset_spans(doc, starts, len(old)),
+            attempts,
+            ", or set replace_all to change every occurrence",
+        )
+    if replace_all:
+        return _not_found(doc, fl, old, new, what, attempts, True, replace_all=True), []
+    return None, []
+
+
+def _line_levels(doc: Document, fl: FileLines, old: str, new: str, what: str, attempts: list[tuple[str, str]], *,
+                 substring: bool, after: int | None, resent: bool, deferred: list[tuple[int, int]]) -> Applied | None:
+    """The whole-line levels (exact lines for SEARCH/REPLACE, then the tolerant ones): one match applies; of
+    several, the one right below the previous block (``after``); a new text already there is already applied."""
     old_lines = split_lines(old)
     new_lines = split_lines(new)
     levels: tuple[LineLevel, ...] = FUZZY_LEVELS if substring else (EXACT_LINES, *FUZZY_LEVELS)
@@ -612,40 +635,42 @@ def replace_text(
         applied = apply_at(doc, fl, one, old_lines, new_lines, what)
         applied.message += f" Of {len(found)} matches, this is the one right below the previous block's text."
         return applied
-    if found:
-        if substring:
-            others = _substring_elsewhere(fl, found[0], old, deferred)
-            if others:
-                spans = sorted([(found[0].start, found[0].end), *others])
-                raise _ambiguous(what, found[0].level.name, spans, attempts, extra=(
-                    f" (the match at level '{found[0].level.name}' and {len(others)} place(s) where the old text "
-                    "is part of a line, inside a deeper indentation or once trailing whitespace is ignored)"))
-        return apply_at(doc, fl, found[0], old_lines, new_lines, what)
+    if not found:
+        return None
+    if substring:
+        others = _substring_elsewhere(fl, found[0], old, deferred)
+        if others:
+            spans = sorted([(found[0].start, found[0].end), *others])
+            raise _ambiguous(what, found[0].level.name, spans, attempts, extra=(
+                f" (the match at level '{found[0].level.name}' and {len(others)} place(s) where the old text "
+                "is part of a line, inside a deeper indentation or once trailing whitespace is ignored)"))
+    return apply_at(doc, fl, found[0], old_lines, new_lines, what)
 
-    # ---- elision ----
+
+def _elision_level(doc: Document, fl: FileLines, old_lines: list[str], new_lines: list[str], what: str,
+                   attempts: list[tuple[str, str]]) -> Applied | None:
+    """Old and new text with '...' elisions: their pieces placed in order around what they elide."""
     got = _elision(doc, fl, old_lines, new_lines, what, attempts)
-    if got is not None:
-        splices, spans = got
-        if not splices:
-            return Applied(
-                doc,
-                "already_applied",
-                "elision",
-                f"{what} uses '...' elision, and the new text's pieces are already there, in order, at "
-                f"{spans_text(spans)}; the edit looks already applied, nothing changed.",
-            )
-        attempts.append(("elision", "1"))
-        new_doc = doc.splice(splices)
-        applied = Applied(
-            new_doc,
-            "applied",
+    if got is None:
+        return None
+    splices, spans = got
+    if not splices:
+        return Applied(
+            doc,
+            "already_applied",
             "elision",
-            f"Replaced {len(spans)} piece(s) around '...' elisions at {spans_text(spans)}; the elided lines were kept.",
+            f"{what} uses '...' elision, and the new text's pieces are already there, in order, at "
+            f"{spans_text(spans)}; the edit looks already applied, nothing changed.",
         )
-        applied.splices = splices
-        return applied
-    attempts.append(("elision", "n/a"))
-    return _not_found(doc, fl, old, new, what, attempts, substring)
+    attempts.append(("elision", "1"))
+    applied = Applied(
+        doc.splice(splices),
+        "applied",
+        "elision",
+        f"Replaced {len(spans)} piece(s) around '...' elisions at {spans_text(spans)}; the elided lines were kept.",
+    )
+    applied.splices = splices
+    return applied
 
 
 def _substring_elsewhere(
