@@ -25,7 +25,7 @@ with the run at the same place; ``engine`` applies an edit only when that and th
 
 from __future__ import annotations
 
-from .matching import line_opcodes
+from .replacement import line_opcodes
 
 Script = list[tuple[str, str]]
 _ISLAND = "~"  # a blank line of the file between two replaced lines, until ``_spread`` places it

@@ -39,23 +39,20 @@ from .matching import (
     FUZZY_LEVELS,
     BlockMatch,
     FileLines,
-    IndentConflict,
     LineLevel,
     Restyle,
     already_there,
-    build_from_script,
-    build_replacement,
     contains_run,
     depth_problem,
     find_block,
     has_foldable,
-    line_script,
     new_text_elsewhere,
     plan_restyle,
     trimmed,
     unclear_shift,
 )
 from .model import EditOutcome, EditRefused
+from .replacement import IndentConflict, build_from_script, build_replacement, line_script
 from .snippet import elision_markers, prepare, split_elisions, split_lines
 
 

@@ -33,9 +33,7 @@ from .matching import (
     EXACT_LINES,
     BlockMatch,
     FileLines,
-    IndentConflict,
     already_there,
-    build_from_script,
     contains_run,
     find_block,
     indent_of,
@@ -45,6 +43,7 @@ from .matching import (
 )
 from .model import EditRefused, loosest
 from .order import ordered_choice
+from .replacement import IndentConflict, build_from_script
 
 
 @dataclass
