@@ -12,7 +12,8 @@ from agents.context.compaction import (
     transcript_activity,
 )
 from agents.context.static import StaticContext, build_static_context, pinned_instructions
-from agents.context.summarize import Facts, Summary, detect_kind, summarize_output
+from agents.context.summarize import detect_kind, summarize_output
+from agents.context.summary import Facts, Summary
 from agents.context.tokens import estimate_tokens, message_tokens, transcript_tokens
 
 __all__ = [

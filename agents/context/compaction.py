@@ -29,7 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
-from agents.context.summarize import Facts, cut, summarize_output
+from agents.context.summarize import summarize_output
+from agents.context.summary import Facts, cut
 from agents.context.tokens import estimate_tokens, transcript_tokens
 from agents.messages import Message
 

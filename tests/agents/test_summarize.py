@@ -4,7 +4,8 @@ import subprocess
 import sys
 import textwrap
 
-from agents.context.summarize import detect_kind, fold_frames, parse_diff, summarize_output
+from agents.context.summarize import detect_kind, parse_diff, summarize_output
+from agents.context.summary import fold_frames
 
 NODE_OUTPUT = """/tmp/t.js:1
 function inner(o) { return o.missing.value; }
