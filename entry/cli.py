@@ -371,7 +371,7 @@ PASS_THROUGH = {("sandbox", "exec"): "entry.cli_sandbox:exec_main",
                 ("cluster",): "entry.cluster:cluster_main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 PARSERS = {("sandbox", "exec"): "entry.cli_sandbox:parser", ("env",): "entry.cli_env:parser",
-           ("search",): "entry.cli_search:parser", ("eval",): "entry.cli_eval:parser", ("ui",): "entry.ui:parser",
+           ("search",): "entry.cli_search:parser", ("eval",): "entry.cli_eval_args:parser", ("ui",): "entry.ui:parser",
            ("cluster",): "entry.cluster:parser"}
 """The parser of each PASS_THROUGH command (its --help; docs/cli.md)."""
 COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
