@@ -368,11 +368,11 @@ PASS_THROUGH = {("sandbox", "exec"): "entry.cli_sandbox:exec_main",
                 ("search",): "entry.cli_search:search_main",
                 ("eval",): "entry.cli_eval:eval_main",
                 ("ui",): "entry.ui:main",
-                ("cluster",): "entry.cluster:cluster_main"}
+                ("cluster",): "entry.cli_cluster:cluster_main"}
 """Commands with their own argument parsing: the rest of the command line goes to them as it is."""
 PARSERS = {("sandbox", "exec"): "entry.cli_sandbox:parser", ("env",): "entry.cli_env:parser",
            ("search",): "entry.cli_search:parser", ("eval",): "entry.cli_eval_args:parser", ("ui",): "entry.ui:parser",
-           ("cluster",): "entry.cluster:parser"}
+           ("cluster",): "entry.cli_cluster:parser"}
 """The parser of each PASS_THROUGH command (its --help; docs/cli.md)."""
 COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
 """Stack commands: called with the settings."""
