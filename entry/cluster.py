@@ -1,4 +1,5 @@
-"""`bosun cluster up|down|status`: a bosun cluster on one machine, for tests and for trying bosun on a cluster.
+"""A bosun cluster on one machine, for tests and for trying bosun on a cluster (the command, `bosun cluster
+up|down|status`, is entry/cli_cluster.py).
 
 Under one folder (``--dir``, default ``<BOSUN_DATA_DIR>/cluster``) it starts:
 
