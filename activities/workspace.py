@@ -40,7 +40,7 @@ from activities.models import (
     RestoreResult,
 )
 from agents.tools.commands import PYTEST_ENV, read_report, test_invocation
-from environments.builder import BuildFailed, read_tail
+from environments.buildrun import BuildFailed, read_tail
 from environments.models import Detection, EnvRecord, env_id_for
 from environments.repofiles import GitTree
 from environments.service import Environments, ensure_timeout_s

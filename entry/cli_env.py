@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from environments.builder import BuildFailed
+from environments.buildrun import BuildFailed
 from environments.interpreters import AVAILABLE, FROM_SOURCE, SUITES, interpreter
 from environments.models import env_id_for
 from environments.service import Environments

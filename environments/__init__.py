@@ -17,8 +17,7 @@ repository of another ecosystem is said to be undetected, with the declaration t
 
 What the packages above import from it (tests/test_layers.py keeps this list whole):
 
-- ``builder``: Building an environment: the repository's setup runs in a docker container on the base image, with
-  network, as an unprivileged user.
+- ``buildrun``: One build's run in its build container: its steps, their capped log, its deadline, BuildFailed.
 - ``declared``: Declared environments: ``.bosun/environment.toml`` in the repository, an operator's override file
   for repositories you do not control (``BOSUN_ENV_OVERRIDES``).
 - ``ecosystems``: Which ecosystems a repository's files show, and what to say when bosun cannot detect its

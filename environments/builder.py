@@ -37,14 +37,14 @@ import posixpath
 import re
 import shlex
 import tarfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from environments.bases import BUILD_UID, BaseInfo
+from environments.buildrun import BuildFailed, BuildRun, CappedLog
 from environments.imports import is_test_file, local_names
 from environments.installer import TOOLS, UV, collect_sample, install, uv_config
 from environments.interpreters import interpreter, interpreter_env
@@ -64,7 +64,7 @@ from environments.node import NEWEST, install_attempts
 from environments.store import CACHE_LABEL
 from environments.toolchains import REGISTRY, Tarball, describe
 from environments.unpack import ExportRefused, unpack
-from infra.errors import BosunError, EnvironmentFailed, UnexpectedEnvironment
+from infra.errors import BosunError, UnexpectedEnvironment
 from sandbox import netns
 from sandbox.bwrap import SANDBOX_PATH
 from sandbox.docker_backend import LABEL as SANDBOX_LABEL
@@ -107,13 +107,6 @@ NODE_QUIET = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PUPPETEER_SKIP_CHROMIUM_DOWNLOAD"
 (the tests get none either), set up git hooks (there is no .git), advertise."""
 INSTALL_CACHE = "/var/cache/bosun-uv"
 """Where the installers' cache of the environment (its own, for the build only: store.uv_cache) is in the build."""
-LOG_TAIL = 25
-LOG_HEAD_BYTES = 8 << 20
-"""Bytes of build.log kept from its start..."""
-LOG_TAIL_BYTES = 2 << 20
-"""...and from its end; what lies between is cut (the log says how much)."""
-OUTPUT_KEPT = 64 * 1024
-"""Bytes of a step's output kept in memory (its end: where installers and pytest say what went wrong)."""
 LABEL = "bosun.env"
 UNIGNORED_LIMIT = 5000
 """Most entries (files, or directories the build made) a seed keeps that git does not ignore; beyond, none."""
@@ -195,57 +188,6 @@ if seeded:
                    check=True)
     print('seed: kept %d file(s) the build made, e.g. %s' % (len(seeded), ' '.join(sorted(seeded)[:5])))
 """.replace("@LIMIT@", str(UNIGNORED_LIMIT))
-
-
-class CappedLog:
-    """``build.log``, bounded: the first ``head`` bytes are written as they come, then only the last ``tail`` bytes
-    are kept (in memory, written after a line saying how many bytes were cut, on every flush). A setup step that
-    prints forever fills neither the disk nor the memory."""
-
-    def __init__(self, f: IO[bytes], head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES) -> None:
-        self.f = f
-        self.head = head
-        self.tail = tail
-        self.written = 0
-        self.cut = 0
-        self.kept = bytearray()
-
-    def write(self, data: bytes) -> int:
-        room = self.head - self.written
-        if room > 0:
-            self.f.write(data[:room])
-            self.written += min(room, len(data))
-            data = data[room:]
-        if data:
-            self.kept += data
-            if len(self.kept) > self.tail:
-                over = len(self.kept) - self.tail
-                del self.kept[:over]
-                self.cut += over
-        return len(data)
-
-    def flush(self) -> None:
-        if self.written >= self.head and (self.kept or self.cut):
-            self.f.seek(self.head)
-            if self.cut:
-                self.f.write(f"\n[... {self.cut} bytes of output cut: build.log keeps the first {self.head} and the "
-                             f"last {self.tail} bytes ...]\n".encode())
-            self.f.write(self.kept)
-            self.f.truncate()
-        self.f.flush()
-
-
-class BuildFailed(EnvironmentFailed):
-    """The repository's environment could not be built: a step failed (the repository's setup, its
-    dependencies, the index). Not retried: the same inputs fail the same way."""
-
-    def __init__(self, step: str, reason: str, tail: str, log: Path | None = None) -> None:
-        where = f"; log: {log}" if log else ""
-        super().__init__(f"environment build failed at step '{step}': {reason}{where}")
-        self.step = step
-        self.reason = reason
-        self.tail = tail
-        self.log = log
 
 
 @dataclass
@@ -391,7 +333,7 @@ class Builder:
         deadline = time.monotonic() + self.timeout_s
         with open(log_path, "wb") as f:
             log = CappedLog(f)
-            run = _Run(self, log, log_path, deadline)
+            run = BuildRun(self, log, log_path, deadline)
             log.write(f"bosun environment build {key}\nrepository {det.repository} commit {det.commit}\n"
                       f"base {base.name} (python {base.python})\nspec {spec.canonical()}\n".encode())
             for note in self.network.notes + det.notes:
@@ -434,7 +376,7 @@ class Builder:
             use_config_proxy=False)
         return created["Id"]
 
-    def _keep_out(self, run: _Run, cid: str) -> None:
+    def _keep_out(self, run: BuildRun, cid: str) -> None:
         """Before anything runs in the build container: the host (every address of its own), the other containers
         and link-local addresses (a cloud's metadata service) out of its reach, its resolvers and the configured
         registries and proxies excepted (sandbox/netns.py: build_only). Best effort, as the sandboxes' private
@@ -467,7 +409,7 @@ class Builder:
         env.update(spec.env)
         return env
 
-    def _steps(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: Path,
+    def _steps(self, run: BuildRun, det: Detection, base: BaseInfo, key: str, source_tar: Path,
                staging: Path) -> Outcome:
         spec = det.spec
         api, cid = self.api, run.container
@@ -516,7 +458,7 @@ class Builder:
         self._part(run, spec)
         return self._finish(run, det, base, key, staging, spec, setup_env, used, installed.history)
 
-    def _copy_in(self, run: _Run, owned: Path, names: list[str], tools: dict[str, tuple[bytes, int]]) -> None:
+    def _copy_in(self, run: BuildRun, owned: Path, names: list[str], tools: dict[str, tuple[bytes, int]]) -> None:
         """The source (the build user's) into /workspace, the seed script, the source's file list and the CA bundle
         beside ``tools`` into TOOLS."""
         tools = {**tools, "source-files": ("\0".join(names).encode("utf-8", "surrogateescape"), 0o644),
@@ -531,7 +473,7 @@ class Builder:
         if not copied:
             raise UnexpectedEnvironment("the docker engine refused to copy the source into the build container")
 
-    def _image(self, run: _Run, det: Detection, base: BaseInfo, key: str, source_tar: Path,
+    def _image(self, run: BuildRun, det: Detection, base: BaseInfo, key: str, source_tar: Path,
                staging: Path) -> Outcome:
         """A declared image environment (environments/image.py): the repository's image (its Dockerfile built with
         the commit's files, or the image named), then the steps of every build in a container of it, all sharing
@@ -576,7 +518,7 @@ class Builder:
         outcome.toolchain = {"image": spec.image.image or spec.image.dockerfile, "python": python[1][:20]}
         return outcome
 
-    def _system(self, run: _Run, image: ImageSpec, key: str, source_tar: Path, staging: Path, holder: str) -> str:
+    def _system(self, run: BuildRun, image: ImageSpec, key: str, source_tar: Path, staging: Path, holder: str) -> str:
         """The repository's image: its Dockerfile built (the classic builder, every RUN in ``holder``'s network
         namespace, memory-limited as the build), or the image named (pulled when this engine lacks it)."""
         from docker.errors import APIError, ImageNotFound  # noqa: PLC0415
@@ -633,7 +575,7 @@ class Builder:
             tar.unlink(missing_ok=True)
         return tag
 
-    def _part(self, run: _Run, spec: EnvSpec) -> None:
+    def _part(self, run: BuildRun, spec: EnvSpec) -> None:
         """The JavaScript/TypeScript part beside the main ecosystem (environments/parts.py), in its folder: best
         effort (the main ecosystem's environment is built without it, and the build log says why)."""
         if spec.node_part is None:
@@ -645,7 +587,7 @@ class Builder:
                      f"({getattr(exc, 'reason', exc)}); the environment is built without it")
             run.part_failed = True
 
-    def _node(self, run: _Run, spec: EnvSpec, node: NodeSpec) -> dict[str, str]:
+    def _node(self, run: BuildRun, spec: EnvSpec, node: NodeSpec) -> dict[str, str]:
         """Node and its package manager into ENV_ROOT/node, then the project's dependencies as its lockfile pins
         them (tried twice: a registry's hiccup is not the repository's), in the folder of ``node`` (a part's, or
         the top); returns the environment of the steps after (the setup commands)."""
@@ -704,7 +646,7 @@ class Builder:
         env.update(spec.env)
         return env
 
-    def _finish(self, run: _Run, det: Detection, base: BaseInfo, key: str, staging: Path, spec: EnvSpec,
+    def _finish(self, run: BuildRun, det: Detection, base: BaseInfo, key: str, staging: Path, spec: EnvSpec,
                 setup_env: dict[str, str], used: str | None, history: list[str], *, python: str = "/usr/bin/python3",
                 parent: str = "") -> Outcome:
         """The steps after the install, for every ecosystem: setup, seed, image, export. ``python``: the system's
@@ -747,7 +689,7 @@ class Builder:
                        layer_mb=round((size - float(base_img.get("Size") or 0)) / 1e6, 1))
 
 
-    def _unignored(self, run: _Run, tag: str, exported: Path) -> list[str]:
+    def _unignored(self, run: BuildRun, tag: str, exported: Path) -> list[str]:
         """The seed's files git does not ignore, as the seed script listed them in the export (read as data: the
         build ran the repository's code); a list that is not valid fails the build at step ``seed``."""
         try:
@@ -768,7 +710,7 @@ class Builder:
         run.note(reason)
         raise run.failed("seed", reason)
 
-    def _export(self, run: _Run, tag: str, exported: Path) -> Path:
+    def _export(self, run: BuildRun, tag: str, exported: Path) -> Path:
         """``ENV_ROOT`` of the build container unpacked at ``exported`` by environments/unpack.py's rules;
         output breaking them fails the build at step ``export`` (the image is removed)."""
         run.header("export", f"{ENV_ROOT} for bwrap")
@@ -785,98 +727,3 @@ class Builder:
         return exported
 
 
-class _Run:
-    """One build's log, steps and deadline."""
-
-    def __init__(self, builder: Builder, log: CappedLog, log_path: Path, deadline: float) -> None:
-        self.builder = builder
-        self.log = log
-        self.log_path = log_path
-        self.deadline = deadline
-        self.container = ""
-        self.last_output = ""
-        self.switched: dict[str, str] = {}
-        """The toolchain an install attempt switched to (role -> version), over the one the build started with."""
-        self.attempts: list[str] = []
-        """Each install attempt of a JavaScript/TypeScript build and how it ended (the record's ``attempts``)."""
-        self.timed_out = False
-        self.part_failed = False
-        """The JavaScript/TypeScript part beside the main ecosystem could not be installed."""
-        self._stop = threading.Event()
-        self._watchdog: threading.Thread | None = None
-
-    def start_watchdog(self) -> None:
-        def watch() -> None:
-            if not self._stop.wait(max(0.0, self.deadline - time.monotonic())):
-                self.timed_out = True
-                with contextlib.suppress(Exception):
-                    self.builder.api.kill(self.container)
-
-        self._watchdog = threading.Thread(target=watch, daemon=True, name="envbuild-deadline")
-        self._watchdog.start()
-
-    def stop_watchdog(self) -> None:
-        self._stop.set()
-
-    def header(self, name: str, detail: str = "") -> None:
-        self.log.write(f"\n==> {name}{': ' + detail if detail else ''}\n".encode())
-        self.log.flush()
-
-    def note(self, text: str) -> None:
-        self.log.write(f"note: {text}\n".encode())
-
-    def step(self, name: str, cmd: list[str], env: dict[str, str], *, check: bool = True) -> tuple[int, str]:
-        """Run ``cmd`` in the build container as the build user; returns (exit code, its output)."""
-        self.header(name, shlex.join(cmd))
-        started = time.monotonic()
-        api = self.builder.api
-        try:
-            exec_id = api.exec_create(self.container, cmd, environment=env, workdir="/workspace",
-                                      user=f"{BUILD_UID}:{BUILD_UID}")["Id"]
-            output = bytearray()
-            for chunk in api.exec_start(exec_id, stream=True):
-                self.log.write(chunk)
-                output += chunk
-                if len(output) > 2 * OUTPUT_KEPT:
-                    del output[:-OUTPUT_KEPT]
-            rc = api.exec_inspect(exec_id).get("ExitCode")
-        except Exception as exc:  # noqa: BLE001 - the engine's errors: the container died (or the deadline)
-            if self.timed_out:
-                raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)"
-                                  ) from None
-            raise UnexpectedEnvironment(f"environment build: the docker engine failed during '{name}': {exc}"
-                                        ) from None
-        if self.timed_out:
-            raise self.failed(name, f"the build ran past its time limit ({self.builder.timeout_s:.0f} s)")
-        text = bytes(output[-OUTPUT_KEPT:]).decode("utf-8", "replace")
-        self.last_output = text
-        rc = -1 if rc is None else int(rc)
-        self.log.write(f"[{name}: exit {rc} after {time.monotonic() - started:.1f} s]\n".encode())
-        self.log.flush()
-        if check and rc != 0:
-            raise self.failed(name, f"exit {rc}")
-        return rc, text
-
-    def failed(self, step: str, reason: str) -> BuildFailed:
-        self.log.flush()
-        tail = log_tail(self.log_path)
-        last = next((line for line in reversed(tail.splitlines()) if line.strip() and not line.startswith("[")), "")
-        return BuildFailed(step, f"{reason}: {last.strip()[:300]}" if last else reason, tail, self.log_path)
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL) -> str:
-    return "\n".join(read_tail(path, 64_000).splitlines()[-lines:])
-
-
-def read_tail(path: Path, limit: int) -> str:
-    """The last ``limit`` bytes of a file as text (never the whole file in memory); "" when unreadable."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            data = f.read(limit)
-    except OSError:
-        return ""
-    cut = f"[... the first {size - limit} bytes of the log are not shown ...]\n" if size > limit else ""
-    return cut + data.decode("utf-8", "replace")

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from environments.bases import BASE_BUILD_MAX_S, BUILD_UID, Bases, plan
-from environments.builder import Builder, BuildFailed
+from environments.builder import Builder
+from environments.buildrun import BuildFailed
 from environments.declared import Declared, load_overrides, override_for
 from environments.detect import detect
 from environments.dockerping import image_exists

@@ -22,7 +22,7 @@ from temporalio import activity
 
 from activities.agent import sandbox_user
 from activities.heartbeat import Progress, heartbeating
-from environments.builder import BuildFailed
+from environments.buildrun import BuildFailed
 from environments.repofiles import GitTree
 from environments.service import Environments
 from evaluation import versions

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.builder import BuildFailed
+from environments.buildrun import BuildFailed
 from environments.dockerping import image_exists
 from environments.models import env_id_for
 from environments.runtime import provider_for

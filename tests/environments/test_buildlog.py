@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from environments import builder as builder_mod
-from environments.builder import Builder, CappedLog, _Run, read_tail
+from environments import buildrun
+from environments.builder import Builder
+from environments.buildrun import BuildRun, CappedLog, read_tail
 
 
 class YesApi:
@@ -28,17 +29,17 @@ class YesApi:
 
 
 def test_a_step_printing_forever_is_bounded_in_the_log_and_in_memory(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(builder_mod, "LOG_HEAD_BYTES", 200_000)
-    monkeypatch.setattr(builder_mod, "LOG_TAIL_BYTES", 100_000)
+    monkeypatch.setattr(buildrun, "LOG_HEAD_BYTES", 200_000)
+    monkeypatch.setattr(buildrun, "LOG_TAIL_BYTES", 100_000)
     api = YesApi(chunks=300)  # ~19 MB
     b = Builder(api, uv=Path("/bin/true"), network=None, timeout_s=60, memory_mb=512)
     log_path = tmp_path / "build.log"
     with open(log_path, "wb") as f:
-        log = CappedLog(f, builder_mod.LOG_HEAD_BYTES, builder_mod.LOG_TAIL_BYTES)
-        run = _Run(b, log, log_path, deadline=1e12)
+        log = CappedLog(f, buildrun.LOG_HEAD_BYTES, buildrun.LOG_TAIL_BYTES)
+        run = BuildRun(b, log, log_path, deadline=1e12)
         rc, text = run.step("setup 1: yes", ["yes"], {})
         log.flush()
-    assert rc == 0 and len(text.encode()) <= builder_mod.OUTPUT_KEPT and text.endswith("last line of the step\n")
+    assert rc == 0 and len(text.encode()) <= buildrun.OUTPUT_KEPT and text.endswith("last line of the step\n")
     data = log_path.read_bytes()
     assert len(data) < 400_000
     assert b"first line of the step" in data[:1000] and b"bytes of output cut" in data

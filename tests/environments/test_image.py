@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from environments.builder import BuildFailed
+from environments.buildrun import BuildFailed
 from environments.dockerping import image_exists
 from environments.image import read_devcontainer, strip_jsonc
 from environments.runtime import provider_for

@@ -68,7 +68,8 @@ def test_the_export_is_bounded(tmp_path: Path):
 def test_a_refused_export_fails_the_build_at_step_export(tmp_path: Path):
     """A build whose output breaks the rules is the repository's failure (BuildFailed, step "export", never
     retried), not a broken host; a stream that is not a tar is refused the same way."""
-    from environments.builder import Builder, BuildFailed, _Run
+    from environments.builder import Builder
+    from environments.buildrun import BuildFailed, BuildRun
     from infra.errors import UnexpectedEnvironment
 
     class Api:
@@ -90,7 +91,7 @@ def test_a_refused_export_fails_the_build_at_step_export(tmp_path: Path):
         builder = Builder(api, uv=Path("/bin/true"), network=None, timeout_s=60, memory_mb=512)
         log_path = tmp_path / f"build{i}.log"
         with open(log_path, "wb") as log:
-            run = _Run(builder, log, log_path, deadline=0)
+            run = BuildRun(builder, log, log_path, deadline=0)
             run.container = "c"
             with pytest.raises(BuildFailed) as caught:
                 builder._export(run, "bosun-env:k", tmp_path / f"root{i}")

@@ -7,7 +7,7 @@ import pytest
 from agents.budget import BudgetExhausted
 from agents.plan import PlanError
 from agents.tools.registry import ToolOutput
-from environments.builder import BuildFailed
+from environments.buildrun import BuildFailed
 from environments.unpack import ExportRefused
 from infra.artifacts import ArtifactMissing, BadRef
 from infra.errors import (
