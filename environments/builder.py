@@ -36,14 +36,14 @@ import os
 import posixpath
 import re
 import shlex
-import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from environments.bases import BUILD_UID, BaseInfo
+from environments.buildfiles import SEED_SCRIPT, StreamFile, context_tar, owned_tar, tools_tar
 from environments.buildrun import BuildFailed, BuildRun, CappedLog
 from environments.imports import is_test_file, local_names
 from environments.installer import TOOLS, UV, collect_sample, install, uv_config
@@ -108,86 +108,6 @@ NODE_QUIET = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PUPPETEER_SKIP_CHROMIUM_DOWNLOAD"
 INSTALL_CACHE = "/var/cache/bosun-uv"
 """Where the installers' cache of the environment (its own, for the build only: store.uv_cache) is in the build."""
 LABEL = "bosun.env"
-UNIGNORED_LIMIT = 5000
-"""Most entries (files, or directories the build made) a seed keeps that git does not ignore; beyond, none."""
-SEED_SCRIPT = r"""
-import os, subprocess, sys
-LIMIT = @LIMIT@
-listed = set(open('/opt/bosun-tools/source-files', 'rb').read().decode('utf-8', 'surrogateescape').split('\0'))
-source_dirs = set()
-for path in listed:
-    d = os.path.dirname(path)
-    while d and d not in source_dirs:
-        source_dirs.add(d)
-        d = os.path.dirname(d)
-new = []
-for dirpath, dirs, files in os.walk('/workspace'):
-    dirs[:] = [d for d in dirs if d != '.git']
-    dirs[:] = [d for d in dirs if d != '__pycache__']
-    for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
-        rel = os.path.relpath(os.path.join(dirpath, name), '/workspace')
-        if rel not in listed and not rel.endswith(('.pyc', '.pyo')):
-            new.append(rel)
-if not new:
-    print('seed: the build left nothing in the source tree')
-    sys.exit(0)
-subprocess.run(['git', 'init', '-q', '/tmp/seedgit'], check=True)
-out = subprocess.run(['git', '--git-dir=/tmp/seedgit/.git', '--work-tree=/workspace', 'check-ignore', '--no-index',
-                      '--stdin', '-z'], input='\0'.join(new).encode('utf-8', 'surrogateescape'),
-                     stdout=subprocess.PIPE).stdout
-ignored = [p for p in out.decode('utf-8', 'surrogateescape').split('\0') if p]
-rest = sorted(set(new) - set(ignored))
-
-def entry_of(path):
-    # the file itself when its directory is the source's, else the top directory the build made ('build/')
-    parts = path.split('/')
-    for i in range(1, len(parts)):
-        top = '/'.join(parts[:i])
-        if top not in source_dirs:
-            return top + '/'
-    return path
-
-def expressible(entry):
-    try:
-        entry.encode('utf-8')
-    except UnicodeEncodeError:
-        return False
-    return '\n' not in entry and '\r' not in entry
-
-def pattern(entry):
-    body = ''.join('\\' + c if c in '*?[\\' else c for c in entry.rstrip('/'))
-    trailing = len(body) - len(body.rstrip(' '))
-    return '/' + body.rstrip(' ') + '\\ ' * trailing + ('/' if entry.endswith('/') else '')
-
-entries = {}
-for path in rest:
-    entries.setdefault(entry_of(path), []).append(path)
-kept = sorted(e for e in entries if expressible(e))
-too_many = len(kept) > LIMIT
-if too_many:
-    kept = []
-left = sorted(p for e in set(entries) - set(kept) for p in entries[e])
-if left:
-    why = 'more than %d of them' % LIMIT if too_many else 'names with a line break or not UTF-8'
-    print('seed: warning: %d file(s) the build made do not go into workspaces: git does not ignore them and bosun '
-          'cannot leave them out of diffs (%s): %s%s' % (len(left), why, ' '.join(repr(p) for p in left[:3]),
-                                                       ' ...' if len(left) > 3 else ''))
-if kept:
-    with open('/opt/bosun-env/seed-unignored', 'wb') as f:
-        f.write('\0'.join(kept).encode('utf-8'))
-    with open('/opt/bosun-env/seed-exclude', 'wb') as f:
-        f.write(('# bosun seed: files the environment build made that git does not ignore (diffs leave them out)\n'
-                 + ''.join(pattern(e) + '\n' for e in kept)).encode('utf-8'))
-    print('seed: %d file(s) git does not ignore are kept as if .gitignore named them: %s%s'
-          % (sum(len(entries[e]) for e in kept), ' '.join(kept[:5]), ' ...' if len(kept) > 5 else ''))
-seeded = ignored + [p for e in kept for p in entries[e]]
-if seeded:
-    with open('/tmp/seed-list', 'wb') as f:
-        f.write('\0'.join(seeded).encode('utf-8', 'surrogateescape'))
-    subprocess.run(['tar', '-cf', '/opt/bosun-env/seed.tar', '-C', '/workspace', '--null', '-T', '/tmp/seed-list'],
-                   check=True)
-    print('seed: kept %d file(s) the build made, e.g. %s' % (len(seeded), ' '.join(sorted(seeded)[:5])))
-""".replace("@LIMIT@", str(UNIGNORED_LIMIT))
 
 
 @dataclass
@@ -207,83 +127,6 @@ class Outcome:
     """An image environment's python3 (the tool server's in its sandboxes)."""
     part_failed: bool = False
     """The JavaScript/TypeScript part beside the main ecosystem could not be installed (the build went on)."""
-
-
-class _StreamFile(io.RawIOBase):
-    """A byte-chunk iterator as a readable file (docker's get_archive -> tarfile's stream mode)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buf = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buf:
-            try:
-                self._buf = next(self._chunks)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
-
-
-def _owned_tar(source: Path, dest: Path, uid: int) -> list[str]:
-    """``source`` (a tar) written to ``dest`` with every member owned by ``uid`` (the build user must write the
-    tree), streamed member by member; returns its files."""
-    names: list[str] = []
-    with tarfile.open(source, mode="r|") as src, tarfile.open(dest, mode="w|") as dst:
-        for member in src:
-            if member.type == tarfile.XGLTYPE or member.name in ("pax_global_header",):
-                continue
-            member.uid = member.gid = uid
-            member.uname = member.gname = "bosun"
-            if member.isreg() or member.issym():
-                names.append(member.name)
-            dst.addfile(member, src.extractfile(member) if member.isreg() else None)
-    return names
-
-
-def _tools_tar(files: dict[str, tuple[bytes, int]], dirs: tuple[str, ...] = ()) -> bytes:
-    """Files (name -> bytes, mode) and directories, the build user's, as a tar to copy into a container."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:") as tar:
-        for name in dirs:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-            info.uid = info.gid = BUILD_UID
-            tar.addfile(info)
-        for name, (data, mode) in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = mode
-            info.uid = info.gid = BUILD_UID
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
-
-
-def context_tar(source_tar: Path, dest: Path, folder: str, extra: dict[str, str]) -> None:
-    """The build context of a Dockerfile: the members of ``source_tar`` under ``folder`` ("": all), renamed
-    relative to it, plus ``extra`` (name in the context -> a member's name: a Dockerfile from outside it)."""
-    prefix = f"{folder.strip('/')}/" if folder else ""
-    with tarfile.open(source_tar) as src, tarfile.open(dest, "w:") as out:
-        wanted = {v: k for k, v in extra.items()}
-        for member in src:
-            name = member.name.removeprefix("./")
-            data = src.extractfile(member) if member.isfile() else None
-            if name in wanted:
-                copy = tarfile.TarInfo(wanted[name])
-                copy.size, copy.mode, copy.mtime = member.size, member.mode, member.mtime
-                out.addfile(copy, src.extractfile(member))
-            if prefix and not name.startswith(prefix):
-                continue
-            member.name = name[len(prefix):] if prefix else name
-            if member.name:
-                out.addfile(member, data)
 
 
 IMAGE_CHECK = r"""
@@ -419,7 +262,7 @@ class Builder:
         if spec.image is not None:
             return self._image(run, det, base, key, source_tar, staging)
         owned = source_tar.with_name("source-owned.tar")
-        names = _owned_tar(source_tar, owned, BUILD_UID)
+        names = owned_tar(source_tar, owned, BUILD_UID)
         self._copy_in(run, owned, names, {"uv": (self.uv.read_bytes(), 0o755)})
         for i, cmd in enumerate(spec.prepare, 1):
             self.progress(f"building: prepare {i}/{len(spec.prepare)}: {cmd[:80]}")
@@ -443,7 +286,7 @@ class Builder:
         fresh = ["sh", "-c", f"rm -rf {VENV} && {UV} venv --python {python} {VENV}"]
         installed = install(
             run, spec, self._env(spec),
-            put_requirements=lambda text: api.put_archive(cid, TOOLS, _tools_tar({"requirements.txt": (text.encode(),
+            put_requirements=lambda text: api.put_archive(cid, TOOLS, tools_tar({"requirements.txt": (text.encode(),
                                                                                                         0o644)})),
             fresh_venv=lambda: run.step("virtualenv (again)", fresh, self._env(spec)), progress=self.progress,
             local=local_names(names), sample=collect_sample(spec, [n for n in names if is_test_file(n)]))
@@ -452,7 +295,7 @@ class Builder:
         used = installed.date
         setup_env = self._env(spec, used)
         if used:  # setup commands' `uv pip install` resolve as the install did (same dates, same moved packages)
-            api.put_archive(cid, TOOLS, _tools_tar({"uv.toml": (uv_config(used, installed.moved).encode(), 0o644)}))
+            api.put_archive(cid, TOOLS, tools_tar({"uv.toml": (uv_config(used, installed.moved).encode(), 0o644)}))
             setup_env["UV_CONFIG_FILE"] = f"{TOOLS}/uv.toml"
             setup_env.pop("UV_EXCLUDE_NEWER", None)
         self._part(run, spec)
@@ -467,7 +310,7 @@ class Builder:
             tools["ca.crt"] = (self.network.ca_bundle, 0o644)
         run.header("copy in", f"the source ({len(names)} files) and the tools")
         with open(owned, "rb") as source:
-            copied = self.api.put_archive(run.container, TOOLS, _tools_tar(tools)) and \
+            copied = self.api.put_archive(run.container, TOOLS, tools_tar(tools)) and \
                 self.api.put_archive(run.container, "/workspace", source)
         owned.unlink()
         if not copied:
@@ -488,7 +331,7 @@ class Builder:
             run.container = work
             self.api.start(work)
             # /opt/bosun-env (the seed's place) made for the build user, as a base has it
-            made = self.api.put_archive(work, "/", _tools_tar({}, dirs=(ENV_ROOT.lstrip("/"),)))
+            made = self.api.put_archive(work, "/", tools_tar({}, dirs=(ENV_ROOT.lstrip("/"),)))
             if not made:
                 raise UnexpectedEnvironment("the docker engine refused to make /opt/bosun-env in the build container")
             config = self.api.inspect_image(system).get("Config") or {}
@@ -501,7 +344,7 @@ class Builder:
             if len(python) != 2 or not python[0].startswith("/"):  # (the image's own python3 said it)
                 raise run.failed("image check", "the image's python3 did not say its path and version")
             owned = source_tar.with_name("source-owned.tar")
-            self._copy_in(run, owned, _owned_tar(source_tar, owned, BUILD_UID), {})
+            self._copy_in(run, owned, owned_tar(source_tar, owned, BUILD_UID), {})
             for i, cmd in enumerate(spec.prepare, 1):
                 run.step(f"prepare {i}: {cmd[:120]}", ["sh", "-c", cmd], env)
             outcome = self._finish(run, det, base, key, staging, spec, env, None, [], python=python[0],
@@ -596,7 +439,7 @@ class Builder:
             raise UnexpectedEnvironment(f"the build has no {', '.join(missing)} tarball (environments/toolchains.py)")
         self.progress(f"building: node {self.toolchain['node'].version} and {node.package_manager}")
         tarballs = {f"{role}.tgz": (t.path.read_bytes(), 0o644) for role, t in self.toolchain.items()}
-        if not self.api.put_archive(run.container, TOOLS, _tools_tar(tarballs)):
+        if not self.api.put_archive(run.container, TOOLS, tools_tar(tarballs)):
             raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build container")
         env = self._node_env(spec, node)
         script = NODE_TOOLCHAIN.replace("@NODE@", NODE).replace("@TOOLS@", TOOLS)
@@ -605,7 +448,7 @@ class Builder:
         for i, (cmd, extra, why) in enumerate(attempts, 1):
             if why == NEWEST and self.fallback:  # the newest versions need a Node that still runs them
                 tarballs = {f"{role}.tgz": (t.path.read_bytes(), 0o644) for role, t in self.fallback.items()}
-                if not self.api.put_archive(run.container, TOOLS, _tools_tar(tarballs)):
+                if not self.api.put_archive(run.container, TOOLS, tools_tar(tarballs)):
                     raise UnexpectedEnvironment("the docker engine refused to copy the toolchain into the build "
                                                 "container")
                 run.step("toolchain (again): the oldest Node still supported, for the newest versions",
@@ -716,7 +559,7 @@ class Builder:
         run.header("export", f"{ENV_ROOT} for bwrap")
         try:
             stream, _stat = self.api.get_archive(run.container, ENV_ROOT)
-            unpack(io.BufferedReader(_StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
+            unpack(io.BufferedReader(StreamFile(iter(stream)), 1 << 20), exported, strip="bosun-env")
         except BosunError as exc:
             with contextlib.suppress(Exception):
                 self.api.remove_image(tag, force=True)
