@@ -12,8 +12,9 @@ The parts, the same for every ecosystem:
 - the test command (``testcmd``), run without network in the environment's sandboxes (``runtime``);
 - the environment service the CLI and the activities use (``service``).
 
-Python is detected today (``pyconfig``, ``setuppy``, ``imports``, ``interpreters``, ``installer``, ``standins``); a
-repository of another ecosystem is said to be undetected, with the declaration that would do (``ecosystems``).
+Python is detected today (``pyconfig``, ``setuppy``, ``imports``, ``interpreters``, ``standins``) and installed
+(``installer``, over ``installplan``, ``installcmds`` and ``installfixes``); a repository of another ecosystem is
+said to be undetected, with the declaration that would do (``ecosystems``).
 
 What the packages above import from it (tests/test_layers.py keeps this list whole):
 

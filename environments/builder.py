@@ -46,7 +46,9 @@ from environments.bases import BUILD_UID, BaseInfo
 from environments.buildfiles import SEED_SCRIPT, StreamFile, context_tar, owned_tar, tools_tar
 from environments.buildrun import BuildFailed, BuildRun, CappedLog
 from environments.imports import is_test_file, local_names
-from environments.installer import TOOLS, UV, collect_sample, install, uv_config
+from environments.installcmds import collect_sample
+from environments.installer import install
+from environments.installplan import TOOLS, UV, uv_config
 from environments.interpreters import interpreter, interpreter_env
 from environments.models import (
     ENV_ROOT,

@@ -28,15 +28,15 @@ BUILD_RULES = 7
 installer's choices, what the seed keeps). Each record keeps the version it was built by; ``bosun env list`` marks
 an older one ``outdated`` and ``bosun env prune --outdated`` removes it (its next use builds it again). 0: built
 before versions were kept. 1: the seed keeps the build's files that git does not ignore (``seed_unignored``). 2: an
-editable install by import hook also puts the project's root on sys.path (installer.ROOT_ON_PATH). 3: a project
-installed last keeps what the requirements installed unless it needs otherwise (installer.HELD). 4: a setup.py project
+editable install by import hook also puts the project's root on sys.path (installcmds.ROOT_ON_PATH). 3: a project
+installed last keeps what the requirements installed unless it needs otherwise (installcmds.HELD). 4: a setup.py project
 whose build fails in setuptools' PEP 517 hooks is installed with setup.py develop; a test runner a requirement file
 pins that cannot run on the interpreter has its pins overridden; the collection check's sample names no
 conftest.py and prefers test folders (installer.py's docstring). 5: the version setuptools_scm is told reaches the
-project's own build only (installer.scm_scoped), and a stand-in's service stays in every install attempt. 6: a soft
-requirement whose build requirement fails to build is dropped alone (installer.FAILED_BUILD), not every soft
-requirement with it; one that breaks at import when the tests collect is dropped (installer.drop_broken). 7: PyYAML
-is built from source where it has no wheel for the interpreter (installer.HEAVY)."""
+project's own build only (installcmds.scm_scoped), and a stand-in's service stays in every install attempt. 6: a soft
+requirement whose build requirement fails to build is dropped alone (installfixes.FAILED_BUILD), not every soft
+requirement with it; one that breaks at import when the tests collect is dropped (installfixes.drop_broken). 7: PyYAML
+is built from source where it has no wheel for the interpreter (installplan.HEAVY)."""
 SCHEMA = 4
 """Version of the spec format and of the build's steps; part of every cache key (a new one never reuses an old
 build)."""

@@ -4,28 +4,25 @@ from __future__ import annotations
 
 import subprocess
 
-from environments.installer import (
+from environments.installcmds import (
     BUILD_CONSTRAINTS,
     CONSTRAINTS,
     HELD,
-    OLD_SETUPTOOLS,
     OVERRIDES,
     PROJECT,
     SCM_CONFIG,
-    Plan,
-    adjust_install,
-    adjust_runtime,
-    attempts_for,
     collect_sample,
     compile_command,
     develop_command,
-    install,
     install_command,
     last_patch,
     overrides_command,
     requirements_text,
     scm_scoped,
 )
+from environments.installer import install
+from environments.installfixes import OLD_SETUPTOOLS, adjust_install, adjust_runtime
+from environments.installplan import Plan, attempts_for
 from environments.models import EnvSpec, TestCommand
 
 OLD = EnvSpec(python="3.9", project_name="demo", exclude_newer="2019-05-16T23:59:59Z", extras=["test"],
@@ -399,7 +396,7 @@ def test_a_repository_requirement_that_cannot_be_fetched_comes_from_the_index():
 
 
 def test_the_index_name_of_a_repository_requirement():
-    from environments.installer import index_name
+    from environments.installcmds import index_name
 
     assert index_name("git+https://github.com/html5lib/html5lib-python") == "html5lib"
     assert index_name("html5lib @ git+https://github.com/html5lib/html5lib-python@master") == "html5lib"
@@ -466,7 +463,7 @@ def test_an_import_hook_editable_install_also_gets_the_project_root_on_sys_path(
     """pylint 2.14 (packages at its root beside tests/): setuptools installs it editable by an import hook, with which
     astroid cannot map pylint/checkers/*.py to modules and no checker loads; setup.py develop put the root on
     sys.path, and the published verdicts were made so."""
-    from environments.installer import ROOT_ON_PATH, root_on_path
+    from environments.installcmds import ROOT_ON_PATH, root_on_path
     from environments.models import VENV
 
     spec = OLD.model_copy(update={"python": "3.9"})
@@ -510,7 +507,7 @@ def test_a_pytest_that_predates_the_interpreter_moves_forward_and_says_why():
 
 def test_what_is_held_leaves_the_project_out():
     """Sphinx 3.0's requirements pulled a Sphinx 5.1.1 release in: held, it refused the editable Sphinx."""
-    from environments.installer import hold_command
+    from environments.installcmds import hold_command
 
     script = hold_command(OLD.model_copy(update={"project_name": "Sphinx"}))[2]
     freeze = "sphinx==5.1.1\nsphinxcontrib-applehelp==1.0.7\n-e file:///workspace\nhtml5lib @ git+https://x/y\n"
