@@ -146,7 +146,7 @@ def _issue_task(title: str, body: str | None, where: str, url: str | None) -> st
 def decide_github(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
     """What a GitHub delivery starts or asks for, by its event: a label (issues, pull_request), a mention
     (issue_comment), a failed check on a bosun branch (check_run, workflow_run); anything else is ignored."""
-    rule = _GITHUB_RULES.get(event)
+    rule = GITHUB_RULES.get(event)
     if rule is None:
         return ignore(f"GitHub event {event} has no trigger rule")
     return rule(event, payload, cfg)
@@ -249,7 +249,7 @@ def _github_check_failed(event: str, payload: dict[str, Any], cfg: EventsConfig)
                     summary=f"debug CI {repo}@{branch}"[:200])
 
 
-_GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_request_labelled,
+GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_request_labelled,
                  "issue_comment": _github_mention, "check_run": _github_check_failed,
                  "workflow_run": _github_check_failed}
 """The rule of each GitHub event bosun acts on."""
