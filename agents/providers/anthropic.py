@@ -28,8 +28,9 @@ cumulative usage), ``message_stop`` (terminal), ``ping``, ``error``. Unknown eve
 are ignored, as the API's versioning policy asks. A stream without ``message_stop`` is a retryable
 ProviderError; an ``error`` event is a ProviderError, retryable unless it says the request was bad.
 
-The SDK is built with ``max_retries=0`` (Temporal retries) and, for an endpoint configured without a key, with no
-credential of its own finding: it sends neither ``x-api-key`` nor ``Authorization``.
+The SDK is built with ``max_retries=0`` (Temporal retries). The key goes as ``x-api-key``, with
+``anthropic-version: 2023-06-01``, as the API documents them; an endpoint configured without a key gets no credential
+of the SDK's finding (neither ``x-api-key`` nor ``Authorization``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
 from agents.providers.sdk import Failures, checked_base_url, http_client, parse_tool_arguments, plain
 
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` the translation here is written for (sent over the SDK's own)."""
 MAX_CACHE_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -70,9 +73,12 @@ class AnthropicProvider(Provider):
         self.base_url = checked_base_url(self.name, base_url)
         self._failures = Failures(label=self.name, url=self.base_url + "/v1/messages", timeout_s=timeout_s,
                                   sdk=anthropic, secrets=[key])
-        no_credentials = {} if key else {"X-Api-Key": anthropic.Omit(), "Authorization": anthropic.Omit()}
-        self._client = anthropic.AsyncAnthropic(api_key=key or "", base_url=self.base_url, max_retries=0,
-                                                timeout=timeout_s, default_headers=no_credentials,
+        # The Messages API as documented: the key as ``x-api-key`` (never as a bearer token: gateways and proxies
+        # read the documented header), and the API version this module's translation is written for.
+        headers = {"anthropic-version": ANTHROPIC_VERSION, "Authorization": anthropic.Omit(),
+                   "X-Api-Key": key if key else anthropic.Omit()}
+        self._client = anthropic.AsyncAnthropic(api_key="", base_url=self.base_url, max_retries=0,
+                                                timeout=timeout_s, default_headers=headers,
                                                 http_client=http_client(timeout_s, transport))
 
     def __repr__(self) -> str:

@@ -83,8 +83,8 @@ async def test_non_streaming_request_shape_and_usage(server: FixtureServer, make
                                            "cached_input_tokens": 1000, "cache_creation_input_tokens": 300}
     request = server.requests[0]
     assert (request.method, request.path) == ("POST", "/v1/messages")
-    assert request.headers["authorization"] == f"Bearer {KEY}"  # the SDK's way of sending the key
-    assert request.headers["anthropic-version"]  # the SDK's API version
+    assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
+    assert request.headers["anthropic-version"] == "2023-06-01"
     assert request.headers["content-type"] == "application/json"
     body = request.json()
     assert body["model"] == "claude-test" and body["max_tokens"] == 700 and "stream" not in body

@@ -86,7 +86,7 @@ async def test_anthropic_and_openai_base_urls_are_settings(server: FixtureServer
     gpt.stream = False
     assert await ask(claude) == "ok" and await ask(gpt) == "ok"
     assert [(r.path, r.headers.get("x-api-key"), r.headers.get("authorization")) for r in server.requests] == [
-        ("/anthropic/v1/messages", None, "Bearer sk-ant-x"), ("/openai/v1/chat/completions", None, "Bearer sk-openai")]
+        ("/anthropic/v1/messages", "sk-ant-x", None), ("/openai/v1/chat/completions", None, "Bearer sk-openai")]
 
 
 @pytest.mark.parametrize("value,message", [
