@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .applying import Applied, applied_elsewhere, check_depth, check_shift
 from .blanks import BlankPlacement, realign
 from .document import Document
 from .elision import elision_message, marker_kind, one_sided_elisions
-from .engine import Applied, applied_elsewhere, check_depth, check_shift
 from .hints import closest_hint, spans_text
 from .matching import (
     ALL_LINE_LEVELS,

@@ -32,8 +32,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .applying import Applied, apply_at
 from .document import Document, to_lf
-from .engine import Applied, apply_at, end_line, line_candidates, outcome, pinned_below, replace_text
+from .engine import end_line, line_candidates, outcome, pinned_below, replace_text
 from .hints import spans_text
 from .matching import EXACT_LINES, FUZZY_LEVELS, BlockMatch, FileLines, find_block
 from .model import EditOutcome, EditRefused, loosest
