@@ -16,14 +16,13 @@ from .matching import (
     FileLines,
     Restyle,
     already_there,
-    depth_problem,
     find_block,
     new_text_elsewhere,
     plan_restyle,
-    unclear_shift,
 )
 from .model import EditRefused
 from .replacement import IndentConflict, build_from_script, build_replacement, line_script
+from .shifts import depth_problem, unclear_shift
 from .snippet import elision_markers, split_elisions
 
 
