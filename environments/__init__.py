@@ -12,9 +12,9 @@ The parts, the same for every ecosystem:
 - the test command (``testcmd``), run without network in the environment's sandboxes (``runtime``);
 - the environment service the CLI and the activities use (``service``).
 
-Python is detected today (``pyconfig``, ``setuppy``, ``imports``, ``interpreters``, ``standins``) and installed
-(``installer``, over ``installplan``, ``installcmds`` and ``installfixes``); a repository of another ecosystem is
-said to be undetected, with the declaration that would do (``ecosystems``).
+Python is detected today (``pyconfig``, ``pyci``, ``setuppy``, ``imports``, ``interpreters``, ``standins``) and
+installed (``installer``, over ``installplan``, ``installcmds`` and ``installfixes``); a repository of another
+ecosystem is said to be undetected, with the declaration that would do (``ecosystems``).
 
 What the packages above import from it (tests/test_layers.py keeps this list whole):
 
@@ -26,6 +26,7 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``interpreters``: The interpreters environments can have, and the choice among them (pure).
 - ``models``: The typed vocabulary of environments: what was detected or declared (``EnvSpec`` and the reasons
   behind it), and what was built (``EnvRecord``).
+- ``pyci``: What a Python project's CI workflows, conda environment files and noxfile say (pure).
 - ``pyconfig``: Readers of a Python project's configuration files (pure: text in, facts out).
 - ``pydetect``: Detection of a Python project's environment: the half of ``detect`` (environments/detect.py) that
   reads what describes a Python project (pyproject.toml, setup.cfg.

@@ -21,6 +21,7 @@ from environments import (
     java,
     node,
     parts,
+    pyci,
     pyconfig,
     rust,
     toolchains,
@@ -51,8 +52,8 @@ def detect(files: RepoFiles, *, commit_date: datetime | None = None, repository:
     paths = files.paths()
     present = set(paths)
     wanted = [p for p in CONFIG_FILES if p in present]
-    wanted += [p for p in paths if pyconfig.CI_FILES.match(p)][:20]
-    wanted += [p for p in paths if pyconfig.CONDA_FILE.match(p) or pyconfig.CI_CONDA_FILE.match(p)][:30]
+    wanted += [p for p in paths if pyci.CI_FILES.match(p)][:20]
+    wanted += [p for p in paths if pyci.CONDA_FILE.match(p) or pyci.CI_CONDA_FILE.match(p)][:30]
     test_files, dev_files = pyconfig.requirement_files(paths)
     wanted += test_files + dev_files
     kind = ecosystems.kind(paths)

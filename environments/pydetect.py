@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from environments import ecosystems, imports, interpreters, pyconfig, standins, testcmd
+from environments import ecosystems, imports, interpreters, pyci, pyconfig, standins, testcmd
 from environments.declared import DECLARED_FILE, Declared, devcontainer_hints, dockerfile_hints, parse_date
 from environments.models import Detection, EnvSpec, Reason, TestCommand
 from environments.repofiles import RepoFiles
@@ -136,8 +136,8 @@ def _facts(scan: Scan) -> pyconfig.Facts:
         if path in texts and (path in SHAPING or path in scan.test_files or path in scan.dev_files):
             scan.shaping[path] = content_sha(texts[path])
     for path in scan.paths:
-        if pyconfig.CI_FILES.match(path) and path in texts:
-            facts.named_pythons.append((pyconfig.ci_python_text(texts[path]), path))
+        if pyci.CI_FILES.match(path) and path in texts:
+            facts.named_pythons.append((pyci.ci_python_text(texts[path]), path))
     if ".python-version" in texts:
         facts.named_pythons.append((texts[".python-version"].strip().splitlines()[0] if texts[".python-version"]
                                     .strip() else "", ".python-version"))
@@ -407,18 +407,18 @@ def _ci_installs(paths: list[str], texts: dict[str, str], python: str, facts: py
     install with pip. Soft: installed when they resolve, dropped (and listed) when not. Returns the files that
     gave some (they shape the environment: its cache key)."""
     present, used = set(paths), []
-    env_file = pyconfig.environment_file(paths, python)
+    env_file = pyci.environment_file(paths, python)
     if env_file and env_file in texts:
-        found = pyconfig.conda_requirements(texts[env_file])
+        found = pyci.conda_requirements(texts[env_file])
         facts.soft_requires += [(r, f"{env_file} (conda environment)") for r in found]
         used += [env_file] if found else []
     for path in paths:
-        if pyconfig.CI_FILES.match(path) and path in texts:
+        if pyci.CI_FILES.match(path) and path in texts:
             before = len(facts.soft_requires) + len(facts.soft_files)
             if path == "noxfile.py":
-                pyconfig.read_noxfile(texts[path], facts, present)
+                pyci.read_noxfile(texts[path], facts, present)
             else:
-                pyconfig.read_ci_installs(texts[path], facts, path, present)
+                pyci.read_ci_installs(texts[path], facts, path, present)
             used += [path] if len(facts.soft_requires) + len(facts.soft_files) > before else []
     named = [p for p, _ in facts.soft_files if p not in texts]
     texts.update(files.read_many(named))

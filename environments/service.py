@@ -36,9 +36,9 @@ from sandbox.caches import KEEP_RECENT_S, dir_size_mb, free_mb, prunable, strip_
 DETECTED_KEEP_S = 7 * 86400
 """A remembered detection older than this goes on the next prune (any change to the detector's code makes every
 earlier one unreachable; one still in use is made again in milliseconds)."""
-DETECTOR_FILES = ("detect.py", "pydetect.py", "pyconfig.py", "setuppy.py", "imports.py", "testcmd.py", "declared.py",
-                  "interpreters.py", "models.py", "repofiles.py", "standins.py", "ecosystems.py", "node.py",
-                  "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py", "image.py", "parts.py")
+DETECTOR_FILES = ("detect.py", "pydetect.py", "pyconfig.py", "pyci.py", "setuppy.py", "imports.py", "testcmd.py",
+                  "declared.py", "interpreters.py", "models.py", "repofiles.py", "standins.py", "ecosystems.py",
+                  "node.py", "toolchains.py", "bases.py", "golang.py", "rust.py", "java.py", "image.py", "parts.py")
 
 
 def _detector_code() -> bytes:

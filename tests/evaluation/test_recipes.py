@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from environments.detect import detect
-from environments.pyconfig import conda_requirements
+from environments.pyci import conda_requirements
 from environments.repofiles import MemoryFiles
 from evaluation.recipes import (
     RECIPES,
