@@ -41,8 +41,8 @@ from environments import standins
 from environments.declared import Declared
 from environments.interpreters import vkey
 from environments.models import VENV
-from environments.pyconfig import req_name
 from environments.pyci import conda_requirements
+from environments.pyconfig import req_name
 from environments.pydetect import HELPERS_OFFLINE
 
 REFERENCE_DATE = "2024-08-13T23:59:59Z"
