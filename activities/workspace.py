@@ -48,8 +48,10 @@ from environments.store import key_of
 from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.settings import Settings
-from sandbox.hostrepo import Delivered, Imported, TaskRepo
+from sandbox.delivery import Delivered
+from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
+from sandbox.runimport import Imported
 from sandbox.snapshot import SnapshotRefused
 
 DIFF_INLINE_MAX = 32_000

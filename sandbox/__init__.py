@@ -11,6 +11,8 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``bwrap``: The bubblewrap backend: fast local isolation, host system directories read-only, the workspace
   writable.
 - ``caches``: On-disk caches of this host (environments, evaluation sources, checkout templates).
+- ``delivery``: Handing a task's result branch out: a checkout for people, a branch in the repository the task came
+  from, a push.
 - ``docker_backend``: The docker backend: one container per sandbox, the tool server as its main process, stdio over
   the attach socket.
 - ``envruntime``: Sandboxes of a built environment: the same backends with the same rules (no network, no
@@ -25,6 +27,7 @@ What the packages above import from it (tests/test_layers.py keeps this list who
   branch.
 - ``manager``: The live sandboxes of one worker: one per key (an agent run, a test run), started on first use and
   again after it died.
+- ``runimport``: Importing an agent's work into the task's repository as data, one commit per run.
 - ``snapshot``: Read an agent's workspace as data: a bounded, symlink-safe snapshot of the files git would take.
 - ``sources``: An evaluation's sources on the worker host: one host-owned bare repository per source (a path or URL)
   holding the commits its instances need.

@@ -29,7 +29,6 @@ The rules that keep the host safe (docs/THREAT-MODEL.md, "Host git"):
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import hashlib
 import json
@@ -37,16 +36,15 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from infra.artifacts import write_json_atomically
 from infra.errors import ConfigError, UnexpectedEnvironment
 from infra.names import shown
-from sandbox import diskquota, snapshot
+from sandbox import diskquota
 from sandbox.base import OBJECTS_IN_SANDBOX
 from sandbox.checkouts import (
     CHECKOUT_CONFIG,
@@ -57,17 +55,16 @@ from sandbox.checkouts import (
     chown_tree,
     finish_scratch,
 )
+from sandbox.delivery import Delivery
 from sandbox.hostgit import (
     TRANSPORTS,
     check_object_id,
     check_ref,
     check_revision,
-    find_git_dir,
     git,
     out,
-    quote_path,
 )
-from sandbox.hostgit import clean_env as git_env
+from sandbox.runimport import RunImport
 from sandbox.sources import SourceStore, entries, pack
 
 log = logging.getLogger(__name__)
@@ -107,28 +104,6 @@ def task_key(workflow_id: str) -> str:
 
 
 @dataclass
-class Imported:
-    """What importing a run workspace gave."""
-
-    commit: str | None
-    """The new commit (parent: the commit the run started from), or None when nothing changed."""
-    files: list[str] = field(default_factory=list)
-    """The changed paths, in their shown form (``infra.names``), as every name this module hands out."""
-    notes: list[str] = field(default_factory=list)
-    """What was left out and why (special files, too-large files, nested repositories)."""
-
-
-@dataclass
-class Delivered:
-    """What delivering the task branch to the repository the task came from gave."""
-
-    branch: str
-    """The branch now in that repository ("" when it was not created)."""
-    note: str
-    """What was done, or why not, for people."""
-
-
-@dataclass
 class Merged:
     merged: bool
     conflicts: list[str]
@@ -136,8 +111,9 @@ class Merged:
     head: str
 
 
-class TaskRepo:
-    """The authoritative repository of one task and its run workspaces (see the module docstring)."""
+class TaskRepo(RunImport, Delivery):
+    """The authoritative repository of one task and its run workspaces (see the module docstring; importing a
+    run's work: :mod:`sandbox.runimport`; delivery: :mod:`sandbox.delivery`)."""
 
     def __init__(self, root: Path, workflow_id: str) -> None:
         self.root = Path(root)
@@ -538,144 +514,6 @@ class TaskRepo:
                 diskquota.remove(child)
         shutil.rmtree(self.runs, ignore_errors=True)
 
-    # -- importing an agent's work as data -----------------------------------------------------------------
-
-    def _tracked(self, commit: str) -> dict[str, tuple[str, str]]:
-        listing = git(self.git_dir, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
-        tracked: dict[str, tuple[str, str]] = {}
-        for rec in listing.split(b"\0"):
-            if not rec:
-                continue
-            meta, _, path = rec.partition(b"\t")
-            mode, _kind, oid = meta.decode().split()
-            tracked[os.fsdecode(path)] = (mode, oid)
-        return tracked
-
-    def _ignored(self, staging: Path, paths: list[str]) -> set[str]:
-        data = b"".join(os.fsencode(p) + b"\0" for p in paths)
-        proc = git(self.git_dir, "check-ignore", "--no-index", "-z", "--stdin", work_tree=staging, input=data,
-                   check=False)
-        if proc.returncode not in (0, 1):
-            raise UnexpectedEnvironment(f"git check-ignore failed: {proc.stderr.decode(errors='replace')[:300]}")
-        return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
-
-    def _ignoring(self, unignored: Collection[str]) -> snapshot.IgnoreCheck:
-        """git's ignore rules, and besides them the environment's seed entries git does not ignore (exact paths,
-        or ``dir/`` for everything below): the snapshot asks only about untracked paths, so no tracked file is
-        ever left out by them."""
-        entries = frozenset(unignored)
-        if not entries:
-            return self._ignored
-
-        def check(staging: Path, paths: list[str]) -> set[str]:
-            seeded = {p for p in paths if snapshot.covered(p, entries)}
-            rest = [p for p in paths if p not in seeded]
-            return seeded | (self._ignored(staging, rest) if rest else set())
-
-        return check
-
-    def import_run(self, name: str, parent: str, message: str, bounds: snapshot.Bounds = snapshot.Bounds(),
-                   unignored: Collection[str] = ()) -> Imported:
-        """Commit what the run workspace ``NAME`` holds, read as data, on ``refs/bosun/runs/NAME`` (parent:
-        ``parent``). Returns the commit (None when nothing changed), the changed files and notes. ``unignored``:
-        the environment's seed entries git does not ignore (``EnvRecord.seed_unignored``), left out as ignored."""
-        check_object_id(parent)
-        ws = self.run_dir(name)
-        if not ws.is_dir():
-            raise UnexpectedEnvironment(f"run workspace {ws} is gone; its work cannot be imported")
-        tracked = self._tracked(parent)
-        keep = {p for p, (mode, _) in tracked.items() if mode == "160000"}
-        snap = snapshot.scan(ws, set(tracked), self._ignoring(unignored), bounds, keep=keep)
-        left_out = snap.left_out
-        algo = hashlib.sha256 if len(parent) == 64 else hashlib.sha1
-        root_fd = os.open(os.path.realpath(ws), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        changed: list[tuple[str, str, bytes | str]] = []
-        attributes: dict[str, bytes] = {}
-        try:
-            for rel, entry in sorted(snap.entries.items()):
-                data = snapshot.read_entry(root_fd, entry, bounds.max_file_bytes)
-                if rel.rsplit("/", 1)[-1] == ".gitattributes" and entry.mode != "120000":
-                    attributes[rel] = data
-                oid = algo(b"blob %d\0" % len(data) + data).hexdigest()
-                if tracked.get(rel) != (entry.mode, oid):
-                    changed.append((rel, entry.mode, data))
-        finally:
-            os.close(root_fd)
-        if attributes and changed:
-            changed = self._as_added(changed, attributes, tracked)
-        deleted = sorted(p for p, (mode, _) in tracked.items()
-                         if mode != "160000" and p not in snap.entries and p not in left_out)
-        if not changed and not deleted:
-            return Imported(commit=None, notes=snap.notes)
-        ref = f"refs/bosun/runs/{name}"
-        self._fast_import(ref, parent, message, deleted, changed)
-        commit = out(self.git_dir, "rev-parse", "--verify", f"{ref}^{{commit}}")
-        return Imported(commit=commit, files=[shown(r) for r in sorted({r for r, _, _ in changed} | set(deleted))],
-                        notes=snap.notes)
-
-    def _as_added(self, changed: list[tuple[str, str, bytes | str]], attributes: dict[str, bytes],
-                  tracked: dict[str, tuple[str, str]]) -> list[tuple[str, str, bytes | str]]:
-        """``changed`` as ``git add`` takes it: each file converted as the workspace's ``.gitattributes`` say (git's
-        built-in conversions: what a checkout wrote with ``eol=crlf`` is LF again in the blob; no filter driver is
-        configured here, so none runs) and written to the repository, its blob id in place of its bytes; one then
-        equal to the tracked blob is left out. git reads a private staging tree holding the attribute files and
-        the changed files' bytes, never the workspace. When git refuses (a ``working-tree-encoding`` the bytes are
-        not in), every file is taken as it is."""
-        files = [(rel, data) for rel, mode, data in changed  # (a name with a line break: taken as it is)
-                 if mode != "120000" and isinstance(data, bytes) and "\n" not in rel]
-        if not files:
-            return changed
-        staging = Path(tempfile.mkdtemp(prefix="bosun-attributes-"))
-        try:
-            for rel, data in [*attributes.items(), *files]:
-                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-                (staging / rel).write_bytes(data)
-            proc = git(self.git_dir, "hash-object", "-w", "--stdin-paths", work_tree=staging, cwd=staging,
-                       input=b"".join(os.fsencode(rel) + b"\n" for rel, _data in files), check=False)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        oids = proc.stdout.decode().split()
-        if proc.returncode != 0 or len(oids) != len(files):
-            return changed
-        added = dict(zip((rel for rel, _data in files), oids, strict=True))
-        return [(rel, mode, added.get(rel, data)) for rel, mode, data in changed
-                if tracked.get(rel) != (mode, added.get(rel))]
-
-    def _fast_import(self, ref: str, parent: str, message: str, deleted: list[str],
-                     changed: list[tuple[str, str, bytes | str]]) -> None:
-        """One commit on ``ref``: ``parent``'s tree with ``deleted`` removed and ``changed`` written (bytes, or the
-        id of a blob the repository has)."""
-        msg = message.encode("utf-8", "replace")
-        argv = ["git", f"--git-dir={self.git_dir}", "fast-import", "--quiet", "--force", "--done", "--date-format=now"]
-        with tempfile.TemporaryFile() as errf:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errf,
-                                    env=git_env(), cwd="/")
-            try:
-                w = proc.stdin
-                assert w is not None
-                w.write(b"commit %s\ncommitter bosun <bosun@localhost> now\ndata %d\n%s\nfrom %s\n"
-                        % (ref.encode(), len(msg), msg, parent.encode()))
-                for rel in deleted:
-                    w.write(b"D " + quote_path(rel) + b"\n")
-                for rel, mode, data in changed:
-                    if isinstance(data, str):  # a blob already in the repository
-                        w.write(b"M %s %s %s\n" % (mode.encode(), data.encode(), quote_path(rel)))
-                        continue
-                    w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_path(rel), len(data)))
-                    w.write(data)
-                    w.write(b"\n")
-                w.write(b"done\n")
-                w.close()
-                proc.wait(timeout=600)
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
-            errf.seek(0)
-            err = errf.read()
-        if proc.returncode != 0:
-            raise UnexpectedEnvironment(f"git fast-import failed: {err.decode(errors='replace').strip()[-500:]}")
-
     # -- merging, diffs, delivery --------------------------------------------------------------------------
 
     def is_ancestor(self, a: str, b: str) -> bool:
@@ -728,106 +566,3 @@ class TaskRepo:
                    base, head).stdout
         names = git(self.git_dir, "diff", "--name-only", "-z", "--no-ext-diff", base, head).stdout
         return text, [shown(n) for n in names.split(b"\0") if n]
-
-    def deliver_view(self, branch: str) -> Path:
-        """A plain checkout of ``branch`` at ``K/`` for people to look at (made by the host; no sandbox ever sees
-        it). Its ``origin`` is the task's repository."""
-        check_ref(branch, "branch")
-        meta = self._meta() or {}
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".view-"))
-        try:
-            git(None, "clone", "--no-hardlinks", "--quiet", "--branch", branch, "--", str(self.git_dir), str(tmp),
-                protocols=("file",))
-            if meta.get("source"):
-                git(tmp / ".git", "remote", "set-url", "origin", "--", meta["source"])
-            if self.view.is_symlink() or self.view.is_file():
-                self.view.unlink()
-            elif self.view.exists():
-                shutil.rmtree(self.view)
-            tmp.rename(self.view)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        return self.view
-
-    def deliver_to_source(self, source: str, branch: str, base: str, head: str) -> Delivered:
-        """``branch`` (at ``head``) created in the repository the task was cloned from, when that is a directory
-        on this host that has ``base`` (so it is that repository): a ref only. Its working tree, index,
-        checked-out branch, submodules and uncommitted files are not touched; no hook runs. The commits after
-        ``base`` travel as a bundle that only the repository's owner can read; git writes them as that owner, so
-        they stay the owner's. A branch of that name with other commits on it, or checked out, is left as it is.
-        Returns what was done, or why not: it never raises (the task's result does not depend on it)."""
-        check_ref(branch, "branch")
-        check_object_id(base)
-        check_object_id(head)
-        try:
-            return self._deliver(Path(source), source, branch, base, head)
-        except (OSError, ConfigError, subprocess.SubprocessError) as e:
-            return Delivered("", f"the branch could not be created in {source}: {str(e)[:300]}; it is in bosun's copy "
-                                 "of the repository")
-
-    def _deliver(self, path: Path, source: str, branch: str, base: str, head: str) -> Delivered:
-        kept = "; the result is in bosun's copy of the repository"
-        if not path.is_absolute() or not path.is_dir():
-            return Delivered("", f"{source} is not a directory on this host" + kept)
-        git_dir = find_git_dir(path)
-        if git_dir is None:
-            return Delivered("", f"{source} is no longer a git repository" + kept)
-        owner, top = git_dir.stat(), path.stat()
-        if (owner.st_uid, owner.st_gid) != (top.st_uid, top.st_gid):  # (a .git file naming someone else's repository)
-            return Delivered("", f"{source} and its git directory {git_dir} have different owners: nothing written"
-                             + kept)
-        me = os.geteuid()
-        if me != 0 and owner.st_uid != me:
-            return Delivered("", f"{source} belongs to uid {owner.st_uid} and this worker runs as uid {me}: it may "
-                                 "not write there" + kept)
-        as_user = (owner.st_uid, owner.st_gid) if me == 0 and owner.st_uid != 0 else None
-        if git(git_dir, "cat-file", "-e", f"{base}^{{commit}}", as_user=as_user, check=False,
-               timeout_s=60).returncode != 0:
-            return Delivered("", f"{source} does not have the commit the task started from ({base[:12]}): it is not "
-                                 "the repository the task came from, or its history was rewritten; nothing written"
-                             + kept)
-        ref = f"refs/heads/{branch}"
-        with tempfile.TemporaryDirectory(prefix="bosun-deliver-") as tmp:
-            bundle = Path(tmp) / "task.bundle"
-            made = git(self.git_dir, "bundle", "create", "--quiet", str(bundle), ref, f"^{base}", check=False,
-                       timeout_s=120)
-            if made.returncode != 0:
-                return Delivered("", "the task's commits could not be bundled: "
-                                     f"{made.stderr.decode('utf-8', 'replace').strip()[-300:]}" + kept)
-            if as_user is not None:  # (readable by the owner's git, by no one else)
-                for item in (Path(tmp), bundle):
-                    os.chown(item, *as_user)
-            bundle.chmod(0o600)
-            got = git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-                      "--no-auto-maintenance", "--no-write-commit-graph", "--", str(bundle), f"{ref}:{ref}",
-                      protocols=("file",), as_user=as_user, check=False, timeout_s=120)
-        said = got.stderr.decode("utf-8", "replace").strip()
-        at = git(git_dir, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", as_user=as_user, check=False,
-                 timeout_s=60).stdout.decode().strip()
-        if at == head:  # (what counts is where the branch is, not git's exit code)
-            return Delivered(branch, f"created {branch} in {source} (a ref only: the working tree, the index and the "
-                                     "checked-out branch are as they were)")
-        if "rejected" in said or "non-fast-forward" in said:
-            why = f"{source} already has a branch {branch} with other commits: left as it is"
-        elif "checked out" in said:
-            why = f"{branch} is checked out in {source}: it was not moved"
-        else:
-            why = f"git could not create {branch} in {source}: {said[-300:] or 'no reason given'}"
-        return Delivered("", why + kept)
-
-    def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0
-             ) -> str:
-        """Push ``commit`` to ``refs/heads/<branch>`` of ``remote`` (a URL or path). With ``token`` an https remote
-        is authenticated by header (never in a URL or an error message). Idempotent."""
-        check_ref(branch, "branch")
-        check_object_id(commit)
-        if remote.startswith("-"):
-            raise ConfigError(f"remote {remote!r} may not start with '-'")
-        config = []
-        if token and remote.startswith("https://"):
-            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            config.append(f"http.extraHeader=Authorization: Basic {basic}")
-        git(self.git_dir, "push", "--porcelain", "--", remote, f"{commit}:refs/heads/{branch}", config=config,
-            protocols=TRANSPORTS, timeout_s=timeout_s, secret=token)
-        return commit
