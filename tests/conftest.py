@@ -27,6 +27,28 @@ EXAMPLE = ROOT / "examples" / "calc"
 BOSUN = str(Path(sys.executable).parent / "bosun")
 
 
+PHASES = ("parallel", "serial")
+"""``BOSUN_TEST_PHASE`` (.ci/pytest.sh): ``parallel`` selects every test but the serial ones, ``serial`` only
+those; unset, every test runs."""
+
+
+def is_serial(item: pytest.Item) -> bool:
+    """A test that must have the machine to itself: marked ``serial``, or starting a cluster (``make_cluster``)."""
+    return item.get_closest_marker("serial") is not None or "make_cluster" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    phase = os.environ.get("BOSUN_TEST_PHASE", "")
+    if not phase:
+        return
+    if phase not in PHASES:
+        raise pytest.UsageError(f"BOSUN_TEST_PHASE={phase}: use one of {', '.join(PHASES)}, or leave it unset")
+    keep = [item for item in items if is_serial(item) == (phase == "serial")]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
+
+
 def stack_env(data_dir: Path) -> dict[str, str]:
     """A private stack's settings (infra/privatestack.py: data dir, a free port for every port setting, worker id)."""
     env = private_stack_env(data_dir, worker_id=f"test-{os.getpid()}-{data_dir.name}")

@@ -218,9 +218,15 @@ def test_the_readme_points_to_the_github_steps():
 
 # ---------------------------------------------------------------- settings named exist
 
-NOT_SETTINGS = {"BOSUN_SPANS": ROOT / "infra" / "spanstore.py"}
-"""``BOSUN_*`` names that are not settings but other things of the code (the JetStream stream of spans), with the
-file that defines them."""
+NOT_SETTINGS = {"BOSUN_SPANS": ROOT / "infra" / "spanstore.py",
+                "BOSUN_TEST_WORKERS": ROOT / ".ci" / "pytest.sh", "BOSUN_TEST_PHASE": ROOT / "tests" / "conftest.py"}
+"""``BOSUN_*`` names that are not settings but other things of the code (the JetStream stream of spans, the test
+runner's variables), with the file that defines them (as a Python string or a shell expansion)."""
+
+
+def _defines(where: Path, name: str) -> bool:
+    text = where.read_text()
+    return f'"{name}"' in text or f"${{{name}" in text
 
 
 def _setting_names() -> set[str]:
@@ -231,7 +237,7 @@ def _setting_names() -> set[str]:
 
 @pytest.mark.parametrize("path", hand_written(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_setting_named_exists(path):
-    known = _setting_names() | {n for n, where in NOT_SETTINGS.items() if f'"{n}"' in where.read_text()}
+    known = _setting_names() | {n for n, where in NOT_SETTINGS.items() if _defines(where, n)}
     named = set(re.findall(r"BOSUN_[A-Z0-9_]*_(?=\*)|BOSUN_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
     unknown = sorted(n for n in named if n not in known and not any(k.startswith(n) for k in known if n.endswith("_")))
     assert unknown == [], f"{path.name} names {unknown}, which infra/settings.py and infra/events/config.py lack"

@@ -88,9 +88,10 @@ class AnthropicProvider(Provider):
                        ) -> ModelResponse:
         body = build_request(self.model, messages, tools, max_tokens=max_tokens, stream=self.stream,
                              prompt_caching=self.prompt_caching)
-        receiving, error = False, None
+        answered, receiving, error = False, False, None
         try:
             answer = await self._client.messages.create(**body)
+            answered = True
             if not self.stream:
                 return self._message(plain(answer))
             async with answer as events:
@@ -101,6 +102,8 @@ class AnthropicProvider(Provider):
                     payload = plain(event)
                     state.feed(payload.get("type") or "", payload)
         except self._failures.errors as exc:
+            if not answered and not isinstance(exc, self._failures.call_errors):
+                raise  # (bosun's own bug, e.g. a request the SDK does not take)
             error = self._failures.error(exc, mid_stream=receiving)
         if error is not None:  # raised outside the handler: the SDK's exception (the request, its headers) is not
             raise error        # even its __context__

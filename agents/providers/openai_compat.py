@@ -94,9 +94,10 @@ class OpenAICompatProvider(Provider):
                        ) -> ModelResponse:
         body = build_request(self.model, messages, tools, max_tokens=max_tokens, stream=self.stream,
                              max_tokens_field=self.max_tokens_field)
-        receiving, error = False, None
+        answered, receiving, error = False, False, None
         try:
             answer = await self._client.chat.completions.create(**body, extra_headers=self._omit)
+            answered = True
             if not self.stream:
                 return self._completion(plain(answer))
             async with answer as chunks:
@@ -106,6 +107,8 @@ class OpenAICompatProvider(Provider):
                 async for chunk in chunks:
                     state.feed(plain(chunk))
         except self._failures.errors as exc:
+            if not answered and not isinstance(exc, self._failures.call_errors):
+                raise  # (bosun's own bug, e.g. a request the SDK does not take)
             error = self._failures.error(exc, mid_stream=receiving)
         if error is not None:  # raised outside the handler: the SDK's exception (the request, its headers) is not
             raise error        # even its __context__

@@ -217,6 +217,9 @@ class Failures:
         self._secrets = [s for s in secrets if s]
         self.errors: tuple[type[BaseException], ...] = (sdk.APIError, httpx2.HTTPError, *SHAPE_ERRORS)
         """What a call through the SDK, and the reading of its answer, may raise that :meth:`error` maps."""
+        self.call_errors: tuple[type[BaseException], ...] = (sdk.APIError, httpx2.HTTPError, ValueError)
+        """Of those, what the call itself may raise before an answer is in hand (bad JSON is a ValueError): a
+        TypeError or AttributeError there is a bug of bosun's request, not the server's, and is not mapped."""
 
     def redact(self, text: str) -> str:
         """``redact`` with this provider's secrets."""

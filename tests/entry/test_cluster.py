@@ -32,6 +32,7 @@ def _up(folder: Path, *args: str):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # (a cluster started through the CLI)
 def test_cluster_up_status_kill_a_host_up_again_down(tmp_path):
     folder = tmp_path / "cl"
     proc = _up(folder, "--hosts", "2")

@@ -38,7 +38,8 @@ def agent_running_tool(stack, wf_id):
 
 def test_steer_reaches_the_model_and_inspect_shows_progress(stack, example_repo, tmp_path):
     wf = "it-steer"
-    start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 10))  # long enough to inspect it under load
+    start(stack, example_repo, wf, sleepy_trajectory(tmp_path, 30))  # long enough to inspect and steer it under
+    # load (the suite runs on several processes): a steer that comes after the last turn reaches no model
     wait_for(lambda: agent_running_tool(stack, wf), 180, what="the agent's first tool call")
     inspect = stack.bosun("inspect", wf)
     assert inspect.returncode == 0 and "phase: agent working" in inspect.stdout

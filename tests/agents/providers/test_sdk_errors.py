@@ -275,3 +275,21 @@ async def test_an_answer_of_another_shape_is_a_retryable_malformed_response(kind
 async def test_a_stream_event_of_another_shape_is_a_retryable_malformed_response(kind, event):
     error = await fails(PROVIDERS[kind](lambda request: stream(PART[kind], event)))
     assert error.retryable and "malformed response" in str(error)
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+async def test_a_request_the_sdk_refuses_is_a_bug_not_a_provider_error(kind, monkeypatch):
+    """A TypeError before any answer is in hand is bosun's own (a request the SDK does not take): it propagates as
+    it is, and is not retried as a malformed answer. No request reaches the server."""
+    module = __import__(f"agents.providers.{'openai_compat' if kind == 'openai' else 'anthropic'}",
+                        fromlist=["build_request"])
+    real = module.build_request
+    monkeypatch.setattr(module, "build_request", lambda *a, **kw: {**real(*a, **kw), "no_such_parameter": 1})
+    sent: list[httpx2.Request] = []
+    provider = PROVIDERS[kind](lambda request: sent.append(request) or httpx2.Response(500))
+    try:
+        with pytest.raises(TypeError, match="no_such_parameter"):
+            await provider.complete(HI, [])
+    finally:
+        await provider.aclose()
+    assert sent == []

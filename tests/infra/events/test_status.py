@@ -198,6 +198,11 @@ async def test_starter_posts_a_linear_thought_within_10_s(tsettings, linear):
         await wait_until(lambda: _activities(fake, sid, 1), timeout=10, what="the first thought")
         first = fake.for_session(sid)[0]
         assert first["content"]["type"] == "thought" and first["createdAt"] - t0 < 10
+
+        async def linked() -> bool:  # (the session's link is a mutation of its own, after the thought)
+            return bool(fake.sessions.get(sid, {}).get("externalUrls"))
+
+        await wait_until(linked, timeout=10, what="the session's link to the run")
         assert fake.sessions[sid]["externalUrls"][0]["url"].endswith(f"linear%3Asession%3A{sid}")
         stop = linear_agent_session("prompted", sid, text="", signal="stop")
         assert (await ing.linear(*linear_request(stop))).status_code == 200
