@@ -376,8 +376,11 @@ PARSERS = {("sandbox", "exec"): "entry.cli_sandbox:parser", ("env",): "entry.cli
 """The parser of each PASS_THROUGH command (its --help; docs/cli.md)."""
 COMMANDS = {"up": "entry.stack:up", "down": "entry.stack:down", "status": "entry.stack:status"}
 """Stack commands: called with the settings."""
-RUN_COMMANDS = ("run", "runs", "history", "steer", "model", "cancel", "approve", "inspect")
-"""Temporal commands (entry/cli_runs.py): called with the arguments and the settings."""
+RUN_COMMANDS = {"run": "entry.cli_run", "model": "entry.cli_run", "runs": "entry.cli_runs",
+                "history": "entry.cli_runs", "steer": "entry.cli_runs", "cancel": "entry.cli_runs",
+                "approve": "entry.cli_runs", "inspect": "entry.cli_runs"}
+"""Temporal commands, by module (entry/cli_run.py: those that take a model spec): called with the arguments and the
+settings."""
 LOCAL_COMMANDS = ("worker", "settings")
 """Commands main runs itself."""
 OBSERVE_COMMANDS = {"trace": "trace", "alerts": "alerts", "export": "export", "keep-rate": "keep_rate"}
@@ -407,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "settings":
             return _describe(s) if args.describe else _settings(s)
         if args.cmd in RUN_COMMANDS:
-            return asyncio.run(_load(f"entry.cli_runs:{args.cmd}")(args, s))
+            return asyncio.run(_load(f"{RUN_COMMANDS[args.cmd]}:{args.cmd}")(args, s))
         if args.cmd in OBSERVE_COMMANDS:
             return asyncio.run(_load(f"entry.cli_observe:{OBSERVE_COMMANDS[args.cmd]}")(args, s))
     except BosunError as e:

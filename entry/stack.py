@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from entry.starter import starter_health
+from entry.health import fresh_record, starter_health
 from infra import temporal
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
@@ -411,16 +411,13 @@ def down(s: Settings | None = None, *, out=print) -> int:
 
 
 HEALTH_FILE = "worker-health.json"
-HEALTH_MAX_AGE_S = 10.0
 
 
 def worker_health(s: Settings) -> dict | None:
-    """The worker's own health record (written every 2 s while it polls), or None when absent or stale."""
-    try:
-        info = json.loads((s.data_dir / HEALTH_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    if time.time() - info.get("ts", 0) > HEALTH_MAX_AGE_S or not pid_matches(info.get("pid"), "worker"):
+    """The worker's own health record (written every 2 s while it polls), or None when absent, stale or not of a
+    live worker."""
+    info = fresh_record(s.data_dir / HEALTH_FILE)
+    if info is None or not pid_matches(info.get("pid"), "worker"):
         return None
     return info
 

@@ -35,6 +35,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from agents.providers import parse_spec
 from agents.providers.scripted import load_trajectory
+from entry.health import STARTER_FILE
 from infra.artifacts import ArtifactMissing, write_json_atomically
 from infra.errors import ConfigError
 from infra.events import bus, tracing
@@ -50,8 +51,6 @@ from workflows.models import checked_task
 
 log = logging.getLogger("bosun.events.starter")
 
-HEALTH_FILE = "events-starter-health.json"
-HEALTH_MAX_AGE_S = 10.0
 OUTCOMES_KEPT = 10_000
 
 
@@ -448,7 +447,7 @@ class Starter:
     # ---------------------------------------------------------------- health
 
     async def _health_loop(self, stop: asyncio.Event) -> None:
-        path = self.settings.data_dir / HEALTH_FILE
+        path = self.settings.data_dir / STARTER_FILE
         while not stop.is_set():
             info = {"ts": round(time.time(), 3), "pid": os.getpid(), "ready": self.ready.is_set(),
                     "nats": bool(self.nc and self.nc.is_connected), "consumer": self.cfg.consumer,
@@ -459,17 +458,6 @@ class Starter:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_json_atomically(path, info)
             await _sleep(stop, 2.0)
-
-
-def starter_health(settings: Settings) -> dict[str, Any] | None:
-    """The starter's health record when fresh (written every 2 s) and it is consuming; else None."""
-    try:
-        info = json.loads((settings.data_dir / HEALTH_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    if time.time() - info.get("ts", 0) > HEALTH_MAX_AGE_S or not info.get("ready") or not info.get("nats"):
-        return None
-    return info
 
 
 async def _sleep(stop: asyncio.Event, seconds: float) -> None:

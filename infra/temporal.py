@@ -11,7 +11,6 @@ from datetime import timedelta
 from temporalio.api.operatorservice.v1 import ListClustersRequest
 from temporalio.api.workflowservice.v1 import GetClusterInfoRequest
 from temporalio.client import Client
-from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
@@ -101,7 +100,7 @@ async def connect(settings: Settings, *, timeout_s: float = 10.0, tracing: bool 
         return await asyncio.wait_for(
             Client.connect(settings.temporal_target, namespace=settings.temporal_namespace,
                            data_converter=pydantic_data_converter, tls=tls_config(settings), api_key=api_key,
-                           interceptors=[TracingInterceptor()] if tracing else [], runtime=runtime), timeout_s)
+                           interceptors=_tracing() if tracing else [], runtime=runtime), timeout_s)
     except (TimeoutError, RuntimeError, OSError) as e:
         raise ConfigError(_scrub(explain(e, settings), settings)) from None
 
@@ -119,3 +118,10 @@ async def describe(client: Client) -> dict:
     except Exception:  # noqa: BLE001 - not allowed (Temporal Cloud) or not offered: leave it out
         pass
     return out
+
+
+def _tracing() -> list:
+    """The SDK's OpenTelemetry interceptor, imported only when tracing is on (0.1 s a command that needs none)."""
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    return [TracingInterceptor()]

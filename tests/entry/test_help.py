@@ -18,7 +18,7 @@ from infra.cliargs import EXAMPLES, EXIT_CODES, UsageError
 from infra.events.config import EventsConfig, TriggerRules, env_name
 from infra.fielddocs import field_docs
 from infra.settings import Settings
-from tests.conftest import BOSUN, bosun, free_port
+from tests.conftest import BOSUN, ROOT, bosun, free_port
 
 PAGES = docgen.commands()
 BY_NAME = {c.name: c for c in PAGES}
@@ -224,3 +224,25 @@ def test_the_top_level_help_stays_light():
             "print(sorted(m for m in ('temporalio', 'docker', 'tree_sitter', 'uvicorn', 'nats') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_run_starts_the_task_workflow_by_its_registered_name():
+    from temporalio import workflow
+
+    from entry import cli_run
+    from infra.events.gateway import WORKFLOW_TYPE
+    from workflows.task import TaskWorkflow
+
+    assert cli_run.TASK_WORKFLOW == WORKFLOW_TYPE == workflow._Definition.must_from_class(TaskWorkflow).name
+
+
+@pytest.mark.parametrize("module", ["entry.cli_runs", "entry.stack", "entry.cli_run"])
+def test_a_command_loads_only_what_it_needs(module):
+    """`bosun history`, `status`, `steer`... load neither the workflows nor the agents' tools; `bosun run` loads the
+    agents' settings but not the workflows or the activities (each module is half a second a command)."""
+    code = (f"import sys, {module}; heavy = ['workflows.task', 'activities.agent', 'entry.starter', "
+            "'agents.tools.builtin', 'temporalio.contrib.opentelemetry']; "
+            "print([m for m in heavy if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from entry.starter import starter_health
+from entry.health import starter_health
 from tests.conftest import ROOT, free_port
 from tests.infra.events.samples import GH_SECRET, github_request, issues_labeled
 
