@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+BACKGROUND = "bosun.background"
+"""The attribute of a span that runs on after what started it returned (a sandbox started ahead for a later use):
+shown under its parent, but not counted in the parent's time nor on the slowest path."""
 KEEP_ATTRIBUTES = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.response.model",
                    "bosun.sandbox.backend", "bosun.delivery")
 
@@ -23,6 +26,10 @@ def task_spans(spans: list[dict[str, Any]], workflow_id: str) -> list[dict[str, 
         return wf == workflow_id or str(wf).startswith(workflow_id + "/")
     traces = {s["trace_id"] for s in spans if mine(s)}
     return [s for s in spans if s["trace_id"] in traces]
+
+
+def _background(span: dict[str, Any]) -> bool:
+    return bool((span.get("attributes") or {}).get(BACKGROUND))
 
 
 def _duration(span: dict[str, Any]) -> float:
@@ -46,6 +53,8 @@ def _label(span: dict[str, Any], shown_as: str | None = None, seconds: float | N
         bits.append(f"ERROR {span.get('error') or ''}".rstrip())
     if attrs.get("bosun.replayed"):
         bits.append("replayed")
+    if attrs.get(BACKGROUND):
+        bits.append("in the background")
     return f"{shown_as or span['name']}  ({', '.join(bits)})"
 
 
@@ -63,10 +72,12 @@ class _Tree:
         self._end: dict[str, int] = {}
 
     def end(self, span: dict[str, Any]) -> int:
-        """When the span or anything under it ended (a Start* span ends at once; what it started runs on)."""
+        """When the span or anything under it ended (a Start* span ends at once; what it started runs on), but for
+        what it left running in the background."""
         sid = span["span_id"]
         if sid not in self._end:
-            self._end[sid] = max([span.get("end") or span["start"], *(self.end(k) for k in self.kids[sid])])
+            self._end[sid] = max([span.get("end") or span["start"],
+                                  *(self.end(k) for k in self.kids[sid] if not _background(k))])
         return self._end[sid]
 
     def took(self, span: dict[str, Any]) -> float:
@@ -108,7 +119,8 @@ def render(spans: list[dict[str, Any]], max_lines: int = 3000) -> list[str]:
     while node is not None:
         slow.add(node["span_id"])
         _, _, kids, _ = tree.node(node)
-        node = max(kids, key=tree.took) if kids else None
+        ahead = [k for k in kids if not _background(k)]
+        node = max(ahead, key=tree.took) if ahead else None
     start, end = min(s["start"] for s in spans), max(tree.end(s) for s in roots)
     traces = sorted({s["trace_id"] for s in spans})
     errors = sum(1 for s in spans if s.get("status") == "ERROR" or (s.get("attributes") or {}).get("error.type"))

@@ -24,6 +24,7 @@ from activities.models import ModelCallInput, ModelCallResult, ToolCallInput, To
 from activities.telemetry import Observer
 from infra.alerts import AlertSink, ErrorRateMonitor, read_alerts
 from infra.errors import ProviderError
+from infra.traceview import BACKGROUND
 
 REF = "sha256:" + "0" * 64
 MODEL = "openai:gpt-5-codex"
@@ -163,6 +164,13 @@ async def test_sandbox_pool_metrics_warm_in_use_and_cold_starts(tmp_path):
         cold = (point("bosun.sandbox.starts", backend="bwrap", start="cold") or 0) - cold_before
         # the pool's hits were warm starts (it refills between acquires), its misses cold ones
         assert warm + cold == 3 and warm == manager._provider.hits >= ready
+        # the pool's starts ahead are spans marked as background, set off by an agent's acquire: `bosun trace`
+        # shows them under it without counting them in its time
+        finished = SPANS.get_finished_spans()
+        ahead = [sp for sp in finished if sp.name == "sandbox start ahead"]
+        assert ahead and all(sp.attributes.get(BACKGROUND) is True for sp in ahead)
+        acquiring = {sp.context.span_id for sp in finished if sp.name in ("sandbox acquire", "sandbox start")}
+        assert any(sp.parent is not None and sp.parent.span_id in acquiring for sp in ahead)
     finally:
         await manager.close_all()  # (the warm pool's sandboxes too, as at a worker's shutdown)
     assert point("bosun.sandbox.in_use", backend="bwrap") == 0

@@ -48,3 +48,22 @@ def test_tree_folds_temporal_pairs_and_marks_the_slowest_path():
     assert lines[6] == "»    └─ tool_call  (5.000s)"  # the activity did its job; the tool call failed
     assert lines[7] == "»       └─ execute_tool run_tests  (5.000s, ERROR Timeout)"
     assert render([]) == []
+
+
+def test_a_sandbox_started_ahead_is_shown_but_not_counted_in_the_acquire_that_set_it_off():
+    """The pool starts the next sandbox while the agent's acquire returns: that start runs on in the background
+    (0.1 s to 0.5 s here) and must not make the acquire (0.2 s) look 0.5 s long, nor be on the slowest path."""
+    spans = [
+        span("a", None, "StartActivity:agent_workspace", 0, 0, temporalWorkflowID="task-1/planner"),
+        span("b", "a", "RunActivity:agent_workspace", 0, 0.25, temporalWorkflowID="task-1/planner"),
+        span("c", "b", "sandbox acquire", 0, 0.2),
+        span("d", "c", "sandbox start", 0, 0.2, **{"bosun.sandbox.start": "warm", "bosun.sandbox.backend": "bwrap"}),
+        span("e", "c", "sandbox start ahead", 0.1, 0.5, **{"bosun.background": True, "bosun.sandbox.backend": "bwrap"}),
+        span("f", "e", "sandbox hello", 0.4, 0.5),
+    ]
+    lines = render(spans)
+    assert lines[1] == "» agent_workspace  (0.250s)"
+    assert lines[2] == "» └─ sandbox acquire  (0.200s)"
+    assert lines[3] == "»    ├─ sandbox start  (0.200s, warm start on bwrap)"
+    assert lines[4] == "     └─ sandbox start ahead  (0.400s, in the background)"
+    assert lines[5] == "        └─ sandbox hello  (0.100s)"
