@@ -26,14 +26,10 @@ from infra import telemetry
 from infra.errors import ConfigError
 from infra.objectstore import open_store
 from infra.settings import Settings
-from infra.temporal import connect
+from infra.temporal import TASK_WORKFLOW, connect
 from sandbox.hostgit import check_revision, git
 from sandbox.hostrepo import check_source_repo as check_repo
 from workflows.models import TaskInput, TaskResult, branch_name
-
-TASK_WORKFLOW = "TaskWorkflow"
-"""The task's workflow type, started by name: loading workflows/task.py (and the activities it names) would cost a
-`bosun run` 0.5 s before the start (tests/entry/test_help.py checks the name)."""
 
 
 def _validate_run(args: argparse.Namespace, s: Settings):

@@ -15,6 +15,8 @@ MAX_AGE_S = 10.0
 """A record older than this is stale: its process stopped writing it."""
 STARTER_FILE = "events-starter-health.json"
 """The events starter's record (entry/starter.py)."""
+WORKER_FILE = "worker-health.json"
+"""The worker's record (entry/worker.py; read by ``entry.stack.worker_health``)."""
 
 
 def fresh_record(path: Path, max_age_s: float = MAX_AGE_S) -> dict[str, Any] | None:

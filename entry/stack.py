@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from entry.health import fresh_record, starter_health
+from entry.health import WORKER_FILE, fresh_record, starter_health
 from infra import temporal
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
@@ -410,13 +410,10 @@ def down(s: Settings | None = None, *, out=print) -> int:
     return 0
 
 
-HEALTH_FILE = "worker-health.json"
-
-
 def worker_health(s: Settings) -> dict | None:
     """The worker's own health record (written every 2 s while it polls), or None when absent, stale or not of a
     live worker."""
-    info = fresh_record(s.data_dir / HEALTH_FILE)
+    info = fresh_record(s.data_dir / WORKER_FILE)
     if info is None or not pid_matches(info.get("pid"), "worker"):
         return None
     return info

@@ -35,6 +35,7 @@ from activities.workspace import WorkspaceActivities
 from agents.providers import keyed
 from agents.tools.builtin import default_registry
 from agents.tools.once import CallLedger
+from entry.health import WORKER_FILE
 from entry.stack import BOSUN_WORKFLOWS, workflow_build
 from environments.runtime import resolve
 from evaluation.activities import EvalActivities
@@ -270,7 +271,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)
     log.info("worker %s polling %s and %s; sandbox backend %s (setting: %s)", settings.worker_id,
              settings.task_queue, settings.worker_queue, backend, settings.sandbox_backend)
-    health = settings.data_dir / "worker-health.json"
+    health = settings.data_dir / WORKER_FILE
     user, quota = _sandbox_facts(settings)
 
     keys = keyed(settings)  # which providers have a key here (names only): `bosun run` checks against it

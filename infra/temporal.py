@@ -18,6 +18,10 @@ from temporalio.service import TLSConfig
 from infra.errors import ConfigError
 from infra.settings import Settings
 
+TASK_WORKFLOW = "TaskWorkflow"
+"""The registered type of the task's workflow (workflows/task.py), by which `bosun run` and the events gateway start
+it without loading the workflow's modules (tests/entry/test_help.py checks it against the definition)."""
+
 
 def tls_config(settings: Settings) -> TLSConfig | bool:
     """The SDK's TLS configuration from the settings: False when TLS is off; else the CA, the client certificate

@@ -26,8 +26,8 @@ from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from infra.events import tracing
+from infra.temporal import TASK_WORKFLOW
 
-WORKFLOW_TYPE = "TaskWorkflow"
 FOLLOW_UP_SIGNAL = "follow_up"
 """Signal sent to a task's workflow for each follow-up; its one argument is the follow-up text (a string)."""
 
@@ -96,7 +96,7 @@ class WorkflowGateway:
             req.signal_input.payloads.extend(await dc.encode([follow_up]))
         req.namespace = self.client.namespace
         req.workflow_id = workflow_id
-        req.workflow_type.name = WORKFLOW_TYPE
+        req.workflow_type.name = TASK_WORKFLOW
         req.task_queue.name = self.task_queue
         req.input.payloads.extend(await dc.encode([task_input]))
         req.identity = self.client.identity

@@ -226,14 +226,13 @@ def test_the_top_level_help_stays_light():
     assert proc.stdout.strip() == "[]"
 
 
-def test_run_starts_the_task_workflow_by_its_registered_name():
+def test_run_and_the_gateway_start_the_task_workflow_by_its_registered_name():
     from temporalio import workflow
 
-    from entry import cli_run
-    from infra.events.gateway import WORKFLOW_TYPE
+    from infra.temporal import TASK_WORKFLOW
     from workflows.task import TaskWorkflow
 
-    assert cli_run.TASK_WORKFLOW == WORKFLOW_TYPE == workflow._Definition.must_from_class(TaskWorkflow).name
+    assert TASK_WORKFLOW == workflow._Definition.must_from_class(TaskWorkflow).name
 
 
 @pytest.mark.parametrize("module", ["entry.cli_runs", "entry.stack", "entry.cli_run"])
