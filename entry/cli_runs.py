@@ -157,6 +157,9 @@ async def runs(args: argparse.Namespace, s: Settings) -> int:
             found.append(row)
         if len(found) >= args.limit:
             break
+    # Temporal's visibility store does not list by start time (a run that started earlier but is still running,
+    # or closed later, can come first): newest first is sorted here
+    found.sort(key=lambda r: r["started"], reverse=True)
     if args.json:
         print(json.dumps(found, indent=2))
         return 0
