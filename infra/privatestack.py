@@ -9,14 +9,40 @@ new port setting is covered the day it is added.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 from infra.settings import Settings
 
-_PORTS = iter(random.Random(os.getpid()).sample(range(20000, 32000), 12000))
+_RANGE = range(20000, 32000)
+SLICE_VAR = "BOSUN_PORT_SLICE"
+"""``index/count``: the process (and the processes it starts, which inherit it) takes ports only from slice
+``index`` of ``count`` equal slices of 20000-32000. Unset, the whole range."""
+
+
+def _ports(spec: str) -> Iterator[int]:
+    index, _, count = spec.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise ValueError(f"{SLICE_VAR}={spec!r} is invalid: expected index/count with 0 <= index < count, like 0/4")
+    size = len(_RANGE) // int(count)
+    part = range(_RANGE.start + int(index) * size, _RANGE.start + (int(index) + 1) * size)
+    return iter(random.Random(os.getpid()).sample(part, len(part)))
+
+
+_PORTS = _ports(os.environ.get(SLICE_VAR) or "0/1")
+
+
+def use_port_slice(index: int, count: int) -> None:
+    """From now on this process and those it starts take ports only from slice ``index`` of ``count``.
+    Cooperating processes that each take their own slice (the suite's parallel processes) never pick the same
+    port, even between one choosing a port and its server binding it."""
+    global _PORTS
+    _PORTS = _ports(f"{index}/{count}")
+    os.environ[SLICE_VAR] = f"{index}/{count}"
 
 
 def free_port() -> int:
@@ -30,6 +56,15 @@ def free_port() -> int:
                 continue
             return port
     raise RuntimeError("no free port left in 20000-32000")
+
+
+@contextlib.contextmanager
+def held_port() -> Iterator[int]:
+    """A loopback port that is bound here but not listening, for as long as the block runs: a connection to it is
+    refused, and no other process can take it meanwhile (as it could a port that was only free when chosen)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", free_port()))
+        yield s.getsockname()[1]
 
 
 def port_settings() -> dict[str, object]:

@@ -20,7 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from entry.cluster import LocalCluster
-from infra.privatestack import free_port, private_stack_env
+from infra.privatestack import free_port, private_stack_env, use_port_slice
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "calc"
@@ -35,6 +35,14 @@ those; unset, every test runs."""
 def is_serial(item: pytest.Item) -> bool:
     """A test that must have the machine to itself: marked ``serial``, or starting a cluster (``make_cluster``)."""
     return item.get_closest_marker("serial") is not None or "make_cluster" in getattr(item, "fixturenames", ())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each parallel process (pytest-xdist's gw0, gw1, ...) takes its ports from a slice of its own, so two
+    processes' stacks never pick the same port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        use_port_slice(int(worker[2:]), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from infra import devcerts
 from infra.errors import ConfigError
+from infra.privatestack import held_port
 from infra.settings import load_settings, parse_nats_servers, redact_url
 from tests.conftest import bosun
 
@@ -150,12 +151,7 @@ def test_a_bad_setting_stops_the_cli_with_one_line(tmp_path):
 def test_a_temporal_that_does_not_answer_is_said_in_plain_words(tmp_path):
     """Nothing listens at the configured port: one line naming the address, the reason in plain words (not the
     transport library's error cut mid-word) and what to do."""
-    import socket
-    # A port bound here but not listening: connections are refused, and no other process of a parallel suite can
-    # take it (a port that was only free when chosen could be some stack's by the time bosun connects)
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        port = held.getsockname()[1]
+    with held_port() as port:
         proc = bosun("inspect", "some-run", env={"BOSUN_DATA_DIR": str(tmp_path), "BOSUN_TEMPORAL_PORT": str(port)})
     assert proc.returncode == 2
     line = proc.stderr.strip()

@@ -3,10 +3,13 @@ stack on the default ports included), and nobody keeps a copy of the free-port c
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from infra.privatestack import free_port, port_settings, private_stack_env
+import pytest
+
+from infra.privatestack import free_port, held_port, port_settings, private_stack_env
 from infra.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,3 +51,37 @@ def test_no_bench_or_test_keeps_its_own_port_code():
              for p in (ROOT / folder).rglob("*.py") if own.search(p.read_text(encoding="utf-8"))
              and p.name != Path(__file__).name]
     assert found == []
+
+
+def test_processes_on_slices_of_their_own_never_share_a_port():
+    """The suite's parallel processes each take a slice: what one picks, no other can (the seed is the pid, so two
+    processes on the whole range can pick the same port; on disjoint slices they cannot)."""
+    import subprocess
+    import sys
+    code = "from infra.privatestack import free_port; print(*(free_port() for _ in range(200)))"
+    picked = [set(map(int, subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                                          check=True, env={**os.environ, "BOSUN_PORT_SLICE": f"{i}/3"}).stdout.split()))
+              for i in range(3)]
+    assert all(len(p) == 200 for p in picked)
+    assert not picked[0] & picked[1] and not picked[1] & picked[2] and not picked[0] & picked[2]
+    assert all(20000 <= p < 24000 for p in picked[0]) and all(28000 <= p < 32000 for p in picked[2])
+
+
+@pytest.mark.parametrize("spec", ["4/4", "a/b", "1", "-1/4", "0/0"])
+def test_a_bad_port_slice_is_refused_by_name(spec):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", "import infra.privatestack"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "BOSUN_PORT_SLICE": spec})
+    assert proc.returncode == 1
+    assert f"BOSUN_PORT_SLICE={spec!r} is invalid: expected index/count" in proc.stderr
+
+
+def test_a_held_port_refuses_connections_and_cannot_be_taken():
+    import socket
+    with held_port() as port:
+        with socket.socket() as other:
+            with pytest.raises(OSError):
+                other.bind(("127.0.0.1", port))
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2)
