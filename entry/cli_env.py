@@ -239,15 +239,17 @@ def build(envs: Environments, args: argparse.Namespace) -> int:
 
 def show(envs: Environments, args: argparse.Namespace) -> int:
     det, _tree = envs.detect_repo(args.repo, args.ref)
-    key = envs.key(det)
-    record = envs.store.record(key)
+    record = envs.lookup(det, need_docker=False)
+    key = record.key if record is not None else envs.key(det)
     if args.json:
         print(json.dumps({"env_id": env_id_for(key), "built": record is not None, **det.model_dump(mode="json")},
                          indent=2))
         return 0
     spec = det.spec
-    print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): {env_id_for(key)} "
-          f"({'built' if record else 'not built yet'}; {spec.origin})")
+    built = "not built yet" if record is None else "built" if record.key == envs.key(det) else \
+        f"built as of {(record.spec.as_of() or '')[:10]}, for an earlier commit with the same install inputs"
+    print(f"{det.repository} at {det.commit[:12]} ({det.commit_date[:10]}): {env_id_for(key)} ({built}; "
+          f"{spec.origin})")
     if det.warning:
         print(f"warning: {det.warning}")
     if spec.node is not None:

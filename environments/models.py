@@ -218,6 +218,19 @@ class EnvSpec(BaseModel):
     """A declared image (a Dockerfile, a devcontainer's): the system is the image's, the setup commands run in it,
     nothing else is installed; its sandboxes run on docker only."""
 
+    def as_of(self) -> str | None:
+        """The moment the install resolves as of (RFC 3339, UTC: the commit's day, or a declared date); None when
+        no date bounds it (the newest versions, or a lockfile's)."""
+        dates = [self.exclude_newer or "", *(n.before for n in (self.node, self.node_part) if n is not None)]
+        return max(dates) or None
+
+    def undated(self) -> EnvSpec:
+        """The spec without its resolution date: what the install takes as input, whatever the day."""
+        return self.model_copy(update={"exclude_newer": None, **{
+            name: part.model_copy(update={"before": ""}) for name, part in (("node", self.node),
+                                                                             ("node_part", self.node_part))
+            if part is not None}})
+
     def path(self) -> str:
         """PATH in the environment's sandboxes (and its build, before the build's tools): its tools first ("" for an
         image: the image's own)."""
@@ -280,6 +293,11 @@ class Detection(BaseModel):
             h.update(f"node_toolchain_rules={NODE_TOOLCHAIN_RULES}\n".encode())
         return h.hexdigest()[:20]
 
+    def family(self, base_key: str) -> str:
+        """The key without the resolution date: the environments of one family install the same inputs (the same
+        dependency files, interpreter and toolchain), each resolved as of its own day."""
+        return self.model_copy(update={"spec": self.spec.undated()}).key(base_key)
+
 
 def env_id_for(key: str) -> str:
     return f"env-{key}"
@@ -309,6 +327,9 @@ class EnvRecord(BaseModel):
     """docker_layer, docker_image, bwrap (the environment's own directory)."""
     exclude_newer_used: str | None = None
     """The date the install was resolved as of (after any fallback)."""
+    family: str = ""
+    """The key without the resolution date (``Detection.family``): a later commit whose detection has the same
+    family reuses this environment ("": built before families, reused by its own key only)."""
     attempts: list[str] = []
     """Each install attempt and how it ended."""
     rules: int = 0

@@ -169,8 +169,28 @@ class Environments:
         return self.detect(tree, str(Path(repo).expanduser().resolve())), tree
 
     def key(self, det: Detection) -> str:
+        """The key of the environment built for ``det`` (as of its own day)."""
+        return det.key(self._base_name(det))
+
+    def _base_name(self, det: Detection) -> str:
         name, _suite, _packages = plan(det.spec.python, compilers=det.spec.compilers, apt=det.spec.apt)
-        return det.key(name)
+        return name
+
+    def lookup(self, det: Detection, *, need_docker: bool | None = None) -> EnvRecord | None:
+        """The built environment ``det`` runs in: its own key's, else the newest of its family (the same install
+        inputs) resolved as of a moment no later than ``det``'s. A commit that changes no dependency input reuses
+        the environment of an earlier one; the commit's date still bounds the resolution."""
+        key = self.key(det)
+        record = self.cached(key, need_docker=need_docker)
+        as_of = det.spec.as_of()
+        if record is not None or as_of is None:
+            return record
+        family = det.family(self._base_name(det))
+        kin = [r for r in self.store.all() if r.family == family and r.key != key and (r.spec.as_of() or "") <= as_of]
+        for candidate in sorted(kin, key=lambda r: r.spec.as_of() or "", reverse=True):
+            if (record := self.cached(candidate.key, need_docker=need_docker)) is not None:
+                return record
+        return None
 
     # -- the cache -------------------------------------------------------------------------------------------
 
@@ -200,11 +220,10 @@ class Environments:
         """The environment of ``det`` if it is built (marked used), else None: what a task's preparation and an
         evaluation's instance look up before they decide to build."""
         started = time.monotonic()
-        key = self.key(det)
-        record = self.cached(key, need_docker=need_docker)
+        record = self.lookup(det, need_docker=need_docker)
         if record is None:
             return None
-        self.store.touch(key)
+        self.store.touch(record.key)
         return Prepared(record, True, time.monotonic() - started)
 
     def ensure(self, det: Detection, tree: GitTree) -> Prepared:
@@ -286,8 +305,9 @@ class Environments:
             outcome.warnings.append(f"the JavaScript/TypeScript part in {spec.node_part.root or 'the top'} could not "
                                     "be installed (build.log says why): its tests are not run")
         record = EnvRecord(
-            env_id=env_id_for(key), key=key, python=outcome.toolchain.get("python", base.python) if spec.image else
-            base.python, base=base.name, spec=spec, tool_python=outcome.tool_python,
+            env_id=env_id_for(key), key=key, family=det.family(self._base_name(det)),
+            python=outcome.toolchain.get("python", base.python) if spec.image else base.python, base=base.name,
+            spec=spec, tool_python=outcome.tool_python,
             test_command=spec.test.text, backend_refs={"docker": outcome.image, "bwrap": str(self.store.env_dir(key)
                                                                                           / "root")},
             rootfs="" if spec.image else base.rootfs, seed=outcome.seed, repository=det.repository, commit=det.commit,

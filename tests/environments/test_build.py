@@ -29,13 +29,14 @@ def checkout(repo: Path, dest: Path, uid: int = 1000) -> Path:
 
 
 async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_backends(envs, tmp_path, request):
-    # The tiny package a day later than the other tests' (whose environment they share): an environment of this
-    # test's own, built here every run (5 s), so what a build leaves is checked below
-    tiny_repo = make_repo(tmp_path / "tiny", TINY, date="2025-06-03T10:00:00+00:00")
+    # The tiny package with a pyproject.toml of its own (a comment more): an environment of this test's own, not the
+    # one the other tests share, built here every run (5 s), so what a build leaves is checked below
+    own = {**TINY, "pyproject.toml": TINY["pyproject.toml"] + "# test_build's own\n"}
+    tiny_repo = make_repo(tmp_path / "tiny", own)
     det, tree = envs.detect_repo(str(tiny_repo))
-    assert det.spec.python == "3.13" and det.spec.exclude_newer == "2025-06-03T23:59:59Z"
-    if envs.store.record(envs.key(det)) is not None:
-        envs.remove(env_id_for(envs.key(det)))
+    assert det.spec.python == "3.13" and det.spec.exclude_newer == "2025-06-02T23:59:59Z"
+    while (left := envs.lookup(det, need_docker=False)) is not None:  # a run that was killed left it
+        envs.remove(left.env_id)
     first = envs.ensure(det, tree)
     record = first.record
     request.addfinalizer(lambda: envs.remove(record.env_id))
@@ -52,6 +53,12 @@ async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_bac
     assert not (envs.store.root / "uv" / record.key).exists()  # the installer's cache goes after the build
     started = time.monotonic()
     again = envs.ensure(*envs.detect_repo(str(tiny_repo)))
+    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 1.0
+    # the same files committed a day later (another key: resolved as of its own day) reuse it: no build
+    later = envs.detect_repo(str(make_repo(tmp_path / "later", own, date="2025-06-03T10:00:00+00:00")))
+    assert envs.key(later[0]) != record.key and record.family
+    started = time.monotonic()
+    again = envs.ensure(*later)
     assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 1.0
     ws = checkout(tiny_repo, tmp_path / "ws")
     for backend in ("docker", "bwrap"):
