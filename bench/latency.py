@@ -148,7 +148,6 @@ def main() -> None:
 
     import asyncio
 
-    from entry.demo import make_repo
     from infra.privatestack import private_stack_env
     from infra.settings import load_settings
 
@@ -161,7 +160,10 @@ def main() -> None:
         return
     out: dict = {"up_s": round(up_s, 2)}
     try:
-        repo = make_repo(work / "calc")
+        repo = work / "calc"  # the demo's example as a fresh repository (entry/demo.py does the same)
+        shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("*.jsonl", "__pycache__", ".pytest_cache"))
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        commit(repo, "calc: example with a bug")
         first = run_task(env, repo, "team", "lat-first")
         out["first_team_run"] = first
         built, _ = bosun(env, "env", "build", "--repo", str(repo), "--json", timeout=900)

@@ -6,6 +6,7 @@ because they load the agents' and workflows' modules, which those do not need.""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import os
 import secrets
@@ -13,23 +14,23 @@ import socket
 import sys
 import time
 
-from temporalio.client import WorkflowFailureError
-
 from agents.harness_settings import HarnessSettings, load_harness, parse_harness
 from agents.providers import KEYS, VENDOR_URLS, ModelSpec, keyed, parse_spec
 from agents.providers.scripted import load_trajectory
 from agents.router import RouterConfig, load_config
-from entry.cli_runs import handle_of, result_lines
-from entry.stack import worker_health
+from entry.health import worker_health
 from environments.ecosystems import unsupported
-from infra import telemetry
+from infra import spanfile, temporal_http
+from infra.artifacts import ArtifactStore
 from infra.errors import ConfigError
-from infra.objectstore import open_store
 from infra.settings import Settings
-from infra.temporal import TASK_WORKFLOW, connect
+from infra.temporal_http import TASK_WORKFLOW
 from sandbox.hostgit import check_revision, git
 from sandbox.hostrepo import check_source_repo as check_repo
 from workflows.models import TaskInput, TaskResult, branch_name
+
+# (Temporal's SDK, OpenTelemetry's and the NATS store are imported where they are used: `bosun run` on the
+# embedded stack starts its task through Temporal's HTTP API, and a second of imports is most of the command.)
 
 
 def _validate_run(args: argparse.Namespace, s: Settings):
@@ -147,19 +148,16 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
     repo, spec, trajectory, harness = _validate_run(args, s)
     if warning := _undetected(repo, args.ref):
         print(f"bosun: warning: {repo} at {args.ref}: {warning}", file=sys.stderr)
-    tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
-    client = await connect(s, tracing=tel.on)
-    trajectory_ref = open_store(s).put_text(trajectory) if trajectory is not None else None
+    trajectory_ref = _store(s).put_text(trajectory) if trajectory is not None else None
     wf_id = args.id or f"task-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     local = not getattr(args, "no_branch", False)
-    handle = await client.start_workflow(
-        TASK_WORKFLOW,
-        TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
-                  max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel,
-                  budget={k: v for k, v in (("usd", args.budget_usd), ("tokens", args.budget_tokens))
-                          if v is not None}, harness=harness, local_branch=local, local_host=socket.gethostname()),
-        id=wf_id, task_queue=s.task_queue, static_summary=args.task[:200], result_type=TaskResult,
-        memo={"trigger": "cli", "repo": str(repo)})
+    inp = TaskInput(repo=str(repo), task=args.task, model=str(spec), trajectory_ref=trajectory_ref, ref=args.ref,
+                    max_turns=args.max_turns or s.max_turns, mode=args.mode, max_parallel=args.max_parallel,
+                    budget={k: v for k, v in (("usd", args.budget_usd), ("tokens", args.budget_tokens))
+                            if v is not None}, harness=harness, local_branch=local, local_host=socket.gethostname())
+    memo = {"trigger": "cli", "repo": str(repo)}
+    if not _start_over_http(s, wf_id, inp, memo, args.task[:200]):
+        await _start_with_sdk(s, wf_id, inp, memo, args.task[:200])
     label = " (scripted: the test double, no language model)" if spec != "auto" and spec.is_test_double else ""
     print(f"started {wf_id} with model {spec}{label}", file=sys.stderr)
     if not s.temporal_address:
@@ -168,12 +166,15 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
     if local:
         print(f"  the result: the branch {branch_name(wf_id)} in {repo} when the task ends (`bosun history {wf_id}`)",
               file=sys.stderr)
-    tel.flush()
     if not args.wait:
         print(wf_id)
         return 0
+    from temporalio.client import WorkflowFailureError
+
+    from infra.temporal import connect
+    client = await connect(s)
     try:
-        result: TaskResult = await handle.result()
+        result: TaskResult = await client.get_workflow_handle(wf_id, result_type=TaskResult).result()
     except WorkflowFailureError as e:
         print(f"bosun: run {wf_id} failed: {_failure_chain(e)}", file=sys.stderr)
         print(f"  see every step with: bosun history {wf_id}", file=sys.stderr)
@@ -195,9 +196,57 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
         turns = sum(a.turns for a in result.all_agents())
         print(f"status: {result.status}; {turns} agent turns; branch {result.branch} "
               f"({(result.commit or 'no commit')[:12]}) in {result.workspace}")
+        from entry.cli_runs import result_lines
         for line in result_lines(result, str(repo)):
             print(line)
     return 0 if result.status == "succeeded" else 1
+
+
+def _store(s: Settings) -> ArtifactStore:
+    if s.artifact_store == "files":
+        return ArtifactStore(s.artifacts_dir)
+    from infra.objectstore import open_store
+    return open_store(s)
+
+
+def _start_over_http(s: Settings, wf_id: str, inp: TaskInput, memo: dict, summary: str) -> bool:
+    """Start the task through the embedded Temporal's HTTP API, the start's span written to the offline span store
+    by hand (the trace begins here, as with the SDK); False when that way is not open (a cluster's Temporal, spans
+    wanted elsewhere too: OTLP or the shared store; or nothing answers there): then the SDK starts it."""
+    if not temporal_http.usable(s) or spanfile.otlp_wanted("traces") or s.artifact_store == "nats":
+        return False
+    traced = spanfile.enabled(s)
+    trace_id, span_id, began = secrets.token_hex(16), secrets.token_hex(8), time.time_ns()
+    try:
+        temporal_http.start_workflow(s, TASK_WORKFLOW, wf_id, task_queue=s.task_queue, arg=inp.model_dump(mode="json"),
+                                     memo=memo, summary=summary,
+                                     trace={"traceparent": f"00-{trace_id}-{span_id}-01"} if traced else None)
+    except temporal_http.Unreachable:
+        return False
+    if traced:
+        record = {"trace_id": trace_id, "span_id": span_id, "parent_id": None, "name": f"StartWorkflow:{TASK_WORKFLOW}",
+                  "start": began, "end": time.time_ns(), "status": "UNSET", "error": None,
+                  "attributes": {"temporalWorkflowID": wf_id}, "service": "cli"}
+        with contextlib.suppress(OSError):
+            spanfile.append(spanfile.span_file(s, "cli"), [record])
+    return True
+
+
+async def _start_with_sdk(s: Settings, wf_id: str, inp: TaskInput, memo: dict, summary: str) -> None:
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from infra import telemetry
+    from infra.temporal import connect
+    tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
+    client = await connect(s, tracing=tel.on)
+    try:
+        await client.start_workflow(TASK_WORKFLOW, inp, id=wf_id, task_queue=s.task_queue, static_summary=summary,
+                                    memo=memo)
+    except WorkflowAlreadyStartedError:
+        raise ConfigError(f"a run with the id {wf_id} is running: pick another --id (`bosun history {wf_id}` "
+                          "shows it)") from None
+    finally:
+        tel.flush()
 
 
 async def model(args: argparse.Namespace, s: Settings) -> int:
@@ -205,6 +254,7 @@ async def model(args: argparse.Namespace, s: Settings) -> int:
     spec = _usable_model(args.spec, s)
     if spec.kind == "scripted":
         raise ConfigError("cannot switch to a scripted: model: a run replays the trajectory it started with")
+    from entry.cli_runs import handle_of
     handle, desc, running = await handle_of(s, args.id)
     if not running:
         raise ConfigError(f"run {args.id} is not running ({desc.status.name.lower()}); nothing to switch")

@@ -16,7 +16,7 @@ MAX_AGE_S = 10.0
 STARTER_FILE = "events-starter-health.json"
 """The events starter's record (entry/starter.py)."""
 WORKER_FILE = "worker-health.json"
-"""The worker's record (entry/worker.py; read by ``entry.stack.worker_health``)."""
+"""The worker's record (entry/worker.py; read by ``worker_health``)."""
 
 
 def fresh_record(path: Path, max_age_s: float = MAX_AGE_S) -> dict[str, Any] | None:
@@ -35,5 +35,28 @@ def starter_health(settings: Settings) -> dict[str, Any] | None:
     """The starter's health record when fresh and it is consuming; else None."""
     info = fresh_record(settings.data_dir / STARTER_FILE)
     if info is None or not info.get("ready") or not info.get("nats"):
+        return None
+    return info
+
+
+def pid_matches(pid: int | None, marker: str) -> bool:
+    """True if ``pid`` is alive and its command line contains ``marker``."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        return False
+    return marker in cmdline
+
+
+def worker_health(s: Settings) -> dict | None:
+    """The worker's own health record (written every 2 s while it polls), or None when absent, stale or not of a
+    live worker."""
+    info = fresh_record(s.data_dir / WORKER_FILE)
+    if info is None or not pid_matches(info.get("pid"), "worker"):
         return None
     return info

@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from entry.health import WORKER_FILE, fresh_record, starter_health
+from entry.health import pid_matches, starter_health, worker_health
 from infra import temporal
 from infra.artifacts import write_json_atomically
 from infra.errors import BosunError, ConfigError
@@ -75,12 +75,14 @@ def temporal_component(s: Settings) -> Component:
     return Component(
         "temporal",
         [executable("temporal"), "server", "start-dev", "--ip", s.host, "--port", str(s.temporal_port),
-         "--ui-port", str(s.temporal_ui_port), "--db-filename", str(s.data_dir / "temporal" / "temporal.db"),
+         "--ui-port", str(s.temporal_ui_port), "--http-port", str(s.temporal_http_port),
+         "--db-filename", str(s.data_dir / "temporal" / "temporal.db"),
          "--log-level", "warn", "--namespace", s.temporal_namespace,
          "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
          *[a for k, v in TEMPORAL_DYNAMIC_CONFIG.items() for a in ("--dynamic-config-value", f"{k}={v}")]],
         {"Temporal frontend": (s.temporal_port, "BOSUN_TEMPORAL_PORT"),
-         "Temporal Web UI": (s.temporal_ui_port, "BOSUN_TEMPORAL_UI_PORT")},
+         "Temporal Web UI": (s.temporal_ui_port, "BOSUN_TEMPORAL_UI_PORT"),
+         "Temporal HTTP API": (s.temporal_http_port, "BOSUN_TEMPORAL_HTTP_PORT")},
         f"{s.host}:{s.temporal_port} (Web UI http://{s.host}:{s.temporal_ui_port})", "start-dev")
 
 
@@ -177,20 +179,6 @@ def read_state(s: Settings) -> dict | None:
 
 def _write_state(s: Settings, state: dict) -> None:
     write_json_atomically(state_path(s), state, indent=2)
-
-
-def pid_matches(pid: int | None, marker: str) -> bool:
-    """True if ``pid`` is alive and its command line contains ``marker``."""
-    if not pid:
-        return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-        return False
-    return marker in cmdline
 
 
 # ---------------------------------------------------------------- the supervisor (a detached process)
@@ -408,15 +396,6 @@ def down(s: Settings | None = None, *, out=print) -> int:
     state_path(s).unlink(missing_ok=True)
     out("bosun stack stopped")
     return 0
-
-
-def worker_health(s: Settings) -> dict | None:
-    """The worker's own health record (written every 2 s while it polls), or None when absent, stale or not of a
-    live worker."""
-    info = fresh_record(s.data_dir / WORKER_FILE)
-    if info is None or not pid_matches(info.get("pid"), "worker"):
-        return None
-    return info
 
 
 def engines(s: Settings) -> dict[str, dict]:

@@ -61,7 +61,6 @@ from environments.interpreters import SUITES, interpreter
 from environments.standins import KNOWN
 from infra.errors import ConfigError, describe_validation
 
-DECLARED_FILE = ".bosun/environment.toml"
 PYTHON_KEYS = {"python", "base", "apt", "install", "extras", "requirements", "overrides", "requirement_files",
                "soft_requirements", "exclude_newer", "resolve_for_python", "build_isolation", "project_last",
                "compilers", "detect", "standins"}

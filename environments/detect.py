@@ -27,11 +27,11 @@ from environments import (
     toolchains,
 )
 from environments.declared import (
-    DECLARED_FILE,
     Declared,
     parse_declared,
     usable_env,
 )
+from environments.ecosystems import DECLARED_FILE
 from environments.image import DEVCONTAINER_FILES, read_devcontainer
 from environments.models import Detection, EnvSpec, ImageSpec, Reason, TestCommand
 from environments.pydetect import Scan, content_sha, python_detection

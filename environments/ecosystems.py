@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from environments.declared import DECLARED_FILE
+DECLARED_FILE = ".bosun/environment.toml"
+"""Where a repository declares its environment (environments/declared.py reads it)."""
 
 PYTHON_MARKS = re.compile(r"^(setup\.py|setup\.cfg|pyproject\.toml|Pipfile|tox\.ini|pytest\.ini|environment\.ya?ml|"
                           r"requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in))$")

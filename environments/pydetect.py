@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from environments import ecosystems, imports, interpreters, pyci, pyconfig, standins, testcmd
-from environments.declared import DECLARED_FILE, Declared, devcontainer_hints, dockerfile_hints, parse_date
+from environments.declared import Declared, devcontainer_hints, dockerfile_hints, parse_date
+from environments.ecosystems import DECLARED_FILE
 from environments.models import Detection, EnvSpec, Reason, TestCommand
 from environments.repofiles import RepoFiles
 from environments.setuppy import read_setup_py

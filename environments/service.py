@@ -183,9 +183,11 @@ class Environments:
         key = self.key(det)
         record = self.cached(key, need_docker=need_docker)
         as_of = det.spec.as_of()
-        if record is not None or as_of is None:
+        if as_of is None:
             return record
         family = det.family(self._base_name(det))
+        if record is not None:
+            return record if record.family else self.store.set_family(record, family)
         kin = [r for r in self.store.all() if r.family == family and r.key != key and (r.spec.as_of() or "") <= as_of]
         for candidate in sorted(kin, key=lambda r: r.spec.as_of() or "", reverse=True):
             if (record := self.cached(candidate.key, need_docker=need_docker)) is not None:

@@ -124,6 +124,21 @@ class EnvStore:
         with contextlib.suppress(OSError):
             os.utime(self.env_dir(key) / "env.json")
 
+    def set_family(self, record: EnvRecord, family: str) -> EnvRecord:
+        """The record with its family written in (a record built before families had none: found by its own key,
+        it learns it, so the next commit with the same install inputs finds it too). Best effort: a record that
+        cannot be rewritten stays as it was."""
+        updated = record.model_copy(update={"family": family})
+        path = self.env_dir(record.key) / "env.json"
+        tmp = path.with_name(f".env.json.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(updated.model_dump_json(indent=2))
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            return record
+        return updated
+
     def last_used(self, key: str) -> float:
         try:
             return (self.env_dir(key) / "env.json").stat().st_mtime

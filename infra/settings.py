@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     """gRPC port of the embedded Temporal dev server."""
     temporal_ui_port: int = 8233
     """Web UI port of the embedded Temporal dev server (runs, timelines, pending activities)."""
+    temporal_http_port: int = 7243
+    """HTTP API port of the embedded Temporal dev server: `bosun run` starts a task through it without loading
+    Temporal's SDK (a second on a small machine)."""
     temporal_namespace: str = "default"
     """Temporal namespace bosun's workflows run in."""
     temporal_tls: bool | None = None

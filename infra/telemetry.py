@@ -42,32 +42,14 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from infra.settings import Settings
+from infra.spanfile import append, enabled, otlp_wanted, telemetry_dir
 from infra.spanstore import NatsSpanExporter
 
-SPAN_FILE_BYTES = 32 * 1024 * 1024
-SPAN_FILES_KEPT = 4
 SPAN_FILE_DELAY_MS = 100
 METRIC_INTERVAL_S = 15.0
 
 _lock = threading.Lock()
 _installed: Telemetry | None = None
-
-
-def telemetry_dir(settings: Settings) -> Path:
-    return settings.data_dir / "telemetry"
-
-
-def enabled(settings: Settings) -> bool:
-    return settings.telemetry and os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true"
-
-
-def _otlp_wanted(signal: str) -> bool:
-    """Whether the standard variables ask for an OTLP exporter of ``signal`` (traces or metrics)."""
-    if os.environ.get(f"OTEL_{signal.upper()}_EXPORTER", "").lower() == "none":
-        return False
-    return bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
-                or os.environ.get(f"OTEL_{signal.upper()}_EXPORTER", "").lower() == "otlp")
 
 
 def _http() -> bool:
@@ -101,22 +83,13 @@ class FileSpanExporter(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(json.dumps(span_record(s), separators=(",", ":")) + "\n" for s in spans)
+        records = [span_record(s) for s in spans]
         with self._lock:
             try:
-                if self.path.exists() and self.path.stat().st_size > SPAN_FILE_BYTES:
-                    self.path.rename(self.path.with_suffix(f".{int(time.time())}.jsonl"))
-                    self._prune()
-                with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(lines)
+                append(self.path, records)
             except OSError:
                 return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
-
-    def _prune(self) -> None:
-        mine = sorted(self.folder.glob(f"spans-{self.component}-*.jsonl"), key=lambda p: p.stat().st_mtime)
-        for old in mine[:-SPAN_FILES_KEPT]:
-            old.unlink(missing_ok=True)
 
     def shutdown(self) -> None:
         return None
@@ -206,14 +179,14 @@ def setup(settings: Settings, component: str) -> Telemetry:
         # access is refused, and a span exported there is lost.
         tracer_provider.add_span_processor(BatchSpanProcessor(FileSpanExporter(folder, component),
                                                               schedule_delay_millis=SPAN_FILE_DELAY_MS))
-        if _otlp_wanted("traces"):
+        if otlp_wanted("traces"):
             tracer_provider.add_span_processor(BatchSpanProcessor(_otlp_span_exporter()))
         if settings.artifact_store == "nats":  # every host's spans where every host reads them (bosun trace)
             tracer_provider.add_span_processor(BatchSpanProcessor(NatsSpanExporter(settings, span_record),
                                                                   schedule_delay_millis=SPAN_FILE_DELAY_MS))
         readers = [PeriodicExportingMetricReader(FileMetricExporter(folder / f"metrics-{component}.json"),
                                                  export_interval_millis=METRIC_INTERVAL_S * 1000)]
-        if _otlp_wanted("metrics"):
+        if otlp_wanted("metrics"):
             readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter()))
         if settings.prometheus_port and component == "worker":
             readers.append(_prometheus_reader(settings))
@@ -291,8 +264,10 @@ _warm_sources: weakref.WeakSet[Any] = weakref.WeakSet()
 
 def add_warm_source(source: Any) -> None:
     """Report ``source.warm()`` (a {backend: ready sandboxes} map) in the ``bosun.sandbox.warm`` gauge for as long
-    as ``source`` lives."""
+    as ``source`` lives (the gauge is made now, if it was not: a pool fills before its first sandbox is handed
+    out)."""
     _warm_sources.add(source)
+    instruments()
 
 
 def _observe_warm(_options: Any) -> list[metrics.Observation]:

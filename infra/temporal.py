@@ -17,10 +17,7 @@ from temporalio.service import TLSConfig
 
 from infra.errors import ConfigError
 from infra.settings import Settings
-
-TASK_WORKFLOW = "TaskWorkflow"
-"""The registered type of the task's workflow (workflows/task.py), by which `bosun run` and the events gateway start
-it without loading the workflow's modules (tests/entry/test_help.py checks it against the definition)."""
+from infra.temporal_http import TASK_WORKFLOW  # noqa: F401 - the name the gateway starts tasks by
 
 
 def tls_config(settings: Settings) -> TLSConfig | bool:

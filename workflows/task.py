@@ -6,7 +6,8 @@ stitched with real 3-way merges (a conflicting subtask is re-run once on the mer
 once on a fresh workspace with the failure in its prompt) -> verify (tests on a fresh checkout of the branch) ->
 debugger agent until green or out of rounds -> messages nobody has read yet get a follow-up agent -> the branch
 ``bosun/<workflow id>`` holds the result.
-solo mode: one agent on a fresh workspace, its work imported onto the branch, then verify and deliver.
+solo mode: one agent on a fresh workspace (the tests before run alongside it), its work imported onto the branch, then
+verify and deliver.
 
 A failing agent is a result, not a crash: the task ends ``succeeded``, ``partial`` (the branch holds what merged;
 the result says what did not and why), ``failed``, ``no_changes`` or ``cancelled``, and every end reports back to
@@ -426,20 +427,26 @@ class TaskWorkflow(TeamPhase):
         self.place.head = head
         if self.place.shared:
             self.place.branch_at[self.place.home.worker_id] = head
-        self._enter("tests before")
-        before = await self._checks(queue, head, "before")
-
         solo: AgentResult | None = None
         outcomes: list[SubtaskOutcome] = []
         problems: list[str] = []
-        if inp.mode == "solo":
-            self._enter("agent working")
-            solo, head = await self._run_on_branch(inp, queue, branch, head, "agent-1", "solo", inp.task, ["solo"])
+        if inp.mode == "solo":  # the tests before run alongside the agent, which does not read them
+            self._enter("agent working (and the tests before)")
+            checking = asyncio.ensure_future(self._checks(queue, head, "before"))
+            try:
+                solo, head = await self._run_on_branch(inp, queue, branch, head, "agent-1", "solo", inp.task,
+                                                       ["solo"])
+                before = await checking
+            finally:
+                if not checking.done():
+                    drop(checking)
             if solo.status == "failed":
                 problems.append(f"the agent failed: {solo.error_kind}: {solo.reason[:300]}")
             elif solo.status == "budget_exhausted":
                 problems.append(f"the agent ran out of budget before it finished ({solo.stopped or 'budget'})")
-        else:
+        else:  # the planner reads the tests before
+            self._enter("tests before")
+            before = await self._checks(queue, head, "before")
             outcomes, head = await self._team(inp, queue, base, head, branch, before)
             problems += [f"subtask {o.id}: {o.status}" + (f" ({o.note})" if o.note else "") for o in outcomes
                          if o.status in ("failed", "conflict", "skipped")]

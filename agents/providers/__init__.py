@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from agents.providers.anthropic import AnthropicProvider
-from agents.providers.base import Provider
-from agents.providers.openai_compat import OpenAICompatProvider
-from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
 from infra.errors import ConfigError, ProviderError
 from infra.settings import parse_endpoints
+
+if TYPE_CHECKING:  # the providers are imported where one is made: a spec's parsing (bosun run) needs none of them
+    from agents.providers.base import Provider
 
 KINDS = ("openai", "anthropic", "openai-compatible", "scripted")
 
@@ -140,6 +140,8 @@ def endpoint_for(spec: ModelSpec, settings=None) -> Endpoint:
 
 
 def _http_provider(endpoint: Endpoint) -> Provider:
+    from agents.providers.anthropic import AnthropicProvider
+    from agents.providers.openai_compat import OpenAICompatProvider
     if endpoint.kind in KEYS and not endpoint.api_key and endpoint.base_url in VENDOR_URLS:
         raise missing_key(endpoint.kind)  # (a 401 after the round trip says less, or nothing offline)
     if endpoint.kind == "anthropic":
@@ -150,6 +152,7 @@ def _http_provider(endpoint: Endpoint) -> Provider:
 
 def _scripted(spec: ModelSpec, trajectory_text: str | None, agent_keys: list[str] | None,
               fetch: Callable[[str], str] | None) -> Provider:
+    from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
     turns = parse_trajectory(trajectory_text, spec.model) if trajectory_text is not None \
         else load_trajectory(spec.model)[1]
     return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model, fetch)

@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.context.compaction import compacted_ref
 from agents.messages import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from agents.providers.base import Provider
 from infra.errors import BosunError, ConfigError, ScriptDiverged, describe_validation
@@ -207,6 +206,7 @@ class ScriptedProvider(Provider):
 
     def _full(self, value: Any) -> Any:
         """``value``, or when compaction replaced it, the text it replaced (as long as the store has it)."""
+        from agents.context.compaction import compacted_ref  # (not needed to load a trajectory: bosun run)
         ref = compacted_ref(value) if isinstance(value, str) else None
         if ref is None or self.fetch is None:
             return value

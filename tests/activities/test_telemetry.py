@@ -138,7 +138,8 @@ async def test_sandbox_pool_metrics_warm_in_use_and_cold_starts(tmp_path):
     from sandbox.manager import SandboxManager
 
     def point(name: str, **labels: str) -> float | None:
-        for rm in READER.get_metrics_data().resource_metrics:
+        data = READER.get_metrics_data()  # (None while nothing was recorded: this test run first)
+        for rm in data.resource_metrics if data is not None else []:
             for sm in rm.scope_metrics:
                 for m in sm.metrics:
                     for p in m.data.data_points:

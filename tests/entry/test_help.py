@@ -245,3 +245,14 @@ def test_a_command_loads_only_what_it_needs(module):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_run_starts_its_task_without_temporals_sdk_or_opentelemetry():
+    """`bosun run` on the embedded stack starts through Temporal's HTTP API (infra/temporal_http.py) and writes its
+    start span by hand: the SDK, OpenTelemetry and the NATS client are most of a second of imports."""
+    code = ("import sys, entry.cli_run; heavy = ['temporalio.client', 'temporalio.service', 'opentelemetry.sdk.trace', "
+            "'nats.aio.client', 'agents.providers.anthropic', 'agents.context.compaction']; "
+            "print([m for m in heavy if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

@@ -77,8 +77,12 @@ def test_a_record_whose_half_is_gone_or_that_has_no_family_is_not_reused(tmp_pat
     older = build(envs, on("2025-06-02"))
     assert envs.lookup(on("2025-06-06"), need_docker=False) == older  # the next one back
     envs2 = cache(tmp_path / "other")
-    build(envs2, on("2025-06-02"), family=False)  # built before families: its own key only
+    old = build(envs2, on("2025-06-02"), family=False)  # built before families: its own key only...
     assert envs2.lookup(on("2025-06-03"), need_docker=False) is None
+    # ...until its own commit's day finds it, and writes its family in: then the next day finds it too
+    assert envs2.lookup(on("2025-06-02"), need_docker=False).family
+    assert envs2.lookup(on("2025-06-03"), need_docker=False).key == old.key
+    assert envs2.store.record(old.key).family == on("2025-06-03").family(envs2._base_name(on("2025-06-03")))
 
 
 def test_a_node_project_without_a_lockfile_is_found_by_its_family_too(tmp_path):
