@@ -9,6 +9,7 @@ Temporal failures by the worker's interceptor (activities/interceptor.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -64,6 +65,7 @@ from environments.runtime import resolve
 from infra.artifacts import ArtifactStore
 from infra.errors import (
     BosunError,
+    ConfigError,
     EscalationRefused,
     InvalidArguments,
     ToolFailed,
@@ -335,10 +337,11 @@ class AgentActivities:
         tool-call records and search mirror. Idempotent; returns the sandboxes released."""
         if inp.every_agent_of_task:
             return await self.sandboxes.release_prefix(f"{inp.agent_id}/")
-        released = await self.sandboxes.release(inp.agent_id)
         self.calls.forget(inp.agent_id)
-        if inp.workspace:
-            drop_mirror(inp.workspace)
+        workspace = inp.workspace
+        # off the agent's path: what follows (its work collected) reads the workspace, never the sandbox
+        released = self.sandboxes.release_later(inp.agent_id, then=(lambda: drop_mirror(workspace)) if workspace
+                                                else None)
         return [inp.agent_id] if released else []
 
     @activity.defn
@@ -354,4 +357,17 @@ class AgentActivities:
         subs = [SubtaskInfo(id=s.id, goal=s.goal, files=list(s.files), depends_on=list(s.depends_on),
                             acceptance=s.acceptance.command or "tests pass: " + " ".join(s.acceptance.tests))
                 for s in plan.subtasks]
-        return PlanInfo(subtasks=subs, waves=topological_waves(plan))
+        waves = topological_waves(plan)
+        if inp.workflow_id and waves:
+            self._wave_ahead(inp.workflow_id, min(len(waves[0]), max(1, inp.max_parallel)))
+        return PlanInfo(subtasks=subs, waves=waves)
+
+    def _wave_ahead(self, workflow_id: str, count: int) -> None:
+        """Start the sandboxes of a wave of ``count`` agents in the task's environment while their workspaces are
+        made (agents started at once otherwise queue behind the one spare the pool keeps). Best effort: on a host
+        that cannot, they start when acquired."""
+        found = TaskRepo.environment_for(TaskRepo(self.settings.workspaces_dir, workflow_id).run_dir("wave"))
+        if found is not None:
+            with contextlib.suppress(UnexpectedEnvironment, ConfigError):
+                self.sandboxes.prestart(*found, sandbox_user(self.settings) or (os.geteuid(), os.getegid()),
+                                        count=count)

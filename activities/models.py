@@ -436,6 +436,10 @@ class PlanInfo(BaseModel):
 class ReadPlanInput(BaseModel):
     transcript_ref: str
     task: str
+    workflow_id: str = ""
+    """The task's: the sandboxes of the plan's first wave start ahead, in its environment ("": none do)."""
+    max_parallel: int = 1
+    """Fast-edit agents at once: how many of the first wave's sandboxes start ahead."""
 
 
 class AgentWorkspaceInput(BaseModel):

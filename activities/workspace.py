@@ -231,20 +231,18 @@ class WorkspaceActivities:
     async def run_checks(self, inp: ChecksInput) -> ChecksResult:
         """The tests on a fresh checkout of ``inp.commit``, in a sandbox (the checkout is dropped afterwards)."""
         info = activity.info()
-        key = f"checks:{info.workflow_id}:{info.activity_id}"
-        name = f"checks-{info.activity_id}"
+        key = f"checks:{info.workflow_id}:{info.activity_id}:{info.attempt}"
+        name = f"checks-{info.activity_id}-{info.attempt}"  # (a retry's checkout is not the one still being dropped)
+        repo = self.repo(inp.workflow_id)
         async with heartbeating():
-            workspace = await self._materialize(inp.workflow_id, name, inp.commit)
             try:
+                workspace = await self._materialize(inp.workflow_id, name, inp.commit)
                 box = await self.sandboxes.get(key, str(workspace))
-                try:
-                    cmd, is_pytest = test_invocation(box.environment, [])
-                    res = await box.exec(cmd, timeout_s=self.settings.tool_timeout_s,
-                                         output_cap=self.settings.tool_output_cap, env=PYTEST_ENV)
-                finally:
-                    await self.sandboxes.release(key)
-            finally:
-                await asyncio.to_thread(self.repo(inp.workflow_id).drop_run, name)
+                cmd, is_pytest = test_invocation(box.environment, [])
+                res = await box.exec(cmd, timeout_s=self.settings.tool_timeout_s,
+                                     output_cap=self.settings.tool_output_cap, env=PYTEST_ENV)
+            finally:  # the sandbox and the checkout go in the background, after the result
+                self.sandboxes.release_later(key, then=lambda: repo.drop_run(name))
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = read_report(box.environment, output, None if res.timed_out else res.exit_code)
         return ChecksResult(green=report.green, exit_code=report.exit_code, summary=report.headline(is_pytest),

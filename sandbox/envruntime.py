@@ -68,10 +68,11 @@ class EnvironmentProvider(SandboxProvider):
     def writes_on_start(self) -> bool:
         return self.run.seed
 
-    def prestart(self, owner: tuple[int, int]) -> bool:
-        """Start a sandbox ahead for a workspace of ``owner`` (uid, gid) about to be acquired (sandbox/pool.py);
-        False when this provider keeps no pool or the host cannot bind workspaces into started sandboxes."""
-        return isinstance(self.inner, PooledProvider) and self.inner.prestart(owner)
+    def prestart(self, owner: tuple[int, int], count: int = 1) -> bool:
+        """Start ``count`` sandboxes ahead for workspaces of ``owner`` (uid, gid) about to be acquired
+        (sandbox/pool.py); False when this provider keeps no pool or the host cannot bind workspaces into started
+        sandboxes."""
+        return isinstance(self.inner, PooledProvider) and self.inner.prestart(owner, count)
 
     async def close(self) -> None:
         """Destroy the sandboxes started ahead and not taken."""

@@ -9,6 +9,7 @@ environments/runtime.py ``resolve``); any other workspace, the plain sandbox ima
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from sandbox.hostrepo import TaskRepo
 from sandbox.pool import PooledProvider
 
 _tracer = trace.get_tracer("bosun.sandbox")
+log = logging.getLogger("bosun.sandbox")
 
 
 Resolve = Callable[[str, Path | None], EnvironmentRun]
@@ -41,6 +43,8 @@ class SandboxManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._provider: SandboxProvider | None = None
         self._env_providers: dict[str, SandboxProvider] = {}
+        self._closing: dict[asyncio.Task[None], str] = {}
+        """Releases still running in the background (``release_later``), by key."""
         telemetry.add_warm_source(self)
 
     def warm(self) -> dict[str, int]:
@@ -84,12 +88,14 @@ class SandboxManager:
         self._env_providers[name] = provider
         return provider
 
-    def prestart(self, env_id: str, cache: Path | None, owner: tuple[int, int], *, network: bool = False) -> bool:
-        """Start a sandbox of environment ``env_id`` for a workspace of ``owner`` (uid, gid) in the background:
-        the next acquire of that environment for that owner takes it instead of starting one (an evaluation's
-        instance, between finding its environment and judging). Unused, it goes after a minute. False when
-        nothing was started (the host cannot bind a workspace into a started sandbox)."""
-        return self.environment(env_id, cache, network=network).prestart(owner)
+    def prestart(self, env_id: str, cache: Path | None, owner: tuple[int, int], *, network: bool = False,
+                 count: int = 1) -> bool:
+        """Have ``count`` sandboxes of environment ``env_id`` for workspaces of ``owner`` (uid, gid) ready or
+        starting in the background: the next acquires of that environment for that owner take them instead of
+        starting one (an evaluation's instance, between finding its environment and judging; a task's wave of
+        agents, while their workspaces are made). Unused, each goes after a minute. False when nothing was started
+        (the host cannot bind a workspace into a started sandbox)."""
+        return self.environment(env_id, cache, network=network).prestart(owner, count)
 
     async def get(self, key: str, workspace: str, *, filling: asyncio.Future | None = None,
                   network: bool = False) -> Sandbox:
@@ -147,11 +153,48 @@ class SandboxManager:
             await box.close()
         return box is not None
 
+    def release_later(self, key: str, then: Callable[[], object] | None = None) -> bool:
+        """Release ``key``'s sandbox in the background, then call ``then`` (in a thread: dropping its workspace),
+        off the caller's path: a container's removal is a tenth of a second an agent's end or a test run need not
+        wait for. The sandbox leaves this manager at once (a new one for the key starts afresh); ``settle`` and
+        ``release_prefix`` wait for what is still closing, and a worker that dies meanwhile leaves containers its
+        reaper removes. False when there was no sandbox."""
+        box = self._boxes.pop(key, None)
+        self._locks.pop(key, None)
+        if box is not None:
+            telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
+
+        async def close() -> None:
+            try:
+                if box is not None:
+                    await box.close()
+            finally:
+                if then is not None:
+                    await asyncio.to_thread(then)
+
+        task = asyncio.create_task(close(), name=f"release-{key}")
+        self._closing[task] = key
+        task.add_done_callback(self._closed)
+        return box is not None
+
+    def _closed(self, task: asyncio.Task[None]) -> None:
+        key = self._closing.pop(task, "")
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("releasing %s in the background failed: %s", key, task.exception())
+
+    async def settle(self, prefix: str = "") -> None:
+        """Wait for the background releases of the keys that start with ``prefix`` (all: "")."""
+        pending = [t for t, key in list(self._closing.items()) if key.startswith(prefix)]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
     async def release_prefix(self, prefix: str) -> list[str]:
-        """Release every sandbox whose key starts with ``prefix``; returns their keys."""
+        """Release every sandbox whose key starts with ``prefix`` (and wait for those released in the background);
+        returns their keys."""
         keys = [k for k in list(self._boxes) if k.startswith(prefix)]
         for key in keys:
             await self.release(key)
+        await self.settle(prefix)
         return keys
 
     def keys(self) -> list[str]:
@@ -161,6 +204,7 @@ class SandboxManager:
         """Destroy every live sandbox, and the warm ones the providers keep (the plain one's pool included)."""
         for key in list(self._boxes):
             await self.release(key)
+        await self.settle()
         for provider in list(self._env_providers.values()):
             await provider.close()
         if isinstance(self._provider, PooledProvider):

@@ -132,22 +132,27 @@ class PooledProvider(SandboxProvider):
             self._ahead_one(key)
         return sandbox
 
-    def prestart(self, owner: tuple[int, int]) -> bool:
-        """Have one sandbox for ``owner`` (uid, gid of the workspace to come) ready or starting in the background,
-        ahead of an acquire known to follow (nothing new when one is); unused, it goes after ``idle_s``. False
-        when the host does not allow slots or the pool is closed."""
+    def prestart(self, owner: tuple[int, int], count: int = 1) -> bool:
+        """Have ``count`` sandboxes for ``owner`` (uid, gid of the workspaces to come) ready or starting in the
+        background, ahead of acquires known to follow (a wave of agents: as many as it has; nothing new when there
+        are enough); unused, each goes after ``idle_s``. False when the host does not allow slots or the pool is
+        closed."""
         if self._closed or not self.slots.usable()[0]:
             return False
-        self._ahead_one(self._owner_key(owner))
+        self._ahead_to(self._owner_key(owner), count)
         return True
 
     def _ahead_one(self, key: str) -> None:
-        if self._closed or self._ready.get(key) or self._ahead.get(key):
-            return
-        self._ahead[key] = self._ahead.get(key, 0) + 1  # counted now: a second call before the task runs adds none
-        task = asyncio.create_task(self._prestart(key), name=f"pool-prestart-{key}")
-        self._prestarts.add(task)
-        task.add_done_callback(self._prestarts.discard)
+        self._ahead_to(key, 1)
+
+    def _ahead_to(self, key: str, count: int) -> None:
+        for _ in range(count - len(self._ready.get(key, ())) - self._ahead.get(key, 0)):
+            if self._closed:
+                return
+            self._ahead[key] = self._ahead.get(key, 0) + 1  # counted now: a second call before the task runs adds
+            task = asyncio.create_task(self._prestart(key), name=f"pool-prestart-{key}")  # none
+            self._prestarts.add(task)
+            task.add_done_callback(self._prestarts.discard)
 
     def ready(self) -> int:
         """Sandboxes waiting in the pool, over every key."""

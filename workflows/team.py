@@ -37,7 +37,9 @@ class TeamPhase:
                                                               "as one subtask")
         else:
             self.plan_info = await self.place.act(AgentActivities.read_plan,
-                                                  ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task),
+                                                  ReadPlanInput(transcript_ref=planner.transcript_ref, task=inp.task,
+                                                                workflow_id=workflow.info().workflow_id,
+                                                                max_parallel=inp.max_parallel),
                                                   summary="read the plan")
         by_id = {s.id: s for s in self.plan_info.subtasks}
         outcomes: dict[str, SubtaskOutcome] = {}

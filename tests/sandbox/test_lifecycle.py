@@ -482,3 +482,63 @@ async def test_a_sandbox_started_beside_a_checkout_is_handed_out_after_it(worksp
         assert await manager.get("k", str(workspace), filling=again) is box and again.done()
     finally:
         await manager.close_all()
+
+
+async def test_a_sandbox_released_later_goes_in_the_background_and_settle_waits_for_it(workspace: Path) -> None:
+    """SandboxManager.release_later: the sandbox leaves the manager at once (a new one for the key starts afresh),
+    its close and then the follow-up (dropping the workspace) run in the background, and settle (as cleanup_task's
+    release_prefix) waits for both; a follow-up that fails breaks nothing."""
+    manager = SandboxManager("bwrap", "unused")
+    manager._provider = BwrapProvider(TEST_LIMITS)
+    order: list[str] = []
+    try:
+        box = await manager.get("task/agent-1", str(workspace))
+        real_close = box.close
+
+        async def slow_close() -> None:
+            await asyncio.sleep(0.3)
+            await real_close()
+            order.append("closed")
+
+        box.close = slow_close
+        started = time.monotonic()
+        assert manager.release_later("task/agent-1", then=lambda: order.append("dropped")) is True
+        assert time.monotonic() - started < 0.05 and "task/agent-1" not in manager.keys() and order == []
+        fresh = await manager.get("task/agent-1", str(workspace))
+        assert fresh is not box and (await fresh.exec(["true"])).exit_code == 0
+        assert manager.release_later("nobody", then=lambda: 1 / 0) is False  # (its follow-up fails: nothing breaks)
+        await manager.release_prefix("task/")
+        assert order == ["closed", "dropped"] and not box.alive and manager.keys() == []
+        await manager.settle()
+    finally:
+        await manager.close_all()
+
+
+async def test_a_wave_prestarts_as_many_sandboxes_as_it_has_agents_and_each_acquire_is_warm(bwrap_provider,
+                                                                                           tmp_path: Path) -> None:
+    """prestart(owner, count): a wave of three agents acquiring at once gets three sandboxes started ahead, one
+    each (none queues behind another's spare, none starts cold); asking again for fewer adds none."""
+    workspaces = []
+    for i in range(3):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        (ws / "name.txt").write_text(f"workspace {i}\n")
+        workspaces.append(ws)
+    owner = (os.geteuid(), os.getegid())
+    pool = PooledProvider(bwrap_provider, size=0, spare=True, idle_s=30)
+    try:
+        assert pool.prestart(owner, 3)
+        assert pool.prestart(owner, 2) and len(pool._prestarts) == 3  # (three ahead already: none added)
+
+        async def use(ws: Path) -> str:
+            sb = await pool.acquire(ws)
+            try:
+                return (await sb.request("read", {"path": "name.txt"}))["text"]
+            finally:
+                await sb.close()
+
+        seen = await asyncio.gather(*(use(ws) for ws in workspaces))
+        assert seen == [f"workspace {i}\n" for i in range(3)]
+        assert pool.stats()["hits"] == 3 and pool.stats()["misses"] == 0
+    finally:
+        await pool.close()
