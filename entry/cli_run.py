@@ -171,7 +171,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
         return 0
     from temporalio.client import WorkflowFailureError
 
-    from infra.temporal import connect
+    from infra.temporal import connect  # lazy: Temporal's SDK, after the start (bosun run --wait)
     client = await connect(s)
     try:
         result: TaskResult = await client.get_workflow_handle(wf_id, result_type=TaskResult).result()
@@ -196,7 +196,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
         turns = sum(a.turns for a in result.all_agents())
         print(f"status: {result.status}; {turns} agent turns; branch {result.branch} "
               f"({(result.commit or 'no commit')[:12]}) in {result.workspace}")
-        from entry.cli_runs import result_lines
+        from entry.cli_runs import result_lines  # lazy: loads Temporal's SDK
         for line in result_lines(result, str(repo)):
             print(line)
     return 0 if result.status == "succeeded" else 1
@@ -205,7 +205,7 @@ async def run(args: argparse.Namespace, s: Settings) -> int:
 def _store(s: Settings) -> ArtifactStore:
     if s.artifact_store == "files":
         return ArtifactStore(s.artifacts_dir)
-    from infra.objectstore import open_store
+    from infra.objectstore import open_store  # lazy: the NATS client, for the shared store only
     return open_store(s)
 
 
@@ -235,8 +235,8 @@ def _start_over_http(s: Settings, wf_id: str, inp: TaskInput, memo: dict, summar
 async def _start_with_sdk(s: Settings, wf_id: str, inp: TaskInput, memo: dict, summary: str) -> None:
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from infra import telemetry
-    from infra.temporal import connect
+    from infra import telemetry  # lazy: OpenTelemetry's SDK, on this path only
+    from infra.temporal import connect  # lazy: Temporal's SDK, on this path only
     tel = telemetry.setup(s, "cli")  # the trace of the task starts here (StartWorkflow:TaskWorkflow)
     client = await connect(s, tracing=tel.on)
     try:
@@ -254,7 +254,7 @@ async def model(args: argparse.Namespace, s: Settings) -> int:
     spec = _usable_model(args.spec, s)
     if spec.kind == "scripted":
         raise ConfigError("cannot switch to a scripted: model: a run replays the trajectory it started with")
-    from entry.cli_runs import handle_of
+    from entry.cli_runs import handle_of  # lazy: loads Temporal's SDK, which bosun run's start does not
     handle, desc, running = await handle_of(s, args.id)
     if not running:
         raise ConfigError(f"run {args.id} is not running ({desc.status.name.lower()}); nothing to switch")

@@ -34,9 +34,12 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``safetext``: Text from models and repositories, made safe to print: no terminal control sequences, no bidi
   overrides.
 - ``settings``: All of bosun's settings in one model.
+- ``spanfile``: The offline span store's files: where, whether telemetry is on, and appending span records, without
+  OpenTelemetry.
 - ``spanstore``: Spans every host shares (``BOSUN_ARTIFACT_STORE=nats``): a JetStream stream, so ``bosun trace`` and
   the web view on any host, or on a machine with an empty data dir.
 - ``telemetry``: OpenTelemetry for every bosun process: traces and metrics, exported where users already look.
 - ``temporal``: Temporal wiring: the client bosun uses everywhere (pydantic payloads, tracing, TLS, API key).
+- ``temporal_http``: Starting a workflow through Temporal's HTTP API, without loading Temporal's SDK (``bosun run``).
 - ``traceview``: A task's spans as a tree for the terminal (``bosun trace ID``), from the offline span store.
 """

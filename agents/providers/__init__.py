@@ -140,8 +140,8 @@ def endpoint_for(spec: ModelSpec, settings=None) -> Endpoint:
 
 
 def _http_provider(endpoint: Endpoint) -> Provider:
-    from agents.providers.anthropic import AnthropicProvider
-    from agents.providers.openai_compat import OpenAICompatProvider
+    from agents.providers.anthropic import AnthropicProvider  # lazy: a spec's parsing (bosun run) needs none
+    from agents.providers.openai_compat import OpenAICompatProvider  # lazy: as above
     if endpoint.kind in KEYS and not endpoint.api_key and endpoint.base_url in VENDOR_URLS:
         raise missing_key(endpoint.kind)  # (a 401 after the round trip says less, or nothing offline)
     if endpoint.kind == "anthropic":
@@ -152,7 +152,12 @@ def _http_provider(endpoint: Endpoint) -> Provider:
 
 def _scripted(spec: ModelSpec, trajectory_text: str | None, agent_keys: list[str] | None,
               fetch: Callable[[str], str] | None) -> Provider:
-    from agents.providers.scripted import ScriptedProvider, load_trajectory, parse_trajectory, turns_for
+    from agents.providers.scripted import (  # lazy: as above
+        ScriptedProvider,
+        load_trajectory,
+        parse_trajectory,
+        turns_for,
+    )
     turns = parse_trajectory(trajectory_text, spec.model) if trajectory_text is not None \
         else load_trajectory(spec.model)[1]
     return ScriptedProvider(turns_for(turns, agent_keys or []), spec.model, fetch)

@@ -206,7 +206,7 @@ class ScriptedProvider(Provider):
 
     def _full(self, value: Any) -> Any:
         """``value``, or when compaction replaced it, the text it replaced (as long as the store has it)."""
-        from agents.context.compaction import compacted_ref  # (not needed to load a trajectory: bosun run)
+        from agents.context.compaction import compacted_ref  # lazy: loading a trajectory (bosun run) needs none
         ref = compacted_ref(value) if isinstance(value, str) else None
         if ref is None or self.fetch is None:
             return value
