@@ -102,6 +102,9 @@ class TaskWorkflow(TeamPhase):
         self.budget: BudgetTracker | None = None
         self.agents_run = 0
         self.budget_note = ""
+        self.checked: dict[str, ChecksResult] = {}
+        """The tests' result per commit: a commit tested already (a debug round or follow-up that changed nothing,
+        a team whose agents changed nothing) is not tested again: same tree, same environment, same command."""
         self.place = TaskPlacement(self._enter)
         """Where the task runs: its home host, slot claims, host watches, checkpoints, moves."""
 
@@ -305,9 +308,13 @@ class TaskWorkflow(TeamPhase):
     # -- workspace steps ---------------------------------------------------------------------------------------
 
     async def _checks(self, queue: str, commit: str, label: str) -> ChecksResult:
-        return await self.place.act(WorkspaceActivities.run_checks,
-                                    ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
-                                    summary=f"tests {label}", config=policies.LONG_STEP)
+        if commit in self.checked:
+            return self.checked[commit]
+        result = await self.place.act(WorkspaceActivities.run_checks,
+                                      ChecksInput(workflow_id=workflow.info().workflow_id, commit=commit, label=label),
+                                      summary=f"tests {label}", config=policies.LONG_STEP)
+        self.checked[commit] = result
+        return result
 
     async def _workspace(self, queue: str, name: str, commit: str) -> str:
         """A fresh workspace for one agent run, checked out by the host at ``commit``."""

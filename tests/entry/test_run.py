@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLE, make_example_repo
+from tests.entry.test_messages import sleepy_trajectory
 
 
 def run_example(stack, repo, wf_id, trajectory=EXAMPLE / "solo.jsonl", mode="solo"):
@@ -419,7 +420,8 @@ def test_a_repository_bosun_cannot_detect_is_said_so_as_the_run_starts(stack, tm
     assert "status: no_changes" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_a_run_whose_http_api_does_not_answer_starts_through_the_sdk_and_a_running_id_is_refused(stack, fixed_run):
+def test_a_run_whose_http_api_does_not_answer_starts_through_the_sdk_and_a_running_id_is_refused(stack, fixed_run,
+                                                                                                 tmp_path):
     """The HTTP API is a shortcut (infra/temporal_http.py): with nothing there, the SDK starts the task the same way;
     either way the id of a run still running is refused in one line, and nothing more starts."""
     from infra.privatestack import held_port
@@ -432,10 +434,15 @@ def test_a_run_whose_http_api_does_not_answer_starts_through_the_sdk_and_a_runni
         proc = stack.bosun(*run, "--id", "it-run-sdk", "--wait", "--json", env_extra=sdk, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["status"] == "succeeded"
-        started = stack.bosun(*run, "--id", "it-run-twice")  # (a few seconds of work: still running below)
-        assert started.returncode == 0, started.stderr
-        for extra in (sdk, {}):  # the SDK's way, then the HTTP API's
-            again = stack.bosun(*run, "--id", "it-run-twice", env_extra=extra)
-            assert again.returncode == 2 and again.stderr.strip() == (
-                "bosun: a run with the id it-run-twice is running: pick another --id (`bosun history it-run-twice` "
-                "shows it)"), again.stderr
+    sleepy = sleepy_trajectory(tmp_path, 60)  # (running for the whole check below, then cancelled)
+    started = stack.bosun(*run[:3], "--model", f"scripted:{sleepy}", *run[5:], "--id", "it-run-twice")
+    assert started.returncode == 0, started.stderr
+    try:
+        with held_port() as port:
+            for extra in ({"BOSUN_TEMPORAL_HTTP_PORT": str(port)}, {}):  # the SDK's way, then the HTTP API's
+                again = stack.bosun(*run, "--id", "it-run-twice", env_extra=extra)
+                assert again.returncode == 2 and again.stderr.strip() == (
+                    "bosun: a run with the id it-run-twice is running: pick another --id (`bosun history "
+                    "it-run-twice` shows it)"), again.stderr
+    finally:
+        stack.bosun("cancel", "it-run-twice")

@@ -136,6 +136,17 @@ async def test_debugger_rounds_stop_at_the_limit(env):
     assert result.status == "failed" and len(result.debug_rounds) == 2
 
 
+async def test_a_commit_tested_already_is_not_tested_again(env):
+    """Debug rounds that change nothing leave the branch where it was: its tests ran on that commit, so they are not
+    run again (same tree, environment and command); the result stays the one they gave."""
+    world = World(checks=lambda label: False, agents={"debugger-1": AgentScript(changes=False),
+                                                      "debugger-2": AgentScript(changes=False)})
+    result = await run_task(env, world, task_input(max_debug_rounds=2))
+    assert result.status == "failed" and len(result.debug_rounds) == 2
+    assert [c.input.label for c in world.named("run_checks")] == ["before", "after"]
+    assert result.tests_after.summary == "1 failed"
+
+
 async def test_task_budget_skips_agents_that_do_not_fit(env):
     world = World(plan=plan(("a", []), ("b", ["a"]), ("c", ["a"])),
                   agents={"planner": AgentScript(turns=[Turn(tokens=300)]),
