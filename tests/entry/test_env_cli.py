@@ -92,7 +92,8 @@ def test_build_json_and_exec_in_the_environment(tmp_path: Path):
     assert built["seed_unignored"] == ["tinypkg.egg-info/"]
     second = bosun("env", "build", "--repo", str(repo), "--ref", "main", "--json")
     again = json.loads(second.stdout)
-    assert again["cached"] is True and again["env_id"] == built["env_id"] and again["build_s"] < 1.0
+    # (found, not built: a build takes 5 s and more; a lookup under a loaded parallel suite up to a second or two)
+    assert again["cached"] is True and again["env_id"] == built["env_id"] and again["build_s"] < 3.0
     text = bosun("env", "build", "--repo", str(repo)).stdout
     assert "left out of diffs: 1 path(s) the build made that .gitignore does not name: tinypkg.egg-info/" in text
     assert built["attempts"][-1].startswith("as of ") and f"  install: {built['attempts'][-1]}" in text

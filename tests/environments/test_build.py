@@ -53,13 +53,14 @@ async def test_a_tiny_package_with_a_dependency_builds_once_and_runs_on_both_bac
     assert not (envs.store.root / "uv" / record.key).exists()  # the installer's cache goes after the build
     started = time.monotonic()
     again = envs.ensure(*envs.detect_repo(str(tiny_repo)))
-    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 1.0
+    # (found, not built: a build takes 5 s and more; a lookup under a loaded parallel suite up to a second or two)
+    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 3.0
     # the same files committed a day later (another key: resolved as of its own day) reuse it: no build
     later = envs.detect_repo(str(make_repo(tmp_path / "later", own, date="2025-06-03T10:00:00+00:00")))
     assert envs.key(later[0]) != record.key and record.family
     started = time.monotonic()
     again = envs.ensure(*later)
-    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 1.0
+    assert again.cached and again.record.env_id == record.env_id and time.monotonic() - started < 3.0
     ws = checkout(tiny_repo, tmp_path / "ws")
     for backend in ("docker", "bwrap"):
         provider = provider_for(record, backend, limits=TEST_LIMITS)
