@@ -33,8 +33,9 @@ def tls_config(settings: Settings) -> TLSConfig | bool:
 
 def explain(error: BaseException, settings: Settings) -> str:
     """Which setting to check for a failed connection or call (one sentence, without the secret)."""
-    text = str(error)
     target = settings.temporal_target
+    # Classified without the address: a port such as 29403 or 14010 must not read as a 403 or a 401
+    text = str(error).replace(target, "<target>")
     if "UnknownIssuer" in text or "certificate verify failed" in text or "BadSignature" in text:
         return (f"Temporal's server certificate at {target} is not signed by a trusted authority: check "
                 "BOSUN_TEMPORAL_TLS_CA (the PEM file of the authority that signed it)")
@@ -45,7 +46,7 @@ def explain(error: BaseException, settings: Settings) -> str:
                  re.IGNORECASE):
         return (f"Temporal at {target} did not accept this host's client certificate: check "
                 "BOSUN_TEMPORAL_TLS_CERT and BOSUN_TEMPORAL_TLS_KEY (mutual TLS: a certificate its authority signed)")
-    if re.search(r"Unauthenticated|PermissionDenied|401|403|unauthori[sz]ed", text, re.IGNORECASE):
+    if re.search(r"Unauthenticated|PermissionDenied|\b40[13]\b|unauthori[sz]ed", text, re.IGNORECASE):
         key = "BOSUN_TEMPORAL_API_KEY" if settings.temporal_api_key else "BOSUN_TEMPORAL_API_KEY (unset)"
         return (f"Temporal at {target} refused the credentials: check {key}, and BOSUN_TEMPORAL_NAMESPACE "
                 f"({settings.temporal_namespace}) for a key of another namespace")

@@ -9,7 +9,7 @@ import pytest
 from infra import devcerts
 from infra.errors import ConfigError
 from infra.privatestack import held_port
-from infra.settings import load_settings, parse_nats_servers, redact_url
+from infra.settings import Settings, load_settings, parse_nats_servers, redact_url
 from tests.conftest import bosun
 
 SECRET = "hunter2-never-shown"
@@ -158,6 +158,18 @@ def test_a_temporal_that_does_not_answer_is_said_in_plain_words(tmp_path):
     assert line == (f"bosun: cannot reach Temporal at 127.0.0.1:{port} (nothing listens there: connection refused); "
                     "start the embedded stack with `bosun up`, or set BOSUN_TEMPORAL_ADDRESS"), line
     assert "tonic" not in line and "\n" not in line
+
+
+@pytest.mark.parametrize("port", [29403, 14010, 30401])
+def test_a_port_that_spells_a_status_code_is_not_taken_for_one(port):
+    """The address is not part of what classifies an error: connection refused at port 29403 is not a 403."""
+    from infra.temporal import explain
+    s = Settings(host="127.0.0.1", temporal_port=port)
+    error = RuntimeError(f"Failed client connect: Server connection error: tonic::transport::Error(Transport, "
+                         f"ConnectError(ConnectError(\"tcp connect error\", 127.0.0.1:{port}, Os {{ code: 111, "
+                         f"kind: ConnectionRefused, message: \"Connection refused\" }})))")
+    assert explain(error, s).startswith(f"cannot reach Temporal at 127.0.0.1:{port} (nothing listens there")
+    assert "refused the credentials" in explain(RuntimeError("status: Unauthenticated, 401"), s)
 
 
 def test_connection_errors_in_plain_words():
