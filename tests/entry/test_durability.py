@@ -17,7 +17,7 @@ def slow_trajectory(tmp_path):
     turns = [json.loads(line) for line in (EXAMPLE / "solo.jsonl").read_text().splitlines()]
     # the 4th tool call sleeps: the worker is killed while it runs
     slow = {"content": "Checking the environment.", "tool_calls": [
-        {"name": "run_command", "arguments": {"command": "sleep 5 && echo slept"}}]}
+        {"name": "run_command", "arguments": {"command": "sleep 8 && echo slept"}}]}
     turns.insert(2, slow)
     turns[3]["expect"] = [{"tool": "run_command", "contains": "slept"}]
     path = tmp_path / "slow.jsonl"
@@ -38,7 +38,11 @@ def test_worker_sigkill_mid_run(stack, example_repo, tmp_path):
         return [e for e in stack.journal() if e["workflow_id"] == f"{wf}/agent-1" and e["type"] == "tool_call"
                 and e["event"] == "start"]
 
-    wait_for(lambda: len(tool_starts()) >= 4, 120, what="the slow tool call to start")
+    def tests_before_done():  # (a solo task runs them alongside its agent: the kill is to land in the tool only)
+        return any(e["workflow_id"] == wf and e["type"] == "run_checks" and e["event"] == "complete"
+                   for e in stack.journal())
+
+    wait_for(lambda: len(tool_starts()) >= 4 and tests_before_done(), 120, what="the slow tool call to start")
     victim = stack.state()["components"]["worker"]["pid"]
     os.kill(victim, signal.SIGKILL)
     killed_at = time.time()
