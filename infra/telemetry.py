@@ -77,7 +77,6 @@ class FileSpanExporter(SpanExporter):
     """Appends spans as JSON lines to a file of this process; rotates by size, keeps a bounded number of files."""
 
     def __init__(self, folder: Path, component: str) -> None:
-        self.folder, self.component = folder, component
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"spans-{component}-{os.getpid()}.jsonl"
         self._lock = threading.Lock()

@@ -144,12 +144,18 @@ class SandboxManager:
         self._boxes[key] = box
         return box
 
-    async def release(self, key: str) -> bool:
-        """Destroy the sandbox of ``key``; False when there was none."""
+    def _take(self, key: str) -> Sandbox | None:
+        """The sandbox of ``key``, out of this manager (no longer in use), or None."""
         box = self._boxes.pop(key, None)
         self._locks.pop(key, None)
         if box is not None:
             telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
+        return box
+
+    async def release(self, key: str) -> bool:
+        """Destroy the sandbox of ``key``; False when there was none."""
+        box = self._take(key)
+        if box is not None:
             await box.close()
         return box is not None
 
@@ -159,10 +165,7 @@ class SandboxManager:
         wait for. The sandbox leaves this manager at once (a new one for the key starts afresh); ``settle`` and
         ``release_prefix`` wait for what is still closing, and a worker that dies meanwhile leaves containers its
         reaper removes. False when there was no sandbox."""
-        box = self._boxes.pop(key, None)
-        self._locks.pop(key, None)
-        if box is not None:
-            telemetry.instruments().sandbox_in_use.add(-1, {"backend": box.backend})
+        box = self._take(key)
 
         async def close() -> None:
             try:

@@ -129,7 +129,7 @@ class PooledProvider(SandboxProvider):
         self.acquire_times.append(time.monotonic() - t0)
         self._acquired[key] = self._acquired.get(key, 0) + 1
         if self.spare and usable and self._acquired[key] > 1 and self.slots.supports(ws):
-            self._ahead_one(key)
+            self._ahead_to(key, 1)
         return sandbox
 
     def prestart(self, owner: tuple[int, int], count: int = 1) -> bool:
@@ -141,9 +141,6 @@ class PooledProvider(SandboxProvider):
             return False
         self._ahead_to(self._owner_key(owner), count)
         return True
-
-    def _ahead_one(self, key: str) -> None:
-        self._ahead_to(key, 1)
 
     def _ahead_to(self, key: str, count: int) -> None:
         for _ in range(count - len(self._ready.get(key, ())) - self._ahead.get(key, 0)):

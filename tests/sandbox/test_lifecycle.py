@@ -314,13 +314,19 @@ async def test_a_sandbox_started_ahead_gets_the_workspace_and_a_read_only_object
     assert not any(p.startswith(str(pool.slots.mine) + "/") for p in mount_points())
 
 
-async def test_a_reused_pool_keeps_one_spare_for_the_next_acquire(bwrap_provider, tmp_path: Path) -> None:
-    workspaces = []
-    for i in range(4):
+def named_workspaces(tmp_path: Path, n: int) -> list[Path]:
+    """``n`` workspaces, each with a name.txt saying which it is (what a sandbox bound to it reads back)."""
+    out = []
+    for i in range(n):
         ws = tmp_path / f"ws{i}"
         ws.mkdir()
         (ws / "name.txt").write_text(f"workspace {i}\n")
-        workspaces.append(ws)
+        out.append(ws)
+    return out
+
+
+async def test_a_reused_pool_keeps_one_spare_for_the_next_acquire(bwrap_provider, tmp_path: Path) -> None:
+    workspaces = named_workspaces(tmp_path, 4)
     key = bwrap_provider.pool_key(workspaces[0])
     pool = PooledProvider(bwrap_provider, size=0, spare=True, idle_s=30)
 
@@ -518,12 +524,7 @@ async def test_a_wave_prestarts_as_many_sandboxes_as_it_has_agents_and_each_acqu
                                                                                            tmp_path: Path) -> None:
     """prestart(owner, count): a wave of three agents acquiring at once gets three sandboxes started ahead, one
     each (none queues behind another's spare, none starts cold); asking again for fewer adds none."""
-    workspaces = []
-    for i in range(3):
-        ws = tmp_path / f"ws{i}"
-        ws.mkdir()
-        (ws / "name.txt").write_text(f"workspace {i}\n")
-        workspaces.append(ws)
+    workspaces = named_workspaces(tmp_path, 3)
     owner = (os.geteuid(), os.getegid())
     pool = PooledProvider(bwrap_provider, size=0, spare=True, idle_s=30)
     try:
