@@ -178,6 +178,23 @@ class TaskWorkflow(TeamPhase):
                 out.append(msg.text)
         return out
 
+    async def _caught_up(self, agent_id: str, handle, wanted: str) -> None:
+        """What arrived while ``agent_id`` was starting (a message, a model switch) reaches it now: the signal
+        handlers found no running agent then, and its input was already made."""
+        for msg in self.inbox:
+            if not msg.delivered_to:
+                try:
+                    await handle.signal(AgentWorkflow.steer, msg.text)
+                except Exception:  # noqa: BLE001 - it ended meanwhile: the message waits for the next one
+                    return
+                msg.delivered_to.append(agent_id)
+        switch = self.model_override
+        if switch and switch.model != wanted:
+            try:
+                await handle.signal(AgentWorkflow.switch_model, args=[switch.model, switch.by, switch.reason])
+            except Exception:  # noqa: BLE001 - it ended meanwhile
+                return
+
     # -- placement: agents on the hosts that take their slots -----------------------------------------------
 
     async def _placed(self, inp: TaskInput, name: str, role: str, task: str, commit: str, keys: list[str], *,
@@ -245,6 +262,7 @@ class TaskWorkflow(TeamPhase):
                 # the same round trip that schedules it (eager execution) - several times less latency per step.
                 id=wf_id, task_queue=queue, static_summary=f"{role} agent: {task[:120]}")
             self.running[wf_id] = handle
+            await self._caught_up(wf_id, handle, wanted)
             try:
                 if host is None:
                     result = await handle

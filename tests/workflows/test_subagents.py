@@ -28,8 +28,9 @@ async def test_four_explorers_run_in_parallel_and_their_spend_is_the_parents(env
             children.setdefault(agent_id, []).append(c)
     assert sorted(children) == [f"sub-parallel/agent-1/sub{i}" for i in range(1, 5)]
     wall = world.named("subagent_results")[0].started - world.named("plan_subagents")[0].ended
-    slowest = max(span(calls) for calls in children.values())
-    assert slowest >= 1.0 and wall <= 1.5 * slowest, (wall, slowest)
+    spans = [span(calls) for calls in children.values()]
+    # in sequence the wall would be at least the sum; in parallel it is near the slowest, even under load
+    assert min(spans) >= 1.0 and wall < sum(spans) / 2, (wall, spans)
     # explorers read the parent's workspace with roles of their own, at depth 1
     inits = [c.input for c in world.named("init_agent") if "/sub" in c.input.agent_id]
     parent_ws = next(c.input.workspace for c in world.named("init_agent") if c.input.agent_id.endswith("agent-1"))

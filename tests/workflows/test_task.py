@@ -526,3 +526,21 @@ async def test_a_new_home_that_holds_every_checkpoint_gets_the_branch_at_the_tas
     assert fin.host == "h2" and fin.started > restores[1].ended
     assert result.status == "succeeded" and result.files_changed == ["agent-1.py"], result.status
     assert [(m.what, m.from_worker, m.to_worker) for m in result.moves] == [("task", "h1", "h2")]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.02, 0.04])
+async def test_a_steer_while_the_agent_starts_reaches_it(env, delay):
+    """A message that arrives after the agent's input was made and before it runs (the task is starting the child
+    workflow) is neither lost nor given twice."""
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["read_file"], tool_seconds=0.3), Turn()])})
+
+    async def during(handle):
+        await _until(lambda: any(c.ended for c in world.named("route_model")), 20)
+        await asyncio.sleep(delay)
+        await handle.signal("steer", args=["as it starts", "tester"])
+
+    wf_id = f"t-starts-{uuid.uuid4().hex[:8]}"
+    result = await run_task(env, world, task_input(mode="solo"), during=during, wf_id=wf_id)
+    got = [c.input.user_messages.count("as it starts") for c in world.named("model_call")]
+    assert sum(got) == 1, got
+    assert [m.delivered_to for m in result.messages] == [[f"{wf_id}/agent-1"]]
