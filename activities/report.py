@@ -1,6 +1,7 @@
-"""Status back to where a task came from (GitHub issue/PR, Linear agent session), at the end of a run.
+"""Status back to where a task came from (GitHub issue/PR, GitLab issue/merge request, Linear agent session), at
+the end of a run.
 
-Thin adapter over infra/events' GitHub and Linear clients. Every side effect carries an idempotency key derived
+Thin adapter over infra/events' GitHub, GitLab and Linear clients. Every side effect carries an idempotency key derived
 from the workflow id (comment marker, pull request per branch, Linear activity id), so a retried activity never
 posts twice.
 """
@@ -14,6 +15,7 @@ from temporalio import activity
 
 from infra.events.config import load_events_config
 from infra.events.github_api import ExternalServiceError, GitHubClient
+from infra.events.gitlab_api import GitLabClient
 from infra.events.linear_api import LinearClient
 from infra.events.triggers import Origin
 from sandbox.hostgit import GitError
@@ -69,6 +71,8 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
             done.append("comment")
             await gh.set_state(origin.repo, origin.number, state)
             done.append(f"label bosun:{state}")
+    if origin.source == "gitlab" and origin.repo and cfg.secret("gitlab_token"):
+        done += await _report_gitlab(settings, cfg, origin, inp, deliver, state)
     if origin.source == "linear" and origin.agent_session_id and cfg.secret("linear_api_key"):
         async with LinearClient.from_config(cfg) as lin:
             key = f"{inp.workflow_id}:final"
@@ -81,7 +85,43 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
     return ReportResult(actions=done)
 
 
-async def push(settings: Any, inp: ReportInput, token: str | None) -> None:
+async def _report_gitlab(settings: Any, cfg: Any, origin: Origin, inp: ReportInput, deliver: Any,
+                         state: str) -> list[str]:
+    """GitLab: push, the merge request (into the merge request's branch when the task came from one), the result
+    note where the task came from (in the thread it was asked in, if any), the state label."""
+    done: list[str] = []
+    project = origin.project_id or origin.repo or ""
+    async with GitLabClient.from_config(cfg) as gl:
+        body = inp.summary
+        if deliver and origin.number:  # (a failed pipeline's task has nowhere to report: as on GitHub, no push)
+            await push(settings, inp, cfg.secret("gitlab_token"), user="oauth2")
+            done.append(f"pushed {inp.branch}")
+            what = "changes" if inp.status == "succeeded" else "part of the changes"
+            ref = f"!{origin.number}" if origin.noteable == "merge_request" else f"#{origin.number}"
+            if origin.head_branch:
+                title, intro = f"bosun: {what} for {ref}", f"Changes for {ref}, into its branch `{origin.head_branch}`."
+            elif inp.status == "succeeded":
+                title, intro = f"bosun: fix {ref}", f"Closes {ref}."
+            else:
+                title, intro = f"bosun: partial fix for {ref}", f"Part of {ref}: what did not get done is listed below."
+            mr = await gl.open_merge_request(project, inp.branch, title, f"{intro}\n\n{inp.summary}",
+                                             target=origin.head_branch, key=inp.workflow_id)
+            done.append(f"merge request !{mr.number}")
+            body = f"Opened merge request !{mr.number}.\n\n{inp.summary}"
+        if origin.number and origin.noteable:
+            if origin.discussion_id:
+                await gl.reply(project, origin.noteable, origin.number, origin.discussion_id,
+                               f"{inp.workflow_id}:result", body)
+                done.append("reply")
+            else:
+                await gl.upsert_note(project, origin.noteable, origin.number, f"{inp.workflow_id}:result", body)
+                done.append("note")
+            await gl.set_state(project, origin.noteable, origin.number, state)
+            done.append(f"label bosun:{state}")
+    return done
+
+
+async def push(settings: Any, inp: ReportInput, token: str | None, *, user: str = "x-access-token") -> None:
     """Push the task's commit to ``inp.branch`` of the remote, from the task repository (host git, hardened).
     A network failure is an ExternalServiceError that is retried; a refusal is final."""
     import asyncio
@@ -89,7 +129,7 @@ async def push(settings: Any, inp: ReportInput, token: str | None) -> None:
 
     repo = TaskRepo(settings.workspaces_dir, inp.workflow_id)
     try:
-        await asyncio.to_thread(repo.push, inp.branch, inp.remote, inp.commit, token=token)
+        await asyncio.to_thread(repo.push, inp.branch, inp.remote, inp.commit, token=token, token_user=user)
     except GitError as e:
         text = str(e)
         transient = any(s in text for s in ("Could not resolve host", "timed out", "Connection refused",
@@ -108,5 +148,6 @@ class ReportActivities:
 
     @activity.defn
     async def report_status(self, inp: ReportInput) -> ReportResult:
-        """Comment, labels, branch and pull request on GitHub; the final response or error on Linear."""
+        """Comment, labels, branch and pull request on GitHub (note, thread reply, labels, branch and merge request
+        on GitLab); the final response or error on Linear."""
         return await report_status(self.settings, inp)

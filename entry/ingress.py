@@ -1,11 +1,13 @@
-"""The webhook ingress: an ASGI app (starlette) that verifies GitHub and Linear deliveries and publishes them to
-JetStream, answering 2xx only after JetStream acknowledged the message.
+"""The webhook ingress: an ASGI app (starlette) that verifies GitHub, GitLab and Linear deliveries and publishes
+them to JetStream, answering 2xx only after JetStream acknowledged the message.
 
-Routes: ``POST /webhooks/github``, ``POST /webhooks/linear``, ``GET /healthz``.
+Routes: ``POST /webhooks/github``, ``POST /webhooks/gitlab``, ``POST /webhooks/linear``, ``GET /healthz``.
 
 A delivery is checked in this order and refused at the first problem, with nothing published:
-body size (413) -> signature (401) -> event and delivery headers (400) -> content type (415) -> JSON object (400)
--> Linear only: webhookTimestamp within the tolerance (400 malformed, 401 replayed or from the future).
+body size (413) -> signature, or GitLab's secret token (401) -> event and delivery headers (400) -> content type
+(415) -> JSON object (400) -> Linear only: webhookTimestamp within the tolerance (400 malformed, 401 replayed or from
+the future). A GitLab delivery is identified by its ``Idempotency-Key`` (the same on GitLab's retries), else by
+``X-Gitlab-Event-UUID``.
 Accepted: 200 ``{"accepted": true, "duplicate": ..., "subject": ..., "stream_seq": ...}`` (Linear counts anything
 but 200 as a failure). JetStream not reachable or no PubAck in time: 503 with Retry-After; the sender retries (or a
 person redelivers) with the same delivery id, and the stream drops the duplicate.
@@ -37,9 +39,11 @@ from infra.events.verify import (
     check_linear_timestamp,
     parse_json_object,
     require_delivery,
+    require_gitlab_event,
     require_json_content_type,
     require_token,
     verify_github_signature,
+    verify_gitlab_token,
     verify_linear_signature,
 )
 from infra.objectstore import open_store
@@ -72,6 +76,7 @@ class Ingress:
         self._connector: asyncio.Task[None] | None = None
         self.app = Starlette(routes=[
             Route("/webhooks/github", self.github, methods=["POST"]),
+            Route("/webhooks/gitlab", self.gitlab, methods=["POST"]),
             Route("/webhooks/linear", self.linear, methods=["POST"]),
             Route("/healthz", self.healthz, methods=["GET"]),
         ], lifespan=self._lifespan)
@@ -146,6 +151,25 @@ class Ingress:
             return self._refuse("github", request, r)
         return await self._accept("github", event, delivery, body, request)
 
+    async def gitlab(self, request: Request) -> JSONResponse:
+        secret = self.cfg.secret("gitlab_webhook_secret")
+        if not secret:
+            return _error(503, "GitLab webhooks are not configured here: set BOSUN_GITLAB_WEBHOOK_SECRET")
+        try:
+            body = await _read_body(request, self.cfg.max_body_bytes)
+            h = request.headers
+            verify_gitlab_token(secret, h.get("x-gitlab-token"))
+            event = require_gitlab_event(h.get("x-gitlab-event"))
+            if h.get("idempotency-key"):
+                delivery = require_delivery("Idempotency-Key", h.get("idempotency-key"))
+            else:
+                delivery = require_delivery("X-Gitlab-Event-UUID", h.get("x-gitlab-event-uuid"))
+            require_json_content_type(h.get("content-type"))
+            await _parse(body)
+        except Rejected as r:
+            return self._refuse("gitlab", request, r)
+        return await self._accept("gitlab", event, delivery, body, request)
+
     async def linear(self, request: Request) -> JSONResponse:
         secret = self.cfg.secret("linear_webhook_secret")
         if not secret:
@@ -167,7 +191,8 @@ class Ingress:
 
     def _refuse(self, source: str, request: Request, r: Rejected) -> JSONResponse:
         log.warning("refused %s delivery %s from %s: %d %s", source,
-                    request.headers.get("x-github-delivery") or request.headers.get("linear-delivery") or "-",
+                    request.headers.get("x-github-delivery") or request.headers.get("linear-delivery")
+                    or request.headers.get("x-gitlab-event-uuid") or "-",
                     request.client.host if request.client else "?", r.status, r.message)
         instruments().ingress.add(1, {"source": source, "outcome": "refused", "reason": f"{r.status} {r.field or ''}"
                                       .strip()})

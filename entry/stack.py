@@ -103,10 +103,10 @@ def components(s: Settings) -> list[Component]:
                            f"task queues {s.task_queue}, {s.worker_queue}", "entry.worker"))
     comps.append(Component("ui", [sys.executable, "-m", "entry.ui"],
                            {"web view": (s.ui_port, "BOSUN_UI_PORT")}, ui_url(s), "entry.ui"))
-    if s.github_webhook_secret or s.linear_webhook_secret:
+    if s.github_webhook_secret or s.gitlab_webhook_secret or s.linear_webhook_secret:
         comps.append(Component("ingress", [sys.executable, "-m", "entry.events", "ingress"],
                                {"webhook ingress": (s.ingress_port, "BOSUN_INGRESS_PORT")},
-                               f"http://{s.host}:{s.ingress_port}/webhooks/{{github,linear}}",
+                               f"http://{s.host}:{s.ingress_port}/webhooks/{{github,gitlab,linear}}",
                                "entry.events ingress"))
         if s.default_model or os.environ.get("BOSUN_EVENTS_MODEL"):
             comps.append(Component("starter", [sys.executable, "-m", "entry.events", "starter"], {},

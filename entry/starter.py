@@ -42,6 +42,7 @@ from infra.events import bus, tracing
 from infra.events.config import EventsConfig, load_events_config, run_url
 from infra.events.gateway import TransientError, WorkflowGateway
 from infra.events.github_api import ExternalServiceError, GitHubClient
+from infra.events.gitlab_api import GitLabClient
 from infra.events.linear_api import LinearClient
 from infra.events.triggers import Decision, UnknownShape, decide
 from infra.objectstore import open_store
@@ -310,6 +311,13 @@ class Starter:
             await self.ledger.put(env.source, env.delivery, bus.LedgerEntry(d.workflow_id, None, outcome))
             return await self._ack(msg, env, outcome)
 
+        if d.author_id is not None:
+            refused = await self._gitlab_access(d)
+            if refused:
+                self.stats.ignored += 1
+                log.info("%s %s %s ignored: %s", env.source, env.event, env.delivery, refused)
+                await self.ledger.put(env.source, env.delivery, bus.LedgerEntry(d.workflow_id, None, "ignored"))
+                return await self._ack(msg, env, "ignored")
         d = await self._pull_request_head(d)
         with tracing.span(f"start {d.workflow_id}", env.headers, **{"bosun.workflow_id": d.workflow_id}) as carrier:
             task_input = self._task_input(repo=d.repo or "", task=d.task or "", ref=d.ref,
@@ -365,6 +373,25 @@ class Starter:
         task = f"{d.task or ''}\n\nWork on the pull request's branch {branch} (head {sha[:12]})."
         return d.model_copy(update={"ref": sha, "task": task,
                                     "origin": d.origin.model_copy(update={"head_branch": branch})})
+
+    async def _gitlab_access(self, d: Decision) -> str | None:
+        """Why a GitLab note's author may not trigger (None: they may): a note carries no role, so their access
+        level to the project is asked (BOSUN_GITLAB_TOKEN). A transient failure retries the message later."""
+        need = self.cfg.triggers.gitlab_min_access_level
+        if not self.cfg.secret("gitlab_token"):
+            return ("a GitLab mention needs BOSUN_GITLAB_TOKEN to check the author's access level "
+                    f"(at least {need}); none is set")
+        assert d.origin is not None and d.author_id is not None
+        try:
+            async with GitLabClient.from_config(self.cfg) as gl:
+                level = await gl.access_level(d.origin.project_id or d.origin.repo or "", d.author_id)
+        except ExternalServiceError as e:
+            if e.retryable:
+                raise TransientError(f"looking up user {d.author_id}'s access to {d.origin.repo}: {e}") from None
+            return f"the access level of user {d.author_id} to {d.origin.repo} could not be read: {e}"
+        if level < need:
+            return f"user {d.author_id} has access level {level} to {d.origin.repo}, below {need}"
+        return None
 
     async def _trajectory_ref(self) -> str | None:
         """scripted: (the test double) needs its trajectory in the artifact store, as `bosun run` does it."""
@@ -431,6 +458,16 @@ class Starter:
                     await gh.set_state(origin.repo, origin.number, "working")
                 if origin.comment_id is not None and outcome in ("started", "signalled"):
                     await gh.react(origin.repo, origin.comment_id, "eyes")
+        elif origin.source == "gitlab" and self.cfg.secret("gitlab_token") and origin.repo:
+            project = origin.project_id or origin.repo
+            async with GitLabClient.from_config(self.cfg) as gl:
+                if outcome == "started" and origin.number is not None and origin.noteable:
+                    await gl.upsert_note(project, origin.noteable, origin.number, f"{wf_id}:started:{env.delivery}",
+                                         f"bosun is on it ({d.reason}). Follow the run: [{wf_id}]({link})")
+                    await gl.set_state(project, origin.noteable, origin.number, "working")
+                if origin.comment_id is not None and origin.noteable and origin.number is not None \
+                        and outcome in ("started", "signalled"):
+                    await gl.award(project, origin.noteable, origin.number, origin.comment_id, "eyes")
         elif origin.source == "linear" and self.cfg.secret("linear_api_key") and origin.agent_session_id:
             sid = origin.agent_session_id
             async with LinearClient.from_config(self.cfg) as linear:

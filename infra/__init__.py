@@ -15,6 +15,8 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``events.gateway``: Temporal operations of the starter: start, signal-with-start (follow-ups), cancel.
 - ``events.github_api``: GitHub REST (over httpx) for reporting status back: comments, state labels, pull requests,
   and pushing branches.
+- ``events.gitlab_api``: GitLab REST v4 (over httpx) for status back: notes, replies in threads, state labels, merge
+  requests, award emoji, and the access level a trigger's author has.
 - ``events.linear_api``: Linear GraphQL (over httpx) for reporting to an agent session: activities and the session's
   external link.
 - ``events.triggers``: Trigger rules: from one webhook event to a decision (start a task, follow up, cancel, or

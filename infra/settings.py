@@ -167,8 +167,8 @@ class Settings(BaseSettings):
     beyond loopback. Never logged."""
 
     ingress_port: int = 8787
-    """Port of the webhook ingress (POST /webhooks/github, /webhooks/linear; GET /healthz). The stack runs the
-    ingress and the event starter when a webhook secret is set (and a model, for the starter)."""
+    """Port of the webhook ingress (POST /webhooks/github, /webhooks/gitlab, /webhooks/linear; GET /healthz). The
+    stack runs the ingress and the event starter when a webhook secret is set (and a model, for the starter)."""
     github_webhook_secret: SecretStr | None = None
     """GitHub webhook secret (X-Hub-Signature-256). Unset: /webhooks/github answers 503."""
     linear_webhook_secret: SecretStr | None = None
@@ -181,6 +181,13 @@ class Settings(BaseSettings):
     """GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3)."""
     linear_api_url: str = "https://api.linear.app/graphql"
     """Linear GraphQL endpoint."""
+    gitlab_webhook_secret: SecretStr | None = None
+    """GitLab webhook secret token (sent back as X-Gitlab-Token). Unset: /webhooks/gitlab answers 503."""
+    gitlab_token: SecretStr | None = None
+    """GitLab project or group access token (role Developer; scopes api and write_repository) for notes, labels,
+    merge requests and git push. Never logged."""
+    gitlab_api_url: str = "https://gitlab.com/api/v4"
+    """GitLab REST base URL (self-managed: https://HOST/api/v4)."""
 
     max_turns: int = 40
     """Model turns one agent may take before it stops with status `budget_exhausted`."""

@@ -122,17 +122,18 @@ class Delivery:
             why = f"git could not create {branch} in {source}: {said[-300:] or 'no reason given'}"
         return Delivered("", why + kept)
 
-    def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0
-             ) -> str:
+    def push(self, branch: str, remote: str, commit: str, *, token: str | None = None, timeout_s: float = 300.0,
+             token_user: str = "x-access-token") -> str:
         """Push ``commit`` to ``refs/heads/<branch>`` of ``remote`` (a URL or path). With ``token`` an https remote
-        is authenticated by header (never in a URL or an error message). Idempotent."""
+        is authenticated by header, as HTTP basic ``token_user``:``token`` (GitHub: x-access-token; GitLab:
+        oauth2), never in a URL or an error message. Idempotent."""
         check_ref(branch, "branch")
         check_object_id(commit)
         if remote.startswith("-"):
             raise ConfigError(f"remote {remote!r} may not start with '-'")
         config = []
         if token and remote.startswith("https://"):
-            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            basic = base64.b64encode(f"{token_user}:{token}".encode()).decode()
             config.append(f"http.extraHeader=Authorization: Basic {basic}")
         git(self.git_dir, "push", "--porcelain", "--", remote, f"{commit}:refs/heads/{branch}", config=config,
             protocols=TRANSPORTS, timeout_s=timeout_s, secret=token)

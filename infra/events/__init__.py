@@ -5,7 +5,8 @@ points: ``entry/ingress.py``, ``entry/starter.py``, run by ``python -m entry.eve
 * ``bus``        - JetStream streams, headers, the delivery ledger
 * ``triggers``   - the rules and the workflow ids (business keys); ``payloads`` the typed webhook bodies
 * ``gateway``    - the Temporal calls of the starter (deterministic request ids, trace header)
-* ``github_api`` / ``linear_api`` - status back (comments, labels, PRs, pushes; agent activities), idempotent
+* ``github_api`` / ``gitlab_api`` / ``linear_api`` - status back (comments and notes, labels, pull and merge
+  requests, pushes; agent activities), idempotent
 * ``config``     - EventsConfig (env ``BOSUN_EVENTS_*`` and a JSON file)
 * ``tracing``    - W3C trace context carried from the webhook into the workflow
 

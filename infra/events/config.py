@@ -51,10 +51,21 @@ class TriggerRules(BaseModel):
     """Linear AgentSessionEvent: ``created`` starts, ``prompted`` follows up, a stop signal cancels."""
     ignore_bots: bool = True
     """Ignore comments written by bots and comments carrying a bosun marker (no loops on our own comments)."""
+    gitlab_label: str = "bosun"
+    """A GitLab issue (or merge request) that gets this label starts a task."""
+    gitlab_mention: str = "@bosun"
+    """A GitLab comment (note) containing this mention starts a task or reaches the running one as a follow-up."""
+    gitlab_min_access_level: int = 30
+    """The project role a note's author needs for a mention to act (GitLab access levels: 30 Developer, 40
+    Maintainer, 50 Owner): people who can push. Checked through the API, so it needs BOSUN_GITLAB_TOKEN."""
+    gitlab_debug_branch_prefix: str = "bosun/"
+    """A failed pipeline on a branch with this prefix starts a debugger task."""
+    gitlab_failed_statuses: list[str] = ["failed"]
+    """Pipeline statuses that count as failed."""
 
 
 SHARED = ("github_webhook_secret", "linear_webhook_secret", "github_token", "linear_api_key", "github_api_url",
-          "linear_api_url", "ingress_port")
+          "linear_api_url", "ingress_port", "gitlab_webhook_secret", "gitlab_token", "gitlab_api_url")
 """Settings fields the events subsystem uses (read from ``BOSUN_<FIELD>`` by Settings)."""
 
 
@@ -118,6 +129,8 @@ class EventsConfig(BaseModel):
     # ---------------------------------------------------------------- what a started task looks like
     repos: dict[str, str] = {}
     """GitHub ``owner/repo`` -> local path or clone URL of the repository the task works on."""
+    gitlab_repos: dict[str, str] = {}
+    """GitLab project path (``group/subgroup/project``, as ``path_with_namespace``) -> local path or clone URL."""
     linear_repos: dict[str, str] = {}
     """Linear team key (the ``ENG`` of ``ENG-123``) -> a key of ``repos``, a path, or a clone URL."""
     linear_default_repo: str | None = None
@@ -143,7 +156,7 @@ class EventsConfig(BaseModel):
     """Link to a run, with {workflow_id} (URL-encoded) and {namespace}. Default: the embedded Temporal Web UI."""
 
     def secret(self, name: Literal["github_webhook_secret", "linear_webhook_secret", "github_token",
-                                   "linear_api_key"]) -> str | None:
+                                   "linear_api_key", "gitlab_webhook_secret", "gitlab_token"]) -> str | None:
         value = getattr(self.settings, name)
         return value.get_secret_value() or None if value is not None else None
 

@@ -76,24 +76,19 @@ def _path_repo(repo: str) -> str:
     return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
 
 
-class GitHubClient:
-    """A small async GitHub REST client. Use as an async context manager (or call ``aclose``)."""
+class RestClient:
+    """What GitHub's and GitLab's REST clients share: an httpx client, the refusal mapped to ExternalServiceError
+    (retryable on 408, 429, 5xx, a rate limit and network errors; ``Retry-After`` kept), and Link-header paging.
+    Use as an async context manager (or call ``aclose``)."""
 
-    def __init__(self, token: str | None, base_url: str = "https://api.github.com", *, timeout: float = 15.0,
+    service = "GitHub"
+
+    def __init__(self, base_url: str, headers: dict[str, str], *, timeout: float = 15.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION,
-                   "User-Agent": "bosun"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout,
-                                      transport=transport)
+        self.http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers={"User-Agent": "bosun", **headers},
+                                      timeout=timeout, transport=transport)
 
-    @classmethod
-    def from_config(cls, cfg: Any, **kw: Any) -> GitHubClient:
-        """From an EventsConfig (its settings: token BOSUN_GITHUB_TOKEN, base URL BOSUN_GITHUB_API_URL)."""
-        return cls(cfg.secret("github_token"), cfg.settings.github_api_url, **kw)
-
-    async def __aenter__(self) -> GitHubClient:
+    async def __aenter__(self):  # noqa: ANN204 - the subclass
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -102,23 +97,24 @@ class GitHubClient:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    # ---------------------------------------------------------------- transport
-
     async def _request(self, method: str, path: str, *, ok: tuple[int, ...] = (200, 201), **kw: Any) -> httpx.Response:
         try:
             r = await self.http.request(method, path, **kw)
         except httpx.HTTPError as e:
-            raise ExternalServiceError(f"GitHub {method} {path}: {type(e).__name__}: {e}", retryable=True) from None
+            raise ExternalServiceError(f"{self.service} {method} {path}: {type(e).__name__}: {e}",
+                                       retryable=True) from None
         if r.status_code in ok:
             return r
         retry_after = r.headers.get("retry-after")
-        limited = r.status_code in (403, 429) and (r.headers.get("x-ratelimit-remaining") == "0" or retry_after)
+        spent = r.headers.get("x-ratelimit-remaining") == "0" or r.headers.get("ratelimit-remaining") == "0"
+        limited = r.status_code in (403, 429) and (spent or retry_after)
         retryable = r.status_code in (408, 429) or r.status_code >= 500 or bool(limited)
         try:
-            detail = r.json().get("message", "")
+            answer = r.json()
+            detail = answer.get("message", "") or answer.get("error", "") if isinstance(answer, dict) else ""
         except ValueError:
             detail = r.text[:200]
-        raise ExternalServiceError(f"GitHub {method} {path} answered {r.status_code}: {detail}",
+        raise ExternalServiceError(f"{self.service} {method} {path} answered {r.status_code}: {str(detail)[:300]}",
                                    status=r.status_code, retryable=retryable,
                                    retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None)
 
@@ -133,6 +129,22 @@ class GitHubClient:
             m = re.search(r'<([^>]+)>;\s*rel="next"', r.headers.get("link", ""))
             url, query = (m.group(1), None) if m else (None, None)
         return items
+
+
+class GitHubClient(RestClient):
+    """A small async GitHub REST client. Use as an async context manager (or call ``aclose``)."""
+
+    def __init__(self, token: str | None, base_url: str = "https://api.github.com", *, timeout: float = 15.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        super().__init__(base_url, headers, timeout=timeout, transport=transport)
+
+    @classmethod
+    def from_config(cls, cfg: Any, **kw: Any) -> GitHubClient:
+        """From an EventsConfig (its settings: token BOSUN_GITHUB_TOKEN, base URL BOSUN_GITHUB_API_URL)."""
+        return cls(cfg.secret("github_token"), cfg.settings.github_api_url, **kw)
 
     # ---------------------------------------------------------------- comments
 

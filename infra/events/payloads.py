@@ -1,9 +1,10 @@
-"""The parts of GitHub's and Linear's webhook payloads that the trigger rules read (everything else is ignored).
+"""The parts of GitHub's, GitLab's and Linear's webhook payloads that the trigger rules read (everything else is
+ignored).
 
 Shapes follow the public documentation: GitHub "Webhook events and payloads" (issues, pull_request,
-issue_comment, check_run, workflow_run) and Linear's data-change webhooks (``type``/``action``/``data``/
-``updatedFrom``) and agent session webhooks (``AgentSessionEvent`` with ``agentSession``, ``agentActivity``,
-``promptContext``).
+issue_comment, check_run, workflow_run), GitLab "Webhook events" (Issue Hook, Note Hook, Merge Request Hook,
+Pipeline Hook), Linear's data-change webhooks (``type``/``action``/``data``/``updatedFrom``) and agent session
+webhooks (``AgentSessionEvent`` with ``agentSession``, ``agentActivity``, ``promptContext``).
 """
 
 from __future__ import annotations
@@ -119,6 +120,134 @@ class GHWorkflowRunEvent(_Model):
     action: str
     workflow_run: GHWorkflowRun
     repository: GHRepository
+
+
+# ---------------------------------------------------------------- GitLab
+
+class GLUser(_Model):
+    id: int | None = None
+    username: str = ""
+    name: str | None = None
+
+
+class GLProject(_Model):
+    id: int
+    path_with_namespace: str
+    web_url: str | None = None
+    git_http_url: str | None = None
+    default_branch: str | None = None
+
+
+class GLLabel(_Model):
+    title: str
+
+
+class GLLabelChange(_Model):
+    previous: list[GLLabel] = []
+    current: list[GLLabel] = []
+
+
+class GLChanges(_Model):
+    labels: GLLabelChange | None = None
+
+
+class GLCommit(_Model):
+    id: str
+
+
+class GLIssueAttrs(_Model):
+    iid: int
+    title: str = ""
+    description: str | None = None
+    url: str | None = None
+    action: str | None = None
+    state: str | None = None
+    labels: list[GLLabel] = []
+
+
+class GLMergeRequestAttrs(GLIssueAttrs):
+    source_branch: str
+    target_branch: str
+    source_project_id: int | None = None
+    target_project_id: int | None = None
+    last_commit: GLCommit | None = None
+
+
+class GLIssueEvent(_Model):
+    object_kind: str
+    user: GLUser | None = None
+    project: GLProject
+    object_attributes: GLIssueAttrs
+    labels: list[GLLabel] = []
+    changes: GLChanges = GLChanges()
+
+
+class GLMergeRequestEvent(GLIssueEvent):
+    object_attributes: GLMergeRequestAttrs
+
+
+class GLNoteAttrs(_Model):
+    id: int
+    note: str = ""
+    noteable_type: str
+    author_id: int | None = None
+    discussion_id: str | None = None
+    type: str | None = None
+    """None (a plain comment), "DiscussionNote" or "DiffNote" (a thread, on a diff line)."""
+    url: str | None = None
+    system: bool = False
+    """GitLab's own notes ("added label ~bosun", "mentioned in ...")."""
+    action: str | None = None
+    """"create" or "update" (an edited note)."""
+
+
+class GLNoteIssue(_Model):
+    iid: int
+    title: str = ""
+    description: str | None = None
+    url: str | None = None
+
+
+class GLNoteMergeRequest(GLNoteIssue):
+    source_branch: str
+    target_branch: str | None = None
+    source_project_id: int | None = None
+    target_project_id: int | None = None
+    last_commit: GLCommit | None = None
+
+
+class GLNoteEvent(_Model):
+    object_kind: str
+    user: GLUser
+    project: GLProject
+    object_attributes: GLNoteAttrs
+    issue: GLNoteIssue | None = None
+    merge_request: GLNoteMergeRequest | None = None
+
+
+class GLPipelineAttrs(_Model):
+    id: int
+    ref: str | None = None
+    tag: bool = False
+    sha: str
+    status: str
+    source: str | None = None
+    url: str | None = None
+
+
+class GLBuild(_Model):
+    id: int
+    name: str = ""
+    stage: str | None = None
+    status: str | None = None
+    allow_failure: bool = False
+
+
+class GLPipelineEvent(_Model):
+    object_kind: str
+    project: GLProject
+    object_attributes: GLPipelineAttrs
+    builds: list[GLBuild] = []
 
 
 # ---------------------------------------------------------------- Linear

@@ -8,6 +8,9 @@ Workflow ids come from the business key, so every event about the same thing rea
 ``gh:<owner>/<repo>:issue:<n>``       issue labelled, or a comment mentioning bosun on an issue
 ``gh:<owner>/<repo>:pr:<n>``          pull request labelled, or a comment mentioning bosun on it
 ``gh:<owner>/<repo>:ci:<head sha>``   a failed check_run / workflow_run on a ``bosun/`` branch
+``gl:<group>/<project>:issue:<iid>``  GitLab issue labelled, or a note mentioning bosun on it
+``gl:<group>/<project>:mr:<iid>``     GitLab merge request labelled, or a note mentioning bosun on it
+``gl:<group>/<project>:ci:<sha>``     a failed GitLab pipeline on a ``bosun/`` branch
 ``linear:session:<id>``               a Linear agent session (created, prompted, stopped)
 ``linear:issue:<id>``                 a Linear issue labelled bosun
 ====================================  =========================================================
@@ -33,11 +36,17 @@ class UnknownShape(Exception):
 class Origin(BaseModel):
     """Where the task came from, so status can be reported back there. Stored in the workflow memo (``origin``)."""
 
-    source: Literal["github", "linear"]
+    source: Literal["github", "gitlab", "linear"]
     repo: str | None = None
-    """GitHub ``owner/repo``."""
+    """GitHub ``owner/repo``; GitLab the project's ``path_with_namespace``."""
     number: int | None = None
-    """GitHub issue or pull request number."""
+    """GitHub issue or pull request number; GitLab the issue's or merge request's iid."""
+    noteable: Literal["issue", "merge_request"] | None = None
+    """GitLab: whether ``number`` is an issue or a merge request (they have separate APIs)."""
+    project_id: int | None = None
+    """GitLab: the project's numeric id."""
+    discussion_id: str | None = None
+    """GitLab: the thread of the note that triggered (the answer goes there)."""
     head_branch: str | None = None
     """GitHub: the branch of a failed check / the pull request head."""
     url: str | None = None
@@ -47,7 +56,7 @@ class Origin(BaseModel):
     """Linear issue id."""
     issue_identifier: str | None = None
     comment_id: int | None = None
-    """GitHub: the comment that triggered (the starter reacts to it)."""
+    """GitHub: the comment that triggered (the starter reacts to it); GitLab: the note."""
 
 
 class Decision(BaseModel):
@@ -68,6 +77,9 @@ class Decision(BaseModel):
     carry the head)."""
     origin: Origin | None = None
     summary: str = ""
+    author_id: int | None = None
+    """GitLab: the note's author, whose access level to the project the starter checks before acting (a note
+    carries no role, unlike GitHub's author_association)."""
 
 
 def ignore(reason: str) -> Decision:
@@ -78,6 +90,10 @@ def ignore(reason: str) -> Decision:
 
 def github_id(repo: str, kind: Literal["issue", "pr", "ci"], key: str | int) -> str:
     return f"gh:{repo}:{kind}:{key}"
+
+
+def gitlab_id(project: str, kind: Literal["issue", "mr", "ci"], key: str | int) -> str:
+    return f"gl:{project}:{kind}:{key}"
 
 
 def linear_session_id(session_id: str) -> str:
@@ -94,6 +110,9 @@ def parse_workflow_id(workflow_id: str) -> dict[str, str] | None:
     m = re.fullmatch(r"gh:([^:/]+/[^:]+):(issue|pr|ci):(.+)", workflow_id)
     if m:
         return {"source": "github", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
+    m = re.fullmatch(r"gl:([^:/]+(?:/[^:/]+)+):(issue|mr|ci):(.+)", workflow_id)
+    if m:
+        return {"source": "gitlab", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
     m = re.fullmatch(r"linear:(session|issue):(.+)", workflow_id)
     if m:
         return {"source": "linear", "kind": m.group(1), "key": m.group(2)}
@@ -255,6 +274,137 @@ GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_r
 """The rule of each GitHub event bosun acts on."""
 
 
+# ---------------------------------------------------------------- GitLab rules
+
+BOT_USERNAME = re.compile(r"^(?:project|group)_\d+_bot(?:_[0-9a-f]+)?$|^service_account_|^ghost$|-bot$",
+                          re.IGNORECASE)
+"""GitLab's own bot users: project and group access tokens (``project_<id>_bot_<hash>``), service accounts,
+the ghost user. A note's user object carries no bot flag."""
+
+
+def decide_gitlab(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    """What a GitLab delivery starts or asks for, by its X-Gitlab-Event (as ``issue_hook``, ``note_hook``, ...):
+    a label (Issue Hook, Merge Request Hook), a mention (Note Hook), a failed pipeline on a bosun branch
+    (Pipeline Hook); anything else is ignored."""
+    rule = GITLAB_RULES.get(event)
+    if rule is None:
+        return ignore(f"GitLab event {event} has no trigger rule")
+    return rule(event, payload, cfg)
+
+
+def _repo_for_gitlab(cfg: EventsConfig, path: str) -> str | None:
+    return cfg.gitlab_repos.get(path) or cfg.gitlab_repos.get(path.lower())
+
+
+def _no_gitlab_repo(path: str) -> Decision:
+    return ignore(f"no repository mapping for GitLab project {path}: add it to BOSUN_EVENTS_GITLAB_REPOS "
+                  f"(e.g. {{\"{path}\": \"/path/or/clone-url\"}})")
+
+
+def _label_added(labels: list[p.GLLabel], changes: p.GLChanges, action: str | None, wanted: str) -> bool:
+    """The label is there now and was not before: added by an update, or there from the start (``open``)."""
+    def has(items: list[p.GLLabel]) -> bool:
+        return any(lb.title.lower() == wanted.lower() for lb in items)
+
+    if changes.labels is not None:
+        return has(changes.labels.current) and not has(changes.labels.previous)
+    return action == "open" and has(labels)
+
+
+def _gitlab_labelled(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    wanted = cfg.triggers.gitlab_label
+    mr = event == "merge_request_hook"
+    ev = _parse(p.GLMergeRequestEvent if mr else p.GLIssueEvent, payload, f"GitLab {event}")
+    attrs = ev.object_attributes
+    if not _label_added(ev.labels or attrs.labels, ev.changes, attrs.action, wanted):
+        return ignore(f"{event} ({attrs.action}) does not add the label {wanted!r}")
+    path = ev.project.path_with_namespace
+    mapped = _repo_for_gitlab(cfg, path)
+    if mapped is None:
+        return _no_gitlab_repo(path)
+    kind: Literal["issue", "mr"] = "mr" if mr else "issue"
+    what = "merge request" if mr else "issue"
+    sign = "!" if mr else "#"
+    where = f"GitLab {what} {path}{sign}{attrs.iid}" + (f", branch {attrs.source_branch}" if mr else "")
+    origin = Origin(source="gitlab", repo=path, number=attrs.iid, project_id=ev.project.id, url=attrs.url,
+                    noteable="merge_request" if mr else "issue",
+                    head_branch=attrs.source_branch if mr else None)
+    return Decision(
+        kind="start", reason=f"{what} labelled {wanted}", workflow_id=gitlab_id(path, kind, attrs.iid),
+        task=_issue_task(attrs.title, attrs.description, where, attrs.url), repo=mapped,
+        ref=attrs.last_commit.id if mr and attrs.last_commit else "HEAD", origin=origin,
+        summary=f"{path}{sign}{attrs.iid}: {attrs.title}"[:200])
+
+
+def _gitlab_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    ev: p.GLNoteEvent = _parse(p.GLNoteEvent, payload, f"GitLab {event}")
+    note, user = ev.object_attributes, ev.user
+    if note.system or note.action not in (None, "create"):
+        return ignore(f"a {'system note' if note.system else 'note ' + str(note.action)}: only new notes by people "
+                      "act")
+    if rules.ignore_bots and (BOT_USERNAME.search(user.username or "") or MARKER_PREFIX in note.note):
+        return ignore(f"note by bot {user.username} or carrying a bosun marker")
+    if not _mentions(note.note, rules.gitlab_mention):
+        return ignore(f"note does not mention {rules.gitlab_mention}")
+    if note.noteable_type == "Issue" and ev.issue is not None:
+        target: p.GLNoteIssue = ev.issue
+        kind: Literal["issue", "mr"] = "issue"
+    elif note.noteable_type == "MergeRequest" and ev.merge_request is not None:
+        target, kind = ev.merge_request, "mr"
+    else:
+        return ignore(f"a note on a {note.noteable_type}: bosun acts on issues and merge requests")
+    path = ev.project.path_with_namespace
+    mapped = _repo_for_gitlab(cfg, path)
+    if mapped is None:
+        return _no_gitlab_repo(path)
+    mr = ev.merge_request if kind == "mr" else None
+    sign, what = ("!", "merge request") if mr else ("#", "issue")
+    where = f"GitLab {what} {path}{sign}{target.iid}" + (f", branch {mr.source_branch}" if mr else "")
+    task = _issue_task(target.title, target.description, where, target.url)
+    task += f"\n\n@{user.username} asked:\n{note.note.strip()}"
+    origin = Origin(source="gitlab", repo=path, number=target.iid, project_id=ev.project.id, url=target.url,
+                    noteable="merge_request" if mr else "issue", comment_id=note.id,
+                    discussion_id=note.discussion_id, head_branch=mr.source_branch if mr else None)
+    return Decision(
+        kind="follow_up", reason=f"{user.username} mentioned {rules.gitlab_mention}",
+        workflow_id=gitlab_id(path, kind, target.iid), task=task, follow_up=note.note.strip(), repo=mapped,
+        ref=mr.last_commit.id if mr and mr.last_commit else "HEAD", origin=origin,
+        author_id=user.id if user.id is not None else note.author_id,
+        summary=f"{path}{sign}{target.iid}: {target.title}"[:200])
+
+
+def _gitlab_pipeline_failed(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    rules = cfg.triggers
+    ev: p.GLPipelineEvent = _parse(p.GLPipelineEvent, payload, f"GitLab {event}")
+    run = ev.object_attributes
+    if run.status not in rules.gitlab_failed_statuses:
+        return ignore(f"pipeline {run.id} is {run.status}")
+    if run.tag or not run.ref or not run.ref.startswith(rules.gitlab_debug_branch_prefix):
+        return ignore(f"pipeline {run.id} failed on {'tag' if run.tag else 'branch'} {run.ref!r}, not a "
+                      f"{rules.gitlab_debug_branch_prefix} branch")
+    path = ev.project.path_with_namespace
+    mapped = _repo_for_gitlab(cfg, path)
+    if mapped is None:
+        return _no_gitlab_repo(path)
+    failed = [b.name for b in ev.builds if b.status == "failed" and not b.allow_failure]
+    jobs = f" (failed jobs: {', '.join(sorted(failed)[:10])})" if failed else ""
+    task = (f"CI failed on branch {run.ref} at commit {run.sha[:12]}: GitLab pipeline {run.id} is {run.status}"
+            f"{jobs}{' (' + run.url + ')' if run.url else ''}. Reproduce the failure, find the cause and fix it on "
+            "this branch.")
+    return Decision(kind="start", reason=f"pipeline {run.id} {run.status} on {run.ref}",
+                    workflow_id=gitlab_id(path, "ci", run.sha), task=task, repo=mapped, ref=run.sha,
+                    origin=Origin(source="gitlab", repo=path, project_id=ev.project.id, head_branch=run.ref,
+                                  url=run.url),
+                    summary=f"debug CI {path}@{run.ref}"[:200])
+
+
+GITLAB_RULES = {"issue_hook": _gitlab_labelled, "confidential_issue_hook": _gitlab_labelled,
+                "merge_request_hook": _gitlab_labelled, "note_hook": _gitlab_mention,
+                "confidential_note_hook": _gitlab_mention, "pipeline_hook": _gitlab_pipeline_failed}
+"""The rule of each GitLab event bosun acts on (X-Gitlab-Event, lower-cased, spaces as ``_``)."""
+
+
 # ---------------------------------------------------------------- Linear rules
 
 def decide_linear(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
@@ -318,6 +468,8 @@ def decide(source: str, event: str, payload: dict[str, Any], cfg: EventsConfig) 
     """The decision for one event. Raises UnknownShape when a known event lacks documented fields."""
     if source == "github":
         return decide_github(event, payload, cfg)
+    if source == "gitlab":
+        return decide_gitlab(event, payload, cfg)
     if source == "linear":
         return decide_linear(event, payload, cfg)
     return ignore(f"unknown source {source!r}")

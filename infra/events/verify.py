@@ -80,6 +80,36 @@ def verify_linear_signature(secret: str, body: bytes, header: str | None) -> Non
                        field=name)
 
 
+def verify_gitlab_token(secret: str, header: str | None) -> None:
+    """GitLab sends the webhook's secret token back as it is (no signature over the body): compared in constant
+    time."""
+    name = "X-Gitlab-Token"
+    if header is None:
+        raise Rejected(401, f"missing header {name}: expected the webhook's secret token (set 'Secret token' in the "
+                            "GitLab webhook to the value of BOSUN_GITLAB_WEBHOOK_SECRET)", field=name)
+    # (HTTP headers arrive decoded as latin-1: their bytes are compared with the secret's UTF-8 bytes; hashing both
+    # first makes the comparison's time independent of the lengths too)
+    if not hmac.compare_digest(hashlib.sha256(secret.encode()).digest(),
+                               hashlib.sha256(header.encode("latin-1", "replace")).digest()):
+        raise Rejected(401, f"header {name} does not match the configured secret (BOSUN_GITLAB_WEBHOOK_SECRET); "
+                            "check the webhook's secret token", field=name)
+
+
+GITLAB_EVENT = re.compile(r"^[A-Za-z][A-Za-z ]{0,63}$")
+
+
+def require_gitlab_event(value: str | None) -> str:
+    """X-Gitlab-Event ("Issue Hook", "Note Hook", ...) as one NATS subject token: ``issue_hook``, ``note_hook``."""
+    name = "X-Gitlab-Event"
+    if value is None or not value.strip():
+        raise Rejected(400, f"missing header {name}: expected the event name, e.g. 'Issue Hook'", field=name)
+    value = value.strip()
+    if not GITLAB_EVENT.match(value):
+        raise Rejected(400, f"header {name}={value[:80]!r} is not an event name: expected words of letters, e.g. "
+                            "'Issue Hook' or 'Note Hook'", field=name)
+    return "_".join(value.lower().split())
+
+
 def require_token(name: str, value: str | None, example: str) -> str:
     """A required header usable as a NATS subject token (the event name)."""
     if value is None or not value.strip():

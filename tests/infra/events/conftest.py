@@ -21,7 +21,7 @@ from entry.starter import Starter
 from infra.events.config import EventsConfig, load_events_config
 from infra.settings import Settings
 from tests.conftest import ROOT, free_port
-from tests.infra.events.samples import GH_SECRET, LINEAR_SECRET, REPO
+from tests.infra.events.samples import GH_SECRET, GL_PROJECT, GL_SECRET, LINEAR_SECRET, REPO
 
 TRAJECTORY = next((p for p in (ROOT / "examples" / "calc" / n for n in ("solo.jsonl", "fix-median.jsonl"))
                    if p.exists()), ROOT / "examples" / "calc" / "solo.jsonl")
@@ -104,6 +104,7 @@ def make_cfg(settings: Settings | None = None, **overrides: Any) -> EventsConfig
     environment's."""
     base: dict[str, Any] = {
         "github_webhook_secret": GH_SECRET, "linear_webhook_secret": LINEAR_SECRET,
+        "gitlab_webhook_secret": GL_SECRET, "gitlab_repos": {GL_PROJECT: "/srv/repos/gitlab-test"},
         "repos": {REPO: "/srv/repos/hello-world"}, "linear_default_repo": "/srv/repos/linear",
         "ack_wait_s": 2.0, "retry_delay_s": 0.2, "retry_delay_max_s": 1.0, "poison_after": 3,
         "post_status": False, "fetch_batch": 16}
@@ -133,6 +134,9 @@ class IngressHandle:
 
     async def linear(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
         return await self.http.post("/webhooks/linear", content=body, headers=headers)
+
+    async def gitlab(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        return await self.http.post("/webhooks/gitlab", content=body, headers=headers)
 
 
 @contextlib.asynccontextmanager

@@ -280,3 +280,184 @@ class FakeLinear:
             self.lose_next_responses -= 1
             return Response("bad gateway", 502)
         return JSONResponse({"data": {"agentActivityCreate": {"success": True, "agentActivity": {"id": aid}}}})
+
+
+# ---------------------------------------------------------------- GitLab
+
+class _Answer(Exception):
+    """A refusal, answered as GitLab answers it (JSON, a status)."""
+
+    def __init__(self, body: dict, status: int) -> None:
+        self.body, self.status = body, status
+
+
+@dataclass
+class FakeGitLab:
+    """GitLab REST v4 as documented: PRIVATE-TOKEN, projects by id or URL-encoded path, notes with Link paging,
+    discussions, labels by add_labels/remove_labels, award emoji, members/all, merge requests (409 on a second open
+    one for a source branch). Error bodies are ``{"message": ...}``."""
+
+    token: str = "glpat-test"
+    per_page_cap: int = 100
+    projects: dict[int, str] = field(default_factory=lambda: {5: "gitlab-org/gitlab-test"})
+    notes: dict[tuple[int, str, int], list[dict]] = field(default_factory=dict)
+    """(project id, "issues" or "merge_requests", iid) -> notes."""
+    discussions: dict[str, list[dict]] = field(default_factory=dict)
+    labels: dict[tuple[int, str, int], list[str]] = field(default_factory=dict)
+    awards: dict[int, set[str]] = field(default_factory=dict)
+    members: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(project id, user id) -> access level."""
+    merge_requests: dict[int, list[dict]] = field(default_factory=dict)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(5000))
+
+    def app(self) -> Starlette:
+        p = "/api/v4/projects/{project:path}"  # (an id, or a path whose %2F the server has decoded)
+        t = p + "/{kind}/{iid:int}"
+        return Starlette(routes=[
+            Route(t + "/notes", self.list_notes, methods=["GET"]),
+            Route(t + "/notes", self.create_note, methods=["POST"]),
+            Route(t + "/notes/{nid:int}", self.update_note, methods=["PUT"]),
+            Route(t + "/notes/{nid:int}/award_emoji", self.award, methods=["POST"]),
+            Route(t + "/discussions/{did}", self.get_discussion, methods=["GET"]),
+            Route(t + "/discussions/{did}/notes", self.reply, methods=["POST"]),
+            Route(t, self.update_target, methods=["PUT"]),
+            Route(p + "/members/all/{uid:int}", self.member, methods=["GET"]),
+            Route(p + "/merge_requests", self.list_mrs, methods=["GET"]),
+            Route(p + "/merge_requests", self.create_mr, methods=["POST"]),
+            Route(p, self.get_project, methods=["GET"]),
+        ], exception_handlers={_Answer: lambda _request, e: JSONResponse(e.body, e.status)})
+
+    def _check(self, request: Request) -> int:
+        """The project id the request names; raises _Answer with GitLab's refusal."""
+        self.requests.append((request.method, request.url.path))
+        if request.headers.get("private-token") != self.token:
+            raise _Answer({"message": "401 Unauthorized"}, 401)
+        raw = request.path_params["project"]
+        pid = int(raw) if raw.isdigit() else next((i for i, path in self.projects.items() if path == raw), 0)
+        if pid not in self.projects:
+            raise _Answer({"message": "404 Project Not Found"}, 404)
+        if request.path_params.get("kind") not in (None, "issues", "merge_requests"):
+            raise _Answer({"error": "404 Not Found"}, 404)
+        return pid
+
+    @staticmethod
+    async def _body(request: Request, *required: str) -> dict:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise _Answer({"message": "400 Bad request - invalid JSON"}, 400) from None
+        missing = [k for k in required if not body.get(k)]
+        if missing:
+            raise _Answer({"error": f"{missing[0]} is missing"}, 400)
+        return body
+
+    def _note(self, body: str) -> dict:
+        return {"id": next(self._ids), "body": body, "author": {"id": 99, "username": "project_5_bot_0f3a"},
+                "system": False, "type": None}
+
+    async def get_project(self, request: Request) -> Response:
+        pid = self._check(request)
+        return JSONResponse({"id": pid, "path_with_namespace": self.projects[pid], "default_branch": "main"})
+
+    async def list_notes(self, request: Request) -> Response:
+        pid = self._check(request)
+        p = request.path_params
+        items = self.notes.get((pid, p["kind"], p["iid"]), [])
+        per_page = min(int(request.query_params.get("per_page", 20)), self.per_page_cap)
+        page = int(request.query_params.get("page", 1))
+        headers = {"X-Page": str(page), "X-Total": str(len(items))}
+        if page * per_page < len(items):
+            nxt = request.url.include_query_params(page=page + 1, per_page=per_page)
+            headers["Link"] = f'<{nxt}>; rel="next"'
+            headers["X-Next-Page"] = str(page + 1)
+        return JSONResponse(items[(page - 1) * per_page: page * per_page], headers=headers)
+
+    async def create_note(self, request: Request) -> Response:
+        pid = self._check(request)
+        body = await self._body(request, "body")
+        p = request.path_params
+        note = self._note(body["body"])
+        self.notes.setdefault((pid, p["kind"], p["iid"]), []).append(note)
+        return JSONResponse(note, 201)
+
+    async def update_note(self, request: Request) -> Response:
+        pid = self._check(request)
+        body = await self._body(request, "body")
+        p = request.path_params
+        for note in self.notes.get((pid, p["kind"], p["iid"]), []):
+            if note["id"] == p["nid"]:
+                note["body"] = body["body"]
+                return JSONResponse(note)
+        return JSONResponse({"message": "404 Not found"}, 404)
+
+    async def award(self, request: Request) -> Response:
+        self._check(request)
+        body = await self._body(request, "name")
+        have = self.awards.setdefault(request.path_params["nid"], set())
+        if body["name"] in have:
+            return JSONResponse({"message": "404 Award Emoji Name has already been taken"}, 404)
+        have.add(body["name"])
+        return JSONResponse({"id": next(self._ids), "name": body["name"]}, 201)
+
+    async def get_discussion(self, request: Request) -> Response:
+        self._check(request)
+        did = request.path_params["did"]
+        if did not in self.discussions:
+            return JSONResponse({"message": "404 Not found"}, 404)
+        return JSONResponse({"id": did, "individual_note": False, "notes": self.discussions[did]})
+
+    async def reply(self, request: Request) -> Response:
+        self._check(request)
+        body = await self._body(request, "body")
+        did = request.path_params["did"]
+        if did not in self.discussions:
+            return JSONResponse({"message": "404 Not found"}, 404)
+        note = self._note(body["body"])
+        self.discussions[did].append(note)
+        return JSONResponse(note, 201)
+
+    async def update_target(self, request: Request) -> Response:
+        pid = self._check(request)
+        body = await self._body(request)
+        p = request.path_params
+        current = self.labels.setdefault((pid, p["kind"], p["iid"]), [])
+        for name in str(body.get("remove_labels") or "").split(","):
+            if name in current:
+                current.remove(name)
+        for name in str(body.get("add_labels") or "").split(","):
+            if name and name not in current:
+                current.append(name)
+        return JSONResponse({"iid": p["iid"], "project_id": pid, "labels": current})
+
+    async def member(self, request: Request) -> Response:
+        pid = self._check(request)
+        level = self.members.get((pid, request.path_params["uid"]))
+        if level is None:
+            return JSONResponse({"message": "404 Not found"}, 404)
+        return JSONResponse({"id": request.path_params["uid"], "username": "someone", "state": "active",
+                             "access_level": level})
+
+    async def list_mrs(self, request: Request) -> Response:
+        pid = self._check(request)
+        items = self.merge_requests.get(pid, [])
+        branch, state = request.query_params.get("source_branch"), request.query_params.get("state")
+        return JSONResponse([m for m in items if (not branch or m["source_branch"] == branch)
+                             and (not state or m["state"] == state)])
+
+    async def create_mr(self, request: Request) -> Response:
+        pid = self._check(request)
+        body = await self._body(request, "source_branch", "target_branch", "title")
+        items = self.merge_requests.setdefault(pid, [])
+        clash = next((m for m in items if m["source_branch"] == body["source_branch"] and m["state"] == "opened"),
+                     None)
+        if clash:
+            return JSONResponse({"message": [f"Another open merge request already exists for this source branch: "
+                                             f"!{clash['iid']}"]}, 409)
+        iid = len(items) + 1
+        mr = {"id": next(self._ids), "iid": iid, "project_id": pid, "title": body["title"],
+              "description": body.get("description"), "state": "opened", "source_branch": body["source_branch"],
+              "target_branch": body["target_branch"],
+              "web_url": f"https://gitlab.example.com/{self.projects[pid]}/-/merge_requests/{iid}"}
+        items.append(mr)
+        return JSONResponse(mr, 201)

@@ -1,10 +1,12 @@
-"""Webhook payloads shaped like GitHub's and Linear's documented examples (trimmed to realistic subsets)."""
+"""Webhook payloads shaped like GitHub's and Linear's documented examples (trimmed to realistic subsets), and GitLab's
+documented examples themselves (tests/infra/events/gitlab/)."""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from infra.events.verify import sign_github, sign_linear
@@ -122,4 +124,77 @@ def linear_request(payload: dict[str, Any] | bytes, delivery: str | None = None,
     headers = {"Content-Type": "application/json; charset=utf-8", "Linear-Event": event,
                "Linear-Delivery": delivery or str(uuid.uuid4()), "Linear-Signature": sign_linear(secret, body),
                "User-Agent": "Linear-Webhook"}
+    return body, headers
+
+
+# ---------------------------------------------------------------- GitLab (the documented example payloads, changed
+# only where a test needs a label, a mention or a failure: tests/infra/events/gitlab/README.md says where each is from)
+
+GL_SECRET = "gitlab-secret-token"
+GL_PROJECT = "gitlab-org/gitlab-test"
+GITLAB_DIR = Path(__file__).parent / "gitlab"
+GITLAB_EVENTS = {"issue_hook": "Issue Hook", "note_hook_issue": "Note Hook", "note_hook_merge_request": "Note Hook",
+                 "note_hook_commit": "Note Hook", "note_hook_snippet": "Note Hook",
+                 "merge_request_hook": "Merge Request Hook", "pipeline_hook": "Pipeline Hook"}
+"""Each fixture file and the X-Gitlab-Event GitLab sends with it."""
+
+
+def gitlab_example(name: str) -> dict[str, Any]:
+    return json.loads((GITLAB_DIR / f"{name}.json").read_text())
+
+
+def _label(title: str) -> dict[str, Any]:
+    return {"id": 901, "title": title, "color": "#428BCA", "project_id": 5, "type": "ProjectLabel"}
+
+
+def gitlab_labelled(kind: str = "issue_hook", iid: int | None = None, label: str = "bosun",
+                    project: str = GL_PROJECT) -> dict[str, Any]:
+    """The documented Issue/Merge Request Hook with ``label`` added by an update."""
+    payload = gitlab_example(kind)
+    payload["project"]["path_with_namespace"] = project
+    if iid is not None:
+        payload["object_attributes"]["iid"] = iid
+    payload["object_attributes"]["action"] = "update"
+    before = list(payload.get("labels") or [])
+    payload["labels"] = [*before, _label(label)]
+    payload["changes"] = {**payload.get("changes", {}), "labels": {"previous": before, "current": payload["labels"]}}
+    return payload
+
+
+def gitlab_note(on: str = "issue", text: str = "@bosun please fix this", iid: int | None = None,
+                username: str = "root", user_id: int = 1, project: str = GL_PROJECT) -> dict[str, Any]:
+    """The documented Note Hook on an issue or a merge request, saying ``text``."""
+    payload = gitlab_example(f"note_hook_{on}")
+    payload["project"]["path_with_namespace"] = project
+    payload["object_attributes"]["note"] = text
+    payload["user"].update({"username": username, "id": user_id})
+    if iid is not None:
+        payload["issue" if on == "issue" else "merge_request"]["iid"] = iid
+    return payload
+
+
+def gitlab_pipeline(status: str = "failed", ref: str = "bosun/gl-gitlab-org-gitlab-test-issue-17",
+                    sha: str | None = None, project: str = GL_PROJECT) -> dict[str, Any]:
+    """The documented Pipeline Hook, finished with ``status`` on ``ref``; one of its jobs failed."""
+    payload = gitlab_example("pipeline_hook")
+    payload["project"]["path_with_namespace"] = project
+    payload["object_attributes"].update({"status": status, "ref": ref})
+    if sha:
+        payload["object_attributes"]["sha"] = sha
+    if status == "failed":
+        payload["builds"][0]["status"] = "failed"
+    return payload
+
+
+def gitlab_request(event: str, payload: dict[str, Any] | bytes, delivery: str | None = None,
+                   token: str | None = GL_SECRET, idempotency_key: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """A delivery with the headers GitLab documents ("Delivery headers"); ``delivery`` is its Event-UUID and, unless
+    given apart, its Idempotency-Key (a retry keeps both)."""
+    delivery = delivery or str(uuid.uuid4())
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "GitLab/17.6.0", "X-Gitlab-Event": event,
+               "X-Gitlab-Instance": "https://gitlab.example.com", "X-Gitlab-Webhook-UUID": str(uuid.uuid4()),
+               "X-Gitlab-Event-UUID": delivery, "Idempotency-Key": idempotency_key or delivery}
+    if token is not None:
+        headers["X-Gitlab-Token"] = token
     return body, headers
