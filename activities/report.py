@@ -8,6 +8,7 @@ posts twice.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -48,7 +49,10 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
     done: list[str] = []
     deliver = inp.status in ("succeeded", "partial") and inp.commit  # a branch with work on it: push, PR
     state = {"succeeded": "done", "partial": "partial"}.get(inp.status, "blocked")
-    if origin.source == "github" and origin.repo and origin.number and cfg.secret("github_token"):
+    if origin.source == "github" and origin.push_to_head and origin.repo and origin.number and \
+            cfg.secret("github_token"):
+        done += await _report_round(settings, cfg, origin, inp, bool(deliver), state)
+    elif origin.source == "github" and origin.repo and origin.number and cfg.secret("github_token"):
         async with GitHubClient.from_config(cfg) as gh:
             body = inp.summary
             if deliver:
@@ -83,6 +87,48 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
                 await lin.error(origin.agent_session_id, inp.summary, key=key)
                 done.append("linear error")
     return ReportResult(actions=done)
+
+
+async def _report_round(settings: Any, cfg: Any, origin: Origin, inp: ReportInput, deliver: bool,
+                        state: str) -> list[str]:
+    """A pull request conversation's round: the commit onto the pull request's own branch (fast-forward only: a
+    branch someone moved meanwhile is left alone, and said so), one reply in each review comment's thread, one
+    comment answering the reviews and conversation comments, the conversation's one status comment edited, the
+    state label."""
+    done: list[str] = []
+    assert origin.repo and origin.number and origin.head_branch
+    token = cfg.secret("github_token")
+    outcome = f"not changed ({inp.status})"
+    if deliver:
+        try:
+            await push(settings, inp.model_copy(update={"branch": origin.head_branch}), token)
+            done.append(f"pushed {origin.head_branch}")
+            outcome = f"changed in {inp.commit}"
+        except ExternalServiceError as e:
+            if e.retryable:
+                raise
+            outcome = f"not pushed: `{origin.head_branch}` moved meanwhile ({str(e)[:200]})"
+    answer = f"{outcome[:1].upper()}{outcome[1:]}.\n\n{inp.summary}"
+    key = f"{inp.workflow_id}:reply"
+    async with GitHubClient.from_config(cfg) as gh:
+        others = []
+        for r in origin.replies:
+            if r.kind == "review_comment" and r.comment_id is not None:
+                await gh.reply_in_thread(origin.repo, origin.number, r.comment_id, f"{key}:{r.comment_id}", answer)
+                done.append(f"reply {r.comment_id}")
+            elif r.author and f"@{r.author}" not in others:
+                others.append(f"@{r.author}")
+        if others:
+            await gh.upsert_comment(origin.repo, origin.number, key, f"{', '.join(others)}: {answer}")
+            done.append("comment")
+        notes = "".join(f"\n- {n}" for n in origin.notes)
+        status = (f"bosun on this pull request: round {origin.round} {inp.status}, {outcome}."
+                  + (f"\n\nSet aside:{notes}" if notes else ""))
+        await gh.upsert_comment(origin.repo, origin.number, f"{origin.conversation or inp.workflow_id}:status", status)
+        done.append("status")
+        await gh.set_state(origin.repo, origin.number, state)
+        done.append(f"label bosun:{state}")
+    return done
 
 
 async def _report_gitlab(settings: Any, cfg: Any, origin: Origin, inp: ReportInput, deliver: Any,
@@ -132,8 +178,10 @@ async def push(settings: Any, inp: ReportInput, token: str | None, *, user: str 
         await asyncio.to_thread(repo.push, inp.branch, inp.remote, inp.commit, token=token, token_user=user)
     except GitError as e:
         text = str(e)
+        # (HTTP statuses as words: a commit id or a path may hold the digits 502)
         transient = any(s in text for s in ("Could not resolve host", "timed out", "Connection refused",
-                                            "Connection reset", "Failed to connect", "502", "503", "504"))
+                                            "Connection reset", "Failed to connect")) or \
+            re.search(r"\b50[234]\b", text) is not None
         raise ExternalServiceError(f"pushing {inp.branch}: {text}", retryable=transient) from None
 
 

@@ -40,15 +40,18 @@ from infra.artifacts import ArtifactMissing, write_json_atomically
 from infra.errors import ConfigError
 from infra.events import bus, tracing
 from infra.events.config import EventsConfig, load_events_config, run_url
+from infra.events.conversation import CONVERSATION_SIGNAL, CONVERSATION_WORKFLOW, conversation_id
 from infra.events.gateway import TransientError, WorkflowGateway
 from infra.events.github_api import ExternalServiceError, GitHubClient
 from infra.events.gitlab_api import GitLabClient
 from infra.events.linear_api import LinearClient
-from infra.events.triggers import Decision, UnknownShape, decide
+from infra.events.triggers import Decision, UnknownShape, bosun_head, decide
 from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.temporal import connect
+from workflows.conversation import Limits
 from workflows.models import checked_task
+from workflows.pull_request import ConversationInput
 
 log = logging.getLogger("bosun.events.starter")
 
@@ -322,13 +325,24 @@ class Starter:
         with tracing.span(f"start {d.workflow_id}", env.headers, **{"bosun.workflow_id": d.workflow_id}) as carrier:
             task_input = self._task_input(repo=d.repo or "", task=d.task or "", ref=d.ref,
                                           trajectory_ref=await self._trajectory_ref())
+            kind: dict[str, Any] = {}
+            if d.kind == "converse":  # the pull request's long-lived workflow; a closed one is not started again
+                assert d.event is not None and d.origin is not None and d.origin.number is not None
+                task_input = ConversationInput(
+                    repo_name=d.origin.repo or "", number=d.origin.number, title=d.summary, url=d.origin.url,
+                    head_branch=d.origin.head_branch, base_branch=d.origin.base_branch, task=task_input,
+                    limits=Limits(quiet_s=self.cfg.review_quiet_s, max_ci_rounds=self.cfg.max_ci_rounds,
+                                  max_rounds=self.cfg.max_review_rounds))
+                kind = {"workflow_type": CONVERSATION_WORKFLOW, "signal": CONVERSATION_SIGNAL,
+                        "follow_up": d.event, "reuse_policy": "reject_duplicate"}
             memo: dict[str, Any] = {"delivery": env.dedupe_key, "event": f"{env.source}.{env.event}",
                                     "trigger": d.reason, "traceparent": carrier.get("traceparent", "")}
             if d.origin is not None:
-                memo["origin"] = d.origin.model_dump(exclude_none=True)
+                memo["origin"] = d.origin.model_dump(exclude_none=True, exclude_defaults=True)
             result = await self.gateway.start(
                 workflow_id=d.workflow_id, task_input=task_input, dedupe_key=env.dedupe_key, memo=memo,
-                trace_carrier=carrier, summary=d.summary, follow_up=d.follow_up if d.kind == "follow_up" else None)
+                trace_carrier=carrier, summary=d.summary,
+                **(kind or {"follow_up": d.follow_up if d.kind == "follow_up" else None}))
         if result.closed:
             outcome = "closed"
             log.info("%s %s: %s finished and the reuse policy (%s) forbids a new run", env.source, env.delivery,
@@ -336,7 +350,7 @@ class Starter:
         elif result.started:
             outcome = "started"
             self.stats.started += 1
-        elif d.kind == "follow_up":
+        elif d.kind in ("follow_up", "converse"):
             outcome = "signalled"
             self.stats.signalled += 1
         else:
@@ -360,6 +374,8 @@ class Starter:
             async with GitHubClient.from_config(self.cfg) as gh:
                 pr = await gh.get_pull_request(d.origin.repo, d.pull_request)
             sha, branch = pr["head"]["sha"], pr["head"]["ref"]
+            head_repo = (pr["head"].get("repo") or {}).get("full_name")
+            base = pr.get("base", {}).get("ref")
         except ExternalServiceError as e:
             if e.retryable:
                 raise TransientError(f"looking up pull request {d.origin.repo}#{d.pull_request}: {e}") from None
@@ -370,9 +386,15 @@ class Starter:
             log.warning("pull request %s#%s: unexpected answer (%s); the task starts from the default branch",
                         d.origin.repo, d.pull_request, e)
             return d
+        origin = d.origin.model_copy(update={"head_branch": branch, "base_branch": base})
+        if d.event is not None and d.kind in ("follow_up", "converse") and \
+                bosun_head(branch, head_repo if isinstance(head_repo, str) else None, d.origin.repo, self.cfg):
+            return d.model_copy(update={"kind": "converse", "ref": sha, "origin": origin, "follow_up": None,
+                                        "workflow_id": conversation_id(d.origin.repo, d.pull_request),
+                                        "event": d.event.model_copy(update={"head_branch": branch,
+                                                                            "base_branch": base})})
         task = f"{d.task or ''}\n\nWork on the pull request's branch {branch} (head {sha[:12]})."
-        return d.model_copy(update={"ref": sha, "task": task,
-                                    "origin": d.origin.model_copy(update={"head_branch": branch})})
+        return d.model_copy(update={"ref": sha, "task": task, "origin": origin, "event": None})
 
     async def _gitlab_access(self, d: Decision) -> str | None:
         """Why a GitLab note's author may not trigger (None: they may): a note carries no role, so their access
@@ -439,8 +461,8 @@ class Starter:
     # ---------------------------------------------------------------- status back (best effort)
 
     async def _report(self, env: Envelope, d: Decision, outcome: str) -> None:
-        if not self.cfg.post_status or d.origin is None or d.workflow_id is None:
-            return
+        if not self.cfg.post_status or d.origin is None or d.workflow_id is None or d.kind == "converse":
+            return  # (a pull request's conversation answers from its rounds)
         try:
             await asyncio.wait_for(self._report_inner(env, d, outcome), 8)
         except Exception as e:  # noqa: BLE001 - status is best effort; the workflow reports later anyway

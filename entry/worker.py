@@ -51,6 +51,7 @@ from sandbox import diskquota, reap_orphans
 from sandbox.hostrepo import TaskRepo
 from sandbox.manager import SandboxManager
 from workflows.agent import AgentWorkflow
+from workflows.pull_request import PullRequestWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger("bosun.worker")
@@ -201,7 +202,7 @@ def _workers(client, settings: Settings, build: str, layers: list, hosts: HostAc
     """The three pollers of a worker process: the shared queue, this host's slots, this host's own queue."""
     me = identity(settings)
     shared = Worker(client, task_queue=settings.task_queue,
-                    workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow],
+                    workflows=[TaskWorkflow, AgentWorkflow, EvalWorkflow, EvalInstanceWorkflow, PullRequestWorkflow],
                     activities=[*binding, *hosts.shared_activities()], plugins=layers, identity=me, build_id=build)
     # Slots: this queue is polled only while one of the host's BOSUN_WORKER_SLOTS is free (activities/hosts.py); a
     # held slot heartbeats every second, so it is given back within a second of its agent's end.

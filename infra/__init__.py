@@ -12,6 +12,8 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``events``: The events vocabulary, shared by the ingress, the starter and status back.
 - ``events.config``: Configuration of the events subsystem: webhook secrets, API tokens, trigger rules, repository
   mapping, stream and consumer tuning.
+- ``events.conversation``: The pull request as a conversation: what one event on a pull request bosun opened means
+  to its long-lived workflow.
 - ``events.gateway``: Temporal operations of the starter: start, signal-with-start (follow-ups), cancel.
 - ``events.github_api``: GitHub REST (over httpx) for reporting status back: comments, state labels, pull requests,
   and pushing branches.

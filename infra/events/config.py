@@ -148,6 +148,16 @@ class EventsConfig(BaseModel):
     """Which events start, continue or stop a task: a JSON object with any of the fields of TriggerRules
     (``BOSUN_EVENTS_TRIGGERS='{"github_label": "ai"}'``; the others keep their defaults)."""
 
+    # ---------------------------------------------------------------- a pull request's conversation
+    review_quiet_s: float = Field(30.0, ge=0)
+    """After the last review, comment or check of a pull request bosun opened, wait this long before a round: a
+    review's comments arrive one by one, and loose comments are handled together."""
+    max_ci_rounds: int = Field(3, ge=0)
+    """Rounds started by failed checks, per pull request (never two for one head commit, none after a person's
+    push, none for bosun's own CI fix failing)."""
+    max_review_rounds: int = Field(10, ge=0)
+    """Rounds in all, per pull request."""
+
     # ---------------------------------------------------------------- status back
     post_status: bool = True
     """The starter acknowledges a start right away (GitHub comment + bosun:working label; Linear thought)

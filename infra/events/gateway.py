@@ -84,24 +84,27 @@ class WorkflowGateway:
 
     async def start(self, *, workflow_id: str, task_input: Any, dedupe_key: str, memo: dict[str, Any],
                     trace_carrier: dict[str, str] | None = None, summary: str = "",
-                    follow_up: str | None = None) -> StartResult:
-        """Start ``TaskWorkflow`` under ``workflow_id`` (USE_EXISTING when one is running). With ``follow_up``,
-        signal-with-start: the running workflow (or the new one) receives the ``follow_up`` signal."""
+                    follow_up: Any = None, workflow_type: str = TASK_WORKFLOW, signal: str = FOLLOW_UP_SIGNAL,
+                    reuse_policy: str | None = None) -> StartResult:
+        """Start ``workflow_type`` (TaskWorkflow) under ``workflow_id`` (USE_EXISTING when one is running). With
+        ``follow_up``, signal-with-start: the running workflow (or the new one) receives ``signal`` with it as its
+        one argument. ``reuse_policy``: this start's, instead of the gateway's."""
         dc = self.client.data_converter
         req: StartWorkflowExecutionRequest | SignalWithStartWorkflowExecutionRequest
         if follow_up is None:
             req = StartWorkflowExecutionRequest()
         else:
-            req = SignalWithStartWorkflowExecutionRequest(signal_name=FOLLOW_UP_SIGNAL)
+            req = SignalWithStartWorkflowExecutionRequest(signal_name=signal)
             req.signal_input.payloads.extend(await dc.encode([follow_up]))
         req.namespace = self.client.namespace
         req.workflow_id = workflow_id
-        req.workflow_type.name = TASK_WORKFLOW
+        req.workflow_type.name = workflow_type
         req.task_queue.name = self.task_queue
         req.input.payloads.extend(await dc.encode([task_input]))
         req.identity = self.client.identity
         req.request_id = request_id(dedupe_key)
-        req.workflow_id_reuse_policy = int(self.reuse_policy)  # type: ignore[assignment]
+        policy = REUSE_POLICIES[reuse_policy] if reuse_policy else self.reuse_policy
+        req.workflow_id_reuse_policy = int(policy)  # type: ignore[assignment]
         req.workflow_id_conflict_policy = int(WorkflowIDConflictPolicy.USE_EXISTING)  # type: ignore[assignment]
         for key, value in memo.items():
             req.memo.fields[key].CopyFrom((await dc.encode([value]))[0])

@@ -164,6 +164,18 @@ class GitHubClient(RestClient):
         c = r.json()
         return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=True)
 
+    async def reply_in_thread(self, repo: str, number: int, comment_id: int, key: str, body: str) -> Comment:
+        """Answer a review comment in its thread, once per ``key`` (a retry finds its reply by the marker)."""
+        mark = marker(key)
+        base = _path_repo(repo)
+        for c in await self._pages(f"{base}/pulls/{int(number)}/comments"):
+            if c.get("in_reply_to_id") == comment_id and mark in (c.get("body") or ""):
+                return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=False)
+        r = await self._request("POST", f"{base}/pulls/{int(number)}/comments/{int(comment_id)}/replies",
+                                json={"body": f"{body.rstrip()}\n\n{mark}"})
+        c = r.json()
+        return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=True)
+
     async def react(self, repo: str, comment_id: int, content: str = "eyes") -> None:
         """Add a reaction to an issue comment (GitHub answers 200 when it is already there: idempotent)."""
         await self._request("POST", f"{_path_repo(repo)}/issues/comments/{comment_id}/reactions",

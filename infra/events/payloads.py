@@ -61,9 +61,18 @@ class GHIssuesEvent(_Model):
     sender: GHUser | None = None
 
 
+class GHRepoRef(_Model):
+    """A repository as a branch names it (check runs list only its id, url and name)."""
+
+    full_name: str | None = None
+    name: str | None = None
+
+
 class GHBranchRef(_Model):
     ref: str
     sha: str
+    repo: GHRepoRef | None = None
+    """The repository the branch is in (a fork's, for a pull request from a fork)."""
 
 
 class GHPullRequest(_Model):
@@ -73,6 +82,8 @@ class GHPullRequest(_Model):
     html_url: str | None = None
     head: GHBranchRef
     base: GHBranchRef
+    merged: bool | None = None
+    user: GHUser | None = None
 
 
 class GHPullRequestEvent(_Model):
@@ -80,6 +91,55 @@ class GHPullRequestEvent(_Model):
     pull_request: GHPullRequest
     label: GHLabel | None = None
     repository: GHRepository
+    sender: GHUser | None = None
+    after: str | None = None
+    """synchronize: the new head."""
+
+
+class GHReview(_Model):
+    id: int
+    user: GHUser
+    body: str | None = None
+    state: str = ""
+    """approved, changes_requested, commented (lower case in webhooks)."""
+    author_association: str = "NONE"
+    html_url: str | None = None
+    commit_id: str | None = None
+
+
+class GHPullRequestReviewEvent(_Model):
+    action: str
+    review: GHReview
+    pull_request: GHPullRequest
+    repository: GHRepository
+
+
+class GHReviewComment(_Model):
+    id: int
+    pull_request_review_id: int | None = None
+    in_reply_to_id: int | None = None
+    user: GHUser
+    body: str | None = None
+    path: str | None = None
+    line: int | None = None
+    author_association: str = "NONE"
+    html_url: str | None = None
+    commit_id: str | None = None
+
+
+class GHPullRequestReviewCommentEvent(_Model):
+    action: str
+    comment: GHReviewComment
+    pull_request: GHPullRequest
+    repository: GHRepository
+
+
+class GHPullRef(_Model):
+    """A pull request as check runs and workflow runs list it."""
+
+    number: int
+    head: GHBranchRef | None = None
+    base: GHBranchRef | None = None
 
 
 class GHIssueCommentEvent(_Model):
@@ -94,12 +154,14 @@ class GHCheckSuiteRef(_Model):
 
 
 class GHCheckRun(_Model):
+    id: int | None = None
     name: str
     head_sha: str
     conclusion: str | None = None
     html_url: str | None = None
     details_url: str | None = None
     check_suite: GHCheckSuiteRef | None = None
+    pull_requests: list[GHPullRef] = []
 
 
 class GHCheckRunEvent(_Model):
@@ -114,6 +176,7 @@ class GHWorkflowRun(_Model):
     head_sha: str
     conclusion: str | None = None
     html_url: str | None = None
+    pull_requests: list[GHPullRef] = []
 
 
 class GHWorkflowRunEvent(_Model):

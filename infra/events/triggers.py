@@ -7,7 +7,10 @@ Workflow ids come from the business key, so every event about the same thing rea
 ====================================  =========================================================
 ``gh:<owner>/<repo>:issue:<n>``       issue labelled, or a comment mentioning bosun on an issue
 ``gh:<owner>/<repo>:pr:<n>``          pull request labelled, or a comment mentioning bosun on it
-``gh:<owner>/<repo>:ci:<head sha>``   a failed check_run / workflow_run on a ``bosun/`` branch
+``gh:<owner>/<repo>:ci:<head sha>``   a failed check_run / workflow_run on a ``bosun/`` branch of no pull request
+``gh:<owner>/<repo>:conversation:<n>`` what happens on a pull request bosun opened: reviews, review comments,
+                                      mentions, failed checks on its head, pushes, its closing (one long-lived
+                                      PullRequestWorkflow, infra/events/conversation.py)
 ``gl:<group>/<project>:issue:<iid>``  GitLab issue labelled, or a note mentioning bosun on it
 ``gl:<group>/<project>:mr:<iid>``     GitLab merge request labelled, or a note mentioning bosun on it
 ``gl:<group>/<project>:ci:<sha>``     a failed GitLab pipeline on a ``bosun/`` branch
@@ -25,12 +28,22 @@ from pydantic import BaseModel, ValidationError
 
 from infra.events import payloads as p
 from infra.events.config import EventsConfig
+from infra.events.conversation import PREvent, conversation_id
 
 MARKER_PREFIX = "<!-- bosun:"
 
 
 class UnknownShape(Exception):
     """A payload of a known event type that does not have the documented fields."""
+
+
+class Reply(BaseModel):
+    """One thing a round answers."""
+
+    kind: Literal["review", "review_comment", "comment"]
+    comment_id: int | None = None
+    author: str = ""
+    id: str = ""
 
 
 class Origin(BaseModel):
@@ -49,6 +62,8 @@ class Origin(BaseModel):
     """GitLab: the thread of the note that triggered (the answer goes there)."""
     head_branch: str | None = None
     """GitHub: the branch of a failed check / the pull request head."""
+    base_branch: str | None = None
+    """GitHub: the branch a pull request goes into."""
     url: str | None = None
     agent_session_id: str | None = None
     """Linear agent session (activities go there)."""
@@ -57,12 +72,21 @@ class Origin(BaseModel):
     issue_identifier: str | None = None
     comment_id: int | None = None
     """GitHub: the comment that triggered (the starter reacts to it); GitLab: the note."""
+    push_to_head: bool = False
+    """A pull request conversation's round: its commit goes onto ``head_branch`` itself, no new pull request."""
+    conversation: str | None = None
+    """The conversation's workflow id (its one status comment is keyed by it)."""
+    round: int | None = None
+    replies: list[Reply] = []
+    """What the round answers: review comments in their threads, reviews and comments in one comment."""
+    notes: list[str] = []
+    """What the conversation set aside and why (shown in the status comment)."""
 
 
 class Decision(BaseModel):
     """What the starter does with one event."""
 
-    kind: Literal["start", "follow_up", "cancel", "ignore"]
+    kind: Literal["start", "follow_up", "cancel", "ignore", "converse"]
     reason: str
     workflow_id: str | None = None
     task: str | None = None
@@ -77,6 +101,10 @@ class Decision(BaseModel):
     carry the head)."""
     origin: Origin | None = None
     summary: str = ""
+    event: PREvent | None = None
+    """``converse``: what the pull request's workflow receives (signal-with-start of PullRequestWorkflow). On a
+    ``follow_up`` of a pull request comment: the event its conversation would receive, if the starter finds the
+    pull request is bosun's (``bosun_head``)."""
     author_id: int | None = None
     """GitLab: the note's author, whose access level to the project the starter checks before acting (a note
     carries no role, unlike GitHub's author_association)."""
@@ -107,7 +135,7 @@ def linear_issue_id(issue_id: str) -> str:
 def parse_workflow_id(workflow_id: str) -> dict[str, str] | None:
     """The business key of an event-started workflow id, e.g. ``{"source": "github", "repo": "acme/api",
     "kind": "issue", "key": "7"}``; None for other ids."""
-    m = re.fullmatch(r"gh:([^:/]+/[^:]+):(issue|pr|ci):(.+)", workflow_id)
+    m = re.fullmatch(r"gh:([^:/]+/[^:]+):(issue|pr|ci|conversation):(.+)", workflow_id)
     if m:
         return {"source": "github", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
     m = re.fullmatch(r"gl:([^:/]+(?:/[^:/]+)+):(issue|mr|ci):(.+)", workflow_id)
@@ -208,6 +236,104 @@ def _github_pull_request_labelled(event: str, payload: dict[str, Any], cfg: Even
         summary=f"{repo}#{pr.number}: {pr.title}"[:200])
 
 
+def _not_a_person_asking(user: p.GHUser, association: str, body: str | None, cfg: EventsConfig) -> str | None:
+    """Why a comment or review does not count as a person with write access speaking (None: it does)."""
+    rules = cfg.triggers
+    if rules.ignore_bots and (user.type == "Bot" or MARKER_PREFIX in (body or "")):
+        return f"written by bot {user.login} or carrying a bosun marker"
+    if association not in rules.github_associations:
+        return (f"{user.login} has author_association {association}, not one of "
+                f"{', '.join(rules.github_associations)}")
+    return None
+
+
+def _bosuns(pr: p.GHPullRequest, repo: str, cfg: EventsConfig) -> bool:
+    """A pull request bosun opened: from a bosun branch of the repository itself (not a fork's branch that happens
+    to have the name; anyone can write bosun's marker into a body, so the marker alone proves nothing)."""
+    head = pr.head
+    return bosun_head(head.ref, head.repo.full_name if head.repo else None, repo, cfg)
+
+
+def bosun_head(head_ref: str, head_repo: str | None, repo: str, cfg: EventsConfig) -> bool:
+    """The same test on a pull request read from the API (the starter's check of a comment's pull request)."""
+    return head_ref.startswith(cfg.triggers.github_debug_branch_prefix) and \
+        (head_repo is None or head_repo.lower() == repo.lower())
+
+
+def _converse(repo: str, number: int, event: PREvent, cfg: EventsConfig, *, title: str = "", body: str | None = None,
+              url: str | None = None, head: p.GHBranchRef | None = None, base: p.GHBranchRef | None = None,
+              reason: str) -> Decision:
+    mapped = _repo_for_github(cfg, repo)
+    if mapped is None:
+        return _no_repo(repo)
+    return Decision(
+        kind="converse", reason=reason, workflow_id=conversation_id(repo, number), event=event, repo=mapped,
+        task=_issue_task(title, body, f"GitHub pull request {repo}#{number}", url) if title else None,
+        ref=head.sha if head else "HEAD", pull_request=None if head else number,
+        origin=Origin(source="github", repo=repo, number=number, url=url, head_branch=head.ref if head else None,
+                      base_branch=base.ref if base else None),
+        summary=f"{repo}#{number}: {title}"[:200] if title else f"{repo}#{number}")
+
+
+def _github_review(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    ev: p.GHPullRequestReviewEvent = _parse(p.GHPullRequestReviewEvent, payload, "pull_request_review event")
+    review, pr = ev.review, ev.pull_request
+    if ev.action != "submitted":
+        return ignore(f"pull_request_review.{ev.action}")
+    if not _bosuns(pr, ev.repository.full_name, cfg):
+        return ignore(f"a review of #{pr.number}, a pull request bosun did not open")
+    if why := _not_a_person_asking(review.user, review.author_association, review.body, cfg):
+        return ignore(f"review {why}")
+    state = review.state.lower()
+    mentioned = _mentions(review.body, cfg.triggers.github_mention)
+    return _converse(
+        ev.repository.full_name, pr.number, PREvent(
+            id=f"review:{review.id}", kind="review", author=review.user.login, body=(review.body or "").strip(),
+            actionable=state == "changes_requested" or mentioned, review_id=review.id, review_state=state,
+            sha=review.commit_id,
+            head_branch=pr.head.ref, base_branch=pr.base.ref),
+        cfg, title=pr.title, body=pr.body, url=pr.html_url, head=pr.head, base=pr.base,
+        reason=f"{review.user.login} submitted a review ({state})")
+
+
+def _github_review_comment(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    ev: p.GHPullRequestReviewCommentEvent = _parse(p.GHPullRequestReviewCommentEvent, payload,
+                                                   "pull_request_review_comment event")
+    c, pr = ev.comment, ev.pull_request
+    if ev.action != "created":
+        return ignore(f"pull_request_review_comment.{ev.action}")
+    if not _bosuns(pr, ev.repository.full_name, cfg):
+        return ignore(f"a review comment on #{pr.number}, a pull request bosun did not open")
+    if why := _not_a_person_asking(c.user, c.author_association, c.body, cfg):
+        return ignore(f"review comment {why}")
+    return _converse(
+        ev.repository.full_name, pr.number, PREvent(
+            id=f"review_comment:{c.id}", kind="review_comment", author=c.user.login, body=(c.body or "").strip(),
+            actionable=_mentions(c.body, cfg.triggers.github_mention), review_id=c.pull_request_review_id,
+            comment_id=c.in_reply_to_id or c.id, path=c.path, line=c.line, sha=c.commit_id,
+            head_branch=pr.head.ref, base_branch=pr.base.ref),
+        cfg, title=pr.title, body=pr.body, url=pr.html_url, head=pr.head, base=pr.base,
+        reason=f"{c.user.login} commented on {c.path}")
+
+
+def _github_pull_request(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    """A label starts a task (any pull request); the closing of one bosun opened, or a push to it, reaches its
+    conversation."""
+    ev: p.GHPullRequestEvent = _parse(p.GHPullRequestEvent, payload, "pull_request event")
+    pr = ev.pull_request
+    if ev.action in ("closed", "synchronize") and _bosuns(pr, ev.repository.full_name, cfg):
+        if ev.action == "closed":
+            pr_event = PREvent(id="closed", kind="closed", merged=bool(pr.merged),
+                               author=ev.sender.login if ev.sender else "")
+        else:
+            sha = ev.after or pr.head.sha
+            pr_event = PREvent(id=f"push:{sha}", kind="push", sha=sha, author=ev.sender.login if ev.sender else "",
+                               head_branch=pr.head.ref)
+        return _converse(ev.repository.full_name, pr.number, pr_event, cfg, title=pr.title, body=pr.body,
+                         url=pr.html_url, head=pr.head, base=pr.base, reason=f"pull request {ev.action}")
+    return _github_pull_request_labelled(event, payload, cfg)
+
+
 def _github_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
     rules = cfg.triggers
     c_ev: p.GHIssueCommentEvent = _parse(p.GHIssueCommentEvent, payload, "issue_comment event")
@@ -235,7 +361,12 @@ def _github_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> D
         workflow_id=github_id(repo, kind, issue.number), task=task, follow_up=(comment.body or "").strip(),
         repo=mapped, pull_request=issue.number if kind == "pr" else None,
         origin=Origin(source="github", repo=repo, number=issue.number, url=issue.html_url, comment_id=comment.id),
-        summary=f"{repo}#{issue.number}: {issue.title}"[:200])
+        summary=f"{repo}#{issue.number}: {issue.title}"[:200],
+        # maybe bosun's own pull request (its marker is in the body, but anyone can write it there): the starter
+        # reads the head and, when it is a bosun branch of this repository, takes it to the conversation instead
+        event=PREvent(id=f"comment:{comment.id}", kind="comment", author=comment.user.login,
+                      body=(comment.body or "").strip(), actionable=True, comment_id=comment.id)
+        if kind == "pr" and MARKER_PREFIX in (issue.body or "") else None)
 
 
 def _github_check_failed(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
@@ -256,6 +387,14 @@ def _github_check_failed(event: str, payload: dict[str, Any], cfg: EventsConfig)
         return ignore(f"{event}.{action} with conclusion {conclusion}")
     if not branch or not branch.startswith(rules.github_debug_branch_prefix):
         return ignore(f"{event} failed on branch {branch!r}, not a {rules.github_debug_branch_prefix} branch")
+    prs = cr.check_run.pull_requests if event == "check_run" else wr.workflow_run.pull_requests
+    if prs:  # the head of a pull request: its conversation weighs it (loop guards)
+        pr_ref = prs[0]
+        job = cr.check_run.id if event == "check_run" else None
+        return _converse(repo, pr_ref.number, PREvent(
+            id=f"check:{sha}:{name}", kind="check_failed", actionable=True, sha=sha, check=name, check_url=url,
+            job_id=job, head_branch=branch, base_branch=pr_ref.base.ref if pr_ref.base else None), cfg,
+            head=pr_ref.head, base=pr_ref.base, reason=f"{event} {name!r} {conclusion} on {branch}")
     mapped = _repo_for_github(cfg, repo)
     if mapped is None:
         return _no_repo(repo)
@@ -268,9 +407,10 @@ def _github_check_failed(event: str, payload: dict[str, Any], cfg: EventsConfig)
                     summary=f"debug CI {repo}@{branch}"[:200])
 
 
-GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_request_labelled,
+GITHUB_RULES = {"issues": _github_issue_labelled, "pull_request": _github_pull_request,
                  "issue_comment": _github_mention, "check_run": _github_check_failed,
-                 "workflow_run": _github_check_failed}
+                 "workflow_run": _github_check_failed, "pull_request_review": _github_review,
+                 "pull_request_review_comment": _github_review_comment}
 """The rule of each GitHub event bosun acts on."""
 
 

@@ -48,6 +48,7 @@ class FakeGitHub:
     labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     pulls: dict[str, list[dict]] = field(default_factory=dict)
     reactions: dict[int, set[str]] = field(default_factory=dict)
+    review_comments: dict[tuple[str, int], list[dict]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -65,6 +66,8 @@ class FakeGitHub:
             Route(r + "/pulls", self.list_pulls, methods=["GET"]),
             Route(r + "/pulls", self.create_pull, methods=["POST"]),
             Route(r + "/pulls/{number:int}", self.get_pull, methods=["GET"]),
+            Route(r + "/pulls/{number:int}/comments", self.list_review_comments, methods=["GET"]),
+            Route(r + "/pulls/{number:int}/comments/{cid:int}/replies", self.reply, methods=["POST"]),
         ])
 
     def _check(self, request: Request) -> Response | None:
@@ -197,6 +200,33 @@ class FakeGitHub:
         return JSONResponse({"message": "Not Found",
                              "documentation_url": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
                              "status": "404"}, 404)
+
+    async def list_review_comments(self, request: Request) -> Response:
+        if err := self._check(request):
+            return err
+        items = self.review_comments.get(self._key(request), [])
+        per_page = min(int(request.query_params.get("per_page", 30)), self.per_page_cap)
+        page = int(request.query_params.get("page", 1))
+        headers = {}
+        if page * per_page < len(items):
+            headers["Link"] = f'<{request.url.include_query_params(page=page + 1, per_page=per_page)}>; rel="next"'
+        return JSONResponse(items[(page - 1) * per_page: page * per_page], headers=headers)
+
+    async def reply(self, request: Request) -> Response:
+        """POST .../pulls/{n}/comments/{comment_id}/replies: only to a top-level review comment (GitHub: 404)."""
+        if err := self._check(request):
+            return err
+        body = await self._json(request, "body")
+        if isinstance(body, Response):
+            return body
+        items = self.review_comments.setdefault(self._key(request), [])
+        top = next((c for c in items if c["id"] == request.path_params["cid"] and not c.get("in_reply_to_id")), None)
+        if top is None:
+            return JSONResponse({"message": "Not Found"}, 404)
+        c = {"id": next(self._ids), "body": body["body"], "in_reply_to_id": top["id"], "path": top.get("path"),
+             "user": {"login": "bosun[bot]", "type": "Bot"}}
+        items.append(c)
+        return JSONResponse(c, 201)
 
     async def create_pull(self, request: Request) -> Response:
         if err := self._check(request):
