@@ -185,6 +185,55 @@ async def push(settings: Any, inp: ReportInput, token: str | None, *, user: str 
         raise ExternalServiceError(f"pushing {inp.branch}: {text}", retryable=transient) from None
 
 
+class CIContextInput(BaseModel):
+    repo: str
+    """GitHub ``owner/repo``."""
+    check: str
+    sha: str
+    base_branch: str | None = None
+    job_id: int | None = None
+    """A GitHub Actions job (a check run's id): its log's tail goes into the round's task."""
+
+
+class CIContextResult(BaseModel):
+    fails_on_base: bool = False
+    """The same check's latest run on the base branch failed too: not the pull request's doing."""
+    log_tail: str = ""
+    """The failing job's log, its last characters (hostile text: the round quotes it)."""
+    note: str = ""
+    """What could not be read, and why."""
+
+
+LOG_TAIL = 12_000
+"""Characters of a failing job's log a CI round gets."""
+
+
+async def ci_context(settings: Any, inp: CIContextInput) -> CIContextResult:
+    """Whether a failed check fails on the base branch too, and the failing job's log (bounded). A refusal is a note,
+    not a failure: the round can go on without them; a transient error is retried."""
+    cfg = load_events_config(settings)
+    if not cfg.secret("github_token"):
+        return CIContextResult(note="no BOSUN_GITHUB_TOKEN: the base branch's checks and the log were not read")
+    out = CIContextResult()
+    async with GitHubClient.from_config(cfg) as gh:
+        if inp.base_branch:
+            try:
+                conclusions = await gh.check_conclusions(inp.repo, inp.base_branch, inp.check)
+                out.fails_on_base = any(c in cfg.triggers.github_failed_conclusions for c in conclusions)
+            except ExternalServiceError as e:
+                if e.retryable:
+                    raise
+                out.note = f"the checks of {inp.base_branch} could not be read ({str(e)[:200]}); "
+        if inp.job_id is not None and not out.fails_on_base:
+            try:
+                out.log_tail = await gh.job_log_tail(inp.repo, inp.job_id, cap=LOG_TAIL)
+            except ExternalServiceError as e:
+                if e.retryable:
+                    raise
+                out.note += f"the job's log could not be read ({str(e)[:200]})"
+    return out
+
+
 class ReportActivities:
     """Given: the settings (API URLs, tokens, where the task repositories live)."""
 
@@ -193,6 +242,11 @@ class ReportActivities:
 
     def all(self) -> list:
         return [self.report_status]
+
+    @activity.defn
+    async def ci_context(self, inp: CIContextInput) -> CIContextResult:
+        """A failed check's context for a pull request's conversation: does it fail on the base branch, its log."""
+        return await ci_context(self.settings, inp)
 
     @activity.defn
     async def report_status(self, inp: ReportInput) -> ReportResult:

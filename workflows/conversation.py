@@ -9,8 +9,9 @@ The rules people can predict (docs/github.md, "Reviews and follow-ups"):
   the review or one of its comments mentions bosun; a conversation comment acts (the trigger rules pass only those
   that mention bosun);
 * what arrives while a round runs waits for the next round; nothing is dropped without a note saying why;
-* a failed check acts at most ``max_ci_rounds`` times per pull request, once per head commit, and not at all after
-  a push that is not bosun's own (until someone asks again by review or mention);
+* a failed check acts at most ``max_ci_rounds`` times per pull request, once per head commit, not when it fails on
+  the base branch too, not for bosun's own CI fix failing again, and not at all after a push that is not bosun's
+  own (until someone asks again by review or mention);
 * at most ``max_rounds`` rounds in all.
 """
 
@@ -122,6 +123,10 @@ class ConversationState(BaseModel):
         self.ci_shas.extend(e.sha for e in ci if e.sha and e.sha not in self.ci_shas)
         return rnd
 
+    def unweighed_checks(self) -> list[PREvent]:
+        """Failed checks waiting whose context (the base branch, the log) was not asked for yet."""
+        return [ev for ev in self.pending if ev.kind == "check_failed" and ev.fails_on_base is None]
+
     def finished(self, number: int, status: str, commit: str | None, pushed: bool) -> None:
         rec = next(r for r in self.rounds if r.number == number)
         rec.status, rec.commit = status, commit
@@ -145,6 +150,8 @@ class ConversationState(BaseModel):
             sha = ev.sha or ""
             if self.ci_paused_by and not asked:
                 why = f"{self.ci_paused_by} pushed to the branch"
+            elif ev.fails_on_base:
+                why = f"it fails on the base branch {ev.base_branch or ''} too: not this pull request's doing"
             elif sha in self.ci_shas or any(t.sha == sha for t in taken):
                 if any(t.sha == sha for t in taken):  # two checks of one commit: one round
                     taken.append(ev)

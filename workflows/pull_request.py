@@ -15,9 +15,10 @@ import asyncio
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.report import CIContextInput, CIContextResult, ReportActivities
     from infra.events.conversation import CONVERSATION_SIGNAL, PREvent
     from workflows import policies
     from workflows.conversation import ConversationState, Limits, Round
@@ -26,6 +27,8 @@ with workflow.unsafe.imports_passed_through():
 
 MAX_QUOTE = 4000
 """Characters of one comment quoted into a round's task."""
+MAX_LOG = 12_000
+"""Characters of a failing job's log quoted into a round's task (the activity reads no more)."""
 
 
 class ConversationInput(BaseModel):
@@ -75,6 +78,7 @@ class PullRequestWorkflow:
             await self._quiet(inp.limits.quiet_s)
             if self.state.closed:
                 return self.state
+            await self._weigh_checks(inp)
             rnd = self.state.take(inp.limits)
             if rnd is not None:
                 await self._round(inp, rnd)
@@ -93,6 +97,21 @@ class PullRequestWorkflow:
                 return
             if self.state.closed:
                 return
+
+    async def _weigh_checks(self, inp: ConversationInput) -> None:
+        """For each failed check waiting: does it fail on the base branch too, and the failing job's log."""
+        for ev in self.state.unweighed_checks():
+            try:
+                ctx: CIContextResult = await workflow.execute_activity_method(
+                    ReportActivities.ci_context,
+                    CIContextInput(repo=inp.repo_name, check=ev.check or "", sha=ev.sha or "",
+                                   base_branch=ev.base_branch or inp.base_branch, job_id=ev.job_id),
+                    summary=f"context of {ev.check} at {str(ev.sha)[:12]}", **policies.REPORT_BACK)
+            except ActivityError as e:
+                ctx = CIContextResult(note=f"its context could not be read: {str(e.cause or e)[:200]}")
+            ev.fails_on_base, ev.log = ctx.fails_on_base, ctx.log_tail
+            if ctx.note:
+                self.state.notes.append(f"check {ev.check!r} at {str(ev.sha)[:12]}: {ctx.note}")
 
     async def _round(self, inp: ConversationInput, rnd: Round) -> None:
         wf_id = workflow.info().workflow_id
@@ -141,11 +160,13 @@ def round_task(inp: ConversationInput, rnd: Round, branch: str) -> str:
             lines.append(f"\nThe check {ev.check!r} failed at commit {str(ev.sha)[:12]}"
                          f"{' (' + ev.check_url + ')' if ev.check_url else ''}. Reproduce the failure, find the cause "
                          "and fix it on this branch.")
+            if ev.log:
+                lines.append(f"The end of its log (as the job wrote it):\n{_quote(ev.log, MAX_LOG)}")
     return "\n".join(lines)
 
 
-def _quote(text: str) -> str:
+def _quote(text: str, cap: int = MAX_QUOTE) -> str:
     text = text.strip()
-    if len(text) > MAX_QUOTE:
-        text = text[:MAX_QUOTE] + " [...]"
+    if len(text) > cap:
+        text = text[:cap] + " [...]"
     return "\n".join(f"> {line}" for line in text.splitlines()) if text else ""

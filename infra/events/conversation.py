@@ -59,4 +59,9 @@ class PREvent(BaseModel):
     merged: bool = False
     head_branch: str | None = None
     base_branch: str | None = None
+    fails_on_base: bool | None = None
+    """A failed check's: whether it fails on the base branch too (the workflow asks before the round; None: not
+    asked yet)."""
+    log: str = ""
+    """A failed check's job log, its tail (hostile text)."""
 

@@ -63,7 +63,7 @@ from activities.models import (
     Usage,
     WatchInput,
 )
-from activities.report import ReportInput, ReportResult
+from activities.report import CIContextInput, CIContextResult, ReportInput, ReportResult
 from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
 from evaluation.activities import (
     EvalFetchInput,
@@ -166,6 +166,8 @@ class World:
     """Agents (names) whose model calls never return, and hosts whose test runs (and evaluation judging) never
     return (the host is about to be lost)."""
     judge_seconds: float = 0.0
+    ci_context: dict[str, CIContextResult] = field(default_factory=dict)
+    """What ci_context answers, by check name (default: nothing known)."""
     """How long judging an evaluation instance takes."""
     binds: list[str] = field(default_factory=list)
     """The hosts bind_host answers with, in turn (``<queue>@<host>``); empty: the host that runs it."""
@@ -391,6 +393,11 @@ class Stubs:
             changed = []  # this host's copy of the branch holds none of the merged work: nothing to deliver
         return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
                               commit="c" * 40 if changed else None, workspace="/nonexistent/view")
+
+    @activity.defn(name="ci_context")
+    async def ci_context(self, inp: CIContextInput) -> CIContextResult:
+        await self._record("ci_context", inp)
+        return self.w.ci_context.get(inp.check, CIContextResult())
 
     @activity.defn(name="report_status")
     async def report_status(self, inp: ReportInput) -> ReportResult:

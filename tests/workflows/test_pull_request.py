@@ -9,6 +9,7 @@ import uuid
 
 from temporalio.worker import Worker
 
+from activities.report import CIContextResult
 from infra.events.conversation import CONVERSATION_SIGNAL, PREvent
 from tests.workflows.conftest import FAIL_FAST, slots_worker, task_input
 from tests.workflows.harness import AgentScript, Stubs, Turn, World
@@ -17,6 +18,8 @@ from workflows.agent import AgentWorkflow
 from workflows.conversation import Limits
 from workflows.pull_request import ConversationInput, PullRequestWorkflow
 from workflows.task import TaskWorkflow
+
+LOG = "FAILED tests/test_stats.py::test_median - assert 2 == 2.5"
 
 
 def review_events() -> list[PREvent]:
@@ -29,7 +32,8 @@ def review_events() -> list[PREvent]:
 
 
 async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guarded(env):
-    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["str_replace"]), Turn()])})
+    world = World(agents={"agent-1": AgentScript(turns=[Turn(tools=["str_replace"]), Turn()])},
+                  ci_context={"tests": CIContextResult(log_tail=LOG), "flaky": CIContextResult(fails_on_base=True)})
     world.queue = f"pr-test-{uuid.uuid4().hex[:8]}"
     stubs = Stubs(world)
     inp = ConversationInput(repo_name="octo-org/hello-world", number=12, title="bosun: fix #7",
@@ -47,7 +51,9 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
         sha = "a" * 40
         for ev in (PREvent(id=f"check:{sha}:tests", kind="check_failed", sha=sha, check="tests", actionable=True),
                    PREvent(id=f"check:{sha}:tests", kind="check_failed", sha=sha, check="tests", actionable=True),
-                   PREvent(id=f"check:{sha}:lint", kind="check_failed", sha=sha, check="lint", actionable=True)):
+                   PREvent(id=f"check:{sha}:lint", kind="check_failed", sha=sha, check="lint", actionable=True),
+                   PREvent(id=f"check:{sha}:flaky", kind="check_failed", sha=sha, check="flaky", actionable=True,
+                           base_branch="main")):
             await handle.signal(CONVERSATION_SIGNAL, ev)
         await _until(lambda: len(world.named("report_status")) == 2)
         # a person pushes; a later failure is not acted on
@@ -73,6 +79,11 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
     assert all(inits[0].count(f"> rename variable {i}") == 1 for i in range(1, 6))
     assert "Review by @alice (requested changes)" in inits[0]
     assert "The check 'tests' failed at commit aaaaaaaaaaaa" in inits[1] and "'lint'" in inits[1]
+    assert "> FAILED tests/test_stats.py::test_median - assert 2 == 2.5" in inits[1]  # the log's tail, quoted
+    assert "'flaky'" not in inits[1]  # it fails on the base branch too: said, not acted on
+    assert any("'flaky' failed at aaaaaaaaaaaa: not acted on (it fails on the base branch main too" in n
+               for n in state.notes)
+    assert {c.input.check for c in world.named("ci_context")} == {"tests", "lint", "flaky"}
     assert [r.kind for r in state.rounds] == ["review", "ci"] and state.closed and state.merged
     assert state.ci_paused_by == "bob" and any("not acted on (bob pushed" in n for n in state.notes)
-    assert len(state.seen) == 6 + 2 + 2 + 1
+    assert len(state.seen) == 6 + 3 + 2 + 1

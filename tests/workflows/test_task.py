@@ -491,8 +491,10 @@ async def test_a_task_whose_home_host_is_lost_moves_and_goes_on(env):
         result = await handle.result()
         placement = await handle.query(TaskWorkflow.placement)
     assert result.status == "succeeded"
-    [move] = result.moves
-    assert (move.what, move.from_worker, move.to_worker) == ("task", "h1", "h2")
+    # (a solo task's agent runs alongside the tests before: when it was still on h1, it moves too)
+    moves = [(m.what, m.from_worker, m.to_worker) for m in result.moves]
+    assert [m for m in moves if m[0] == "task"] == [("task", "h1", "h2")], moves
+    assert {m[0] for m in moves} <= {"task", "agent-1"}, moves
     assert [b.result for b in world.named("bind_host")] == [None, None] and len(world.named("bind_host")) == 2
     restore = world.named("restore_task")[0].input  # h2 had nothing: the clone, and the branch where it was
     assert [c.tips for c in restore.checkpoints] == [["b" * 40]] and restore.head == "b" * 40

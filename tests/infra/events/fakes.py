@@ -49,6 +49,11 @@ class FakeGitHub:
     pulls: dict[str, list[dict]] = field(default_factory=dict)
     reactions: dict[int, set[str]] = field(default_factory=dict)
     review_comments: dict[tuple[str, int], list[dict]] = field(default_factory=dict)
+    checks: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
+    """(repo, ref) -> check runs (name, status, conclusion)."""
+    logs: dict[int, bytes] = field(default_factory=dict)
+    blob_url: str = ""
+    blob_auth: list[str | None] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -66,6 +71,8 @@ class FakeGitHub:
             Route(r + "/pulls", self.list_pulls, methods=["GET"]),
             Route(r + "/pulls", self.create_pull, methods=["POST"]),
             Route(r + "/pulls/{number:int}", self.get_pull, methods=["GET"]),
+            Route(r + "/commits/{ref:path}/check-runs", self.check_runs, methods=["GET"]),
+            Route(r + "/actions/jobs/{job:int}/logs", self.job_logs, methods=["GET"]),
             Route(r + "/pulls/{number:int}/comments", self.list_review_comments, methods=["GET"]),
             Route(r + "/pulls/{number:int}/comments/{cid:int}/replies", self.reply, methods=["POST"]),
         ])
@@ -200,6 +207,32 @@ class FakeGitHub:
         return JSONResponse({"message": "Not Found",
                              "documentation_url": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
                              "status": "404"}, 404)
+
+    async def check_runs(self, request: Request) -> Response:
+        if err := self._check(request):
+            return err
+        p = request.path_params
+        name = request.query_params.get("check_name")
+        runs = [c for c in self.checks.get((f"{p['owner']}/{p['repo']}", p["ref"]), [])
+                if not name or c["name"] == name]
+        return JSONResponse({"total_count": len(runs), "check_runs": runs})
+
+    async def job_logs(self, request: Request) -> Response:
+        """302 to where the log can be downloaded (another host: GitHub's blob storage), as GitHub answers."""
+        if err := self._check(request):
+            return err
+        job = request.path_params["job"]
+        if job not in self.logs or not self.blob_url:
+            return JSONResponse({"message": "Not Found"}, 404)
+        return Response(status_code=302, headers={"Location": f"{self.blob_url}/logs/{job}.txt?sig=abc"})
+
+    def blob_app(self) -> Starlette:
+        """The other host the log is downloaded from; it records whether a token came along."""
+        async def blob(request: Request) -> Response:
+            self.blob_auth.append(request.headers.get("authorization"))
+            job = int(request.path_params["name"].split(".")[0])
+            return Response(self.logs[job], media_type="text/plain")
+        return Starlette(routes=[Route("/logs/{name}", blob, methods=["GET"])])
 
     async def list_review_comments(self, request: Request) -> Response:
         if err := self._check(request):

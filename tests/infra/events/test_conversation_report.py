@@ -152,3 +152,28 @@ async def test_a_review_through_the_ingress_and_the_starter_is_one_conversation_
     inp = json.loads(started.input.payloads[0].data)
     assert inp["number"] == n and inp["repo_name"] == repo and inp["task"]["repo"] == "/srv/hello-world"
 
+
+
+async def test_a_failed_checks_context_is_its_base_branch_and_its_logs_tail(github, tmp_path):
+    """ci_context: the same check failing on the base branch (not the pull request's doing), and the failing job's
+    log, bounded, its control characters dropped, downloaded from the other host without the token."""
+    from activities.report import LOG_TAIL, CIContextInput, ci_context
+
+    fake, url = github
+    async with serve(fake.blob_app()) as blob:
+        fake.blob_url = blob
+        fake.logs[77] = b"\x1b[31mnoise\x1b[0m\n" * 5000 + b"FAILED test_median - assert 2 == 2.5\x07\r\n"
+        fake.checks[(REPO, "main")] = [{"name": "flaky", "status": "completed", "conclusion": "failure"},
+                                       {"name": "tests", "status": "completed", "conclusion": "success"}]
+        settings = Settings(data_dir=tmp_path / "data", github_token="ghs_test", github_api_url=url)
+        ctx = await ci_context(settings, CIContextInput(repo=REPO, check="tests", sha="a" * 40, base_branch="main",
+                                                        job_id=77))
+        assert not ctx.fails_on_base and ctx.note == ""
+        assert ctx.log_tail.endswith("FAILED test_median - assert 2 == 2.5\n") and len(ctx.log_tail) <= LOG_TAIL
+        assert "\x1b" not in ctx.log_tail and "\x07" not in ctx.log_tail and "\r" not in ctx.log_tail
+        assert fake.blob_auth == [None]  # the token stayed with GitHub
+        flaky = await ci_context(settings, CIContextInput(repo=REPO, check="flaky", sha="a" * 40, base_branch="main",
+                                                          job_id=77))
+        assert flaky.fails_on_base and flaky.log_tail == ""  # (no log needed: no round)
+        missing = await ci_context(settings, CIContextInput(repo=REPO, check="tests", sha="a" * 40, job_id=78))
+        assert "the job's log could not be read" in missing.note and "404" in missing.note
