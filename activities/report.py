@@ -9,7 +9,7 @@ posts twice.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -75,7 +75,10 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
             done.append("comment")
             await gh.set_state(origin.repo, origin.number, state)
             done.append(f"label bosun:{state}")
-    if origin.source == "gitlab" and origin.repo and cfg.secret("gitlab_token"):
+    if origin.source == "gitlab" and origin.push_to_head and origin.repo and origin.number and \
+            cfg.secret("gitlab_token"):
+        done += await _report_round(settings, cfg, origin, inp, bool(deliver), state)
+    elif origin.source == "gitlab" and origin.repo and cfg.secret("gitlab_token"):
         done += await _report_gitlab(settings, cfg, origin, inp, deliver, state)
     if origin.source == "linear" and origin.agent_session_id and cfg.secret("linear_api_key"):
         async with LinearClient.from_config(cfg) as lin:
@@ -97,11 +100,13 @@ async def _report_round(settings: Any, cfg: Any, origin: Origin, inp: ReportInpu
     state label."""
     done: list[str] = []
     assert origin.repo and origin.number and origin.head_branch
-    token = cfg.secret("github_token")
+    gitlab = origin.source == "gitlab"
+    token = cfg.secret("gitlab_token" if gitlab else "github_token")
     outcome = f"not changed ({inp.status})"
     if deliver:
         try:
-            await push(settings, inp.model_copy(update={"branch": origin.head_branch}), token)
+            await push(settings, inp.model_copy(update={"branch": origin.head_branch}), token,
+                       **({"user": "oauth2"} if gitlab else {}))
             done.append(f"pushed {origin.head_branch}")
             outcome = f"changed in {inp.commit}"
         except ExternalServiceError as e:
@@ -110,6 +115,8 @@ async def _report_round(settings: Any, cfg: Any, origin: Origin, inp: ReportInpu
             outcome = f"not pushed: `{origin.head_branch}` moved meanwhile ({str(e)[:200]})"
     answer = f"{outcome[:1].upper()}{outcome[1:]}.\n\n{inp.summary}"
     key = f"{inp.workflow_id}:reply"
+    if gitlab:
+        return done + await _gitlab_round_answers(cfg, origin, inp, answer, outcome, key, state)
     async with GitHubClient.from_config(cfg) as gh:
         others = []
         for r in origin.replies:
@@ -127,6 +134,34 @@ async def _report_round(settings: Any, cfg: Any, origin: Origin, inp: ReportInpu
         await gh.upsert_comment(origin.repo, origin.number, f"{origin.conversation or inp.workflow_id}:status", status)
         done.append("status")
         await gh.set_state(origin.repo, origin.number, state)
+        done.append(f"label bosun:{state}")
+    return done
+
+
+async def _gitlab_round_answers(cfg: Any, origin: Origin, inp: ReportInput, answer: str, outcome: str, key: str,
+                                state: str) -> list[str]:
+    """GitLab's half of a round's report: a reply in each asking thread, one note for the rest, the one status
+    note, the state label."""
+    done: list[str] = []
+    project = origin.project_id or origin.repo or ""
+    iid = origin.number or 0
+    async with GitLabClient.from_config(cfg) as gl:
+        others = []
+        for r in origin.replies:
+            if r.discussion_id:
+                await gl.reply(project, "merge_request", iid, r.discussion_id, f"{key}:{r.comment_id}", answer)
+                done.append(f"reply {r.comment_id}")
+            elif r.author and f"@{r.author}" not in others:
+                others.append(f"@{r.author}")
+        if others:
+            await gl.upsert_note(project, "merge_request", iid, key, f"{', '.join(others)}: {answer}")
+            done.append("note")
+        notes = "".join(f"\n- {n}" for n in origin.notes)
+        status = (f"bosun on this merge request: round {origin.round} {inp.status}, {outcome}."
+                  + (f"\n\nSet aside:{notes}" if notes else ""))
+        await gl.upsert_note(project, "merge_request", iid, f"{origin.conversation or inp.workflow_id}:status", status)
+        done.append("status")
+        await gl.set_state(project, "merge_request", iid, state)  # type: ignore[arg-type]
         done.append(f"label bosun:{state}")
     return done
 
@@ -187,7 +222,10 @@ async def push(settings: Any, inp: ReportInput, token: str | None, *, user: str 
 
 class CIContextInput(BaseModel):
     repo: str
-    """GitHub ``owner/repo``."""
+    """GitHub ``owner/repo``; GitLab the project's path."""
+    source: Literal["github", "gitlab"] = "github"
+    project_id: int | None = None
+    """GitLab: the project's numeric id."""
     check: str
     sha: str
     base_branch: str | None = None
@@ -212,26 +250,39 @@ async def ci_context(settings: Any, inp: CIContextInput) -> CIContextResult:
     """Whether a failed check fails on the base branch too, and the failing job's log (bounded). A refusal is a note,
     not a failure: the round can go on without them; a transient error is retried."""
     cfg = load_events_config(settings)
-    if not cfg.secret("github_token"):
-        return CIContextResult(note="no BOSUN_GITHUB_TOKEN: the base branch's checks and the log were not read")
+    gitlab = inp.source == "gitlab"
+    token = "gitlab_token" if gitlab else "github_token"
+    if not cfg.secret(token):
+        return CIContextResult(note=f"no BOSUN_{token.upper()}: the base branch's checks and the log were not read")
     out = CIContextResult()
-    async with GitHubClient.from_config(cfg) as gh:
+    project = inp.project_id or inp.repo
+    async with (GitLabClient if gitlab else GitHubClient).from_config(cfg) as api:
         if inp.base_branch:
-            try:
-                conclusions = await gh.check_conclusions(inp.repo, inp.base_branch, inp.check)
-                out.fails_on_base = any(c in cfg.triggers.github_failed_conclusions for c in conclusions)
-            except ExternalServiceError as e:
-                if e.retryable:
-                    raise
-                out.note = f"the checks of {inp.base_branch} could not be read ({str(e)[:200]}); "
+            if gitlab:
+                status = await _or_note(out, f"the pipelines of {inp.base_branch}",
+                                        api.latest_pipeline_status(project, inp.base_branch))
+                out.fails_on_base = status in cfg.triggers.gitlab_failed_statuses
+            else:
+                conclusions = await _or_note(out, f"the checks of {inp.base_branch}",
+                                             api.check_conclusions(inp.repo, inp.base_branch, inp.check))
+                out.fails_on_base = any(c in cfg.triggers.github_failed_conclusions for c in conclusions or [])
         if inp.job_id is not None and not out.fails_on_base:
-            try:
-                out.log_tail = await gh.job_log_tail(inp.repo, inp.job_id, cap=LOG_TAIL)
-            except ExternalServiceError as e:
-                if e.retryable:
-                    raise
-                out.note += f"the job's log could not be read ({str(e)[:200]})"
+            tail = await _or_note(out, "the job's log", api.job_log_tail(project if gitlab else inp.repo,
+                                                                         inp.job_id, cap=LOG_TAIL))
+            out.log_tail = tail or ""
+    out.note = out.note.rstrip("; ")
     return out
+
+
+async def _or_note(out: CIContextResult, what: str, call: Any) -> Any:
+    """The call's answer; a refusal becomes a note (None), a transient failure is raised (retried)."""
+    try:
+        return await call
+    except ExternalServiceError as e:
+        if e.retryable:
+            raise
+        out.note += f"{what} could not be read ({str(e)[:200]}); "
+        return None
 
 
 class ReportActivities:

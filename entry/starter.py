@@ -330,6 +330,7 @@ class Starter:
                 assert d.event is not None and d.origin is not None and d.origin.number is not None
                 task_input = ConversationInput(
                     repo_name=d.origin.repo or "", number=d.origin.number, title=d.summary, url=d.origin.url,
+                    source="gitlab" if d.origin.source == "gitlab" else "github", project_id=d.origin.project_id,
                     head_branch=d.origin.head_branch, base_branch=d.origin.base_branch, task=task_input,
                     limits=Limits(quiet_s=self.cfg.review_quiet_s, max_ci_rounds=self.cfg.max_ci_rounds,
                                   max_rounds=self.cfg.max_review_rounds))

@@ -12,6 +12,7 @@ request is closed or merged, and continues as new when its history grows long (i
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -33,7 +34,10 @@ MAX_LOG = 12_000
 
 class ConversationInput(BaseModel):
     repo_name: str
-    """GitHub ``owner/repo``."""
+    """GitHub ``owner/repo``; GitLab the project's path."""
+    source: Literal["github", "gitlab"] = "github"
+    project_id: int | None = None
+    """GitLab: the project's numeric id."""
     number: int
     title: str = ""
     url: str | None = None
@@ -104,7 +108,8 @@ class PullRequestWorkflow:
             try:
                 ctx: CIContextResult = await workflow.execute_activity_method(
                     ReportActivities.ci_context,
-                    CIContextInput(repo=inp.repo_name, check=ev.check or "", sha=ev.sha or "",
+                    CIContextInput(repo=inp.repo_name, source=inp.source, project_id=inp.project_id,
+                                   check=ev.check or "", sha=ev.sha or "",
                                    base_branch=ev.base_branch or inp.base_branch, job_id=ev.job_id),
                     summary=f"context of {ev.check} at {str(ev.sha)[:12]}", **policies.REPORT_BACK)
             except ActivityError as e:
@@ -116,9 +121,11 @@ class PullRequestWorkflow:
     async def _round(self, inp: ConversationInput, rnd: Round) -> None:
         wf_id = workflow.info().workflow_id
         branch = self.state.head_branch or inp.head_branch or "HEAD"
-        replies = [{"kind": ev.kind, "comment_id": ev.comment_id, "author": ev.author, "id": ev.id}
+        replies = [{"kind": ev.kind, "comment_id": ev.comment_id, "author": ev.author, "id": ev.id,
+                    "discussion_id": ev.discussion_id}
                    for ev in rnd.items if ev.kind in ("review", "review_comment", "comment")]
-        origin = {"source": "github", "repo": inp.repo_name, "number": inp.number, "url": inp.url,
+        gitlab = {"project_id": inp.project_id, "noteable": "merge_request"} if inp.source == "gitlab" else {}
+        origin = {"source": inp.source, **gitlab, "repo": inp.repo_name, "number": inp.number, "url": inp.url,
                   "head_branch": branch, "base_branch": inp.base_branch, "push_to_head": True,
                   "conversation": wf_id, "round": rnd.number, "replies": replies,
                   "notes": self.state.notes[-10:]}

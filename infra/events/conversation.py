@@ -1,5 +1,6 @@
 """The pull request as a conversation: what one event on a pull request bosun opened means to its long-lived
-workflow (``gh:<owner>/<repo>:conversation:<n>``, workflows/pull_request.py).
+workflow (``gh:<owner>/<repo>:conversation:<n>``; a GitLab merge request's ``gl:<group>/<project>:conversation:<iid>``;
+workflows/pull_request.py).
 
 Pure: the trigger rules (infra/events/triggers.py) turn a delivery into one :class:`PREvent`; the workflow keeps
 them, batches them into rounds and applies the loop guards. Who may ask is decided here, from the payload:
@@ -24,8 +25,8 @@ CONVERSATION_SIGNAL = "pr_event"
 CONVERSATION_WORKFLOW = "PullRequestWorkflow"
 
 
-def conversation_id(repo: str, number: int) -> str:
-    return f"gh:{repo}:conversation:{number}"
+def conversation_id(repo: str, number: int, source: str = "github") -> str:
+    return f"{'gl' if source == 'gitlab' else 'gh'}:{repo}:conversation:{number}"
 
 
 class PREvent(BaseModel):
@@ -46,7 +47,10 @@ class PREvent(BaseModel):
     review_state: str | None = None
     """A review's: approved, changes_requested, commented."""
     comment_id: int | None = None
-    """The comment to answer in its thread (review comments) or to quote (conversation comments)."""
+    """The comment to answer in its thread (review comments) or to quote (conversation comments); GitLab: the
+    note."""
+    discussion_id: str | None = None
+    """GitLab: the note's thread (the answer goes there)."""
     path: str | None = None
     line: int | None = None
     sha: str | None = None

@@ -118,6 +118,30 @@ class RestClient:
                                    status=r.status_code, retryable=retryable,
                                    retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None)
 
+    async def _tail(self, path: str, cap: int, read_at_most: int = 4_000_000) -> str:
+        """The last ``cap`` characters of a text download (a CI job's log), redirects followed: at most
+        ``read_at_most`` bytes are read; the text is hostile: undecodable bytes replaced, control characters but
+        newlines and tabs dropped."""
+        try:
+            async with self.http.stream("GET", path, follow_redirects=True) as r:
+                if r.status_code != 200:
+                    await r.aread()
+                    raise ExternalServiceError(f"{self.service} GET {path} answered {r.status_code}",
+                                               status=r.status_code,
+                                               retryable=r.status_code in (408, 429) or r.status_code >= 500)
+                tail = bytearray()
+                async for chunk in r.aiter_bytes():
+                    tail += chunk
+                    if len(tail) > 8 * cap:
+                        del tail[:len(tail) - 4 * cap]
+                    read_at_most -= len(chunk)
+                    if read_at_most <= 0:
+                        break
+        except httpx.HTTPError as e:
+            raise ExternalServiceError(f"{self.service} GET {path}: {type(e).__name__}: {e}", retryable=True) from None
+        text = bytes(tail).decode("utf-8", "replace")
+        return "".join(ch for ch in text if ch in "\n\t" or (ch >= " " and ch != "\x7f"))[-cap:]
+
     async def _pages(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every item of a paginated list endpoint (follows the Link: rel="next" header)."""
         items: list[dict[str, Any]] = []
@@ -183,31 +207,10 @@ class GitHubClient(RestClient):
         runs = r.json().get("check_runs") if isinstance(r.json(), dict) else None
         return [str(c.get("conclusion")) for c in runs or [] if isinstance(c, dict) and c.get("status") == "completed"]
 
-    async def job_log_tail(self, repo: str, job_id: int, cap: int = 20_000, read_at_most: int = 4_000_000) -> str:
+    async def job_log_tail(self, repo: str, job_id: int, cap: int = 20_000) -> str:
         """The last ``cap`` characters of a GitHub Actions job's log (``GET .../actions/jobs/{id}/logs`` answers with
-        a redirect to the file; the token is not sent to the other host). At most ``read_at_most`` bytes are read;
-        the text is the log's, hostile: undecodable bytes replaced, control characters but newlines and tabs
-        dropped."""
-        path = f"{_path_repo(repo)}/actions/jobs/{int(job_id)}/logs"
-        try:
-            async with self.http.stream("GET", path, follow_redirects=True) as r:
-                if r.status_code != 200:
-                    await r.aread()
-                    raise ExternalServiceError(f"GitHub GET {path} answered {r.status_code}", status=r.status_code,
-                                               retryable=r.status_code in (408, 429) or r.status_code >= 500)
-                tail = bytearray()
-                async for chunk in r.aiter_bytes():
-                    tail += chunk
-                    if len(tail) > 2 * cap * 4:
-                        del tail[:len(tail) - cap * 4]
-                    read_at_most -= len(chunk)
-                    if read_at_most <= 0:
-                        break
-        except httpx.HTTPError as e:
-            raise ExternalServiceError(f"GitHub GET {path}: {type(e).__name__}: {e}", retryable=True) from None
-        text = bytes(tail).decode("utf-8", "replace")
-        text = "".join(ch for ch in text if ch in "\n\t" or (ch >= " " and ch != "\x7f"))
-        return text[-cap:]
+        a redirect to the file; httpx does not send the token to the other host)."""
+        return await self._tail(f"{_path_repo(repo)}/actions/jobs/{int(job_id)}/logs", cap)
 
     async def react(self, repo: str, comment_id: int, content: str = "eyes") -> None:
         """Add a reaction to an issue comment (GitHub answers 200 when it is already there: idempotent)."""

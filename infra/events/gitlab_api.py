@@ -125,6 +125,20 @@ class GitLabClient(RestClient):
         level = r.json().get("access_level")
         return level if isinstance(level, int) and not isinstance(level, bool) else 0
 
+    # ---------------------------------------------------------------- pipelines
+
+    async def latest_pipeline_status(self, project: int | str, ref: str) -> str | None:
+        """The status of the newest pipeline on ``ref`` (a branch), or None when it has none."""
+        r = await self._request("GET", f"{project_path(project)}/pipelines",
+                                params={"ref": ref, "per_page": 1, "order_by": "id", "sort": "desc"})
+        items = r.json()
+        return str(items[0].get("status")) if isinstance(items, list) and items and isinstance(items[0], dict) \
+            else None
+
+    async def job_log_tail(self, project: int | str, job_id: int, cap: int = 20_000) -> str:
+        """The last ``cap`` characters of a job's log (``GET /projects/:id/jobs/:job_id/trace``)."""
+        return await self._tail(f"{project_path(project)}/jobs/{int(job_id)}/trace", cap)
+
     # ---------------------------------------------------------------- merge requests
 
     async def find_merge_request(self, project: int | str, source_branch: str) -> PullRequest | None:

@@ -234,6 +234,8 @@ class GLMergeRequestAttrs(GLIssueAttrs):
     source_project_id: int | None = None
     target_project_id: int | None = None
     last_commit: GLCommit | None = None
+    oldrev: str | None = None
+    """Set on an ``update`` that pushed commits (the head before)."""
 
 
 class GLIssueEvent(_Model):
@@ -306,11 +308,24 @@ class GLBuild(_Model):
     allow_failure: bool = False
 
 
+class GLPipelineMR(_Model):
+    """The merge request a merge request pipeline ran for."""
+
+    iid: int
+    source_branch: str | None = None
+    target_branch: str | None = None
+    source_project_id: int | None = None
+    target_project_id: int | None = None
+    url: str | None = None
+
+
 class GLPipelineEvent(_Model):
     object_kind: str
     project: GLProject
     object_attributes: GLPipelineAttrs
     builds: list[GLBuild] = []
+    merge_request: GLPipelineMR | None = None
+    user: GLUser | None = None
 
 
 # ---------------------------------------------------------------- Linear

@@ -44,6 +44,8 @@ class Reply(BaseModel):
     comment_id: int | None = None
     author: str = ""
     id: str = ""
+    discussion_id: str | None = None
+    """GitLab: the thread to answer in."""
 
 
 class Origin(BaseModel):
@@ -138,7 +140,7 @@ def parse_workflow_id(workflow_id: str) -> dict[str, str] | None:
     m = re.fullmatch(r"gh:([^:/]+/[^:]+):(issue|pr|ci|conversation):(.+)", workflow_id)
     if m:
         return {"source": "github", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
-    m = re.fullmatch(r"gl:([^:/]+(?:/[^:/]+)+):(issue|mr|ci):(.+)", workflow_id)
+    m = re.fullmatch(r"gl:([^:/]+(?:/[^:/]+)+):(issue|mr|ci|conversation):(.+)", workflow_id)
     if m:
         return {"source": "gitlab", "repo": m.group(1), "kind": m.group(2), "key": m.group(3)}
     m = re.fullmatch(r"linear:(session|issue):(.+)", workflow_id)
@@ -451,6 +453,43 @@ def _label_added(labels: list[p.GLLabel], changes: p.GLChanges, action: str | No
     return action == "open" and has(labels)
 
 
+def _gitlab_bosuns(source_branch: str | None, source_project: int | None, target_project: int | None,
+                   cfg: EventsConfig) -> bool:
+    """A merge request bosun opened: from a bosun branch of the project itself (not a fork's)."""
+    return bool(source_branch and source_branch.startswith(cfg.triggers.gitlab_debug_branch_prefix)) and \
+        (source_project is None or target_project is None or source_project == target_project)
+
+
+def _gitlab_converse(path: str, project_id: int, iid: int, event: PREvent, cfg: EventsConfig, *, reason: str,
+                     head: str | None, base: str | None, url: str | None, sha: str | None = None,
+                     author_id: int | None = None, title: str = "") -> Decision:
+    mapped = _repo_for_gitlab(cfg, path)
+    if mapped is None:
+        return _no_gitlab_repo(path)
+    return Decision(
+        kind="converse", reason=reason, workflow_id=conversation_id(path, iid, "gitlab"), event=event, repo=mapped,
+        ref=sha or "HEAD", author_id=author_id, summary=f"{path}!{iid}: {title}"[:200] if title else f"{path}!{iid}",
+        origin=Origin(source="gitlab", repo=path, project_id=project_id, number=iid, noteable="merge_request",
+                      url=url, head_branch=head, base_branch=base))
+
+
+def _gitlab_merge_request(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
+    """The closing or merging of a merge request bosun opened, or a push to it, reaches its conversation; a label
+    starts a task (any merge request)."""
+    ev: p.GLMergeRequestEvent = _parse(p.GLMergeRequestEvent, payload, f"GitLab {event}")
+    a = ev.object_attributes
+    if _gitlab_bosuns(a.source_branch, a.source_project_id, a.target_project_id, cfg) and \
+            (a.action in ("close", "merge") or (a.action == "update" and a.oldrev)):
+        who = ev.user.username if ev.user else ""
+        sha = a.last_commit.id if a.last_commit else None
+        pr_event = PREvent(id="closed", kind="closed", merged=a.action == "merge", author=who) \
+            if a.action in ("close", "merge") else PREvent(id=f"push:{sha}", kind="push", sha=sha, author=who)
+        return _gitlab_converse(ev.project.path_with_namespace, ev.project.id, a.iid, pr_event, cfg,
+                                reason=f"merge request {a.action}", head=a.source_branch, base=a.target_branch,
+                                url=a.url, title=a.title)
+    return _gitlab_labelled(event, payload, cfg)
+
+
 def _gitlab_labelled(event: str, payload: dict[str, Any], cfg: EventsConfig) -> Decision:
     wanted = cfg.triggers.gitlab_label
     mr = event == "merge_request_hook"
@@ -499,6 +538,16 @@ def _gitlab_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> D
     if mapped is None:
         return _no_gitlab_repo(path)
     mr = ev.merge_request if kind == "mr" else None
+    author = user.id if user.id is not None else note.author_id
+    if mr is not None and _gitlab_bosuns(mr.source_branch, mr.source_project_id, mr.target_project_id, cfg):
+        threaded = note.type in ("DiffNote", "DiscussionNote") and bool(note.discussion_id)
+        return _gitlab_converse(path, ev.project.id, mr.iid, PREvent(
+            id=f"note:{note.id}", kind="review_comment" if threaded else "comment", author=user.username,
+            body=note.note.strip(), actionable=True, comment_id=note.id, discussion_id=note.discussion_id,
+            head_branch=mr.source_branch, base_branch=mr.target_branch), cfg,
+            reason=f"{user.username} mentioned {rules.gitlab_mention}", head=mr.source_branch,
+            base=mr.target_branch, url=mr.url, sha=mr.last_commit.id if mr.last_commit else None, author_id=author,
+            title=mr.title)
     sign, what = ("!", "merge request") if mr else ("#", "issue")
     where = f"GitLab {what} {path}{sign}{target.iid}" + (f", branch {mr.source_branch}" if mr else "")
     task = _issue_task(target.title, target.description, where, target.url)
@@ -520,14 +569,24 @@ def _gitlab_pipeline_failed(event: str, payload: dict[str, Any], cfg: EventsConf
     run = ev.object_attributes
     if run.status not in rules.gitlab_failed_statuses:
         return ignore(f"pipeline {run.id} is {run.status}")
+    path = ev.project.path_with_namespace
+    mr = ev.merge_request
+    failed_jobs = [b for b in ev.builds if b.status == "failed" and not b.allow_failure]
+    if mr is not None and _gitlab_bosuns(mr.source_branch, mr.source_project_id, mr.target_project_id, cfg):
+        return _gitlab_converse(path, ev.project.id, mr.iid, PREvent(
+            id=f"check:{run.sha}:pipeline-{run.id}", kind="check_failed", actionable=True, sha=run.sha,
+            check=f"pipeline {run.id}" + (f" ({', '.join(sorted(b.name for b in failed_jobs)[:5])})"
+                                          if failed_jobs else ""),
+            check_url=run.url, job_id=failed_jobs[0].id if failed_jobs else None, head_branch=mr.source_branch,
+            base_branch=mr.target_branch), cfg, reason=f"pipeline {run.id} {run.status} on {run.ref}",
+            head=mr.source_branch, base=mr.target_branch, url=mr.url, sha=run.sha)
     if run.tag or not run.ref or not run.ref.startswith(rules.gitlab_debug_branch_prefix):
         return ignore(f"pipeline {run.id} failed on {'tag' if run.tag else 'branch'} {run.ref!r}, not a "
                       f"{rules.gitlab_debug_branch_prefix} branch")
-    path = ev.project.path_with_namespace
     mapped = _repo_for_gitlab(cfg, path)
     if mapped is None:
         return _no_gitlab_repo(path)
-    failed = [b.name for b in ev.builds if b.status == "failed" and not b.allow_failure]
+    failed = [b.name for b in failed_jobs]
     jobs = f" (failed jobs: {', '.join(sorted(failed)[:10])})" if failed else ""
     task = (f"CI failed on branch {run.ref} at commit {run.sha[:12]}: GitLab pipeline {run.id} is {run.status}"
             f"{jobs}{' (' + run.url + ')' if run.url else ''}. Reproduce the failure, find the cause and fix it on "
@@ -540,7 +599,7 @@ def _gitlab_pipeline_failed(event: str, payload: dict[str, Any], cfg: EventsConf
 
 
 GITLAB_RULES = {"issue_hook": _gitlab_labelled, "confidential_issue_hook": _gitlab_labelled,
-                "merge_request_hook": _gitlab_labelled, "note_hook": _gitlab_mention,
+                "merge_request_hook": _gitlab_merge_request, "note_hook": _gitlab_mention,
                 "confidential_note_hook": _gitlab_mention, "pipeline_hook": _gitlab_pipeline_failed}
 """The rule of each GitLab event bosun acts on (X-Gitlab-Event, lower-cased, spaces as ``_``)."""
 

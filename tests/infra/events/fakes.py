@@ -371,6 +371,9 @@ class FakeGitLab:
     members: dict[tuple[int, int], int] = field(default_factory=dict)
     """(project id, user id) -> access level."""
     merge_requests: dict[int, list[dict]] = field(default_factory=dict)
+    pipelines: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+    """(project id, ref) -> statuses of its pipelines, newest first."""
+    traces: dict[int, bytes] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(5000))
 
@@ -388,6 +391,8 @@ class FakeGitLab:
             Route(p + "/members/all/{uid:int}", self.member, methods=["GET"]),
             Route(p + "/merge_requests", self.list_mrs, methods=["GET"]),
             Route(p + "/merge_requests", self.create_mr, methods=["POST"]),
+            Route(p + "/pipelines", self.list_pipelines, methods=["GET"]),
+            Route(p + "/jobs/{job:int}/trace", self.trace, methods=["GET"]),
             Route(p, self.get_project, methods=["GET"]),
         ], exception_handlers={_Answer: lambda _request, e: JSONResponse(e.body, e.status)})
 
@@ -500,6 +505,19 @@ class FakeGitLab:
             return JSONResponse({"message": "404 Not found"}, 404)
         return JSONResponse({"id": request.path_params["uid"], "username": "someone", "state": "active",
                              "access_level": level})
+
+    async def list_pipelines(self, request: Request) -> Response:
+        pid = self._check(request)
+        statuses = self.pipelines.get((pid, request.query_params.get("ref", "")), [])
+        per_page = int(request.query_params.get("per_page", 20))
+        return JSONResponse([{"id": 100 + i, "status": st} for i, st in enumerate(statuses)][:per_page])
+
+    async def trace(self, request: Request) -> Response:
+        self._check(request)
+        job = request.path_params["job"]
+        if job not in self.traces:
+            raise _Answer({"message": "404 Not found"}, 404)
+        return Response(self.traces[job], media_type="text/plain")
 
     async def list_mrs(self, request: Request) -> Response:
         pid = self._check(request)

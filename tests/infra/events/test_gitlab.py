@@ -275,3 +275,59 @@ def test_the_push_authenticates_as_gitlab_expects(tmp_path, monkeypatch):
     assert header.startswith("http.extraHeader=Authorization: Basic ")
     assert base64.b64decode(header.rsplit(" ", 1)[1]).decode() == "oauth2:glpat-secret"
 
+
+
+async def test_a_merge_request_round_answers_in_each_thread_once_and_opens_no_merge_request(gitlab, tmp_path):
+    """A conversation round on GitLab: the commit onto the merge request's own branch (as oauth2), one reply per
+    asking thread, one note for the rest, the one status note, the label; a retried report changes nothing."""
+    from activities.report import ReportInput, report_status
+    from infra.settings import Settings
+    from sandbox.hostrepo import TaskRepo
+
+    fake, url = gitlab
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    ws = make_example_repo(tmp_path / "ws")
+    settings = Settings(data_dir=tmp_path / "data", gitlab_token="glpat-test", gitlab_api_url=url)
+    conv = f"gl:{GL_PROJECT}:conversation:3"
+    wf_id = f"{conv}/round-1"
+    commit = TaskRepo(settings.workspaces_dir, wf_id).prepare(str(ws), "HEAD")
+    for did in ("d1", "d2"):
+        fake.discussions[did] = [{"id": 1, "body": "@bosun fix this line"}]
+    origin = {"source": "gitlab", "repo": GL_PROJECT, "project_id": 5, "number": 3, "noteable": "merge_request",
+              "head_branch": "bosun/gl-issue-17", "push_to_head": True, "conversation": conv, "round": 1,
+              "replies": [{"kind": "review_comment", "comment_id": 11, "author": "root", "discussion_id": "d1"},
+                          {"kind": "review_comment", "comment_id": 12, "author": "root", "discussion_id": "d2"},
+                          {"kind": "comment", "comment_id": 13, "author": "alice"}]}
+    inp = ReportInput(workflow_id=wf_id, origin=origin, status="succeeded", summary="tests green",
+                      branch=f"bosun/{wf_id}", commit=commit, remote=str(remote))
+    first = await report_status(settings, inp)
+    again = await report_status(settings, inp)
+    assert first.actions == again.actions == ["pushed bosun/gl-issue-17", "reply 11", "reply 12", "note", "status",
+                                              "label bosun:done"]
+    assert [len(fake.discussions[d]) for d in ("d1", "d2")] == [2, 2]  # exactly one reply each
+    notes = fake.notes[(5, "merge_requests", 3)]
+    assert len(notes) == 2 and notes[0]["body"].startswith("@alice: Changed in")
+    assert "round 1 succeeded" in notes[1]["body"]
+    assert fake.merge_requests == {} and fake.labels[(5, "merge_requests", 3)] == ["bosun:done"]
+    pushed = subprocess.run(["git", "-C", str(remote), "rev-parse", "bosun/gl-issue-17"], capture_output=True,
+                            text=True)
+    assert pushed.stdout.strip() == commit
+
+
+async def test_a_failed_pipelines_context_on_gitlab(gitlab, tmp_path):
+    from activities.report import CIContextInput, ci_context
+    from infra.settings import Settings
+
+    fake, url = gitlab
+    fake.pipelines[(5, "main")] = ["success", "failed"]
+    fake.pipelines[(5, "broken")] = ["failed"]
+    fake.traces[378] = b"\x1b[0K$ pytest\n" + b"x" * 50_000 + b"\nFAILED test_median\n"
+    settings = Settings(data_dir=tmp_path / "data", gitlab_token="glpat-test", gitlab_api_url=url)
+    ctx = await ci_context(settings, CIContextInput(repo=GL_PROJECT, source="gitlab", project_id=5, check="pipeline 31",
+                                                    sha="a" * 40, base_branch="main", job_id=378))
+    assert not ctx.fails_on_base and ctx.log_tail.endswith("FAILED test_median\n") and len(ctx.log_tail) <= 12_000
+    on_base = await ci_context(settings, CIContextInput(repo=GL_PROJECT, source="gitlab", project_id=5,
+                                                        check="pipeline 31", sha="a" * 40, base_branch="broken",
+                                                        job_id=378))
+    assert on_base.fails_on_base and on_base.log_tail == ""

@@ -182,3 +182,55 @@ def test_gitlab_workflow_ids_are_business_keys_with_subgroups():
     assert parse_workflow_id("gl:acme/platform/api:mr:12") == {"source": "gitlab", "repo": "acme/platform/api",
                                                               "kind": "mr", "key": "12"}
     assert parse_workflow_id("gl:api:mr:12") is None  # a project always has a namespace
+
+
+# ---------------------------------------------------------------- a merge request bosun opened: its conversation
+
+def bosuns_mr_note(text: str = "@bosun please handle the empty list", **attrs) -> dict:
+    payload = gitlab_note("merge_request", text)
+    payload["merge_request"].update({"source_branch": "bosun/gl-gitlab-org-gitlab-test-issue-17",
+                                     "source_project_id": 5, "target_project_id": 5})
+    payload["object_attributes"].update(attrs)
+    return payload
+
+
+def test_a_mention_on_bosuns_merge_request_reaches_its_conversation(cfg):
+    d = gl("Note Hook", bosuns_mr_note(), cfg)
+    assert d.kind == "converse" and d.workflow_id == f"gl:{GL_PROJECT}:conversation:1"
+    assert d.event.kind == "comment" and d.event.id == "note:1244" and d.event.actionable
+    assert d.author_id == 1  # the starter still checks the author's access level
+    assert d.origin.noteable == "merge_request" and d.origin.head_branch.startswith("bosun/")
+    diff = gl("Note Hook", bosuns_mr_note(type="DiffNote", discussion_id="6a9c1750b37d513a"), cfg)
+    assert diff.event.kind == "review_comment" and diff.event.discussion_id == "6a9c1750b37d513a"
+
+
+def test_a_forks_merge_request_with_bosuns_branch_name_is_an_ordinary_follow_up(cfg):
+    payload = bosuns_mr_note()
+    payload["merge_request"]["source_project_id"] = 99
+    d = gl("Note Hook", payload, cfg)
+    assert d.kind == "follow_up" and d.workflow_id == f"gl:{GL_PROJECT}:mr:1"
+
+
+@pytest.mark.parametrize("action,kind,merged", [("merge", "closed", True), ("close", "closed", False),
+                                                ("update", "push", False)])
+def test_the_merge_request_closing_or_a_push_reaches_the_conversation(action, kind, merged, cfg):
+    payload = gitlab_example("merge_request_hook")
+    payload["project"]["path_with_namespace"] = GL_PROJECT
+    payload["object_attributes"].update({"action": action, "source_branch": "bosun/gl-x"})
+    if action == "update":
+        payload["object_attributes"]["oldrev"] = "0" * 40
+    d = gl("Merge Request Hook", payload, cfg)
+    assert d.kind == "converse" and d.event.kind == kind and d.event.merged is merged
+    if kind == "push":
+        assert d.event.sha == payload["object_attributes"]["last_commit"]["id"] and d.event.author == "root"
+
+
+def test_a_failed_merge_request_pipeline_reaches_the_conversation_with_its_failed_job(cfg):
+    payload = gitlab_pipeline("failed", ref="bosun/gl-x")
+    payload["merge_request"]["source_branch"] = "bosun/gl-x"
+    d = gl("Pipeline Hook", payload, cfg)
+    assert d.kind == "converse" and d.workflow_id == f"gl:{GL_PROJECT}:conversation:1"
+    assert d.event.kind == "check_failed" and d.event.job_id == 380  # the first failed job (samples fail 380 too)
+    assert "test-build" in d.event.check and "production" in d.event.check
+    assert d.event.id == f"check:{payload['object_attributes']['sha']}:pipeline-31"
+    assert d.event.base_branch == "master"
