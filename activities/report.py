@@ -80,6 +80,10 @@ async def report_status(settings: Any, inp: ReportInput) -> ReportResult:
         done += await _report_round(settings, cfg, origin, inp, bool(deliver), state)
     elif origin.source == "gitlab" and origin.repo and cfg.secret("gitlab_token"):
         done += await _report_gitlab(settings, cfg, origin, inp, deliver, state)
+    if origin.source == "linear" and origin.issue_id and cfg.secret("linear_api_key"):
+        async with LinearClient.from_config(cfg) as lin:
+            await lin.set_state(origin.issue_id, state)
+            done.append(f"linear label bosun:{state}")
     if origin.source == "linear" and origin.agent_session_id and cfg.secret("linear_api_key"):
         async with LinearClient.from_config(cfg) as lin:
             key = f"{inp.workflow_id}:final"

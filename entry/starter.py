@@ -500,9 +500,15 @@ class Starter:
                     await linear.thought(sid, text, key=f"ack:{env.delivery}")
                     if outcome == "started":
                         await linear.set_external_url(sid, "bosun run", link)
+                        if origin.issue_id:
+                            await linear.set_state(origin.issue_id, "working")
                 elif outcome in ("cancelled", "nothing-to-cancel"):
                     await linear.response(sid, "Stopped as requested." if outcome == "cancelled"
                                           else "Nothing was running; nothing to stop.", key=f"stop:{env.delivery}")
+        elif origin.source == "linear" and self.cfg.secret("linear_api_key") and origin.issue_id and \
+                outcome == "started":  # a labelled issue: no session to talk to, the label says it
+            async with LinearClient.from_config(self.cfg) as linear:
+                await linear.set_state(origin.issue_id, "working")
 
     # ---------------------------------------------------------------- health
 

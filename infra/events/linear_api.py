@@ -1,4 +1,5 @@
-"""Linear GraphQL (over httpx) for reporting to an agent session: activities and the session's external link.
+"""Linear GraphQL (over httpx) for reporting to an agent session: activities and the session's external link; and
+the state labels (``bosun:working``, ``bosun:blocked``, ``bosun:partial``, ``bosun:done``) on its issue.
 
 Activities are created with ``agentActivityCreate``; content is one of
 ``{"type": "thought", "body"}``, ``{"type": "action", "action", "parameter", "result"?}``,
@@ -23,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from infra.events.github_api import ExternalServiceError
+from infra.events.github_api import STATE_PREFIX, STATES, ExternalServiceError
 
 _ACTIVITY_NS = uuid.UUID("0b6f7f0e-3c3e-4d0e-8f55-6c1f1b9a2d11")
 
@@ -39,6 +40,29 @@ UPDATE_SESSION = """
 mutation BosunAgentSessionUpdate($id: String!, $input: AgentSessionUpdateInput!) {
   agentSessionUpdate(id: $id, input: $input) { success }
 }"""
+
+
+GET_ISSUE_LABELS = """
+query BosunIssueLabels($id: String!) {
+  issue(id: $id) { id team { id } labels { nodes { id name } } }
+}"""
+
+FIND_LABEL = """
+query BosunFindLabel($name: String!) {
+  issueLabels(filter: {name: {eq: $name}}) { nodes { id name team { id } } }
+}"""
+
+CREATE_LABEL = """
+mutation BosunLabelCreate($input: IssueLabelCreateInput!) {
+  issueLabelCreate(input: $input) { success issueLabel { id } }
+}"""
+
+UPDATE_ISSUE_LABELS = """
+mutation BosunIssueLabels($id: String!, $input: IssueUpdateInput!) {
+  issueUpdate(id: $id, input: $input) { success issue { labels { nodes { name } } } }
+}"""
+
+STATE_COLORS = {"working": "#5e6ad2", "blocked": "#eb5757", "partial": "#f2c94c", "done": "#4cb782"}
 
 
 def activity_id(session_id: str, key: str) -> str:
@@ -135,6 +159,38 @@ class LinearClient:
 
     async def error(self, session_id: str, body: str, *, key: str) -> Activity:
         return await self.create_activity(session_id, {"type": "error", "body": body}, key=key)
+
+    async def _ok(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:
+        data, errors = await self.graphql(query, variables)
+        result = (data or {}).get(field)
+        if errors or result is None:
+            message = "; ".join(e.get("message", "?") for e in errors) or f"no {field}"
+            raise ExternalServiceError(f"Linear {field} failed: {message}")
+        return result
+
+    async def set_state(self, issue_id: str, state: str) -> list[str]:
+        """Make ``bosun:<state>`` the issue's only bosun state label (the label made in the issue's team when it
+        does not exist yet). Returns the issue's label names afterwards."""
+        if state not in STATES:
+            raise ValueError(f"state {state!r} is not one of {', '.join(STATES)}")
+        issue = await self._ok(GET_ISSUE_LABELS, {"id": issue_id}, "issue")
+        team = (issue.get("team") or {}).get("id")
+        wanted = STATE_PREFIX + state
+        labels = [lb for lb in (issue.get("labels") or {}).get("nodes") or [] if isinstance(lb, dict)]
+        found = await self._ok(FIND_LABEL, {"name": wanted}, "issueLabels")
+        usable = [lb for lb in found.get("nodes") or [] if isinstance(lb, dict) and
+                  ((lb.get("team") or {}).get("id") in (None, team))]
+        if usable:
+            label_id = usable[0]["id"]
+        else:
+            made = await self._ok(CREATE_LABEL, {"input": {"name": wanted, "color": STATE_COLORS[state],
+                                                           **({"teamId": team} if team else {})}},
+                                  "issueLabelCreate")
+            label_id = (made.get("issueLabel") or {}).get("id")
+        others = {STATE_PREFIX + s for s in STATES} - {wanted}
+        ids = [lb["id"] for lb in labels if lb.get("name") not in others and lb.get("id") != label_id] + [label_id]
+        done = await self._ok(UPDATE_ISSUE_LABELS, {"id": issue_id, "input": {"labelIds": ids}}, "issueUpdate")
+        return [lb.get("name") for lb in ((done.get("issue") or {}).get("labels") or {}).get("nodes") or []]
 
     async def set_external_url(self, session_id: str, label: str, url: str) -> None:
         """Link the session to the run (``externalUrls``; also keeps a new session from being shown unresponsive).

@@ -292,6 +292,10 @@ class FakeLinear:
     sessions: dict[str, dict] = field(default_factory=dict)
     lose_next_responses: int = 0
     """Process the next N activity creations but answer 502 (the response got lost)."""
+    issues: dict[str, dict] = field(default_factory=dict)
+    """issue id -> {"team": team id, "labels": [label ids]}."""
+    labels: dict[str, dict] = field(default_factory=dict)
+    """label id -> {"name", "team": team id or None (a workspace label)}."""
     requests: list[str] = field(default_factory=list)
 
     def app(self) -> Starlette:
@@ -318,6 +322,36 @@ class FakeLinear:
         if "agentSessionUpdate(" in query:
             self.sessions.setdefault(variables["id"], {}).update(variables["input"])
             return JSONResponse({"data": {"agentSessionUpdate": {"success": True}}})
+        if "issueLabels(" in query:
+            name = ((variables.get("name")) or "")
+            return JSONResponse({"data": {"issueLabels": {"nodes": [
+                {"id": lid, "name": lb["name"], "team": {"id": lb["team"]} if lb["team"] else None}
+                for lid, lb in self.labels.items() if lb["name"] == name]}}})
+        if "issueLabelCreate(" in query:
+            inp = variables.get("input") or {}
+            if not inp.get("name"):
+                return JSONResponse({"data": None, "errors": [{"message": "name is required"}]}, 400)
+            lid = f"label-{len(self.labels) + 1}"
+            self.labels[lid] = {"name": inp["name"], "team": inp.get("teamId")}
+            return JSONResponse({"data": {"issueLabelCreate": {"success": True, "issueLabel": {"id": lid}}}})
+        if "issueUpdate(" in query:
+            issue = self.issues.get(variables.get("id", ""))
+            if issue is None:
+                return JSONResponse({"data": None, "errors": [{"message": "Entity not found: Issue"}]}, 400)
+            ids = (variables.get("input") or {}).get("labelIds") or []
+            if any(i not in self.labels for i in ids):
+                return JSONResponse({"data": None, "errors": [{"message": "labelIds: not found"}]}, 400)
+            issue["labels"] = list(ids)
+            return JSONResponse({"data": {"issueUpdate": {"success": True, "issue": {"labels": {"nodes": [
+                {"name": self.labels[i]["name"]} for i in ids]}}}}})
+        if "issue(" in query:
+            issue = self.issues.get(variables.get("id", ""))
+            if issue is None:
+                return JSONResponse({"data": None, "errors": [{"message": "Entity not found: Issue",
+                                                               "extensions": {"type": "invalid input"}}]}, 200)
+            return JSONResponse({"data": {"issue": {
+                "id": variables["id"], "team": {"id": issue["team"]},
+                "labels": {"nodes": [{"id": i, "name": self.labels[i]["name"]} for i in issue["labels"]]}}}})
         return JSONResponse({"errors": [{"message": "unknown operation"}]}, 400)
 
     def _create(self, inp: dict) -> Response:

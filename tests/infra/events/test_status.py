@@ -274,3 +274,17 @@ async def test_a_pull_request_task_opens_its_pull_request_into_that_branch(githu
     [pr] = fake.pulls[REPO]
     assert pr["base"]["ref"] == "fix-median" and pr["head"]["ref"] == "bosun/gh-pr-9"
     assert pr["title"] == "bosun: changes for #9" and "into its branch `fix-median`" in pr["body"]
+
+
+async def test_linear_state_labels_replace_each_other_and_are_made_once(linear):
+    fake, url = linear
+    fake.labels = {"l-bug": {"name": "Bug", "team": "team-eng"}, "l-old": {"name": "bosun:working", "team": None}}
+    fake.issues = {"issue-9": {"team": "team-eng", "labels": ["l-bug", "l-old"]}}
+    async with LinearClient("lin_api_test", url) as lin:
+        assert await lin.set_state("issue-9", "done") == ["Bug", "bosun:done"]
+        assert await lin.set_state("issue-9", "done") == ["Bug", "bosun:done"]  # a retry: the same label
+        assert await lin.set_state("issue-9", "working") == ["Bug", "bosun:working"]  # the workspace's label
+        with pytest.raises(ExternalServiceError, match="Entity not found"):
+            await lin.set_state("issue-404", "done")
+    made = [lb for lb in fake.labels.values() if lb["name"] == "bosun:done"]
+    assert made == [{"name": "bosun:done", "team": "team-eng"}]  # made once, in the issue's team
