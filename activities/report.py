@@ -289,6 +289,31 @@ async def _or_note(out: CIContextResult, what: str, call: Any) -> Any:
         return None
 
 
+class LabelInput(BaseModel):
+    source: Literal["github", "gitlab"] = "github"
+    repo: str
+    project_id: int | None = None
+    number: int
+    state: Literal["working", "blocked", "partial", "done"]
+
+
+async def set_label(settings: Any, inp: LabelInput) -> bool:
+    """The state label of a pull (merge) request, e.g. ``bosun:working`` while a conversation's round runs. False
+    when there is no token for it."""
+    cfg = load_events_config(settings)
+    if inp.source == "gitlab":
+        if not cfg.secret("gitlab_token"):
+            return False
+        async with GitLabClient.from_config(cfg) as gl:
+            await gl.set_state(inp.project_id or inp.repo, "merge_request", inp.number, inp.state)
+        return True
+    if not cfg.secret("github_token"):
+        return False
+    async with GitHubClient.from_config(cfg) as gh:
+        await gh.set_state(inp.repo, inp.number, inp.state)
+    return True
+
+
 class ReportActivities:
     """Given: the settings (API URLs, tokens, where the task repositories live)."""
 
@@ -297,6 +322,11 @@ class ReportActivities:
 
     def all(self) -> list:
         return [self.report_status]
+
+    @activity.defn
+    async def set_label(self, inp: LabelInput) -> bool:
+        """A pull (merge) request's state label (a conversation's round: ``bosun:working``)."""
+        return await set_label(self.settings, inp)
 
     @activity.defn
     async def ci_context(self, inp: CIContextInput) -> CIContextResult:

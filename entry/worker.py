@@ -267,7 +267,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     evaluation = EvalActivities(settings, store, sandboxes)
     shared, slots, local = _workers(client, settings, build, layers, hosts, [
         *agent.all(), *workspace.all(), *report.all(), *evaluation.all()],
-        [workspace.bind_worker, workspace.bind_host, report.ci_context])
+        [workspace.bind_worker, workspace.bind_host, report.ci_context, report.set_label])
     stop = stop or asyncio.Event()
     if dropped := calls.prune(LEDGER_MAX_AGE_S):
         log.info("dropped the tool-call records of %d agents idle for more than a week", dropped)

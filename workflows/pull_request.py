@@ -19,7 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.report import CIContextInput, CIContextResult, ReportActivities
+    from activities.report import CIContextInput, CIContextResult, LabelInput, ReportActivities
     from infra.events.conversation import CONVERSATION_SIGNAL, PREvent
     from workflows import policies
     from workflows.conversation import ConversationState, Limits, Round
@@ -130,6 +130,15 @@ class PullRequestWorkflow:
                   "conversation": wf_id, "round": rnd.number, "replies": replies,
                   "notes": self.state.notes[-10:]}
         task = inp.task.model_copy(update={"task": round_task(inp, rnd, branch), "ref": branch})
+        try:  # (people see the round has begun; its report sets the label it ends with)
+            await workflow.execute_activity_method(
+                ReportActivities.set_label, LabelInput(source=inp.source, repo=inp.repo_name,
+                                                       project_id=inp.project_id, number=inp.number,
+                                                       state="working"),
+                summary=f"bosun:working on #{inp.number}", **policies.REPORT_BACK)
+        except ActivityError as e:
+            why = str(e.cause or e)[:200]
+            self.state.notes.append(f"round {rnd.number}: the working label could not be set ({why})")
         try:
             result: TaskResult = await workflow.execute_child_workflow(
                 TaskWorkflow.run, task, id=f"{wf_id}/round-{rnd.number}", retry_policy=policies.ONCE,

@@ -63,7 +63,7 @@ from activities.models import (
     Usage,
     WatchInput,
 )
-from activities.report import CIContextInput, CIContextResult, ReportInput, ReportResult
+from activities.report import CIContextInput, CIContextResult, LabelInput, ReportInput, ReportResult
 from agents.tools.subagents import ROLE_OF, SpawnArgs, SubagentSpec, refusal
 from evaluation.activities import (
     EvalFetchInput,
@@ -393,6 +393,11 @@ class Stubs:
             changed = []  # this host's copy of the branch holds none of the merged work: nothing to deliver
         return FinalizeResult(diff_ref=REF, diff="", files_changed=[f"{n}.py" for n in changed],
                               commit="c" * 40 if changed else None, workspace="/nonexistent/view")
+
+    @activity.defn(name="set_label")
+    async def set_label(self, inp: LabelInput) -> bool:
+        await self._record("set_label", inp)
+        return True
 
     @activity.defn(name="ci_context")
     async def ci_context(self, inp: CIContextInput) -> CIContextResult:

@@ -85,5 +85,6 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
                for n in state.notes)
     assert {c.input.check for c in world.named("ci_context")} == {"tests", "lint", "flaky"}
     assert [r.kind for r in state.rounds] == ["review", "ci"] and state.closed and state.merged
+    assert [(c.input.number, c.input.state) for c in world.named("set_label")] == [(12, "working")] * 2
     assert state.ci_paused_by == "bob" and any("not acted on (bob pushed" in n for n in state.notes)
     assert len(state.seen) == 6 + 3 + 2 + 1

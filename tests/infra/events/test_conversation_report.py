@@ -177,3 +177,15 @@ async def test_a_failed_checks_context_is_its_base_branch_and_its_logs_tail(gith
         assert flaky.fails_on_base and flaky.log_tail == ""  # (no log needed: no round)
         missing = await ci_context(settings, CIContextInput(repo=REPO, check="tests", sha="a" * 40, job_id=78))
         assert "the job's log could not be read" in missing.note and "404" in missing.note
+
+
+async def test_a_rounds_working_label_replaces_the_last_rounds_state(github, tmp_path):
+    from activities.report import LabelInput, set_label
+
+    fake, url = github
+    fake.labels[(REPO, 12)] = ["bug", "bosun:done"]
+    settings = Settings(data_dir=tmp_path / "data", github_token="ghs_test", github_api_url=url)
+    assert await set_label(settings, LabelInput(repo=REPO, number=12, state="working"))
+    assert fake.labels[(REPO, 12)] == ["bug", "bosun:working"]
+    without = Settings(data_dir=tmp_path / "data2", github_api_url=url)
+    assert not await set_label(without, LabelInput(repo=REPO, number=12, state="done"))  # no token: nothing
