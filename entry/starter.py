@@ -326,7 +326,8 @@ class Starter:
             task_input = self._task_input(repo=d.repo or "", task=d.task or "", ref=d.ref,
                                           trajectory_ref=await self._trajectory_ref())
             kind: dict[str, Any] = {}
-            if d.kind == "converse":  # the pull request's long-lived workflow; a closed one is not started again
+            if d.kind == "converse":  # the pull request's long-lived workflow; one that ended (the pull request was
+                # closed) is not started again, one that failed is
                 assert d.event is not None and d.origin is not None and d.origin.number is not None
                 task_input = ConversationInput(
                     repo_name=d.origin.repo or "", number=d.origin.number, title=d.summary, url=d.origin.url,
@@ -335,7 +336,7 @@ class Starter:
                     limits=Limits(quiet_s=self.cfg.review_quiet_s, max_ci_rounds=self.cfg.max_ci_rounds,
                                   max_rounds=self.cfg.max_review_rounds))
                 kind = {"workflow_type": CONVERSATION_WORKFLOW, "signal": CONVERSATION_SIGNAL,
-                        "follow_up": d.event, "reuse_policy": "reject_duplicate"}
+                        "follow_up": d.event, "reuse_policy": "allow_duplicate_failed_only"}
             memo: dict[str, Any] = {"delivery": env.dedupe_key, "event": f"{env.source}.{env.event}",
                                     "trigger": d.reason, "traceparent": carrier.get("traceparent", "")}
             if d.origin is not None:

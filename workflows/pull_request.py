@@ -73,6 +73,8 @@ class PullRequestWorkflow:
             carried = inp.state
             for ev in self.state.pending:  # (signals that came with the new run)
                 carried.receive(ev)
+            if self.state.closed:
+                carried.receive(PREvent(id="closed", kind="closed", merged=self.state.merged))
             self.state = carried
         self.state.head_branch = self.state.head_branch or inp.head_branch
         while True:

@@ -64,6 +64,8 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
         await asyncio.sleep(1.5)
         await handle.signal(CONVERSATION_SIGNAL, PREvent(id="closed", kind="closed", merged=True))
         state = await handle.result()
+        first = env.client.get_workflow_handle(wf_id, run_id=handle.result_run_id)
+        runs = [e async for e in first.fetch_history_events()]
     reports = world.named("report_status")
     assert len(reports) == 2
     first = reports[0].input.origin
@@ -88,3 +90,5 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
     assert [(c.input.number, c.input.state) for c in world.named("set_label")] == [(12, "working")] * 2
     assert state.ci_paused_by == "bob" and any("not acted on (bob pushed" in n for n in state.notes)
     assert len(state.seen) == 6 + 3 + 2 + 1
+    # the history grew past the server's suggestion (40 events here): it continued as new, its state carried over
+    assert any(e.HasField("workflow_execution_continued_as_new_event_attributes") for e in runs)
