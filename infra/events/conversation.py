@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 CONVERSATION_SIGNAL = "pr_event"
 """The signal that carries one PREvent to the pull request's workflow."""
 CONVERSATION_WORKFLOW = "PullRequestWorkflow"
+MAX_BODY = 20_000
+"""Characters of a comment an event carries into the workflow's state and history."""
 
 
 def conversation_id(repo: str, number: int, source: str = "github") -> str:
@@ -39,7 +41,8 @@ class PREvent(BaseModel):
     kind: Literal["review", "review_comment", "comment", "check_failed", "push", "closed"]
     author: str = ""
     body: str = ""
-    """What the person wrote (hostile text: it becomes task text, quoted, never a command)."""
+    """What the person wrote (hostile text: it becomes task text, quoted, never a command); at most ``MAX_BODY``
+    characters are kept (a GitLab note may hold a million)."""
     actionable: bool = False
     """Whether this alone asks bosun to act (a "Request changes" review, a mention, a failed check)."""
     review_id: int | None = None
@@ -68,4 +71,9 @@ class PREvent(BaseModel):
     asked yet)."""
     log: str = ""
     """A failed check's job log, its tail (hostile text)."""
+
+    @field_validator("body")
+    @classmethod
+    def _bounded(cls, value: str) -> str:
+        return value if len(value) <= MAX_BODY else value[:MAX_BODY] + " [cut]"
 

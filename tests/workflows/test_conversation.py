@@ -120,3 +120,10 @@ def test_rounds_are_bounded_and_the_closing_ends_it():
     assert s.take(limits) is None and "had its 1 rounds" in s.notes[-1]
     s.receive(PREvent(id="closed", kind="closed", merged=True))
     assert s.closed and s.merged
+
+
+def test_a_huge_comment_is_cut_before_it_reaches_the_workflow():
+    from infra.events.conversation import MAX_BODY
+
+    ev = PREvent(id="note:1", kind="comment", body="x" * 1_000_000, actionable=True)
+    assert len(ev.body) == MAX_BODY + len(" [cut]") and ev.body.endswith(" [cut]")
