@@ -9,6 +9,7 @@ posts twice.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -18,7 +19,7 @@ from infra.events.config import load_events_config
 from infra.events.github_api import ExternalServiceError, GitHubClient
 from infra.events.gitlab_api import GitLabClient
 from infra.events.linear_api import LinearClient
-from infra.events.triggers import Origin
+from infra.events.triggers import Origin, Reply
 from sandbox.hostgit import GitError
 from sandbox.hostrepo import TaskRepo
 
@@ -119,53 +120,51 @@ async def _report_round(settings: Any, cfg: Any, origin: Origin, inp: ReportInpu
             outcome = f"not pushed: `{origin.head_branch}` moved meanwhile ({str(e)[:200]})"
     answer = f"{outcome[:1].upper()}{outcome[1:]}.\n\n{inp.summary}"
     key = f"{inp.workflow_id}:reply"
-    if gitlab:
-        return done + await _gitlab_round_answers(cfg, origin, inp, answer, outcome, key, state)
-    async with GitHubClient.from_config(cfg) as gh:
+    async with (GitLabClient if gitlab else GitHubClient).from_config(cfg) as api:
+        if isinstance(api, GitLabClient):
+            project, iid = origin.project_id or origin.repo, origin.number
+
+            def threaded(r: Reply) -> Awaitable[Any] | None:
+                return api.reply(project, "merge_request", iid, r.discussion_id, f"{key}:{r.comment_id}",
+                                 answer) if r.discussion_id else None
+
+            def post(k: str, body: str) -> Awaitable[Any]:
+                return api.upsert_note(project, "merge_request", iid, k, body)
+
+            def label() -> Awaitable[Any]:
+                return api.set_state(project, "merge_request", iid, state)
+
+            posted, what = "note", "merge request"
+        else:
+            gh, repo = api, origin.repo
+
+            def threaded(r: Reply) -> Awaitable[Any] | None:
+                return gh.reply_in_thread(repo, origin.number, r.comment_id, f"{key}:{r.comment_id}", answer) \
+                    if r.kind == "review_comment" and r.comment_id is not None else None
+
+            def post(k: str, body: str) -> Awaitable[Any]:
+                return gh.upsert_comment(repo, origin.number, k, body)
+
+            def label() -> Awaitable[Any]:
+                return gh.set_state(repo, origin.number, state)
+
+            posted, what = "comment", "pull request"
         others = []
         for r in origin.replies:
-            if r.kind == "review_comment" and r.comment_id is not None:
-                await gh.reply_in_thread(origin.repo, origin.number, r.comment_id, f"{key}:{r.comment_id}", answer)
+            if (answering := threaded(r)) is not None:
+                await answering
                 done.append(f"reply {r.comment_id}")
             elif r.author and f"@{r.author}" not in others:
                 others.append(f"@{r.author}")
         if others:
-            await gh.upsert_comment(origin.repo, origin.number, key, f"{', '.join(others)}: {answer}")
-            done.append("comment")
+            await post(key, f"{', '.join(others)}: {answer}")
+            done.append(posted)
         notes = "".join(f"\n- {n}" for n in origin.notes)
-        status = (f"bosun on this pull request: round {origin.round} {inp.status}, {outcome}."
-                  + (f"\n\nSet aside:{notes}" if notes else ""))
-        await gh.upsert_comment(origin.repo, origin.number, f"{origin.conversation or inp.workflow_id}:status", status)
+        await post(f"{origin.conversation or inp.workflow_id}:status",
+                   f"bosun on this {what}: round {origin.round} {inp.status}, {outcome}."
+                   + (f"\n\nSet aside:{notes}" if notes else ""))
         done.append("status")
-        await gh.set_state(origin.repo, origin.number, state)
-        done.append(f"label bosun:{state}")
-    return done
-
-
-async def _gitlab_round_answers(cfg: Any, origin: Origin, inp: ReportInput, answer: str, outcome: str, key: str,
-                                state: str) -> list[str]:
-    """GitLab's half of a round's report: a reply in each asking thread, one note for the rest, the one status
-    note, the state label."""
-    done: list[str] = []
-    project = origin.project_id or origin.repo or ""
-    iid = origin.number or 0
-    async with GitLabClient.from_config(cfg) as gl:
-        others = []
-        for r in origin.replies:
-            if r.discussion_id:
-                await gl.reply(project, "merge_request", iid, r.discussion_id, f"{key}:{r.comment_id}", answer)
-                done.append(f"reply {r.comment_id}")
-            elif r.author and f"@{r.author}" not in others:
-                others.append(f"@{r.author}")
-        if others:
-            await gl.upsert_note(project, "merge_request", iid, key, f"{', '.join(others)}: {answer}")
-            done.append("note")
-        notes = "".join(f"\n- {n}" for n in origin.notes)
-        status = (f"bosun on this merge request: round {origin.round} {inp.status}, {outcome}."
-                  + (f"\n\nSet aside:{notes}" if notes else ""))
-        await gl.upsert_note(project, "merge_request", iid, f"{origin.conversation or inp.workflow_id}:status", status)
-        done.append("status")
-        await gl.set_state(project, "merge_request", iid, state)  # type: ignore[arg-type]
+        await label()
         done.append(f"label bosun:{state}")
     return done
 

@@ -145,27 +145,30 @@ class ConversationState(BaseModel):
 
     def _ci_items(self, checks: list[PREvent], limits: Limits, *, asked: bool) -> list[PREvent]:
         taken: list[PREvent] = []
-        ci_rounds = sum(1 for r in self.rounds if r.kind == "ci")
         for ev in checks:
-            sha = ev.sha or ""
-            if self.ci_paused_by and not asked:
-                why = f"{self.ci_paused_by} pushed to the branch"
-            elif ev.fails_on_base:
-                why = f"it fails on the base branch {ev.base_branch or ''} too: not this pull request's doing"
-            elif sha in self.ci_shas or any(t.sha == sha for t in taken):
-                if any(t.sha == sha for t in taken):  # two checks of one commit: one round
-                    taken.append(ev)
-                    continue
-                why = f"a round already worked on {sha[:12]}"
-            elif ci_rounds >= limits.max_ci_rounds:
-                why = f"the {limits.max_ci_rounds} CI rounds of this pull request are spent"
-            elif any(r.commit == sha and r.kind == "ci" for r in self.rounds):
-                why = "it is bosun's own CI fix failing: a person decides what next"  # (no fix of a fix)
-            else:
+            why = self._set_aside(ev, taken, limits, asked=asked)
+            if why is None:
                 taken.append(ev)
-                continue
-            self.notes.append(f"check {ev.check!r} failed at {sha[:12]}: not acted on ({why})")
+            else:
+                self.notes.append(f"check {ev.check!r} failed at {(ev.sha or '')[:12]}: not acted on ({why})")
         return taken
+
+    def _set_aside(self, ev: PREvent, taken: list[PREvent], limits: Limits, *, asked: bool) -> str | None:
+        """Why a failed check makes no round (None: it does)."""
+        sha = ev.sha or ""
+        if self.ci_paused_by and not asked:
+            return f"{self.ci_paused_by} pushed to the branch"
+        if ev.fails_on_base:
+            return f"it fails on the base branch {ev.base_branch or ''} too: not this pull request's doing"
+        if any(t.sha == sha for t in taken):
+            return None  # two checks of one commit: one round
+        if sha in self.ci_shas:
+            return f"a round already worked on {sha[:12]}"
+        if sum(1 for r in self.rounds if r.kind == "ci") >= limits.max_ci_rounds:
+            return f"the {limits.max_ci_rounds} CI rounds of this pull request are spent"
+        if any(r.commit == sha and r.kind == "ci" for r in self.rounds):
+            return "it is bosun's own CI fix failing: a person decides what next"  # (no fix of a fix)
+        return None
 
 
 def _units(people: list[PREvent]) -> list[list[PREvent]]:

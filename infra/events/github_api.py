@@ -46,6 +46,11 @@ def marker(key: str) -> str:
     return f"<!-- bosun:{key.replace('--', '-')} -->"
 
 
+def marked(body: str, key: str) -> str:
+    """``body`` as posted once per ``key``: its marker below it."""
+    return f"{body.rstrip()}\n\n{marker(key)}"
+
+
 @dataclass(frozen=True)
 class Comment:
     id: int
@@ -53,6 +58,11 @@ class Comment:
     html_url: str | None
     created: bool
     """False when the marker was found (the existing comment was kept or edited)."""
+
+    @classmethod
+    def of(cls, c: dict[str, Any], *, created: bool) -> Comment:
+        """From a comment (GitHub) or a note (GitLab) as the API answers it."""
+        return cls(c["id"], c.get("body") or "", c.get("html_url"), created=created)
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,20 @@ class RestClient:
         text = bytes(tail).decode("utf-8", "replace")
         return "".join(ch for ch in text if ch in "\n\t" or (ch >= " " and ch != "\x7f"))[-cap:]
 
+    async def _upsert(self, listed: str, edit_method: str, edit_path: str, key: str, body: str,
+                      params: dict[str, Any] | None = None) -> Comment:
+        """Post ``body`` to ``listed`` once per ``key``: a retry finds the marker among the comments there and edits
+        that one (``edit_method`` on ``edit_path``, formatted with its ``id``; only when the text changed) instead of
+        posting a second one."""
+        mark, full = marker(key), marked(body, key)
+        for c in await self._pages(listed, params):
+            if mark in (c.get("body") or ""):
+                if c.get("body") != full:
+                    c = (await self._request(edit_method, edit_path.format(id=int(c["id"])),
+                                             json={"body": full})).json()
+                return Comment.of(c, created=False)
+        return Comment.of((await self._request("POST", listed, json={"body": full})).json(), created=True)
+
     async def _pages(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every item of a paginated list endpoint (follows the Link: rel="next" header)."""
         items: list[dict[str, Any]] = []
@@ -175,18 +199,9 @@ class GitHubClient(RestClient):
     async def upsert_comment(self, repo: str, number: int, key: str, body: str) -> Comment:
         """Post ``body`` on issue/PR ``number`` once per ``key``: a retry finds the marker and edits that comment
         (only when the text changed) instead of posting a second one."""
-        mark = marker(key)
-        full = f"{body.rstrip()}\n\n{mark}"
         base = _path_repo(repo)
-        for c in await self._pages(f"{base}/issues/{number}/comments"):
-            if mark in (c.get("body") or ""):
-                if c.get("body") != full:
-                    r = await self._request("PATCH", f"{base}/issues/comments/{c['id']}", json={"body": full})
-                    c = r.json()
-                return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=False)
-        r = await self._request("POST", f"{base}/issues/{number}/comments", json={"body": full})
-        c = r.json()
-        return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=True)
+        return await self._upsert(f"{base}/issues/{number}/comments", "PATCH", f"{base}/issues/comments/{{id}}", key,
+                                  body)
 
     async def reply_in_thread(self, repo: str, number: int, comment_id: int, key: str, body: str) -> Comment:
         """Answer a review comment in its thread, once per ``key`` (a retry finds its reply by the marker)."""
@@ -194,17 +209,17 @@ class GitHubClient(RestClient):
         base = _path_repo(repo)
         for c in await self._pages(f"{base}/pulls/{int(number)}/comments"):
             if c.get("in_reply_to_id") == comment_id and mark in (c.get("body") or ""):
-                return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=False)
+                return Comment.of(c, created=False)
         r = await self._request("POST", f"{base}/pulls/{int(number)}/comments/{int(comment_id)}/replies",
-                                json={"body": f"{body.rstrip()}\n\n{mark}"})
-        c = r.json()
-        return Comment(c["id"], c.get("body") or "", c.get("html_url"), created=True)
+                                json={"body": marked(body, key)})
+        return Comment.of(r.json(), created=True)
 
     async def check_conclusions(self, repo: str, ref: str, name: str) -> list[str]:
         """The conclusions of the check runs named ``name`` on ``ref`` (a branch or a commit); completed ones only."""
         r = await self._request("GET", f"{_path_repo(repo)}/commits/{quote(ref, safe='')}/check-runs",
                                 params={"check_name": name, "per_page": 20})
-        runs = r.json().get("check_runs") if isinstance(r.json(), dict) else None
+        answer = r.json()
+        runs = answer.get("check_runs") if isinstance(answer, dict) else None
         return [str(c.get("conclusion")) for c in runs or [] if isinstance(c, dict) and c.get("status") == "completed"]
 
     async def job_log_tail(self, repo: str, job_id: int, cap: int = 20_000) -> str:
@@ -260,7 +275,7 @@ class GitHubClient(RestClient):
         if existing:
             return existing
         base = base or await self.default_branch(repo)
-        text = f"{body.rstrip()}\n\n{marker(key)}" if key else body
+        text = marked(body, key) if key else body
         try:
             r = await self._request("POST", f"{_path_repo(repo)}/pulls",
                                     json={"title": title, "head": head_branch, "base": base, "body": text})

@@ -25,6 +25,7 @@ from infra.events.github_api import (
     ExternalServiceError,
     PullRequest,
     RestClient,
+    marked,
     marker,
 )
 
@@ -69,31 +70,22 @@ class GitLabClient(RestClient):
     async def upsert_note(self, project: int | str, noteable: Noteable, iid: int, key: str, body: str) -> Comment:
         """Post ``body`` on the issue or merge request once per ``key``: a retry finds the marker and edits that note
         (only when the text changed) instead of posting a second one."""
-        mark = marker(key)
-        full = f"{body.rstrip()}\n\n{mark}"
         base = f"{project_path(project)}/{_collection(noteable)}/{int(iid)}/notes"
-        for n in await self._pages(base, {"sort": "asc", "order_by": "created_at"}):
-            if mark in (n.get("body") or ""):
-                if n.get("body") != full:
-                    n = (await self._request("PUT", f"{base}/{int(n['id'])}", json={"body": full})).json()
-                return Comment(n["id"], n.get("body") or "", None, created=False)
-        n = (await self._request("POST", base, json={"body": full})).json()
-        return Comment(n["id"], n.get("body") or "", None, created=True)
+        return await self._upsert(base, "PUT", base + "/{id}", key, body, {"sort": "asc", "order_by": "created_at"})
 
     async def reply(self, project: int | str, noteable: Noteable, iid: int, discussion_id: str, key: str,
                     body: str) -> Comment:
         """Answer in a thread (a discussion), once per ``key``."""
         mark = marker(key)
-        full = f"{body.rstrip()}\n\n{mark}"
         if not discussion_id or not discussion_id.isalnum():
             raise ValueError(f"discussion id {discussion_id[:80]!r} is not a GitLab discussion id")
         base = f"{project_path(project)}/{_collection(noteable)}/{int(iid)}/discussions/{discussion_id}"
         thread = (await self._request("GET", base)).json()
         for n in thread.get("notes") or []:
             if mark in (n.get("body") or ""):
-                return Comment(n["id"], n.get("body") or "", None, created=False)
-        n = (await self._request("POST", f"{base}/notes", json={"body": full})).json()
-        return Comment(n["id"], n.get("body") or "", None, created=True)
+                return Comment.of(n, created=False)
+        return Comment.of((await self._request("POST", f"{base}/notes", json={"body": marked(body, key)})).json(),
+                          created=True)
 
     async def award(self, project: int | str, noteable: Noteable, iid: int, note_id: int, name: str = "eyes") -> None:
         """An award emoji on a note (GitLab refuses a second one of the same name with 404/400: idempotent)."""
@@ -160,7 +152,7 @@ class GitLabClient(RestClient):
         if existing:
             return existing
         target = target or await self.default_branch(project)
-        text = f"{body.rstrip()}\n\n{marker(key)}" if key else body
+        text = marked(body, key) if key else body
         try:
             r = await self._request("POST", f"{project_path(project)}/merge_requests",
                                     json={"source_branch": source_branch, "target_branch": target, "title": title,
