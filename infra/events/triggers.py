@@ -342,13 +342,10 @@ def _github_mention(event: str, payload: dict[str, Any], cfg: EventsConfig) -> D
     comment = c_ev.comment
     if c_ev.action != "created":
         return ignore(f"issue_comment.{c_ev.action}")
-    if rules.ignore_bots and (comment.user.type == "Bot" or MARKER_PREFIX in (comment.body or "")):
-        return ignore(f"comment by bot {comment.user.login} or carrying a bosun marker")
     if not _mentions(comment.body, rules.github_mention):
         return ignore(f"comment does not mention {rules.github_mention}")
-    if comment.author_association not in rules.github_associations:
-        return ignore(f"{comment.user.login} has author_association {comment.author_association}, not one of "
-                      f"{', '.join(rules.github_associations)}")
+    if why := _not_a_person_asking(comment.user, comment.author_association, comment.body, cfg):
+        return ignore(f"comment {why}")
     repo = c_ev.repository.full_name
     mapped = _repo_for_github(cfg, repo)
     if mapped is None:
