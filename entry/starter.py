@@ -50,8 +50,7 @@ from infra.objectstore import open_store
 from infra.settings import Settings
 from infra.temporal import connect
 from workflows.conversation import Limits
-from workflows.models import checked_task
-from workflows.pull_request import ConversationInput
+from workflows.models import ConversationInput, checked_task
 
 log = logging.getLogger("bosun.events.starter")
 

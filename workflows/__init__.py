@@ -5,7 +5,8 @@ What the packages above import from it (tests/test_layers.py keeps this list who
 - ``agent``: AgentWorkflow: one agent run.
 - ``conversation``: A pull request's conversation as plain state: what came in, what is waiting, what a round takes,
   and the loop guards.
-- ``models``: The workflows' public contract: what TaskWorkflow and AgentWorkflow take and return.
+- ``models``: The workflows' public contract: what TaskWorkflow, AgentWorkflow and PullRequestWorkflow take and
+  return.
 - ``placement``: Placement by free capacity and host watches, for the workflows that put work on hosts (a task's
   agents, an evaluation's instances).
 - ``pull_request``: PullRequestWorkflow: one long-lived workflow per pull request bosun opened, the conversation on

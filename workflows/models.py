@@ -1,4 +1,4 @@
-"""The workflows' public contract: what TaskWorkflow and AgentWorkflow take and return.
+"""The workflows' public contract: what TaskWorkflow, AgentWorkflow and PullRequestWorkflow take and return.
 
 The CLI, the event starter and the web view start and read workflows with these; activity inputs and outputs
 stay in activities/models.py (some appear in these results: test runs, the plan).
@@ -16,6 +16,7 @@ from agents.budget import Budget
 from agents.harness_settings import HarnessSettings
 from agents.messages import Usage
 from infra.errors import ConfigError, describe_validation
+from workflows.conversation import ConversationState, Limits
 
 
 def branch_name(workflow_id: str, prefix: str = "bosun/") -> str:
@@ -273,3 +274,24 @@ class AgentResult(BaseModel):
 
 
 AgentInput.model_rebuild()
+
+
+class ConversationInput(BaseModel):
+    """What PullRequestWorkflow takes: the pull (merge) request, the template of its rounds, its limits."""
+
+    repo_name: str
+    """GitHub ``owner/repo``; GitLab the project's path."""
+    source: Literal["github", "gitlab"] = "github"
+    project_id: int | None = None
+    """GitLab: the project's numeric id."""
+    number: int
+    title: str = ""
+    url: str | None = None
+    head_branch: str | None = None
+    base_branch: str | None = None
+    task: TaskInput
+    """The template of each round's task (repository, model, turns, the event defaults); its ``task`` text is the
+    pull request's title and body."""
+    limits: Limits = Limits()
+    state: ConversationState | None = None
+    """Carried over by continue-as-new."""

@@ -12,9 +12,7 @@ request is closed or merged, and continues as new when its history grows long (i
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
-from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
@@ -22,33 +20,14 @@ with workflow.unsafe.imports_passed_through():
     from activities.report import CIContextInput, CIContextResult, LabelInput, ReportActivities
     from infra.events.conversation import CONVERSATION_SIGNAL, PREvent
     from workflows import policies
-    from workflows.conversation import ConversationState, Limits, Round
-    from workflows.models import TaskInput, TaskResult
+    from workflows.conversation import ConversationState, Round
+    from workflows.models import ConversationInput, TaskResult
     from workflows.task import TaskWorkflow
 
 MAX_QUOTE = 4000
 """Characters of one comment quoted into a round's task."""
 MAX_LOG = 12_000
 """Characters of a failing job's log quoted into a round's task (the activity reads no more)."""
-
-
-class ConversationInput(BaseModel):
-    repo_name: str
-    """GitHub ``owner/repo``; GitLab the project's path."""
-    source: Literal["github", "gitlab"] = "github"
-    project_id: int | None = None
-    """GitLab: the project's numeric id."""
-    number: int
-    title: str = ""
-    url: str | None = None
-    head_branch: str | None = None
-    base_branch: str | None = None
-    task: TaskInput
-    """The template of each round's task (repository, model, turns, the event defaults); its ``task`` text is the
-    pull request's title and body."""
-    limits: Limits = Limits()
-    state: ConversationState | None = None
-    """Carried over by continue-as-new."""
 
 
 @workflow.defn(name="PullRequestWorkflow")

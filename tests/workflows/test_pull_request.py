@@ -16,7 +16,8 @@ from tests.workflows.harness import AgentScript, Stubs, Turn, World
 from tests.workflows.test_task import _until
 from workflows.agent import AgentWorkflow
 from workflows.conversation import Limits
-from workflows.pull_request import ConversationInput, PullRequestWorkflow
+from workflows.models import ConversationInput
+from workflows.pull_request import PullRequestWorkflow
 from workflows.task import TaskWorkflow
 
 LOG = "FAILED tests/test_stats.py::test_median - assert 2 == 2.5"
