@@ -141,3 +141,20 @@ def test_a_mention_on_a_pull_request_with_bosuns_marker_is_a_follow_up_the_start
     assert d.event.id == f"comment:{payload['comment']['id']}" and d.event.kind == "comment"
     payload["issue"]["body"] = "no marker"
     assert decide("github", "issue_comment", payload, cfg).event is None
+
+
+@pytest.mark.parametrize("event,name,drop", [
+    ("pull_request_review", "pull_request_review.submitted", ("review", "id")),
+    ("pull_request_review", "pull_request_review.submitted", ("pull_request", "head")),
+    ("pull_request_review_comment", "pull_request_review_comment.created", ("comment", "user")),
+    ("pull_request", "pull_request.synchronize", ("pull_request", "number")),
+])
+def test_a_conversation_event_without_its_documented_fields_is_an_unknown_shape(event, name, drop, cfg):
+    """Counted towards dead-lettering by the starter, never acted on and never a crash."""
+    from infra.events.triggers import UnknownShape
+
+    payload = on_bosuns_branch(example(name))
+    del payload[drop[0]][drop[1]]
+    with pytest.raises(UnknownShape) as e:
+        decide("github", event, payload, cfg)
+    assert f"field {drop[0]}.{drop[1]}" in str(e.value)
