@@ -78,7 +78,9 @@ def test_show_names_a_declared_image_and_a_polyglot_part(tmp_path: Path):
 
 @pytest.mark.docker
 def test_build_json_and_exec_in_the_environment(tmp_path: Path):
-    repo = make_repo(tmp_path / "tiny", TINY)
+    # an environment of this test's own (a comment more in pyproject.toml): it removes and rebuilds it below, which
+    # the shared tiny environment, in use by the sandbox tests on the other workers meanwhile, must not go through
+    repo = make_repo(tmp_path / "tiny", {**TINY, "pyproject.toml": TINY["pyproject.toml"] + "# test_env_cli's own\n"})
     shown = json.loads(bosun("env", "show", "--repo", str(repo), "--json").stdout)
     if shown["built"]:  # (built here before: what a build prints is checked below; 5 s)
         assert bosun("env", "rm", shown["env_id"]).returncode == 0
