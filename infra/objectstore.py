@@ -35,11 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import nats.errors
 from nats.js.api import ObjectInfo, ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
 from nats.js.errors import (
     BucketNotFoundError,
-    NoStreamResponseError,
     NotFoundError,
     ObjectDeletedError,
     ObjectNotFoundError,
@@ -47,7 +45,7 @@ from nats.js.errors import (
 
 from infra.artifacts import ArtifactMissing, ArtifactStore, check_ref
 from infra.errors import ConfigError, UnexpectedEnvironment
-from infra.events.bus import connect_nats, ensure_replicas
+from infra.events.bus import connect_nats, ensure_replicas, retrying
 from infra.settings import Settings
 
 log = logging.getLogger("bosun.artifacts")
@@ -214,7 +212,7 @@ class NatsArtifactStore(ArtifactStore):
         return None if info.deleted else info
 
     async def _upload(self, digest: str, path: Path) -> None:
-        await _retrying(lambda: self._put(digest, path))
+        await retrying(lambda: self._put(digest, path))
 
     async def _put(self, digest: str, path: Path) -> None:
         """Put the object (its name is its content's hash, so a copy another process put already is the same
@@ -238,7 +236,7 @@ class NatsArtifactStore(ArtifactStore):
                          headers={"Nats-Rollup": "sub"})
 
     async def _download(self, digest: str, tmp: Path) -> bool:
-        return await _retrying(lambda: self._fetch(digest, tmp))
+        return await retrying(lambda: self._fetch(digest, tmp))
 
     async def _fetch(self, digest: str, tmp: Path) -> bool:
         info = await self._info(digest)
@@ -367,25 +365,6 @@ class NatsArtifactStore(ArtifactStore):
 
     def close(self) -> None:
         self.bridge.close()
-
-
-TRANSIENT = (NoStreamResponseError, nats.errors.TimeoutError, nats.errors.NoRespondersError, TimeoutError)
-"""What a stream says while a leader is elected or under load: the operation is tried again."""
-
-
-async def _retrying(op, tries: int = 6, first_delay: float = 0.25):
-    """``op()`` (an idempotent store operation: its name is its content's hash) tried again on a transient
-    failure, for up to about 8 s in all: a bucket another host just made, or one whose leader moves, answers
-    nothing for a few seconds."""
-    delay = first_delay
-    for attempt in range(tries):
-        try:
-            return await op()
-        except TRANSIENT:
-            if attempt == tries - 1:
-                raise
-            await asyncio.sleep(delay)
-            delay *= 2
 
 
 def _sha256_of(path: Path) -> str:

@@ -22,7 +22,7 @@ from nats.js.errors import NotFoundError
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from infra.events.bus import ensure_replicas
+from infra.events.bus import ensure_replicas, retrying
 from infra.objectstore import NatsBridge
 from infra.settings import Settings
 
@@ -78,10 +78,14 @@ class SpanStore:
                 (rec.get("attributes") or {}).get("bosun.workflow_id")
             if isinstance(wf, str) and wf:
                 tasks.add((task_of(wf), rec["trace_id"]))
-        pubs = [js.publish(f"{SPANS}.{trace}", "".join(json.dumps(r, separators=(",", ":")) + "\n"
-                                                        for r in recs).encode())
-                for trace, recs in by_trace.items()]
-        pubs += [js.publish(index_subject(task), trace.encode(), headers={"Nats-Msg-Id": f"{task}\0{trace}"})
+        # Each publish is tried again while the stream answers nothing: one just made by this or another process
+        # (a cluster's first spans) has no leader for a moment, and spans dropped then never draw. A batch sent
+        # twice draws once (a reader keeps each span id once); an index entry carries its message id.
+        body = {trace: "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs).encode()
+                for trace, recs in by_trace.items()}
+        pubs = [retrying(lambda t=trace, b=data: js.publish(f"{SPANS}.{t}", b)) for trace, data in body.items()]
+        pubs += [retrying(lambda t=task, tr=trace: js.publish(index_subject(t), tr.encode(),
+                                                             headers={"Nats-Msg-Id": f"{t}\0{tr}"}))
                  for task, trace in tasks]
         await asyncio.gather(*pubs)
 

@@ -86,7 +86,7 @@ BIND_TO_KEEP = _step(KEEP, timedelta(seconds=30))
 """Binding a worker to keep an evaluation's outcomes on: tried until one is bound (``KEEP``)."""
 KEEP_OUTCOMES = _step(KEEP, timedelta(minutes=2), schedule_to_start_timeout=timedelta(minutes=10))
 """Keeping a chunk of an evaluation's outcomes; a worker that does not take it within 10 minutes is replaced."""
-EVAL_STEP = _step(WORKSPACE, timedelta(minutes=150), timedelta(seconds=60))
+EVAL_STEP = _step(WORKSPACE, timedelta(minutes=150), timedelta(seconds=30))
 """An evaluation instance's repository and environment, a fetch of commits, an apply-and-test (``longer``)."""
 HOLD_SLOT = _step(ONCE, timedelta(days=30), timedelta(seconds=30),
                   cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL)

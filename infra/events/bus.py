@@ -25,11 +25,12 @@ import ssl
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
+import nats.errors
 from nats.aio.client import Client as NATS
 from nats.errors import AuthorizationError
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, KeyValueConfig, RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.errors import APIError, BadRequestError, NoStreamResponseError, NotFoundError
 from nats.js.kv import KeyValue
 
 from infra.errors import ConfigError
@@ -271,6 +272,26 @@ def replicas(settings: Settings) -> int:
 def _not_clustered(stream: str, want: int) -> ConfigError:
     return ConfigError(f"NATS cannot keep {want} replicas of {stream}: the server is not part of a cluster; set "
                        "BOSUN_NATS_REPLICAS=1, or point BOSUN_NATS_URL at a NATS cluster")
+
+
+TRANSIENT = (NoStreamResponseError, nats.errors.TimeoutError, nats.errors.NoRespondersError, TimeoutError)
+"""What a stream says while a leader is elected (one just made on a cluster) or under load: the operation is
+tried again."""
+
+
+async def retrying(op, tries: int = 6, first_delay: float = 0.25):
+    """``op()`` (an idempotent operation: an object named by its content's hash, a publish with a message id, a
+    span batch) tried again on a transient failure, for up to about 8 s in all: a bucket or stream another process
+    just made, or one whose leader moves, answers nothing for a few seconds."""
+    delay = first_delay
+    for attempt in range(tries):
+        try:
+            return await op()
+        except TRANSIENT:
+            if attempt == tries - 1:
+                raise
+            await asyncio.sleep(delay)
+            delay *= 2
 
 
 async def ensure_replicas(js: JetStreamContext, stream: str, want: int) -> int:
