@@ -6,6 +6,8 @@ added) whose old side is the snippet; ``realign`` returns a script whose old sid
 every kept line is copied from the file. Between two matched lines (a *gap*):
 
 * the same number of blank lines as the file: nothing to do;
+* a new text with as many blank lines there as the file: the gap as the new text has it (the old text merely
+  missed or added a blank line: models drop blank lines from what they quote, rarely from what they write);
 * only blank lines (kept, removed or added): the file's count changes by what the edit changes there (``new -
   old``), as long as that stays between the new text's count and the file's; otherwise whether the edit adds a
   blank line or merely has the file's is a guess, and the edit is refused;
@@ -48,6 +50,8 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
     b_file = len(file_blanks)
     if len(kept) + removed == b_file:
         return items
+    if sum(kind != "-" and not text.strip() for kind, text in items) == b_file:
+        return _as_new(items, file_blanks)
     if not added and not kept and not removed and left == right == "-":
         return [(_ISLAND, t) for t in file_blanks]  # between two replaced lines: placed by ``_spread``
     if all(not text.strip() for text in added):
@@ -93,6 +97,12 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
         "text inserts lines right there: it is unclear on which side of them the new lines go",
         row,
     )
+
+
+def _as_new(items: Script, file_blanks: list[str]) -> Script:
+    """The gap as the new text has it, its blank lines the file's (as many as the file has there, in order)."""
+    blanks = iter(file_blanks)
+    return [(" ", next(blanks)) if not text.strip() else ("+", text) for kind, text in items if kind != "-"]
 
 
 def _blank_gap(old: int, new: int, file_blanks: list[str], row: int) -> Script:
@@ -248,6 +258,7 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
     ``rows`` gives the file line of each old line of the script, -1 for a blank line between two others.
     Raises ``BlankPlacement``.
     """
+    script = _blanks_first(script)
     anchors: list[tuple[int, int]] = []  # (script index, file row)
     o = 0
     for i, (kind, _) in enumerate(script):
@@ -268,6 +279,31 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
         out = _spread(out)
     if sum(kind != "+" for kind, _ in out) != anchors[-1][1] - anchors[0][1] + 1 + _outside(script, anchors):
         raise BlankPlacement("the edit could not be lined up with the file's lines", -1)
+    return out
+
+
+def _blanks_first(script: Script) -> Script:
+    """The blank lines that open a replacement moved before the lines it removes (both texts stay the same): they
+    are the new text's run between the line before and the replacement, and are compared with the file's there."""
+    out: Script = []
+    i = 0
+    while i < len(script):
+        if script[i][0] != "-":
+            out.append(script[i])
+            i += 1
+            continue
+        j = i
+        while j < len(script) and script[j][0] == "-":
+            j += 1
+        k = j
+        while k < len(script) and script[k][0] == "+" and not script[k][1].strip():
+            k += 1
+        if k == j or k == len(script) or script[k][0] != "+":
+            out += script[i:j]  # no replacement opening with blank lines
+            i = j
+            continue
+        out += script[j:k] + script[i:j]
+        i = k
     return out
 
 

@@ -352,13 +352,14 @@ def evaluate(cases: list[Case], strategy: str, sink: Callable[[Case, Outcome], N
     return summary
 
 
-#: The failure classes of issue 38 (the held-out corpus's last silent misapplies and false refusals), each a set of
-#: corpus categories (``bench.editcases.mistakes``).
+#: The failure classes of issues 38 and 52 (the held-out and external corpora's last silent misapplies and false
+#: refusals), each a set of corpus categories (``bench.editcases.mistakes``).
 CLASSES: dict[str, tuple[str, ...]] = {
     "repeated_block": ("repeated_block_pinned", "repeated_block_unpinned"),
     "reindent": ("reindent_shifted", "reindent_bare", "indent_shift_bare", "indent_mismatch_bare"),
     "trailing_ws_and_elision": ("trailing_ws_two_places", "elision_marker_styles"),
     "blank_line_omitted": ("blank_line_omitted", "blank_line_omitted_ambiguous"),
+    "blank_line_old_side": ("blank_line_missing_old", "blank_line_extra_old"),
     "already_applied": ("already_applied", "already_applied_fuzzy", "already_applied_deletion",
                         "already_applied_elision"),
 }

@@ -6,7 +6,8 @@
 * ``indent_mismatch`` (must be refused): the old text is shifted to another indentation but the new text is written
   at the file's own indentation, so no single offset turns the snippet into the file.
 * ``blank_line_missing`` / ``blank_line_extra`` (must apply): the old text lacks a blank line the file has, or has
-  one the file does not have (both sides, as context).
+  one the file does not have (both sides, as context); ``blank_line_missing_old`` / ``blank_line_extra_old`` the
+  same in the old text only, the new text the real one (issue 52).
 * ``multi_hunk_window`` (must apply): several hunks with three lines of context, some of which occur elsewhere in the
   file but exactly once between the neighbouring hunks; ``multi_hunk_perturbed`` the same with one model mistake on
   every hunk; ``multi_hunk_span`` a ``str_replace`` whose old text spans every hunk.
@@ -273,6 +274,34 @@ def blank_line_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: 
         if _blank_premise(a, extra, target):
             _emit(bl, fc, f"{hid}:blank_line_extra", "blank_line_extra", a_text, expected, [extra],
                   bl.formats(hid + "blank-extra"))
+    _old_side_blank_cases(bl, fc, hid, ch, a_text, expected)
+
+
+def _old_side_blank_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, a_text: str, expected: str) -> None:
+    """The old text alone misses a blank line of the file, or has one the file does not, and the new text is the
+    real one (issue 52: models drop blank lines from what they quote, rarely from what they write).
+
+    ``blank_line_missing_old`` / ``blank_line_extra_old`` (must apply: the new text's blank lines are the intent), in
+    the two formats that send whole texts (a diff's ``+`` blank line says "add one", not "this is the result").
+    """
+    script, a = ch.script, fc.a
+    target = first_content_line(ch)
+    fmts = ("str_replace", "search_replace")
+    blanks = [i for i, (k, t) in enumerate(script) if k == " " and not t.strip()
+              and all(n is not None for n in _old_neighbours(script, i))]
+    if blanks:
+        i = blanks[rng_of(hid, "blank-missing-old") % len(blanks)]
+        missing = Change(ch.start, [*script[:i], ("+", script[i][1]), *script[i + 1:]])
+        if _blank_premise(a, missing, target):
+            _emit(bl, fc, f"{hid}:blank_line_missing_old", "blank_line_missing_old", a_text, expected, [missing],
+                  bl.formats(hid + "blank-missing-old", fmts))
+    points = _insertion_points(script)
+    if points:
+        i = points[rng_of(hid, "blank-extra-old") % len(points)]
+        extra = Change(ch.start, [*script[:i], ("-", ""), *script[i:]])
+        if _blank_premise(a, extra, target):
+            _emit(bl, fc, f"{hid}:blank_line_extra_old", "blank_line_extra_old", a_text, expected, [extra],
+                  bl.formats(hid + "blank-extra-old", fmts))
 
 
 def _emit(bl: Builder, fc: FileChange, cid: str, category: str, original: str, expected: str | None,

@@ -134,6 +134,7 @@ def test_generated_cases_are_valid_and_varied(tmp_path):
                  "stale_file", "other_file", "one_sided_elision", "ambiguous", "ambiguous_fuzzy",
                  "ambiguous_resolved", "replace_all", "missing_middle_line", "duplicated_line",
                  "elision_new_only", "indent_mismatch", "blank_line_missing", "blank_line_extra", "anchor_fuzzy",
+                 "blank_line_missing_old", "blank_line_extra_old",
                  "multi_hunk_perturbed", "multi_hunk_span"):
         assert categories[must], f"no {must} case"
     assert any(c.expected is None for c in cases) and any(c.expected is not None for c in cases)

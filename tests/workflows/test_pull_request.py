@@ -62,7 +62,11 @@ async def test_a_review_is_one_round_each_thread_is_answered_once_and_ci_is_guar
                                                           author="bob"))
         await handle.signal(CONVERSATION_SIGNAL, PREvent(id="check:" + "b" * 40 + ":tests", kind="check_failed",
                                                           sha="b" * 40, check="tests", actionable=True))
-        await asyncio.sleep(1.5)
+        for _ in range(300):  # (judged once the CI round is over: under load, seconds after its report)
+            seen = await handle.query(PullRequestWorkflow.conversation)
+            if any("not acted on (bob pushed" in n for n in seen.notes):
+                break
+            await asyncio.sleep(0.05)
         await handle.signal(CONVERSATION_SIGNAL, PREvent(id="closed", kind="closed", merged=True))
         state = await handle.result()
         first = env.client.get_workflow_handle(wf_id, run_id=handle.result_run_id)

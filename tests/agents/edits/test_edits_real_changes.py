@@ -527,9 +527,19 @@ def test_blank_line_removal_where_the_old_text_lacks_one_of_the_file_blank_lines
     assert out.text == "import flask\n\nrequire_cpython_gc = pytest.mark.skipif(\n"
 
 
-def test_new_text_with_the_file_blank_line_that_the_old_text_lacks_is_refused():
-    # does the edit add a blank line, or copy the one the file has? (the old text lacks it, the new text has it)
+def test_new_text_with_the_file_blank_line_that_the_old_text_lacks_keeps_it_once():
+    # the old text lacks the file's blank line, the new text has it: the new text's blank lines are the intent
+    # (issue 52: such edits were refused as "does it add one?"); the result has it once, not twice
     old = "        self.name = name\n    def record(self, func: t.Callable) -> None:\n"
     new = "        self.name = name.strip()\n\n    def record(self, func: t.Callable) -> None:\n"
+    out = apply_str_replace(BLUEPRINTS, old, new)
+    assert "        self.name = name.strip()\n\n    def record(self, func: t.Callable) -> None:\n" in out.text
+    assert out.text.count("\n") == BLUEPRINTS.count("\n") and out.level == "blank_lines"
+
+
+def test_new_text_with_another_number_of_blank_lines_than_the_file_and_the_old_text_is_refused():
+    # the old text lacks the file's blank line and the new text has two: add one, or write two? (a guess)
+    old = "        self.name = name\n    def record(self, func: t.Callable) -> None:\n"
+    new = "        self.name = name.strip()\n\n\n    def record(self, func: t.Callable) -> None:\n"
     err = refused(apply_str_replace, BLUEPRINTS, old, new)
     assert err.reason == "ambiguous" and err.level == "blank_lines"
