@@ -2,8 +2,9 @@
 # Runs the suite in two phases, each with the same arguments:
 #   1. every test but the serial ones, on BOSUN_TEST_WORKERS processes (pytest-xdist; default 4, 0 for one
 #      process): each process starts its own embedded stack, on free ports, when a test first needs one;
-#   2. the serial ones (the `serial` marker, and every test that starts a cluster) alone on the machine: they measure
-#      host and NATS loss against deadlines, which a loaded machine would miss.
+#   2. the serial ones (the `serial` marker, and every test that starts a cluster) without the rest of the suite, on
+#      BOSUN_TEST_SERIAL_WORKERS processes (default 2: two clusters at a time; 1 for one at a time): they measure host
+#      and NATS loss against deadlines, which the whole suite's load would miss.
 # tests/conftest.py selects each phase's tests from BOSUN_TEST_PHASE. pytest's exit 5 ("no tests collected") is a
 # failure only when neither phase collected a test; both phases run, and the first failure's code is the exit code.
 set -uo pipefail
@@ -13,13 +14,22 @@ if ! [[ "$workers" =~ ^[0-9]+$ ]]; then
   echo "BOSUN_TEST_WORKERS=$workers: give a number of processes (0: run in this one)" >&2
   exit 2
 fi
+serial_workers="${BOSUN_TEST_SERIAL_WORKERS:-2}"
+if ! [[ "$serial_workers" =~ ^[0-9]+$ ]]; then
+  echo "BOSUN_TEST_SERIAL_WORKERS=$serial_workers: give a number of processes (0 or 1: run in this one)" >&2
+  exit 2
+fi
 parallel=()
 if [ "$workers" -gt 0 ]; then
   parallel=(-n "$workers" --dist worksteal)
 fi
+serial=()
+if [ "$serial_workers" -gt 1 ]; then
+  serial=(-n "$serial_workers" --dist worksteal)
+fi
 BOSUN_TEST_PHASE=parallel .venv/bin/python -m pytest "${parallel[@]}" "$@"
 rc1=$?
-BOSUN_TEST_PHASE=serial .venv/bin/python -m pytest "$@"
+BOSUN_TEST_PHASE=serial .venv/bin/python -m pytest "${serial[@]}" "$@"
 rc2=$?
 for rc in "$rc1" "$rc2"; do
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
