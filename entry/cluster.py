@@ -143,7 +143,8 @@ class LocalCluster:
                 self.name = state["name"]  # the NATS cluster's and the workers' names stay what they were
                 return state
         ports = {f"{n}.{kind}": free_port() for n in NODES for kind in ("client", "cluster", "monitor")}
-        ports.update({"temporal.frontend": free_port(), "temporal.ui": free_port()})
+        # (the HTTP API's port too: the settings' default would keep a second cluster on this machine from starting)
+        ports.update({"temporal.frontend": free_port(), "temporal.ui": free_port(), "temporal.http": free_port()})
         if self.tls:
             ports["nginx.grpc"] = free_port()
         host_ports = {}
@@ -235,8 +236,9 @@ class LocalCluster:
 
     def _temporal_settings(self) -> Settings:
         """The settings the embedded stack would start this Temporal with (defaults, but the folder and ports)."""
+        http = self.plan["ports"].get("temporal.http", Settings.model_fields["temporal_http_port"].default)
         return Settings.model_construct(data_dir=self.folder, host=HOST, temporal_port=self.port("temporal.frontend"),
-                                        temporal_ui_port=self.port("temporal.ui"))
+                                        temporal_ui_port=self.port("temporal.ui"), temporal_http_port=http)
 
     def _temporal_proc(self) -> Proc:
         c = temporal_component(self._temporal_settings())

@@ -219,7 +219,9 @@ def test_the_readme_points_to_the_github_steps():
 # ---------------------------------------------------------------- settings named exist
 
 NOT_SETTINGS = {"BOSUN_SPANS": ROOT / "infra" / "spanstore.py",
-                "BOSUN_TEST_WORKERS": ROOT / ".ci" / "pytest.sh", "BOSUN_TEST_PHASE": ROOT / "tests" / "conftest.py",
+                "BOSUN_TEST_WORKERS": ROOT / ".ci" / "pytest.sh",
+                "BOSUN_TEST_SERIAL_WORKERS": ROOT / ".ci" / "pytest.sh",
+                "BOSUN_TEST_PHASE": ROOT / "tests" / "conftest.py",
                 "BOSUN_PORT_SLICE": ROOT / "infra" / "privatestack.py"}
 """``BOSUN_*`` names that are not settings but other things of the code (the JetStream stream of spans, the test
 runner's variables), with the file that defines them (as a Python string or a shell expansion)."""
