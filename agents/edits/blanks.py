@@ -6,11 +6,9 @@ added) whose old side is the snippet; ``realign`` returns a script whose old sid
 every kept line is copied from the file. Between two matched lines (a *gap*):
 
 * the same number of blank lines as the file: nothing to do;
-* a new text with as many blank lines there as the file: the gap as the new text has it (the old text merely
-  missed or added a blank line: models drop blank lines from what they quote, rarely from what they write);
-* only blank lines (kept, removed or added): the file's count changes by what the edit changes there (``new -
-  old``), as long as that stays between the new text's count and the file's; otherwise whether the edit adds a
-  blank line or merely has the file's is a guess, and the edit is refused;
+* only blank lines (kept, removed or added): a new text with the file's count keeps it; otherwise the file's count
+  changes by what the edit changes there (``new - old``), as long as that stays between the new text's count and
+  the file's; beyond that, the new text's count (it is what the model wrote: issue 52);
 * added lines next to one run of kept blank lines: that run takes the file's count (refused when the added lines
   have blank lines of their own: which blank lines are the kept ones is then unclear). When the file has more blank
   lines there than the old text, the added lines must replace the line before the gap and come before the run;
@@ -20,6 +18,11 @@ every kept line is copied from the file. Between two matched lines (a *gap*):
   replacement, when it replaces line for line (``_spread``); otherwise refused;
 * anything else (lines inserted between two kept lines where the file has blank lines the old text lacks) leaves
   open on which side of the insertion the blank lines belong: refused.
+
+Between two lines the edit keeps, with lines changed between them, where the old text has other blank lines than
+the file but the new text as many as the file, the new text's lines are the result there (``_restated``): the old
+text merely missed or added a blank line (models drop blank lines from what they quote, rarely from what they
+write).
 
 ``skeleton_script`` lines the texts up on their non-blank lines only, so that each run of blank lines is compared
 with the run at the same place; ``engine`` applies an edit only when that and the line-for-line alignment agree.
@@ -50,8 +53,6 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
     b_file = len(file_blanks)
     if len(kept) + removed == b_file:
         return items
-    if sum(kind != "-" and not text.strip() for kind, text in items) == b_file:
-        return _as_new(items, file_blanks)
     if not added and not kept and not removed and left == right == "-":
         return [(_ISLAND, t) for t in file_blanks]  # between two replaced lines: placed by ``_spread``
     if all(not text.strip() for text in added):
@@ -99,22 +100,18 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
     )
 
 
-def _as_new(items: Script, file_blanks: list[str]) -> Script:
-    """The gap as the new text has it, its blank lines the file's (as many as the file has there, in order)."""
-    blanks = iter(file_blanks)
-    return [(" ", next(blanks)) if not text.strip() else ("+", text) for kind, text in items if kind != "-"]
-
-
 def _blank_gap(old: int, new: int, file_blanks: list[str], row: int) -> Script:
     """A gap of blank lines only: ``old`` in the old text, ``new`` in the new text, ``file_blanks`` in the file.
 
     The file's count changes by what the edit changes (``new - old``): an edit that keeps the count keeps the
-    file's, one that removes a blank line removes one of the file's. When that lands outside the new text's and
-    the file's counts (the new text has the file's count while the old text has another: does the edit add a
-    blank line, or only copy the file's?), it is a guess, and refused.
+    file's, one that removes a blank line removes one of the file's. A new text with the file's count keeps it
+    (the old text missed one of the file's blank lines, or has one more), and one whose count that change would
+    overshoot is taken as written: the new text's blank lines are the intent.
     """
     b_file = len(file_blanks)
     keep = max(0, b_file + new - old)
+    if new == b_file:
+        keep = new  # the file's count: the old text missed one of its blank lines, or has one more
     if not min(new, b_file) <= keep <= max(new, b_file):
         raise BlankPlacement(
             f"the file has {b_file} blank line(s) after line {row + 1}, the old text {old} and the new text {new}: "
@@ -258,7 +255,6 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
     ``rows`` gives the file line of each old line of the script, -1 for a blank line between two others.
     Raises ``BlankPlacement``.
     """
-    script = _blanks_first(script)
     anchors: list[tuple[int, int]] = []  # (script index, file row)
     o = 0
     for i, (kind, _) in enumerate(script):
@@ -269,12 +265,23 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
         o += 1
     if not anchors:
         return script
-    out: Script = list(script[: anchors[0][0] + 1])
-    for (ia, ra), (ib, rb) in zip(anchors, anchors[1:], strict=False):
-        items = script[ia + 1 : ib]
-        out += _gap(items, file_lines[ra + 1 : rb], script[ia][0], script[ib][0], ra)
-        out.append(script[ib])
-    out += script[anchors[-1][0] + 1 :]
+    # the block's edges as two kept lines more, so that a region may start or end there
+    bounds = [(-1, anchors[0][1] - 1), *anchors, (len(script), anchors[-1][1] + 1)]
+    kept = [True, *(script[i][0] == " " for i, _ in anchors), True]
+    out: Script = []
+    n = 0
+    while n < len(bounds) - 1:
+        (ia, ra), m = bounds[n], next((k for k in range(n + 1, len(bounds)) if kept[k]), None) if kept[n] else None
+        region = None if m is None else _restated(script[ia + 1 : bounds[m][0]], file_lines[ra + 1 : bounds[m][1]])
+        if region is None:
+            m = n + 1
+            (ib, rb) = bounds[m]
+            region = (script[ia + 1 : ib] if n == 0 or m == len(bounds) - 1
+                      else _gap(script[ia + 1 : ib], file_lines[ra + 1 : rb], script[ia][0], script[ib][0], ra))
+        out += region
+        if m < len(bounds) - 1:
+            out.append(script[bounds[m][0]])
+        n = m
     if any(kind == _ISLAND for kind, _ in out):
         out = _spread(out)
     if sum(kind != "+" for kind, _ in out) != anchors[-1][1] - anchors[0][1] + 1 + _outside(script, anchors):
@@ -282,29 +289,55 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
     return out
 
 
-def _blanks_first(script: Script) -> Script:
-    """The blank lines that open a replacement moved before the lines it removes (both texts stay the same): they
-    are the new text's run between the line before and the replacement, and are compared with the file's there."""
+def _restated(items: Script, region: list[str]) -> Script | None:
+    """Between two kept lines: the new text's lines, over the file's ``region``, when lines change there and the
+    old text has other blank lines than the file but the new text the file's, in the same places relative to the
+    two kept lines (``_shape``; see the module docstring); else None. The file's blank lines stay, as the new
+    text places them."""
+    if not any(kind != " " and text.strip() for kind, text in items):
+        return None  # only blank lines change: the gaps' rules
+    blank = [not t.strip() for t in region]
+    old = sum(kind != "+" and not text.strip() for kind, text in items)
+    new_side = [text for kind, text in items if kind != "-"]
+    theirs, ours = _shape(new_side), _shape(region)
+    if old == sum(blank) or len(theirs) != len(ours) or not all(map(_same_place, theirs, ours)):
+        return None
     out: Script = []
+    f = 0
+    for kind, text in items:
+        if kind == "-":
+            continue
+        if text.strip():
+            out.append(("+", text))
+            continue
+        while not blank[f]:
+            out.append(("-", region[f]))
+            f += 1
+        out.append((" ", region[f]))
+        f += 1
+    return out + [("-", line) for line in region[f:]]
+
+
+def _same_place(new: tuple[int, bool, bool], file: tuple[int, bool, bool]) -> bool:
+    """A run of blank lines of the new text in the place of one of the file's (``_shape``): of its size, and right
+    after the first kept line, or right before the second, wherever the file's is."""
+    return new[0] == file[0] and (new[1] or not file[1]) and (new[2] or not file[2])
+
+
+def _shape(lines: list[str]) -> list[tuple[int, bool, bool]]:
+    """The runs of blank lines of a region between two kept lines: (size, at its start, at its end) each."""
+    runs: list[tuple[int, bool, bool]] = []
     i = 0
-    while i < len(script):
-        if script[i][0] != "-":
-            out.append(script[i])
+    while i < len(lines):
+        if lines[i].strip():
             i += 1
             continue
         j = i
-        while j < len(script) and script[j][0] == "-":
+        while j < len(lines) and not lines[j].strip():
             j += 1
-        k = j
-        while k < len(script) and script[k][0] == "+" and not script[k][1].strip():
-            k += 1
-        if k == j or k == len(script) or script[k][0] != "+":
-            out += script[i:j]  # no replacement opening with blank lines
-            i = j
-            continue
-        out += script[j:k] + script[i:j]
-        i = k
-    return out
+        runs.append((j - i, i == 0, j == len(lines)))
+        i = j
+    return runs
 
 
 def _outside(script: Script, anchors: list[tuple[int, int]]) -> int:

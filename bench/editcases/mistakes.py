@@ -764,6 +764,8 @@ def blank_line_omitted_cases(bl: Builder, fc: FileChange, hid: str, ch: Change, 
     added = {t for kind, t in script if kind == "+"}
     if any(script[k][0] != "+" and script[k][1] in added for k in (i - 1, j)):
         return  # an added copy of a neighbour: the texts can be lined up on either side of it
+    if any(script[k][0] == "+" and not script[k][1].strip() for k in (i - 1, j)):
+        return  # the change adds blank lines right there: the new text states that many (they are the intent)
     placed = _omitted_blank_placement(script, i, j)
     if placed is False or (placed is not None and placed != new_of(script)):
         return
