@@ -13,7 +13,8 @@ every kept line is copied from the file. Between two matched lines (a *gap*):
   have blank lines of their own: which blank lines are the kept ones is then unclear). When the file has more blank
   lines there than the old text, the added lines must replace the line before the gap and come before the run;
 * added lines replacing the line before the gap, no blank line in the old text: the file's blank lines go right
-  before the next line (refused when the added lines end with blank lines);
+  before the next line (refused when the added lines have blank lines of their own: the file's may be among them,
+  moved, or stay where they are);
 * blank lines of the file between two lines a group replaces: they go between the same two lines of the
   replacement, when it replaces line for line (``_spread``); otherwise refused;
 * anything else (lines inserted between two kept lines where the file has blank lines the old text lacks) leaves
@@ -86,10 +87,10 @@ def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int)
             )
         return [*items[:first], *((" ", t) for t in file_blanks), *items[last + 1 :]]
     if left == "-" and right in (" ", "-"):
-        if not added[-1].strip():
+        if any(not text.strip() for text in added):
             raise BlankPlacement(
-                f"the new lines after line {row + 1} end with blank lines, and the file has {b_file} blank line(s) "
-                "there that the old text does not have: whether they are the same blank lines is unclear",
+                f"the new lines after line {row + 1} have blank lines of their own, and the file has {b_file} blank "
+                "line(s) there that the old text does not have: whether they are the same blank lines is unclear",
                 row,
             )
         return [*items, *((" ", t) for t in file_blanks)]
@@ -286,7 +287,28 @@ def realign(script: Script, rows: tuple[int, ...], file_lines: list[str]) -> Scr
         out = _spread(out)
     if sum(kind != "+" for kind, _ in out) != anchors[-1][1] - anchors[0][1] + 1 + _outside(script, anchors):
         raise BlankPlacement("the edit could not be lined up with the file's lines", -1)
+    _no_new_run(out, script, file_lines[anchors[0][1] : anchors[-1][1] + 1])
     return out
+
+
+def _no_new_run(out: Script, script: Script, block: list[str]) -> None:
+    """Refuse a result with a longer run of blank lines than both the new text and the file's block have: the
+    file's blank lines and the new text's were both kept there (which of them the edit keeps is a guess)."""
+    longest = _longest_run([text for kind, text in out if kind != "-"])
+    limit = max(_longest_run([text for kind, text in script if kind != "-"]), _longest_run(block))
+    if longest > limit:
+        raise BlankPlacement(
+            f"kept both as the file has them and as the new text has them, the blank lines would make a run of "
+            f"{longest} where neither the file nor the new text has more than {limit}", -1)
+
+
+def _longest_run(lines: list[str]) -> int:
+    """The longest run of blank lines in ``lines``."""
+    best = n = 0
+    for line in lines:
+        n = n + 1 if not line.strip() else 0
+        best = max(best, n)
+    return best
 
 
 def _restated(items: Script, region: list[str]) -> Script | None:

@@ -24,7 +24,7 @@ from bench.editcases.corpus import (
     write_jsonl,
 )
 from bench.editcases.eval import Case, evaluate, load_cases, parse_cases
-from bench.editcases.mistakes import ELISION_MARKERS, looks_like_stub, window_hunks
+from bench.editcases.mistakes import ELISION_MARKERS, _run_changes, looks_like_stub, window_hunks
 from bench.editcases.render import ordered_targets, pinned_targets, skeleton_spans
 
 OLD_A = '''"""A module with enough structure for every variant."""
@@ -322,6 +322,14 @@ def test_blank_run_premises():
     assert skeleton_spans(lines, ["def f():", "    x = 1", "", "    return x"]) == [(0, 5)]
     assert cascade_target(lines, ["def f():", "    x = 1", "    return x"]) is None
     assert cascade_target(lines, ["def f():", "    x = 1", "    return x"], blank_runs=True) == 0
+
+
+def test_old_side_blank_cases_skip_runs_whose_count_the_change_changes():
+    # dropping a kept blank line of a run the change shrinks gives the texts of a both-omitted case: not made
+    script = [(" ", "import x"), (" ", ""), ("-", ""), ("+", "import y"), (" ", "def f():")]
+    assert _run_changes(script, 1)
+    kept = [(" ", "import x"), (" ", ""), (" ", ""), ("+", "import y"), (" ", "def f():")]
+    assert not _run_changes(kept, 1) and not _run_changes(kept, 2)
 
 
 def test_stub_premise_and_markers():

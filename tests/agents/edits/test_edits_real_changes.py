@@ -543,3 +543,26 @@ def test_new_text_with_another_number_of_blank_lines_than_the_file_and_the_old_t
     new = "        self.name = name.strip()\n\n\n    def record(self, func: t.Callable) -> None:\n"
     err = refused(apply_str_replace, BLUEPRINTS, old, new)
     assert err.reason == "ambiguous" and err.level == "blank_lines"
+
+
+def test_removal_that_would_keep_the_file_blank_lines_and_the_new_text_ones_is_refused():
+    # requests setup.py: the old text lacks one of the file's two blank lines before a class it removes; kept as
+    # the file has them and as the new text has them, three blank lines in a row (neither text nor file has three)
+    text = "    sys.exit(1)\n\n\nclass PyTest(TestCommand):\n    pass\n\n\n# publish\nif x:\n    y()\n"
+    old = "    sys.exit(1)\n\nclass PyTest(TestCommand):\n    pass\n\n\n# publish\n"
+    new = "    sys.exit(1)\n\n\n# publish\n"
+    try:
+        out = apply_str_replace(text, old, new)
+    except EditRefused as err:
+        assert err.reason == "ambiguous" and err.level == "blank_lines", err.message
+    else:
+        assert out.text == "    sys.exit(1)\n\n\n# publish\nif x:\n    y()\n"
+
+
+def test_added_lines_with_a_blank_line_where_the_old_text_lacks_the_file_one_are_refused():
+    # xarray test_dask.py: is the new text's blank line the file's one, moved above the decorator, or one more?
+    text = "        assert a\n        assert_equal(x, y)\n\n    def test_two(self):\n        pass\n"
+    old = "        assert a\n        assert_equal(x, y)\n    def test_two(self):\n"
+    new = "        assert a\n        assert_equal(y, x)\n\n    @pytest.mark.xfail(reason='r')\n    def test_two(self):\n"
+    err = refused(apply_str_replace, text, old, new)
+    assert err.reason == "ambiguous" and err.level == "blank_lines" and "of their own" in err.message
