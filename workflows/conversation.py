@@ -156,10 +156,10 @@ class ConversationState(BaseModel):
     def _set_aside(self, ev: PREvent, taken: list[PREvent], limits: Limits, *, asked: bool) -> str | None:
         """Why a failed check makes no round (None: it does)."""
         sha = ev.sha or ""
+        if ev.fails_on_base:  # (first: whoever pushed since, it is not this pull request's doing)
+            return f"it fails on the base branch {ev.base_branch or ''} too: not this pull request's doing"
         if self.ci_paused_by and not asked:
             return f"{self.ci_paused_by} pushed to the branch"
-        if ev.fails_on_base:
-            return f"it fails on the base branch {ev.base_branch or ''} too: not this pull request's doing"
         if any(t.sha == sha for t in taken):
             return None  # two checks of one commit: one round
         if sha in self.ci_shas:

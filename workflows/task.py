@@ -16,8 +16,7 @@ where the task came from (GitHub, Linear) and releases every sandbox of the task
 Messages from people (``steer``, ``follow_up``) are queued here and each is delivered exactly once: to every agent
 running when it arrives, else to the next agent that starts (``messages`` query). ``switch_model`` changes the
 model of the running agents and of every agent started afterwards. Queries: ``status``, ``plan``, ``agents``,
-``messages``.
-"""
+``messages``, ``placement``."""
 
 from __future__ import annotations
 
@@ -243,11 +242,12 @@ class TaskWorkflow(TeamPhase):
         wf_id = f"{workflow.info().workflow_id}/{name}"
         plan = len(self.plan_info.subtasks) if self.plan_info else 0
         wanted = self.model_override.model if self.model_override else inp.model
-        decision = await workflow.execute_activity_method(
+        routing = workflow.execute_activity_method(
             AgentActivities.route_model,
             RouteInput(role=role, model=wanted, task_chars=len(task), plan_subtasks=plan,
                        files_in_scope=files_in_scope, failures_so_far=self.failures, router=inp.harness.router),
             summary=f"model for {name}", task_queue=queue, **policies.ROUTE)
+        decision = await (routing if host is None else self.place.on(host.worker_id, routing))  # (lost: moved)
         self.agent_status[name] = "running"
         try:
             handle = await workflow.start_child_workflow(
@@ -283,9 +283,13 @@ class TaskWorkflow(TeamPhase):
                                  tool_calls=0, final_message="", transcript_ref="", model=decision.model,
                                  error_kind=None if cancelled else kind, reason=why[:2000])
             # A child that failed, timed out or was terminated never ran its own release: do it here.
-            await workflow.execute_activity_method(
+            release = workflow.execute_activity_method(
                 AgentActivities.release_sandbox, ReleaseInput(agent_id=wf_id, workspace=workspace),
                 summary=f"release sandbox of {name}", task_queue=queue, **policies.RELEASE)
+            try:
+                await (release if host is None else self.place.on(host.worker_id, release))
+            except HostGone:
+                pass  # (its host is lost: the host's reaper removes the sandbox when it comes back)
         self.agent_status[name] = result.status
         if result.status == "failed":
             self.failures += 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from sandbox.hostrepo import task_key
@@ -81,7 +81,16 @@ async def test_twelve_tasks_over_three_hosts_one_killed_for_good(make_cluster, t
     client = await Client.connect(env["BOSUN_TEMPORAL_ADDRESS"], data_converter=pydantic_data_converter)
     results = {}
     for wf_id in ids:
-        result = await asyncio.wait_for(client.get_workflow_handle(wf_id).result(), LOSS_S + 300)
+        try:
+            result = await asyncio.wait_for(client.get_workflow_handle(wf_id).result(), LOSS_S + 300)
+        except WorkflowFailureError as e:  # said with its causes and its steps, to be read from a CI log
+            causes, cause = [], e.cause
+            while cause is not None:
+                causes.append(f"{type(cause).__name__}: {cause}")
+                cause = cause.__cause__
+            steps = bosun("history", wf_id, env=env, timeout=120).stdout
+            pytest.fail(f"{wf_id} failed ({victim} killed {time.time() - killed_at:.0f} s ago): "
+                        f"{' <- '.join(causes)}\n{steps[-6000:]}")
         results[wf_id] = result if isinstance(result, dict) else result.model_dump()
     took = time.time() - killed_at
     assert all(r.get("status") == "succeeded" for r in results.values()), results

@@ -111,6 +111,18 @@ def test_a_persons_push_stops_ci_until_someone_asks_again():
     assert {e.kind for e in rnd.items} == {"review", "check_failed"} and not s.ci_paused_by
 
 
+def test_a_check_failing_on_the_base_branch_too_says_so_even_after_a_persons_push():
+    """A check that fails on the base branch is set aside for that reason first: a person's push since (it came
+    while a round ran, and was judged with it) does not hide why."""
+    s = ConversationState()
+    late = check("a" * 40, "flaky")
+    late.fails_on_base, late.base_branch = True, "main"
+    s.receive(late)
+    s.receive(push("b" * 40, author="bob"))
+    assert s.take(LIMITS) is None and s.ci_paused_by == "bob"
+    assert "'flaky' failed at aaaaaaaaaaaa: not acted on (it fails on the base branch main too" in s.notes[-1]
+
+
 def test_rounds_are_bounded_and_the_closing_ends_it():
     s = ConversationState()
     limits = Limits(quiet_s=0, max_ci_rounds=3, max_rounds=1)
