@@ -27,6 +27,10 @@ serial=()
 if [ "$serial_workers" -gt 1 ]; then
   serial=(-n "$serial_workers" --dist worksteal)
 fi
+# pytest rewrites each test module's asserts on import and caches the result beside it, unless
+# PYTHONDONTWRITEBYTECODE is set (as in many CI images): then each of the phases' processes would rewrite all of
+# them again, about 9 s each. One collection with writing allowed fills that cache; the processes read it.
+PYTHONDONTWRITEBYTECODE= .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider "$@" >/dev/null 2>&1 || true
 BOSUN_TEST_PHASE=parallel .venv/bin/python -m pytest "${parallel[@]}" "$@"
 rc1=$?
 BOSUN_TEST_PHASE=serial .venv/bin/python -m pytest "${serial[@]}" "$@"

@@ -53,8 +53,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"BOSUN_TEST_PHASE={phase}: use one of {', '.join(PHASES)}, or leave it unset")
     keep = [item for item in items if is_serial(item) == (phase == "serial")]
     if len(keep) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
-        items[:] = keep
+        kept = {id(item) for item in keep}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+    if phase == "serial":  # the longest first, so the other process takes the rest meanwhile (xdist's worksteal)
+        keep.sort(key=lambda item: -allowed_s(item))
+    items[:] = keep
+
+
+def allowed_s(item: pytest.Item) -> float:
+    """The time a test is given (its ``timeout`` marker, else 0): the longer ones say so."""
+    marker = item.get_closest_marker("timeout")
+    if marker is None:
+        return 0.0
+    return float(marker.args[0] if marker.args else marker.kwargs.get("timeout", 0))
 
 
 def stack_env(data_dir: Path) -> dict[str, str]:
