@@ -30,7 +30,6 @@ import signal
 import sys
 import threading
 
-import ts_processes
 from ts_base import ToolError, Workspace, invalid
 from ts_files import op_delete, op_glob, op_grep, op_list, op_ping, op_read, op_write
 from ts_processes import ProcessTracker, op_exec, start_thread
@@ -44,14 +43,15 @@ if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are stri
 class Server:
     """Reads requests from stdin, answers each in its own thread, writes responses under a lock."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, tracker: ProcessTracker, out: Any = None) -> None:
         self.ws = Workspace(root)
-        self.tracker = ts_processes.TRACKER
-        self.out = sys.stdout.buffer
+        self.tracker = tracker
+        self.out = out if out is not None else sys.stdout.buffer
+        """Where the responses go: anything with ``write(bytes)`` and ``flush()``."""
         self.out_lock = threading.Lock()
         self.workers: set[threading.Thread] = set()
         self.ops = {"ping": op_ping, "read": op_read, "write": op_write, "delete": op_delete, "list": op_list,
-                    "glob": op_glob, "grep": op_grep}
+                    "glob": op_glob}
 
     def send(self, obj: dict[str, Any]) -> None:
         # Undecodable file names carry lone surrogates; backslashreplace turns them into valid JSON escapes.
@@ -82,30 +82,35 @@ class Server:
             raise invalid(str(exc)) from None
         if op == "exec":
             return op_exec(self.ws, request, self.tracker)
+        if op == "grep":
+            return op_grep(self.ws, request, self.tracker)
         return self.ops[op](self.ws, request)
 
+    def dispatch(self, raw: bytes) -> None:
+        """One request line: answered in a thread of its own (a line that is not a request, at once)."""
+        if not raw.strip():
+            return
+        try:
+            req = json.loads(raw)
+            if not isinstance(req, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            self.send({"id": None, "ok": False,
+                       "error": {"kind": "InvalidArguments", "message": f"bad request line: {exc}"}})
+            return
+        req_id, op, args = req.get("id"), req.get("op"), req.get("args") or {}
+        try:
+            worker = start_thread(self.handle, req_id, op, args)
+            self.workers.add(worker)
+            self.workers = {w for w in self.workers if w.is_alive()}
+        except RuntimeError:
+            self.send({"id": req_id, "ok": False,
+                       "error": {"kind": "ToolFailed",
+                                 "message": "cannot start a thread: the sandbox's process limit is reached"}})
+
     def serve(self) -> None:
-        stdin = sys.stdin.buffer
-        for raw in stdin:
-            if not raw.strip():
-                continue
-            try:
-                req = json.loads(raw)
-                if not isinstance(req, dict):
-                    raise ValueError("not an object")
-            except ValueError as exc:
-                self.send({"id": None, "ok": False,
-                           "error": {"kind": "InvalidArguments", "message": f"bad request line: {exc}"}})
-                continue
-            req_id, op, args = req.get("id"), req.get("op"), req.get("args") or {}
-            try:
-                worker = start_thread(self.handle, req_id, op, args)
-                self.workers.add(worker)
-                self.workers = {w for w in self.workers if w.is_alive()}
-            except RuntimeError:
-                self.send({"id": req_id, "ok": False,
-                           "error": {"kind": "ToolFailed",
-                                     "message": "cannot start a thread: the sandbox's process limit is reached"}})
+        for raw in sys.stdin.buffer:
+            self.dispatch(raw)
         # stdin closed: answer what is in flight, then stop.
         for worker in list(self.workers):
             worker.join()
@@ -158,8 +163,7 @@ def main(argv: list[str]) -> int:
             os.makedirs(home, mode=0o700, exist_ok=True)
         except OSError:
             pass
-    ts_processes.TRACKER = ProcessTracker()
-    server = Server(root)
+    server = Server(root, ProcessTracker())
     try:
         server.serve()
     except (BrokenPipeError, KeyboardInterrupt):

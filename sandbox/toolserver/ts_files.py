@@ -12,7 +12,6 @@ import re
 import stat
 import sys
 
-import ts_processes
 from ts_base import PROTOCOL_VERSION, ToolError, Workspace, _os_error, invalid
 from ts_protocol import (
     Delete,
@@ -34,6 +33,8 @@ from ts_protocol import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at start-up; annotations are strings anyway
     from typing import Any
+
+    from ts_processes import ProcessTracker
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 MAX_LINE_TEXT = 400
@@ -272,7 +273,7 @@ def op_glob(ws: Workspace, req: Glob) -> GlobResult:
     return GlobResult(paths=matches, truncated=truncated)
 
 
-def op_grep(ws: Workspace, req: Grep) -> GrepResult:
+def op_grep(ws: Workspace, req: Grep, tracker: ProcessTracker) -> GrepResult:
     """Search file contents: ``rg --json`` when available, else Python ``re``. Matches: path, line, text."""
     pattern, path, file_glob, ignore_case, fixed, limit = (req.pattern, req.path, req.glob, req.ignore_case,
                                                            req.fixed, req.max_results)
@@ -287,7 +288,7 @@ def op_grep(ws: Workspace, req: Grep) -> GrepResult:
                           f"(pass fixed=true for a literal string)") from None
     rg = _which("rg")
     if rg:
-        return _grep_rg(ws, rg, pattern, base, file_glob, ignore_case, fixed, limit)
+        return _grep_rg(ws, tracker, rg, pattern, base, file_glob, ignore_case, fixed, limit)
     return _grep_py(ws, pattern, base, file_glob, ignore_case, fixed, limit)
 
 
@@ -296,8 +297,8 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_TEXT else text[:MAX_LINE_TEXT] + "..."
 
 
-def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | None, ignore_case: bool,
-             fixed: bool, limit: int) -> GrepResult:
+def _grep_rg(ws: Workspace, tracker: ProcessTracker, rg: str, pattern: str, base: str, file_glob: str | None,
+             ignore_case: bool, fixed: bool, limit: int) -> GrepResult:
     cmd = [rg, "--json", "--hidden", "--glob", "!.git", "--no-messages"]
     if ignore_case:
         cmd.append("--ignore-case")
@@ -308,7 +309,7 @@ def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | N
     cmd += ["-e", pattern, "--", base]
     matches: list[dict[str, Any]] = []
     truncated = False
-    proc = ts_processes.TRACKER.popen_helper(cmd, ws.root)
+    proc = tracker.popen_helper(cmd, ws.root)
     assert proc.stdout is not None
     try:
         for raw in proc.stdout:
@@ -331,7 +332,7 @@ def _grep_rg(ws: Workspace, rg: str, pattern: str, base: str, file_glob: str | N
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate()
-        ts_processes.TRACKER.helper_done(proc)
+        tracker.helper_done(proc)
     if proc.returncode == 2 and not matches and err.strip():
         raise ToolError(f"grep failed: {err.decode('utf-8', 'replace').strip()[:500]}")
     matches.sort(key=lambda m: (m["path"], m["line"] or 0))

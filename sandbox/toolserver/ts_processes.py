@@ -67,11 +67,11 @@ def _marker_of(pid: int) -> bytes | None:
 class Job:
     """One running ``exec``: its root process and every descendant seen so far."""
 
-    def __init__(self, job_id: int, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, job_id: int, proc: subprocess.Popen[bytes], marker: str) -> None:
         self.id = job_id
         self.proc = proc
         self.root = proc.pid
-        self.marker = f"{EXEC_MARKER_ENV}={job_id}".encode()
+        self.marker = f"{EXEC_MARKER_ENV}={marker}".encode()
         self.members: set[int] = {proc.pid}
 
 
@@ -83,7 +83,12 @@ class ProcessTracker:
     session or process group, or when it carries the job's marker variable.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, guest: bool = False, env: dict[str, str] | None = None) -> None:
+        self.guest = guest
+        """The tracker shares its process with others (the in-process sandbox of bosun's tests): it never becomes a
+        subreaper, reaps no orphan and kills only its own jobs' processes (their members, their marker)."""
+        self.env = env
+        """The environment commands start from (``exec``'s ``env`` is laid over it); None: this process's."""
         self.lock = threading.Lock()
         self.spawn_lock = threading.Lock()
         self.jobs: dict[int, Job] = {}
@@ -92,6 +97,7 @@ class ProcessTracker:
         self.next_id = 1
         self.me = os.getpid()
         self.wake = threading.Event()
+        self.stopped = False
         threading.Thread(target=self._loop, name="tracker", daemon=True).start()
 
     def spawn(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> Job:
@@ -99,14 +105,18 @@ class ProcessTracker:
             job_id = self.next_id
             self.next_id += 1
         env = dict(env)
-        env[EXEC_MARKER_ENV] = str(job_id)
-        _harden()
+        # Inside a sandbox the job's number is unique; a guest sees every process of the host, whose other
+        # sandboxes number their jobs too.
+        marker = f"{os.getpid()}.{id(self)}.{job_id}" if self.guest else str(job_id)
+        env[EXEC_MARKER_ENV] = marker
+        if not self.guest:
+            _harden()
         import subprocess  # noqa: PLC0415 - imported on first use: the server starts faster
 
         with self.spawn_lock:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
-            job = Job(job_id, proc)
+            job = Job(job_id, proc, marker)
             with self.lock:
                 self.jobs[job_id] = job
         _raise_oom_score(proc.pid)
@@ -115,7 +125,8 @@ class ProcessTracker:
 
     def popen_helper(self, argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
         """Start a helper process of the server itself (not a job)."""
-        _harden()
+        if not self.guest:
+            _harden()
         import subprocess  # noqa: PLC0415
 
         with self.spawn_lock:
@@ -133,14 +144,21 @@ class ProcessTracker:
         with self.lock:
             self.jobs.pop(job.id, None)
 
+    def stop(self) -> None:
+        """Kill every job's processes and end the scanning thread (a guest's sandbox closing)."""
+        self.kill_all()
+        self.stopped = True
+        self.wake.set()
+
     def _loop(self) -> None:
-        while True:
+        while not self.stopped:
             self.wake.wait(timeout=1.0)
             with self.lock:
                 busy = bool(self.jobs)
             if not busy:
                 self.wake.clear()
-                self._reap_orphans(_proc_table())
+                if not self.guest:
+                    self._reap_orphans(_proc_table())
                 continue
             try:
                 self.scan()
@@ -172,6 +190,8 @@ class ProcessTracker:
         self._reap_orphans(table)
 
     def _reap_orphans(self, table: dict[int, tuple[int, int, int, str]]) -> None:
+        if self.guest:  # the children of this process that are not ours are someone else's to reap
+            return
         with self.spawn_lock:
             with self.lock:
                 roots = {j.root for j in self.jobs.values()} | self.helpers
@@ -200,7 +220,7 @@ class ProcessTracker:
                 if pid not in checked:
                     checked[pid] = _marker_of(pid)
                 marker = checked[pid]
-                if marker == job.marker or (marker is None and ppid == self.me):
+                if marker == job.marker or (marker is None and ppid == self.me and not self.guest):
                     # Carries this job's marker, or is an unmarked orphan no other job claims.
                     victims.add(pid)
             victims -= {self.me, 1}
@@ -210,7 +230,7 @@ class ProcessTracker:
                     mine = {j.root for j in self.jobs.values()} | self.helpers
                 zombies = [p for p, (pp, _pg, _sid, st) in table.items() if pp == self.me and st == "Z"
                            and p not in mine]
-                if not zombies:
+                if not zombies or self.guest:
                     return killed
                 self._reap_orphans(table)
                 time.sleep(0.002)
@@ -235,10 +255,6 @@ class ProcessTracker:
             jobs = list(self.jobs.values())
         for job in jobs:
             self.kill_tree(job)
-
-
-TRACKER: ProcessTracker
-"""The one process tracker of this server (created in main, after becoming a subreaper)."""
 
 
 def _raise_oom_score(pid: int) -> None:
@@ -326,7 +342,7 @@ def op_exec(ws: Workspace, req: Exec, tracker: ProcessTracker) -> ExecResult:
     cwd = ws.resolve(cwd_arg, arg="cwd") if cwd_arg else ws.root
     if not os.path.isdir(cwd):
         raise ToolError(f"cannot run in '{cwd_arg}': not a directory")
-    env = dict(os.environ)
+    env = dict(os.environ if tracker.env is None else tracker.env)
     env.update(env_arg)
     start = time.monotonic()
     try:

@@ -563,6 +563,7 @@ def test_added_lines_with_a_blank_line_where_the_old_text_lacks_the_file_one_are
     # xarray test_dask.py: is the new text's blank line the file's one, moved above the decorator, or one more?
     text = "        assert a\n        assert_equal(x, y)\n\n    def test_two(self):\n        pass\n"
     old = "        assert a\n        assert_equal(x, y)\n    def test_two(self):\n"
-    new = "        assert a\n        assert_equal(y, x)\n\n    @pytest.mark.xfail(reason='r')\n    def test_two(self):\n"
+    new = ("        assert a\n        assert_equal(y, x)\n\n    @pytest.mark.xfail(reason='r')\n"
+           "    def test_two(self):\n")
     err = refused(apply_str_replace, text, old, new)
     assert err.reason == "ambiguous" and err.level == "blank_lines" and "of their own" in err.message

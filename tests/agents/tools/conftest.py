@@ -1,4 +1,8 @@
-"""Fixtures of the tool tests: a small git repository and a real bwrap sandbox bound to it (no mocks)."""
+"""Fixtures of the tool tests: a small git repository and an in-process sandbox bound to it.
+
+The in-process sandbox runs the tool server's own operations (sandbox/inprocess.py); the backends themselves are
+tested in tests/sandbox/, and test_tools_in_sandbox.py runs the tools through a real bwrap sandbox.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pytest
 from agents.tools.builtin import default_registry
 from agents.tools.registry import Registry, ToolContext
 from sandbox.bwrap import BwrapProvider
+from sandbox.inprocess import InProcessProvider
 
 FILES = {
     "pkg/__init__.py": "",
@@ -80,6 +85,16 @@ def repo(tmp_path) -> Path:
 
 @pytest.fixture
 async def ctx(repo) -> AsyncIterator[ToolContext]:
+    box = await InProcessProvider().acquire(repo)
+    try:
+        yield ToolContext(sandbox=box)
+    finally:
+        await box.close()
+
+
+@pytest.fixture
+async def bwrap_ctx(repo) -> AsyncIterator[ToolContext]:
+    """A real bwrap sandbox, for a test of what only a sandbox does (its read-only .git)."""
     box = await BwrapProvider().acquire(repo)
     try:
         yield ToolContext(sandbox=box)

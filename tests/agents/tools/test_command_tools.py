@@ -1,4 +1,4 @@
-"""check, run_tests, run_command, git_diff, git_status and todo through a real bwrap sandbox."""
+"""check, run_tests, run_command, git_diff, git_status and todo through the in-process sandbox (conftest.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""str_replace and apply_patch through a real bwrap sandbox: edits, refusals, the syntax guard, all or nothing."""
+"""str_replace and apply_patch through the in-process sandbox (conftest.py): edits, refusals, the syntax guard,
+all or nothing."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ async def test_apply_patch_is_all_or_nothing(reg, ctx, repo):
     assert snapshot(repo) == before
 
 
-async def test_apply_patch_restores_files_when_a_write_fails(reg, ctx, repo):
+async def test_apply_patch_restores_files_when_a_write_fails(reg, bwrap_ctx, repo):
     before = snapshot(repo)
     hook = repo / ".git" / "hooks" / "post-checkout"
     text = patch(
@@ -105,7 +106,7 @@ async def test_apply_patch_restores_files_when_a_write_fails(reg, ctx, repo):
         "*** Add File: .git/hooks/post-checkout",  # read-only inside the sandbox
         "+#!/bin/sh",
     )
-    out = await reg.execute("apply_patch", {"input": text}, ctx)
+    out = await reg.execute("apply_patch", {"input": text}, bwrap_ctx)
     assert out.is_error and out.error_kind == "ToolFailed"
     assert "restored (pkg/core.py)" in out.text
     assert snapshot(repo) == before and not hook.exists()

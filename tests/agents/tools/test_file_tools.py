@@ -1,4 +1,4 @@
-"""read_file, list_dir, glob, grep, write_file through a real bwrap sandbox."""
+"""read_file, list_dir, glob, grep, write_file through the in-process sandbox (conftest.py)."""
 
 from __future__ import annotations
 
