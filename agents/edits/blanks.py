@@ -23,7 +23,9 @@ every kept line is copied from the file. Between two matched lines (a *gap*):
 Between two lines the edit keeps, with lines changed between them, where the old text has other blank lines than
 the file but the new text as many as the file, the new text's lines are the result there (``_restated``): the old
 text merely missed or added a blank line (models drop blank lines from what they quote, rarely from what they
-write).
+write). That holds too where the file has only blank lines between the two and the new text puts lines there,
+restating the file's run both right after the first line and right before the second (``_split_around``); with
+the run on one side only it is refused, since the new text may have dropped the file's other one as the old did.
 
 ``skeleton_script`` lines the texts up on their non-blank lines only, so that each run of blank lines is compared
 with the run at the same place; ``engine`` applies an edit only when that and the line-for-line alignment agree.
@@ -322,7 +324,11 @@ def _restated(items: Script, region: list[str]) -> Script | None:
     old = sum(kind != "+" and not text.strip() for kind, text in items)
     new_side = [text for kind, text in items if kind != "-"]
     theirs, ours = _shape(new_side), _shape(region)
-    if old == sum(blank) or len(theirs) != len(ours) or not all(map(_same_place, theirs, ours)):
+    if old == sum(blank):
+        return None
+    if all(blank) and _split_around(theirs, len(region)):
+        return _split_script(items, region)
+    if len(theirs) != len(ours) or not all(map(_same_place, theirs, ours)):
         return None
     out: Script = []
     f = 0
@@ -337,6 +343,31 @@ def _restated(items: Script, region: list[str]) -> Script | None:
             f += 1
         out.append((" ", region[f]))
         f += 1
+    return out + [("-", line) for line in region[f:]]
+
+
+def _split_around(theirs: list[tuple[int, bool, bool]], b_file: int) -> bool:
+    """Whether new lines put between two kept lines, where the file has only its ``b_file`` blank lines, restate
+    them on both sides: the new text's run right after the first line and its run right before the second have
+    the file's size (none, for none). Then the old text merely missed or added a blank line there; a run on one
+    side only is refused (the new text may have dropped the file's on the other side, as the old text did)."""
+    head = next((size for size, start, _ in theirs if start), 0)
+    tail = next((size for size, _, end in theirs if end), 0)
+    return head == tail == b_file and not any(start and end for _, start, end in theirs)
+
+
+def _split_script(items: Script, region: list[str]) -> Script:
+    """The new text's lines between two kept lines over a ``region`` of blank lines only: the first of its runs
+    that restates them keeps the file's own blank lines, the rest is added as written."""
+    new_side = [text for kind, text in items if kind != "-"]
+    out: Script = []
+    f = 0
+    for text in new_side:
+        if not text.strip() and f < len(region) and not any(t.strip() for _, t in out):
+            out.append((" ", region[f]))
+            f += 1
+        else:
+            out.append(("+", text))
     return out + [("-", line) for line in region[f:]]
 
 

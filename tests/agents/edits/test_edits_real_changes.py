@@ -567,3 +567,36 @@ def test_added_lines_with_a_blank_line_where_the_old_text_lacks_the_file_one_are
            "    def test_two(self):\n")
     err = refused(apply_str_replace, text, old, new)
     assert err.reason == "ambiguous" and err.level == "blank_lines" and "of their own" in err.message
+
+
+COMPAT = (
+    "import importlib\nimport sys\n\n# -------------------\n# Character Detection\n# -------------------\n\n\n"
+    "def _resolve_char_detection():\n    pass\n"
+)
+"""requests 2.32.3's ``compat.py`` head (2.32.4 put a urllib3 section between ``import sys`` and the next one)."""
+
+
+def test_new_lines_between_the_files_blank_lines_restated_on_both_sides_are_the_result():
+    # The old text misses the file's blank line after "import sys"; the new text puts a section there with a
+    # blank line before and after it: both sides restate the file's blank line, so the missing one was noise.
+    old = "import sys\n# -------------------\n"
+    section = "# urllib3\nfrom urllib3 import __version__ as urllib3_version\n\nis_urllib3_1 = True\n"
+    out = apply_str_replace(COMPAT, old, f"import sys\n\n{section}\n# -------------------\n")
+    assert out.status == "applied"
+    assert out.text == COMPAT.replace("import sys\n\n", f"import sys\n\n{section}\n")
+
+
+def test_new_lines_that_restate_the_files_blank_line_on_one_side_only_are_refused():
+    # "import sys / X / blank / # ---": the old text missed the blank line, and X was appended to the imports;
+    # or the new text dropped it too, and X is a section of its own. The two are the same edit: refused.
+    err = refused(apply_str_replace, COMPAT, "import sys\n# -------------------\n",
+                  "import sys\nimport os\n\n# -------------------\n")
+    assert err.reason == "ambiguous" and err.level == "blank_lines"
+    assert "after line 2" in err.message and "which side" in err.message
+
+
+def test_an_extra_blank_line_of_the_old_text_with_new_lines_and_none_around_them_is_noise():
+    text = "import os\nimport sys\n\n\ndef main():\n    pass\n"
+    out = apply_str_replace(text, "import os\n\nimport sys\n", "import os\nimport re\nimport sys\n")
+    assert out.status == "applied"
+    assert out.text == text.replace("import os\n", "import os\nimport re\n")
