@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .blanks import BlankPlacement, realign, skeleton_script
+from .blanks import BlankPileUp, BlankPlacement, realign, skeleton_script
 from .document import Document
 from .elision import elision_message, marker_kind, one_sided_elisions
 from .hints import closest_hint, spans_text
@@ -156,14 +156,25 @@ def _around_blank_lines(
 
     The old and new text are lined up twice, line for line and on their non-blank lines only; each
     is rebuilt around the file's blank lines (``blanks.realign``). When the two results differ, where
-    the file's blank lines go is a guess, and the edit is refused (``BlankPlacement``).
+    the file's blank lines go is a guess, and the edit is refused (``BlankPlacement``). Except when the
+    line-for-line result alone would pile the file's and the new text's blank lines up in one place
+    (``BlankPileUp``): difflib then paired a blank line across changed lines, and the skeleton's result stands.
     """
-    results = []
+    results: list[list[str] | BlankPlacement] = []
     for script in (line_script(core_old, core_new), skeleton_script(core_old, core_new)):
-        results.append(build_from_script(block, realign(script, match.rows or (), fl.lines), match))
-    if results[0] != results[1]:
+        try:
+            results.append(build_from_script(block, realign(script, match.rows or (), fl.lines), match))
+        except BlankPlacement as exc:
+            results.append(exc)
+    by_lines, by_skeleton = results
+    if isinstance(by_lines, BlankPileUp) and not isinstance(by_skeleton, BlankPlacement):
+        return by_skeleton  # line for line, a blank line was paired across changed lines: the skeleton's stands
+    for result in results:
+        if isinstance(result, BlankPlacement):
+            raise result
+    if by_lines != by_skeleton:
         raise BlankPlacement("the new text's blank lines can be lined up with the file's in two ways", -1)
-    return results[0]
+    return by_lines
 
 
 def elided_pieces(

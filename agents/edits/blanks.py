@@ -48,6 +48,10 @@ class BlankPlacement(Exception):
         self.row = row
 
 
+class BlankPileUp(BlankPlacement):
+    """The lined-up texts would keep both the file's blank lines and the new text's in one place."""
+
+
 def _gap(items: Script, file_blanks: list[str], left: str, right: str, row: int) -> Script:
     """The items between two matched lines, rebuilt for the file's blank lines ``file_blanks``."""
     kept = [i for i, (kind, _) in enumerate(items) if kind == " "]
@@ -299,7 +303,7 @@ def _no_new_run(out: Script, script: Script, block: list[str]) -> None:
     longest = _longest_run([text for kind, text in out if kind != "-"])
     limit = max(_longest_run([text for kind, text in script if kind != "-"]), _longest_run(block))
     if longest > limit:
-        raise BlankPlacement(
+        raise BlankPileUp(
             f"kept both as the file has them and as the new text has them, the blank lines would make a run of "
             f"{longest} where neither the file nor the new text has more than {limit}", -1)
 

@@ -600,3 +600,24 @@ def test_an_extra_blank_line_of_the_old_text_with_new_lines_and_none_around_them
     out = apply_str_replace(text, "import os\n\nimport sys\n", "import os\nimport re\nimport sys\n")
     assert out.status == "applied"
     assert out.text == text.replace("import os\n", "import os\nimport re\n")
+
+
+ENCODINGS = (
+    "class TestContentEncodingDetection:\n\n    def test_none(self):\n"
+    "        encodings = get_encodings_from_content('')\n        assert not len(encodings)\n\n"
+    "    @pytest.mark.parametrize(\n        'content', (\n            '<meta charset=\"UTF-8\">',\n        ))\n"
+    "    def test_pragmas(self, content):\n        pass\n"
+)
+"""requests 2.27.1's ``tests/test_utils.py``, shortened (2.28.0 reformatted it with black)."""
+
+
+def test_a_blank_line_paired_across_changed_lines_does_not_stop_the_skeletons_result():
+    # The old text misses the blank line before the decorator; the new text drops the one after the class line
+    # and has the one before the decorator. Line for line, difflib pairs the class's blank line with the
+    # decorator's, which would pile two blank lines up there; on the non-blank lines the edit is clear.
+    old = ENCODINGS.replace("len(encodings)\n\n", "len(encodings)\n")
+    new = (old.replace(":\n\n    def", ":\n    def").replace("content('')", 'content("")')
+           .replace("len(encodings)\n", "len(encodings)\n\n").replace("'content', (", '"content",\n        ('))
+    out = apply_str_replace(ENCODINGS, old, new)
+    assert out.status == "applied"
+    assert out.text == new
